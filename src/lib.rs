@@ -1,0 +1,57 @@
+//! # actix-zookeeper
+//!
+//! ZooKeeper coordination for actix: what Apache Curator is to Java and kazoo to Python, with
+//! every recipe an actor and every outcome a typed message.
+//!
+//! This release provides the foundation every recipe stands on:
+//! - [`SessionActor`] / [`SessionHandle`]: one ZooKeeper session on its own Arbiter, typed
+//!   requests that reach the server in the order sent, one-shot and persistent watches delivered
+//!   as [`WatchEvent`] messages, explicit [`SessionEvent`]s (`Connected`, `Suspended`,
+//!   `Reconnected`, `Expired`, `Closed`, `AuthFailed`) and a new session built on its own after
+//!   expiry (the *generation* counts sessions);
+//! - [`path`]: ZooKeeper's path rules and ordering of sequential nodes by sequence number only;
+//! - `testkit` (feature `testkit`): real ZooKeeper servers and ensembles for tests and examples.
+//!
+//! ```
+//! # #[cfg(feature = "testkit")] {
+//! use actix_zookeeper::prelude::*;
+//! use actix_zookeeper::testkit::ZkServer;
+//!
+//! let server = ZkServer::start().expect("ZooKeeper (apt-get install zookeeper)");
+//! actix::System::new().block_on(async {
+//!     let session = SessionHandle::start(SessionConfig::new(server.connect_string()).with_chroot("/doc"))?;
+//!     session.create("/greeting", "hello", CreateMode::Persistent).await?;
+//!     let node = session.get_data("/greeting").await?;
+//!     assert_eq!(node.data, b"hello");
+//!     session.close().await;
+//!     Ok::<_, actix_zookeeper::Error>(())
+//! })
+//! .expect("the example runs");
+//! # }
+//! ```
+//!
+//! See `docs/architecture.md` for the actors, the data flow and the message catalogue.
+#![deny(missing_docs)]
+
+pub mod error;
+pub mod path;
+pub mod session;
+#[cfg(feature = "testkit")]
+pub mod testkit;
+
+pub use error::{Error, Result};
+pub use session::requests::{
+    Acl, AuthId, Children, CreateMode, Created, NodeData, Op, OpResult, Permission, PersistentWatchMode, SessionInfo,
+    SessionSnapshot, Stat,
+};
+pub use session::{
+    RebuildPolicy, SessionActor, SessionConfig, SessionEvent, SessionHandle, SessionId, WatchEvent, WatchEventKind,
+    WatchId,
+};
+
+/// The names most programs need.
+pub mod prelude {
+    pub use crate::error::{Error, Result};
+    pub use crate::session::requests::{CreateMode, Op, OpResult, PersistentWatchMode};
+    pub use crate::session::{RebuildPolicy, SessionConfig, SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
+}

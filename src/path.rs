@@ -1,0 +1,152 @@
+//! ZooKeeper paths: validation, joining, parents, and sequence numbers.
+//!
+//! Owns: the rules of what a valid znode path is (ZooKeeper's `PathUtils.validatePath`), and the
+//! parsing and ordering of sequential node names by their sequence suffix only.
+//! Does not own: chroot handling (the session applies its chroot) or any I/O.
+//!
+//! Ordering matters for every recipe: the official `WriteLock` recipe's `ZNodeName` compared the
+//! prefix before the sequence number, so two contenders with different prefixes could both think
+//! they were first. Here, [`sort_by_sequence`] compares the 10-digit suffix and nothing else.
+
+use crate::error::Error;
+
+/// Checks a path against ZooKeeper's rules. `sequential` allows a trailing `/`, because the
+/// server appends the sequence number to the name given.
+pub fn validate(path: &str, sequential: bool) -> Result<(), Error> {
+    let invalid = |reason: &str| Error::InvalidPath { path: path.to_string(), reason: reason.to_string() };
+    if path.is_empty() {
+        return Err(invalid("path is empty"));
+    }
+    if !path.starts_with('/') {
+        return Err(invalid("path must start with '/'"));
+    }
+    if path.len() == 1 {
+        return Ok(());
+    }
+    if path.ends_with('/') && !sequential {
+        return Err(invalid("path must not end with '/'"));
+    }
+    let body = if sequential { path.strip_suffix('/').unwrap_or(path) } else { path };
+    for (i, segment) in body.split('/').enumerate().skip(1) {
+        match segment {
+            "" => return Err(invalid(&format!("empty segment at position {i}"))),
+            "." | ".." => return Err(invalid(&format!("relative segment {segment:?} is not allowed"))),
+            _ => {}
+        }
+    }
+    if let Some(c) = path.chars().find(|&c| forbidden_char(c)) {
+        return Err(invalid(&format!("character U+{:04X} is not allowed", c as u32)));
+    }
+    Ok(())
+}
+
+// The same ranges as ZooKeeper's PathUtils: NUL, control characters, and code points that
+// Java strings cannot round-trip safely.
+fn forbidden_char(c: char) -> bool {
+    matches!(c as u32, 0x0000..=0x001F | 0x007F..=0x009F | 0xD800..=0xF8FF | 0xFFF0..=0xFFFF)
+}
+
+/// Joins a parent path and a child name: `join("/a", "b") == "/a/b"`, `join("/", "b") == "/b"`.
+pub fn join(parent: &str, child: &str) -> String {
+    let child = child.trim_start_matches('/');
+    if parent.ends_with('/') { format!("{parent}{child}") } else { format!("{parent}/{child}") }
+}
+
+/// The parent of a path, `None` for the root.
+pub fn parent(path: &str) -> Option<&str> {
+    if path == "/" || path.is_empty() {
+        return None;
+    }
+    match path.trim_end_matches('/').rfind('/') {
+        Some(0) => Some("/"),
+        Some(i) => Some(&path[..i]),
+        None => None,
+    }
+}
+
+/// The last segment of a path: `name("/a/b") == "b"`.
+pub fn name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Width of the suffix ZooKeeper appends to sequential nodes (`%010d`).
+pub const SEQUENCE_WIDTH: usize = 10;
+
+/// The sequence number of a sequential node name (or path): its trailing 10 digits.
+///
+/// Names from ZooKeeper 3.x end in exactly 10 digits while the counter fits in an `i32`; a
+/// longer run of trailing digits (the 19-digit form of 64-bit counters) is read whole.
+pub fn sequence(name: &str) -> Option<u64> {
+    let digits = name.bytes().rev().take_while(u8::is_ascii_digit).count();
+    if digits < SEQUENCE_WIDTH {
+        return None;
+    }
+    name[name.len() - digits..].parse().ok()
+}
+
+/// Sorts sequential node names by their sequence number only; names without a sequence number
+/// go last, in name order, so that a stray node never sorts ahead of a contender.
+pub fn sort_by_sequence<S: AsRef<str>>(names: &mut [S]) {
+    names.sort_by(|a, b| {
+        let (a, b) = (a.as_ref(), b.as_ref());
+        match (sequence(a), sequence(b)) {
+            (Some(x), Some(y)) => x.cmp(&y).then_with(|| a.cmp(b)),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => a.cmp(b),
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_follows_zookeeper_rules() {
+        for ok in ["/", "/a", "/a/b", "/a-b_c.d", "/zookeeper", "/a/..b", "/über"] {
+            assert!(validate(ok, false).is_ok(), "{ok} should be valid");
+        }
+        for bad in ["", "a", "/a/", "//", "/a//b", "/a/./b", "/a/..", "/a\0b", "/a\u{1}", "/\u{FFF5}"] {
+            assert!(matches!(validate(bad, false), Err(Error::InvalidPath { .. })), "{bad:?} should be invalid");
+        }
+        assert!(validate("/locks/lock-", true).is_ok());
+        assert!(validate("/locks/", true).is_ok());
+        assert!(validate("/locks//", true).is_err());
+    }
+
+    #[test]
+    fn invalid_path_error_names_the_path() {
+        let err = validate("/a//b", false).unwrap_err();
+        assert_eq!(err.path(), Some("/a//b"));
+        assert!(err.to_string().contains("/a//b"));
+    }
+
+    #[test]
+    fn join_parent_name() {
+        assert_eq!(join("/", "a"), "/a");
+        assert_eq!(join("/a", "b"), "/a/b");
+        assert_eq!(join("/a/", "/b"), "/a/b");
+        assert_eq!(parent("/a/b"), Some("/a"));
+        assert_eq!(parent("/a"), Some("/"));
+        assert_eq!(parent("/"), None);
+        assert_eq!(name("/a/b"), "b");
+    }
+
+    #[test]
+    fn sequence_parsing() {
+        assert_eq!(sequence("_c_4f1e-lock-0000000042"), Some(42));
+        assert_eq!(sequence("/dir/x-0000000007"), Some(7));
+        assert_eq!(sequence("lock-42"), None);
+        assert_eq!(sequence("plain"), None);
+        assert_eq!(sequence("x-0000000000000000123"), Some(123));
+    }
+
+    #[test]
+    fn ordering_uses_the_sequence_only() {
+        // The official recipe's bug: "z-...01" must sort before "a-...02" although "a" < "z".
+        let mut names = vec!["a-0000000002", "z-0000000001", "stray", "m-0000000010"];
+        sort_by_sequence(&mut names);
+        assert_eq!(names, ["z-0000000001", "a-0000000002", "m-0000000010", "stray"]);
+    }
+}

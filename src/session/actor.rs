@@ -1,0 +1,877 @@
+//! The [`SessionActor`]: the one owner of the ZooKeeper connection.
+//!
+//! Owns: the `zookeeper_client::Client`, the session's state machine
+//! (`Connecting → Live{Up|Down} → (Expired →) Connecting → ... → Closed`), the session
+//! generation, rebuilding a session after expiry, the subscribers of [`SessionEvent`]s, the
+//! queue of requests that arrive while no session exists, and the persistent-watch registry.
+//! Does not own recipes: they talk to it through messages (or a [`SessionHandle`]).
+//!
+//! # Order of requests
+//! Every handler *calls the client method before returning*: the client library writes the
+//! request to its send queue at call time, so the order in which messages reach this actor is
+//! the order in which ZooKeeper sees them. The client's futures borrow the client, so each
+//! request is an `async move` block that owns a clone of the client; it is polled once inside the
+//! handler (which sends the request) and the rest of it is handed back to actix.
+//!
+//! # Recovery
+//! - *Disconnected*: the client library reconnects on its own; subscribers get `Suspended`,
+//!   then `Reconnected` (same session id) or `Expired`.
+//! - *Expired*: the client library never builds a new session, so this actor does: it
+//!   drops the dead client, connects again with the [`RebuildPolicy`](super::RebuildPolicy)'s
+//!   backoff, re-registers the persistent watches, and sends `Connected` with the next generation.
+//! - Requests sent while no session exists wait (up to the request timeout) and are sent, in
+//!   order, as soon as the new session is up.
+//!
+//! [`SessionHandle`]: super::SessionHandle
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use futures::channel::oneshot;
+use tracing::{Instrument, debug, info, warn};
+use zookeeper_client::{Client, MultiWriteError, MultiWriteResult, SessionState, StateWatcher, WatchedEvent};
+
+use super::config::SessionConfig;
+use super::events::{SessionEvent, SessionId, WatchEvent, WatchEventKind, WatchId};
+use super::requests::*;
+use super::watch::{PersistentWatch, WatchRegistry, deliver_once};
+use crate::error::{Error, Result};
+use crate::path;
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T>>>;
+
+/// A request waiting for a session: called with the new client (and its generation), or with
+/// the error that ended the wait.
+type Pending = Box<dyn FnOnce(Result<(Client, u64)>)>;
+
+/// How often orphaned watches and subscribers (whose actor stopped) are swept.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How long `Close` waits for the server to confirm the session is closed.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// The session's state machine.
+enum State {
+    /// No session: the first connection, or a rebuild after expiry.
+    Connecting { task: SpawnHandle },
+    /// A session exists (connected or not).
+    Live(Live),
+    /// Closed by request, by an authentication failure, or because the policy gave up.
+    Closed,
+}
+
+struct Live {
+    client: Client,
+    session_id: SessionId,
+    link: Link,
+    state_task: SpawnHandle,
+}
+
+/// The connection under a live session.
+#[derive(Clone, Copy)]
+enum Link {
+    Up,
+    Down { since: Instant },
+}
+
+/// Owns the ZooKeeper connection; see the [module docs](self).
+///
+/// Start it with [`SessionHandle::start`](super::SessionHandle::start), which puts it on its own
+/// Arbiter (thread): the client's heartbeat runs on the thread that connected, so a busy
+/// application thread must not be able to starve it.
+pub struct SessionActor {
+    config: SessionConfig,
+    state: State,
+    generation: u64,
+    subscribers: Vec<Recipient<SessionEvent>>,
+    pending: VecDeque<Pending>,
+    watches: WatchRegistry,
+    owns_arbiter: bool,
+}
+
+impl SessionActor {
+    /// A session actor for `config`. `owns_arbiter`: stop the current Arbiter when the actor
+    /// stops (true when it was started on an Arbiter of its own).
+    pub fn new(config: SessionConfig, owns_arbiter: bool) -> Self {
+        SessionActor {
+            config,
+            state: State::Closed,
+            generation: 0,
+            subscribers: Vec::new(),
+            pending: VecDeque::new(),
+            watches: WatchRegistry::default(),
+            owns_arbiter,
+        }
+    }
+
+    fn session_id(&self) -> Option<SessionId> {
+        match &self.state {
+            State::Live(live) => Some(live.session_id),
+            _ => None,
+        }
+    }
+
+    fn broadcast(&mut self, event: SessionEvent) {
+        self.subscribers.retain(|s| s.connected());
+        for subscriber in &self.subscribers {
+            subscriber.do_send(event.clone());
+        }
+    }
+
+    // ---- connection lifecycle -------------------------------------------------------------
+
+    fn connect(&mut self, ctx: &mut Context<Self>, attempt: u32) {
+        let Some(delay) = self.config.rebuild_policy().delay(attempt) else {
+            warn!(attempt, "giving up on connecting: the rebuild policy is exhausted");
+            self.finish(ctx);
+            return;
+        };
+        let connector = self.config.connector();
+        let hosts = self.config.hosts().to_string();
+        let chroot = self.config.chroot().map(str::to_string);
+        let acl = self.config.default_acl().to_vec();
+        let fut = async move {
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            let client = connector.connect(&hosts).await.map_err(|e| Error::from_zk("/", e))?;
+            let Some(root) = chroot else { return Ok(client) };
+            // Curator creates its namespace on demand; so do we, with the default ACL.
+            client.mkdir(&root, &CreateMode::Persistent.options(&acl)).await.map_err(|e| Error::from_zk(&root, e))?;
+            client
+                .chroot(root.clone())
+                .map_err(|_| Error::InvalidPath { path: root, reason: "rejected as a chroot".into() })
+        };
+        let task = ctx.spawn(
+            fut.instrument(tracing::info_span!("zk.connect", hosts = %self.config.hosts(), attempt))
+                .into_actor(self)
+                .map(move |outcome, act, ctx| {
+                    if !matches!(act.state, State::Connecting { .. }) {
+                        return; // closed meanwhile; dropping the client closes the session
+                    }
+                    match outcome {
+                        Ok(client) => act.on_session(client, ctx),
+                        Err(Error::AuthFailed) => act.auth_failed(ctx),
+                        Err(err) => {
+                            warn!(attempt, error = %err, "could not establish a session; will retry");
+                            act.connect(ctx, attempt + 1);
+                        }
+                    }
+                }),
+        );
+        self.state = State::Connecting { task };
+    }
+
+    fn on_session(&mut self, client: Client, ctx: &mut Context<Self>) {
+        self.generation += 1;
+        let generation = self.generation;
+        let session_id = client.session_id();
+        let state_task = Self::watch_state(client.state_watcher(), generation, ctx);
+        info!(session = %session_id, generation, timeout = ?client.session_timeout(), "session established");
+        self.state = State::Live(Live { client: client.clone(), session_id, link: Link::Up, state_task });
+        // Watches first, then the requests that waited, then the news: anything a subscriber
+        // sends after `Connected` reaches the server after all of these.
+        for id in self.watches.ids() {
+            self.register_watch(id, ctx);
+        }
+        for pending in self.pending.drain(..) {
+            pending(Ok((client.clone(), generation)));
+        }
+        self.broadcast(SessionEvent::Connected { session_id, generation });
+    }
+
+    fn watch_state(mut watcher: StateWatcher, generation: u64, ctx: &mut Context<Self>) -> SpawnHandle {
+        let next = async move {
+            let state = watcher.changed().await;
+            (state, watcher)
+        };
+        ctx.spawn(
+            next.into_actor_free()
+                .map(move |(state, watcher), act: &mut Self, ctx| act.on_state(generation, state, watcher, ctx)),
+        )
+    }
+
+    fn on_state(&mut self, generation: u64, state: SessionState, watcher: StateWatcher, ctx: &mut Context<Self>) {
+        if generation != self.generation {
+            return;
+        }
+        let State::Live(live) = &mut self.state else { return };
+        let session_id = live.session_id;
+        let span = tracing::info_span!("zk.session", session = %session_id, generation);
+        let _entered = span.enter();
+        match state {
+            SessionState::Disconnected => {
+                info!("connection lost; session suspended");
+                live.link = Link::Down { since: Instant::now() };
+                live.state_task = Self::watch_state(watcher, generation, ctx);
+                self.broadcast(SessionEvent::Suspended { session_id, generation });
+            }
+            SessionState::SyncConnected | SessionState::ConnectedReadOnly => {
+                let read_only = state == SessionState::ConnectedReadOnly;
+                let was_down = match live.link {
+                    Link::Down { since } => {
+                        info!(after = ?since.elapsed(), read_only, "reconnected; same session");
+                        true
+                    }
+                    Link::Up => false,
+                };
+                live.link = Link::Up;
+                live.state_task = Self::watch_state(watcher, generation, ctx);
+                // A persistent watch whose re-registration failed during the outage gets
+                // another chance now.
+                for id in self.watches.ids() {
+                    if self.watches.get_mut(id).is_some_and(|w| w.task.is_none()) {
+                        self.register_watch(id, ctx);
+                    }
+                }
+                if was_down {
+                    self.broadcast(SessionEvent::Reconnected { session_id, generation, read_only });
+                }
+            }
+            SessionState::Expired => {
+                warn!("session expired; building a new one");
+                for task in self.watches.take_tasks() {
+                    ctx.cancel_future(task);
+                }
+                self.broadcast(SessionEvent::Expired { session_id, generation });
+                self.connect(ctx, 0);
+            }
+            SessionState::AuthFailed => self.auth_failed(ctx),
+            SessionState::Closed => {
+                info!("session closed");
+                self.finish(ctx);
+            }
+        }
+    }
+
+    fn auth_failed(&mut self, ctx: &mut Context<Self>) {
+        warn!("authentication failed; closing the session actor");
+        self.broadcast(SessionEvent::AuthFailed);
+        self.finish(ctx);
+    }
+
+    /// Ends everything: pending requests fail with `Closed`, subscribers hear `Closed`.
+    fn finish(&mut self, ctx: &mut Context<Self>) {
+        match std::mem::replace(&mut self.state, State::Closed) {
+            State::Connecting { task, .. } => {
+                ctx.cancel_future(task);
+            }
+            State::Live(live) => {
+                ctx.cancel_future(live.state_task);
+            }
+            State::Closed => {}
+        }
+        for task in self.watches.take_tasks() {
+            ctx.cancel_future(task);
+        }
+        for mut watch in self.watches.drain() {
+            watch.settle(Err(Error::Closed));
+        }
+        for pending in self.pending.drain(..) {
+            pending(Err(Error::Closed));
+        }
+        self.broadcast(SessionEvent::Closed);
+        self.subscribers.clear();
+        ctx.stop();
+    }
+
+    fn sweep(&mut self, ctx: &mut Context<Self>) {
+        for id in self.watches.orphans() {
+            debug!(?id, "removing a persistent watch whose owner stopped");
+            if let Some(task) = self.watches.remove(id).and_then(|w| w.task) {
+                ctx.cancel_future(task);
+            }
+        }
+        self.subscribers.retain(|s| s.connected());
+    }
+
+    // ---- requests ---------------------------------------------------------------------------
+
+    /// Checks a path (and payload) before anything is sent.
+    fn check(&self, path: &str, sequential: bool, data: Option<&[u8]>) -> Result<()> {
+        path::validate(path, sequential)?;
+        let limit = self.config.max_data_size();
+        match data {
+            Some(data) if data.len() > limit => {
+                Err(Error::DataTooLarge { path: path.to_string(), size: data.len(), limit })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Runs `op` on the current client *now* (sending its request), or queues it until a session
+    /// exists. `op` gets an owned client clone and the session generation.
+    fn dispatch<T: 'static>(
+        &mut self,
+        span: tracing::Span,
+        op: impl FnOnce(Client, u64) -> BoxFuture<Result<T>> + 'static,
+    ) -> BoxFuture<Result<T>> {
+        match &self.state {
+            State::Live(live) => send_now(op(live.client.clone(), self.generation).instrument(span)),
+            State::Closed => Box::pin(futures::future::ready(Err(Error::Closed))),
+            State::Connecting { .. } => {
+                let (tx, rx) = oneshot::channel::<BoxFuture<Result<T>>>();
+                self.pending.push_back(Box::new(move |session| {
+                    // The caller gave up waiting: do not send a request nobody will read.
+                    if tx.is_canceled() {
+                        return;
+                    }
+                    let fut = match session {
+                        Ok((client, generation)) => send_now(op(client, generation).instrument(span)),
+                        Err(err) => Box::pin(futures::future::ready(Err(err))) as BoxFuture<_>,
+                    };
+                    let _ = tx.send(fut);
+                }));
+                let wait = self.config.request_timeout();
+                Box::pin(async move {
+                    match tokio::time::timeout(wait, rx).await {
+                        Ok(Ok(fut)) => fut.await,
+                        Ok(Err(_)) => Err(Error::Closed),
+                        Err(_) => Err(Error::Timeout { what: "a session".into(), after: wait }),
+                    }
+                })
+            }
+        }
+    }
+
+    fn span(&self, op: &'static str, path: &str) -> tracing::Span {
+        let session = self.session_id().map(|id| id.to_string()).unwrap_or_default();
+        tracing::debug_span!("zk.request", op, path, session, generation = self.generation)
+    }
+
+    // ---- persistent watches ---------------------------------------------------------------
+
+    fn register_watch(&mut self, id: WatchId, ctx: &mut Context<Self>) {
+        let State::Live(live) = &self.state else { return };
+        let client = live.client.clone();
+        let generation = self.generation;
+        let Some(watch) = self.watches.get_mut(id) else { return };
+        let path = watch.path.clone();
+        let mode = watch.client_mode();
+        let span = tracing::debug_span!("zk.add_watch", path = %path, ?mode, generation);
+        let fut = send_now(
+            Box::pin(async move { client.watch(&path, mode).await.map_err(|e| Error::from_zk(&path, e)) })
+                .instrument(span),
+        );
+        let task = ctx.spawn(
+            fut.into_actor_free()
+                .map(move |outcome, act: &mut Self, ctx| act.on_watch_registered(id, generation, outcome, ctx)),
+        );
+        if let Some(old) = watch.task.replace(task) {
+            ctx.cancel_future(old);
+        }
+    }
+
+    fn on_watch_registered(
+        &mut self,
+        id: WatchId,
+        generation: u64,
+        outcome: Result<zookeeper_client::PersistentWatcher>,
+        ctx: &mut Context<Self>,
+    ) {
+        if generation != self.generation {
+            return;
+        }
+        let Some(watch) = self.watches.get_mut(id) else { return };
+        match outcome {
+            Ok(watcher) => {
+                watch.settle(Ok(id));
+                watch.task = Some(Self::next_watch_event(id, generation, watcher, ctx));
+            }
+            Err(err) if err.is_connection_problem() => {
+                // Retried on the next `SyncConnected` or the next session.
+                debug!(?id, error = %err, "persistent watch not registered yet");
+                watch.task = None;
+            }
+            Err(err) => {
+                warn!(?id, error = %err, "persistent watch refused");
+                if let Some(mut watch) = self.watches.remove(id) {
+                    watch.settle(Err(err));
+                }
+            }
+        }
+    }
+
+    fn next_watch_event(
+        id: WatchId,
+        generation: u64,
+        mut watcher: zookeeper_client::PersistentWatcher,
+        ctx: &mut Context<Self>,
+    ) -> SpawnHandle {
+        let next = async move {
+            let event = watcher.changed().await;
+            (event, watcher)
+        };
+        ctx.spawn(
+            next.into_actor_free().map(move |(event, watcher), act: &mut Self, ctx| {
+                act.on_watch_event(id, generation, event, watcher, ctx)
+            }),
+        )
+    }
+
+    fn on_watch_event(
+        &mut self,
+        id: WatchId,
+        generation: u64,
+        event: WatchedEvent,
+        watcher: zookeeper_client::PersistentWatcher,
+        ctx: &mut Context<Self>,
+    ) {
+        if generation != self.generation {
+            return;
+        }
+        // Removed meanwhile: dropping `watcher` removes it from the client.
+        let Some(watch) = self.watches.get_mut(id) else { return };
+        match WatchEventKind::from_zk(event.event_type) {
+            // The client must not be polled after a terminal state (it panics); the watch is
+            // re-registered on the next session.
+            None if event.session_state.is_terminated() => {
+                watch.task = None;
+                return;
+            }
+            // Disconnected / SyncConnected: subscribers hear about it as `SessionEvent`s.
+            None => {}
+            Some(kind) => {
+                if !watch.recipient.connected() {
+                    self.watches.remove(id);
+                    return;
+                }
+                watch.recipient.do_send(WatchEvent { path: event.path, kind, generation, watch: Some(id) });
+            }
+        }
+        watch.task = Some(Self::next_watch_event(id, generation, watcher, ctx));
+    }
+}
+
+/// Polls a request future once, right now, so that its request is written to the client's
+/// queue inside the current handler; returns the rest of it. The no-op waker is fine: whoever
+/// polls the returned future next registers a real waker.
+fn send_now<T: 'static>(fut: impl Future<Output = T> + 'static) -> BoxFuture<T> {
+    let mut fut: BoxFuture<T> = Box::pin(fut);
+    let mut cx = TaskContext::from_waker(futures::task::noop_waker_ref());
+    match fut.as_mut().poll(&mut cx) {
+        Poll::Ready(value) => Box::pin(futures::future::ready(value)),
+        Poll::Pending => fut,
+    }
+}
+
+fn failed<T: 'static>(err: Error) -> BoxFuture<Result<T>> {
+    Box::pin(futures::future::ready(Err(err)))
+}
+
+/// `into_actor` without needing the actor value (the futures here own everything they use).
+trait IntoActorFree: Future + Sized + 'static {
+    fn into_actor_free<A: Actor>(self) -> actix::fut::future::FutureWrap<Self, A> {
+        actix::fut::wrap_future(self)
+    }
+}
+
+impl<F: Future + 'static> IntoActorFree for F {}
+
+impl Actor for SessionActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        // Senders must never be told "mailbox full": actix would then deliver that message
+        // later than ones sent after it, and request order is what pipelining relies on.
+        ctx.set_mailbox_capacity(1 << 20);
+        ctx.run_interval(SWEEP_INTERVAL, |act, ctx| act.sweep(ctx));
+        self.connect(ctx, 0);
+    }
+
+    fn stopped(&mut self, _ctx: &mut Self::Context) {
+        if !matches!(self.state, State::Closed) {
+            self.state = State::Closed;
+            self.broadcast(SessionEvent::Closed);
+        }
+        if self.owns_arbiter {
+            Arbiter::current().stop();
+        }
+    }
+}
+
+// ---- handlers ---------------------------------------------------------------------------------
+
+impl Handler<Create> for SessionActor {
+    type Result = ResponseFuture<Result<Created>>;
+
+    fn handle(&mut self, msg: Create, _: &mut Context<Self>) -> Self::Result {
+        if let Err(err) = self.check(&msg.path, msg.mode.is_sequential(), Some(&msg.data)) {
+            return failed(err);
+        }
+        let Create { path, data, mode, acl } = msg;
+        let acl = acl.unwrap_or_else(|| self.config.default_acl().to_vec());
+        let span = self.span("create", &path);
+        self.dispatch(span, move |client, _| {
+            Box::pin(async move {
+                let (stat, sequence) =
+                    client.create(&path, &data, &mode.options(&acl)).await.map_err(|e| Error::from_zk(&path, e))?;
+                if mode.is_sequential() {
+                    let number = u64::try_from(sequence.into_i64()).ok();
+                    Ok(Created { path: format!("{path}{sequence}"), stat, sequence: number })
+                } else {
+                    Ok(Created { path, stat, sequence: None })
+                }
+            })
+        })
+    }
+}
+
+impl Handler<Delete> for SessionActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: Delete, _: &mut Context<Self>) -> Self::Result {
+        if let Err(err) = self.check(&msg.path, false, None) {
+            return failed(err);
+        }
+        let span = self.span("delete", &msg.path);
+        self.dispatch(span, move |client, _| {
+            Box::pin(
+                async move { client.delete(&msg.path, msg.version).await.map_err(|e| Error::from_zk(&msg.path, e)) },
+            )
+        })
+    }
+}
+
+impl Handler<GetData> for SessionActor {
+    type Result = ResponseFuture<Result<NodeData>>;
+
+    fn handle(&mut self, msg: GetData, _: &mut Context<Self>) -> Self::Result {
+        if let Err(err) = self.check(&msg.path, false, None) {
+            return failed(err);
+        }
+        let span = self.span("get_data", &msg.path);
+        self.dispatch(span, move |client, generation| {
+            Box::pin(async move {
+                let GetData { path, watch } = msg;
+                let fail = |e| Error::from_zk(&path, e);
+                match watch {
+                    None => client.get_data(&path).await.map(|(data, stat)| NodeData { data, stat }).map_err(fail),
+                    Some(recipient) => {
+                        let (data, stat, watcher) = client.get_and_watch_data(&path).await.map_err(fail)?;
+                        deliver_once(watcher, path.clone(), recipient, generation);
+                        Ok(NodeData { data, stat })
+                    }
+                }
+            })
+        })
+    }
+}
+
+impl Handler<SetData> for SessionActor {
+    type Result = ResponseFuture<Result<Stat>>;
+
+    fn handle(&mut self, msg: SetData, _: &mut Context<Self>) -> Self::Result {
+        if let Err(err) = self.check(&msg.path, false, Some(&msg.data)) {
+            return failed(err);
+        }
+        let span = self.span("set_data", &msg.path);
+        self.dispatch(span, move |client, _| {
+            Box::pin(async move {
+                client.set_data(&msg.path, &msg.data, msg.version).await.map_err(|e| Error::from_zk(&msg.path, e))
+            })
+        })
+    }
+}
+
+impl Handler<Exists> for SessionActor {
+    type Result = ResponseFuture<Result<Option<Stat>>>;
+
+    fn handle(&mut self, msg: Exists, _: &mut Context<Self>) -> Self::Result {
+        if let Err(err) = self.check(&msg.path, false, None) {
+            return failed(err);
+        }
+        let span = self.span("exists", &msg.path);
+        self.dispatch(span, move |client, generation| {
+            Box::pin(async move {
+                let Exists { path, watch } = msg;
+                let fail = |e| Error::from_zk(&path, e);
+                match watch {
+                    None => client.check_stat(&path).await.map_err(fail),
+                    Some(recipient) => {
+                        let (stat, watcher) = client.check_and_watch_stat(&path).await.map_err(fail)?;
+                        deliver_once(watcher, path.clone(), recipient, generation);
+                        Ok(stat)
+                    }
+                }
+            })
+        })
+    }
+}
+
+impl Handler<GetChildren> for SessionActor {
+    type Result = ResponseFuture<Result<Children>>;
+
+    fn handle(&mut self, msg: GetChildren, _: &mut Context<Self>) -> Self::Result {
+        if let Err(err) = self.check(&msg.path, false, None) {
+            return failed(err);
+        }
+        let span = self.span("get_children", &msg.path);
+        self.dispatch(span, move |client, generation| {
+            Box::pin(async move {
+                let GetChildren { path, watch } = msg;
+                let fail = |e| Error::from_zk(&path, e);
+                match watch {
+                    None => {
+                        client.get_children(&path).await.map(|(names, stat)| Children { names, stat }).map_err(fail)
+                    }
+                    Some(recipient) => {
+                        let (names, stat, watcher) = client.get_and_watch_children(&path).await.map_err(fail)?;
+                        deliver_once(watcher, path.clone(), recipient, generation);
+                        Ok(Children { names, stat })
+                    }
+                }
+            })
+        })
+    }
+}
+
+impl Handler<Multi> for SessionActor {
+    type Result = ResponseFuture<Result<Vec<OpResult>>>;
+
+    fn handle(&mut self, msg: Multi, _: &mut Context<Self>) -> Self::Result {
+        for (index, op) in msg.ops.iter().enumerate() {
+            let (sequential, data) = match op {
+                Op::Create { mode, data, .. } => (mode.is_sequential(), Some(data.as_slice())),
+                Op::SetData { data, .. } => (false, Some(data.as_slice())),
+                Op::Check { .. } | Op::Delete { .. } => (false, None),
+            };
+            if let Err(err) = self.check(op.path(), sequential, data) {
+                return failed(Error::Multi { index, source: Box::new(err) });
+            }
+        }
+        let acl = self.config.default_acl().to_vec();
+        let first = msg.ops.first().map(|op| op.path().to_string()).unwrap_or_else(|| "/".into());
+        let span = self.span("multi", &first);
+        self.dispatch(span, move |client, _| {
+            Box::pin(async move {
+                let ops = msg.ops;
+                let op_error =
+                    |index: usize, e| Error::Multi { index, source: Box::new(Error::from_zk(ops[index].path(), e)) };
+                let mut writer = client.new_multi_writer();
+                for (index, op) in ops.iter().enumerate() {
+                    let added = match op {
+                        Op::Check { path, version } => writer.add_check_version(path, *version),
+                        Op::Create { path, data, mode } => writer.add_create(path, data, &mode.options(&acl)),
+                        Op::SetData { path, data, version } => writer.add_set_data(path, data, *version),
+                        Op::Delete { path, version } => writer.add_delete(path, *version),
+                    };
+                    added.map_err(|e| op_error(index, e))?;
+                }
+                let results = writer.commit().await.map_err(|e| match e {
+                    MultiWriteError::OperationFailed { index, source } => op_error(index, source),
+                    MultiWriteError::RequestFailed { source } => Error::from_zk(&first, source),
+                })?;
+                results
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, result)| match result {
+                        MultiWriteResult::Check => Ok(OpResult::Checked),
+                        MultiWriteResult::Create { path, stat } => Ok(OpResult::Created { path, stat }),
+                        MultiWriteResult::SetData { stat } => Ok(OpResult::DataSet { stat }),
+                        MultiWriteResult::Delete => Ok(OpResult::Deleted),
+                        other => Err(op_error(
+                            index,
+                            zookeeper_client::Error::UnexpectedError(format!("unexpected multi result {other:?}")),
+                        )),
+                    })
+                    .collect()
+            })
+        })
+    }
+}
+
+impl Handler<Sync> for SessionActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: Sync, _: &mut Context<Self>) -> Self::Result {
+        if let Err(err) = self.check(&msg.path, false, None) {
+            return failed(err);
+        }
+        let span = self.span("sync", &msg.path);
+        self.dispatch(span, move |client, _| {
+            Box::pin(async move { client.sync(&msg.path).await.map_err(|e| Error::from_zk(&msg.path, e)) })
+        })
+    }
+}
+
+impl Handler<EnsurePath> for SessionActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: EnsurePath, _: &mut Context<Self>) -> Self::Result {
+        if let Err(err) = self.check(&msg.path, false, None) {
+            return failed(err);
+        }
+        if msg.path == "/" {
+            return Box::pin(futures::future::ready(Ok(())));
+        }
+        let acl = self.config.default_acl().to_vec();
+        let span = self.span("ensure_path", &msg.path);
+        self.dispatch(span, move |client, _| {
+            Box::pin(async move {
+                client
+                    .mkdir(&msg.path, &CreateMode::Persistent.options(&acl))
+                    .await
+                    .map_err(|e| Error::from_zk(&msg.path, e))
+            })
+        })
+    }
+}
+
+impl Handler<DeleteRecursive> for SessionActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: DeleteRecursive, _: &mut Context<Self>) -> Self::Result {
+        if let Err(err) = self.check(&msg.path, false, None) {
+            return failed(err);
+        }
+        let span = self.span("delete_recursive", &msg.path);
+        self.dispatch(span, move |client, _| Box::pin(async move { delete_tree(&client, &msg.path).await }))
+    }
+}
+
+/// Deletes a subtree, deepest nodes first. A node that gains a child meanwhile (`NotEmpty`)
+/// makes the whole walk start again, a few times, before giving up.
+async fn delete_tree(client: &Client, root: &str) -> Result<()> {
+    use zookeeper_client::Error as Zk;
+    const ATTEMPTS: usize = 5;
+    for _ in 0..ATTEMPTS {
+        let mut nodes = vec![root.to_string()];
+        let mut next = 0;
+        while next < nodes.len() {
+            match client.list_children(&nodes[next]).await {
+                Ok(children) => {
+                    let parent = nodes[next].clone();
+                    nodes.extend(children.iter().map(|child| path::join(&parent, child)));
+                }
+                Err(Zk::NoNode) => {}
+                Err(e) => return Err(Error::from_zk(&nodes[next], e)),
+            }
+            next += 1;
+        }
+        let mut raced = false;
+        for node in nodes.iter().rev().filter(|node| node.as_str() != "/") {
+            match client.delete(node, None).await {
+                Ok(()) | Err(Zk::NoNode) => {}
+                Err(Zk::NotEmpty) => {
+                    raced = true;
+                    break;
+                }
+                Err(e) => return Err(Error::from_zk(node, e)),
+            }
+        }
+        if !raced {
+            return Ok(());
+        }
+    }
+    Err(Error::NotEmpty { path: root.to_string() })
+}
+
+impl Handler<AddWatch> for SessionActor {
+    type Result = ResponseFuture<Result<WatchId>>;
+
+    fn handle(&mut self, msg: AddWatch, ctx: &mut Context<Self>) -> Self::Result {
+        if let Err(err) = self.check(&msg.path, false, None) {
+            return failed(err);
+        }
+        if matches!(self.state, State::Closed) {
+            return failed(Error::Closed);
+        }
+        let (tx, rx) = oneshot::channel();
+        let id = self.watches.insert(PersistentWatch {
+            path: msg.path,
+            mode: msg.mode,
+            recipient: msg.recipient,
+            task: None,
+            waiters: vec![tx],
+        });
+        // With no session yet, the watch is registered as soon as one is up.
+        self.register_watch(id, ctx);
+        let wait = self.config.request_timeout();
+        Box::pin(async move {
+            match tokio::time::timeout(wait, rx).await {
+                Ok(Ok(outcome)) => outcome,
+                Ok(Err(_)) => Err(Error::Closed),
+                Err(_) => Err(Error::Timeout { what: "a persistent watch".into(), after: wait }),
+            }
+        })
+    }
+}
+
+impl Handler<RemoveWatch> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: RemoveWatch, ctx: &mut Context<Self>) {
+        if let Some(watch) = self.watches.remove(msg.id) {
+            debug!(id = ?msg.id, path = %watch.path, "persistent watch removed");
+            if let Some(task) = watch.task {
+                ctx.cancel_future(task);
+            }
+        }
+    }
+}
+
+impl Handler<Subscribe> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+        let now = match &self.state {
+            State::Live(live) => match live.link {
+                Link::Up => Some(SessionEvent::Connected { session_id: live.session_id, generation: self.generation }),
+                Link::Down { .. } => {
+                    Some(SessionEvent::Suspended { session_id: live.session_id, generation: self.generation })
+                }
+            },
+            State::Connecting { .. } => None,
+            State::Closed => Some(SessionEvent::Closed),
+        };
+        if let Some(event) = now {
+            msg.recipient.do_send(event);
+        }
+        self.subscribers.push(msg.recipient);
+    }
+}
+
+impl Handler<GetSession> for SessionActor {
+    type Result = Option<SessionSnapshot>;
+
+    fn handle(&mut self, _: GetSession, _: &mut Context<Self>) -> Self::Result {
+        let State::Live(live) = &self.state else { return None };
+        Some(SessionSnapshot {
+            session_id: live.session_id,
+            generation: self.generation,
+            timeout: live.client.session_timeout(),
+            connected: matches!(live.link, Link::Up),
+            info: live.client.session().clone(),
+        })
+    }
+}
+
+impl Handler<Close> for SessionActor {
+    type Result = ResponseActFuture<Self, ()>;
+
+    fn handle(&mut self, _: Close, ctx: &mut Context<Self>) -> Self::Result {
+        let State::Live(live) = &mut self.state else {
+            self.finish(ctx);
+            return Box::pin(actix::fut::ready(()));
+        };
+        info!(session = %live.session_id, "closing the session");
+        let mut watcher = live.client.state_watcher();
+        // Dropping the last client clone makes the client library send CloseSession, so the
+        // server deletes our ephemerals now rather than after the session timeout.
+        ctx.cancel_future(live.state_task);
+        self.state = State::Closed;
+        for task in self.watches.take_tasks() {
+            ctx.cancel_future(task);
+        }
+        let closed = async move {
+            let _ =
+                tokio::time::timeout(CLOSE_GRACE, async { while !watcher.changed().await.is_terminated() {} }).await;
+        };
+        Box::pin(closed.into_actor_free().map(|(), act: &mut Self, ctx| act.finish(ctx)))
+    }
+}

@@ -1,0 +1,279 @@
+//! How to reach ZooKeeper and how to behave when the session is lost.
+//!
+//! Owns: [`SessionConfig`] (a by-value builder) and [`RebuildPolicy`] (backoff for building a new
+//! session after expiry, and for the first connection). Does not own the connection itself; the
+//! [`SessionActor`](super::SessionActor) reads this once when it starts.
+
+use std::time::Duration;
+
+use zookeeper_client::Acl;
+
+use crate::error::Error;
+use crate::path;
+
+/// ZooKeeper's default `jute.maxbuffer`: a request larger than this is refused by the server
+/// (and the connection is dropped), so payloads are checked before they are sent.
+pub const DEFAULT_MAX_DATA_SIZE: usize = 1024 * 1024;
+
+/// Everything the session needs to connect, authenticate and recover.
+///
+/// ```
+/// use std::time::Duration;
+/// use actix_zookeeper::{RebuildPolicy, SessionConfig};
+///
+/// let config = SessionConfig::new("zk1:2181,zk2:2181,zk3:2181/my-service")
+///     .with_session_timeout(Duration::from_secs(10))
+///     .with_digest_auth("svc", "secret")
+///     .with_rebuild_policy(RebuildPolicy::forever().with_backoff(
+///         Duration::from_millis(100),
+///         Duration::from_secs(5),
+///     ));
+/// assert_eq!(config.hosts(), "zk1:2181,zk2:2181,zk3:2181");
+/// assert_eq!(config.chroot(), Some("/my-service"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    hosts: String,
+    chroot: Option<String>,
+    session_timeout: Duration,
+    connection_timeout: Option<Duration>,
+    request_timeout: Duration,
+    read_only: bool,
+    auth: Vec<(String, Vec<u8>)>,
+    default_acl: Vec<Acl>,
+    rebuild: RebuildPolicy,
+    max_data_size: usize,
+}
+
+impl SessionConfig {
+    /// A configuration for a connect string `host:port[,host:port...][/chroot]`, the same syntax
+    /// as the Java client's. Defaults: 10 s session timeout, requests wait up to 15 s for a
+    /// session, world-readable-and-writable ACL, rebuild forever with backoff 100 ms → 10 s.
+    pub fn new(connect_string: impl AsRef<str>) -> Self {
+        let connect_string = connect_string.as_ref();
+        let (hosts, chroot) = match connect_string.find('/') {
+            Some(i) => (&connect_string[..i], Some(connect_string[i..].to_string())),
+            None => (connect_string, None),
+        };
+        SessionConfig {
+            hosts: hosts.to_string(),
+            chroot: chroot.filter(|c| c != "/"),
+            session_timeout: Duration::from_secs(10),
+            connection_timeout: None,
+            request_timeout: Duration::from_secs(15),
+            read_only: false,
+            auth: Vec::new(),
+            default_acl: vec![Acl::new_const(zookeeper_client::Permission::ALL, "world", "anyone")],
+            rebuild: RebuildPolicy::forever(),
+            max_data_size: DEFAULT_MAX_DATA_SIZE,
+        }
+    }
+
+    /// Every path of this session is relative to `chroot` (Curator's "namespace"); the session
+    /// creates it on connect when it is missing.
+    pub fn with_chroot(mut self, chroot: impl Into<String>) -> Self {
+        let chroot = chroot.into();
+        self.chroot = if chroot == "/" || chroot.is_empty() { None } else { Some(chroot) };
+        self
+    }
+
+    /// Session timeout to negotiate (the server clamps it to its min/max).
+    pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// How long a silent connection is trusted before it is declared lost (default: 2/5 of the
+    /// session timeout, as the client library does).
+    pub fn with_connection_timeout(mut self, timeout: Duration) -> Self {
+        self.connection_timeout = Some(timeout);
+        self
+    }
+
+    /// How long a request issued while no session exists (first connect, or a rebuild after
+    /// expiry) waits for one before it fails with [`Error::Timeout`].
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Allow connecting to a server that has lost its quorum (reads only).
+    pub fn with_read_only(mut self, allowed: bool) -> Self {
+        self.read_only = allowed;
+        self
+    }
+
+    /// Authenticate with the `digest` scheme as `user:password`, on every session.
+    pub fn with_digest_auth(self, user: &str, password: &str) -> Self {
+        self.with_auth("digest", format!("{user}:{password}").into_bytes())
+    }
+
+    /// Authenticate with any scheme the server knows, on every session.
+    pub fn with_auth(mut self, scheme: impl Into<String>, credentials: impl Into<Vec<u8>>) -> Self {
+        self.auth.push((scheme.into(), credentials.into()));
+        self
+    }
+
+    /// ACL for nodes this session creates when a request gives none.
+    pub fn with_default_acl(mut self, acl: Vec<Acl>) -> Self {
+        self.default_acl = acl;
+        self
+    }
+
+    /// How to retry the first connection and rebuild a session after expiry.
+    pub fn with_rebuild_policy(mut self, policy: RebuildPolicy) -> Self {
+        self.rebuild = policy;
+        self
+    }
+
+    /// Largest payload accepted before sending (default 1 MiB, ZooKeeper's `jute.maxbuffer`).
+    pub fn with_max_data_size(mut self, bytes: usize) -> Self {
+        self.max_data_size = bytes;
+        self
+    }
+
+    /// The host list, without the chroot.
+    pub fn hosts(&self) -> &str {
+        &self.hosts
+    }
+
+    /// The chroot, if any.
+    pub fn chroot(&self) -> Option<&str> {
+        self.chroot.as_deref()
+    }
+
+    /// Requested session timeout.
+    pub fn session_timeout(&self) -> Duration {
+        self.session_timeout
+    }
+
+    /// How long requests wait for a session.
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
+    /// Default ACL for created nodes.
+    pub fn default_acl(&self) -> &[Acl] {
+        &self.default_acl
+    }
+
+    /// The rebuild policy.
+    pub fn rebuild_policy(&self) -> &RebuildPolicy {
+        &self.rebuild
+    }
+
+    /// Largest accepted payload.
+    pub fn max_data_size(&self) -> usize {
+        self.max_data_size
+    }
+
+    /// Checks what can be checked without a server.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.hosts.trim().is_empty() {
+            return Err(Error::InvalidPath { path: self.hosts.clone(), reason: "connect string names no host".into() });
+        }
+        if let Some(chroot) = &self.chroot {
+            path::validate(chroot, false)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn connector(&self) -> zookeeper_client::Connector {
+        let mut connector = zookeeper_client::Client::connector()
+            .with_session_timeout(self.session_timeout)
+            .with_readonly(self.read_only);
+        if let Some(timeout) = self.connection_timeout {
+            connector = connector.with_connection_timeout(timeout);
+        }
+        for (scheme, credentials) in &self.auth {
+            connector = connector.with_auth(scheme, credentials);
+        }
+        connector
+    }
+}
+
+/// How often, and how patiently, to (re)build a session.
+///
+/// Applies to the first connection and to building a new session after the old one expired.
+/// The delay before attempt `n` (counting from 0) is `initial * 2^n`, capped at `max`; attempt 0
+/// starts at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RebuildPolicy {
+    initial_backoff: Duration,
+    max_backoff: Duration,
+    max_attempts: Option<u32>,
+}
+
+impl RebuildPolicy {
+    /// Keep trying forever (Curator's and kazoo's behaviour for a long-lived service).
+    pub fn forever() -> Self {
+        RebuildPolicy {
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(10),
+            max_attempts: None,
+        }
+    }
+
+    /// Give up after `attempts` failed attempts; the session then reports `Closed`.
+    pub fn attempts(attempts: u32) -> Self {
+        RebuildPolicy { max_attempts: Some(attempts), ..Self::forever() }
+    }
+
+    /// Never rebuild: an expired session ends the actor (the first connection is still tried
+    /// once).
+    pub fn never() -> Self {
+        Self::attempts(1)
+    }
+
+    /// Exponential backoff from `initial`, capped at `max`.
+    pub fn with_backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.initial_backoff = initial;
+        self.max_backoff = max.max(initial);
+        self
+    }
+
+    /// Delay before attempt `attempt` (0-based), or `None` when the policy gives up.
+    pub fn delay(&self, attempt: u32) -> Option<Duration> {
+        if self.max_attempts.is_some_and(|max| attempt >= max) {
+            return None;
+        }
+        if attempt == 0 {
+            return Some(Duration::ZERO);
+        }
+        let factor = 1u32.checked_shl(attempt - 1).unwrap_or(u32::MAX);
+        Some(self.initial_backoff.saturating_mul(factor).min(self.max_backoff))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connect_string_splits_chroot() {
+        let c = SessionConfig::new("a:1,b:2/app/x");
+        assert_eq!(c.hosts(), "a:1,b:2");
+        assert_eq!(c.chroot(), Some("/app/x"));
+        assert_eq!(SessionConfig::new("a:1/").chroot(), None);
+        assert!(SessionConfig::new("a:1/bad//root").validate().is_err());
+        assert!(SessionConfig::new("").validate().is_err());
+    }
+
+    #[test]
+    fn backoff_grows_and_caps() {
+        let p = RebuildPolicy::attempts(5).with_backoff(Duration::from_millis(100), Duration::from_millis(350));
+        let delays: Vec<_> = (0..6).map(|n| p.delay(n)).collect();
+        assert_eq!(
+            delays,
+            [
+                Some(Duration::ZERO),
+                Some(Duration::from_millis(100)),
+                Some(Duration::from_millis(200)),
+                Some(Duration::from_millis(350)),
+                Some(Duration::from_millis(350)),
+                None
+            ]
+        );
+        assert_eq!(RebuildPolicy::forever().delay(1000), Some(Duration::from_secs(10)));
+    }
+}

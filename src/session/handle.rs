@@ -1,0 +1,180 @@
+//! [`SessionHandle`]: a cheap, cloneable front door to a [`SessionActor`].
+//!
+//! Owns: starting the session on an Arbiter of its own, and async methods over the request
+//! messages. Does not own any state: every method is one message to the actor.
+//!
+//! Each method queues its request *when it is called*, not when the returned future is first
+//! polled, so `let a = h.create(..); let b = h.children(..);` sends both, in that order, before
+//! either is awaited (one round trip for both).
+
+use std::future::Future;
+
+use actix::{Actor, Addr, Arbiter, Handler, Message, Recipient};
+
+use super::actor::SessionActor;
+use super::config::SessionConfig;
+use super::events::{SessionEvent, WatchEvent, WatchId};
+use super::requests::*;
+use crate::error::{Error, Result};
+
+/// A cloneable handle to a running session.
+#[derive(Clone, Debug)]
+pub struct SessionHandle {
+    addr: Addr<SessionActor>,
+}
+
+impl SessionHandle {
+    /// Starts a [`SessionActor`] for `config` on a new Arbiter (its own thread) and returns a
+    /// handle to it. Connecting happens in the background: subscribe to hear `Connected`, or just
+    /// send requests (they wait for the session, up to the request timeout).
+    ///
+    /// Must be called inside a running actix `System`.
+    pub fn start(config: SessionConfig) -> Result<SessionHandle> {
+        config.validate()?;
+        let arbiter = Arbiter::new();
+        let addr = SessionActor::start_in_arbiter(&arbiter.handle(), move |_| SessionActor::new(config, true));
+        Ok(SessionHandle { addr })
+    }
+
+    /// The actor's address, for sending request messages directly from another actor.
+    pub fn addr(&self) -> &Addr<SessionActor> {
+        &self.addr
+    }
+
+    /// Sends any request message; resolves to its reply.
+    pub fn request<M, T>(&self, msg: M) -> impl Future<Output = Result<T>> + 'static
+    where
+        M: Message<Result = Result<T>> + Send + 'static,
+        T: Send + 'static,
+        SessionActor: Handler<M>,
+    {
+        let reply = self.addr.send(msg);
+        async move { reply.await.map_err(|_| Error::Closed)? }
+    }
+
+    /// Creates a node (session default ACL).
+    pub fn create(
+        &self,
+        path: &str,
+        data: impl Into<Vec<u8>>,
+        mode: CreateMode,
+    ) -> impl Future<Output = Result<Created>> + 'static {
+        self.request(Create::new(path, data, mode))
+    }
+
+    /// Deletes a node, optionally only at `version`.
+    pub fn delete(&self, path: &str, version: Option<i32>) -> impl Future<Output = Result<()>> + 'static {
+        self.request(Delete { path: path.into(), version })
+    }
+
+    /// Reads a node's data and stat.
+    pub fn get_data(&self, path: &str) -> impl Future<Output = Result<NodeData>> + 'static {
+        self.request(GetData { path: path.into(), watch: None })
+    }
+
+    /// Reads a node's data and leaves a one-shot watch for `watcher`.
+    pub fn get_data_watched(
+        &self,
+        path: &str,
+        watcher: Recipient<WatchEvent>,
+    ) -> impl Future<Output = Result<NodeData>> + 'static {
+        self.request(GetData { path: path.into(), watch: Some(watcher) })
+    }
+
+    /// Replaces a node's data, optionally only at `version`.
+    pub fn set_data(
+        &self,
+        path: &str,
+        data: impl Into<Vec<u8>>,
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<Stat>> + 'static {
+        self.request(SetData { path: path.into(), data: data.into(), version })
+    }
+
+    /// Reads a node's stat, `None` if it does not exist.
+    pub fn exists(&self, path: &str) -> impl Future<Output = Result<Option<Stat>>> + 'static {
+        self.request(Exists { path: path.into(), watch: None })
+    }
+
+    /// Reads a node's stat and leaves a one-shot watch (creation, change, deletion).
+    pub fn exists_watched(
+        &self,
+        path: &str,
+        watcher: Recipient<WatchEvent>,
+    ) -> impl Future<Output = Result<Option<Stat>>> + 'static {
+        self.request(Exists { path: path.into(), watch: Some(watcher) })
+    }
+
+    /// Lists a node's children.
+    pub fn children(&self, path: &str) -> impl Future<Output = Result<Children>> + 'static {
+        self.request(GetChildren { path: path.into(), watch: None })
+    }
+
+    /// Lists a node's children and leaves a one-shot watch on them.
+    pub fn children_watched(
+        &self,
+        path: &str,
+        watcher: Recipient<WatchEvent>,
+    ) -> impl Future<Output = Result<Children>> + 'static {
+        self.request(GetChildren { path: path.into(), watch: Some(watcher) })
+    }
+
+    /// Applies `ops` atomically.
+    pub fn multi(&self, ops: Vec<Op>) -> impl Future<Output = Result<Vec<OpResult>>> + 'static {
+        self.request(Multi { ops })
+    }
+
+    /// Syncs the connected server with the leader on `path`.
+    pub fn sync(&self, path: &str) -> impl Future<Output = Result<()>> + 'static {
+        self.request(Sync { path: path.into() })
+    }
+
+    /// Creates `path` and its missing ancestors.
+    pub fn ensure_path(&self, path: &str) -> impl Future<Output = Result<()>> + 'static {
+        self.request(EnsurePath { path: path.into() })
+    }
+
+    /// Deletes `path` and everything below it.
+    pub fn delete_recursive(&self, path: &str) -> impl Future<Output = Result<()>> + 'static {
+        self.request(DeleteRecursive { path: path.into() })
+    }
+
+    /// Adds a persistent (or persistent-recursive) watch delivering to `watcher`.
+    pub fn add_watch(
+        &self,
+        path: &str,
+        mode: PersistentWatchMode,
+        watcher: Recipient<WatchEvent>,
+    ) -> impl Future<Output = Result<WatchId>> + 'static {
+        self.request(AddWatch { path: path.into(), mode, recipient: watcher })
+    }
+
+    /// Removes a persistent watch.
+    pub fn remove_watch(&self, id: WatchId) {
+        self.addr.do_send(RemoveWatch { id });
+    }
+
+    /// Sends every [`SessionEvent`] to `subscriber`, starting with the current state.
+    pub fn subscribe(&self, subscriber: Recipient<SessionEvent>) {
+        self.addr.do_send(Subscribe { recipient: subscriber });
+    }
+
+    /// The current session, if one is up.
+    pub fn session(&self) -> impl Future<Output = Option<SessionSnapshot>> + 'static {
+        let reply = self.addr.send(GetSession);
+        async move { reply.await.ok().flatten() }
+    }
+
+    /// Closes the session (ephemerals go at once) and stops the actor. Resolves when done.
+    pub fn close(&self) -> impl Future<Output = ()> + 'static {
+        let reply = self.addr.send(Close);
+        async move {
+            let _ = reply.await;
+        }
+    }
+
+    /// True while the actor runs.
+    pub fn is_running(&self) -> bool {
+        self.addr.connected()
+    }
+}

@@ -1,0 +1,18 @@
+//! The ZooKeeper session: one connection, owned by one actor, shared by every recipe.
+//!
+//! Owns: connecting, surviving disconnects, rebuilding an expired session
+//! ([`SessionActor`]), the typed requests it serves ([`requests`]), the events it sends
+//! ([`SessionEvent`], [`WatchEvent`]), and a cloneable front door ([`SessionHandle`]).
+//! Does not own any recipe logic.
+
+mod actor;
+mod config;
+mod events;
+mod handle;
+pub mod requests;
+mod watch;
+
+pub use actor::SessionActor;
+pub use config::{DEFAULT_MAX_DATA_SIZE, RebuildPolicy, SessionConfig};
+pub use events::{SessionEvent, SessionId, WatchEvent, WatchEventKind, WatchId};
+pub use handle::SessionHandle;

@@ -1,0 +1,341 @@
+//! The requests a session serves, as typed actix messages, and what they return.
+//!
+//! Owns: one message type per ZooKeeper operation (named for what it asks: `Create`, `Delete`,
+//! `GetData`, ...), the node kinds ([`CreateMode`]), and the operations of a `multi` ([`Op`]).
+//! Does not own how they are executed: see [`SessionActor`](super::SessionActor).
+//!
+//! Each request is sent to ZooKeeper *inside* the actor's handler, so requests that one actor
+//! sends reach the server in the order they were sent. That is what lets a recipe pipeline
+//! `create` and `getChildren` into one round trip.
+
+use std::time::Duration;
+
+use actix::{Message, Recipient};
+pub use zookeeper_client::{Acl, AuthId, Permission, SessionInfo, Stat};
+
+use super::events::{SessionEvent, SessionId, WatchEvent, WatchId};
+use crate::error::Result;
+
+/// The kind of node to create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreateMode {
+    /// Stays until deleted.
+    Persistent,
+    /// Persistent, with a 10-digit sequence number appended to the name.
+    PersistentSequential,
+    /// Deleted when the session that created it ends.
+    Ephemeral,
+    /// Ephemeral, with a sequence number appended.
+    EphemeralSequential,
+    /// Deleted by the server some time after its last child is gone.
+    Container,
+    /// Persistent, deleted by the server once it has had no children and no modification
+    /// for this long. Needs the server flag `zookeeper.extendedTypesEnabled=true`.
+    PersistentWithTtl(Duration),
+    /// Like [`CreateMode::PersistentWithTtl`], with a sequence number appended.
+    PersistentSequentialWithTtl(Duration),
+}
+
+impl CreateMode {
+    /// True when the server appends a sequence number.
+    pub fn is_sequential(self) -> bool {
+        matches!(
+            self,
+            CreateMode::PersistentSequential
+                | CreateMode::EphemeralSequential
+                | CreateMode::PersistentSequentialWithTtl(_)
+        )
+    }
+
+    pub(crate) fn options<'a>(self, acls: &'a [Acl]) -> zookeeper_client::CreateOptions<'a> {
+        use zookeeper_client::CreateMode as Zk;
+        let acls = zookeeper_client::Acls::new(acls);
+        match self {
+            CreateMode::Persistent => Zk::Persistent.with_acls(acls),
+            CreateMode::PersistentSequential => Zk::PersistentSequential.with_acls(acls),
+            CreateMode::Ephemeral => Zk::Ephemeral.with_acls(acls),
+            CreateMode::EphemeralSequential => Zk::EphemeralSequential.with_acls(acls),
+            CreateMode::Container => Zk::Container.with_acls(acls),
+            CreateMode::PersistentWithTtl(ttl) => Zk::Persistent.with_acls(acls).with_ttl(ttl),
+            CreateMode::PersistentSequentialWithTtl(ttl) => Zk::PersistentSequential.with_acls(acls).with_ttl(ttl),
+        }
+    }
+}
+
+/// Create a node. Returns the actual path (with the sequence number, if sequential).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<Created>")]
+pub struct Create {
+    /// Where to create it; for sequential nodes, the prefix the number is appended to.
+    pub path: String,
+    /// Initial data.
+    pub data: Vec<u8>,
+    /// Node kind.
+    pub mode: CreateMode,
+    /// ACL; `None` uses the session's default ACL.
+    pub acl: Option<Vec<Acl>>,
+}
+
+impl Create {
+    /// A create request with the session's default ACL.
+    pub fn new(path: impl Into<String>, data: impl Into<Vec<u8>>, mode: CreateMode) -> Self {
+        Create { path: path.into(), data: data.into(), mode, acl: None }
+    }
+
+    /// Use this ACL instead of the session's default.
+    pub fn with_acl(mut self, acl: Vec<Acl>) -> Self {
+        self.acl = Some(acl);
+        self
+    }
+}
+
+/// A node that was created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Created {
+    /// Its full path (including the sequence suffix).
+    pub path: String,
+    /// Its stat; `czxid` is the creating transaction (what fencing tokens are made of).
+    pub stat: Stat,
+    /// The sequence number, for sequential nodes.
+    pub sequence: Option<u64>,
+}
+
+/// Delete a node, optionally only at a given version.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<()>")]
+pub struct Delete {
+    /// The node.
+    pub path: String,
+    /// Delete only if the node's version is this one.
+    pub version: Option<i32>,
+}
+
+/// Read a node's data and stat, optionally leaving a one-shot watch (data change or deletion).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<NodeData>")]
+pub struct GetData {
+    /// The node.
+    pub path: String,
+    /// Who gets the watch event, if a watch is wanted.
+    pub watch: Option<Recipient<WatchEvent>>,
+}
+
+/// A node's data and stat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeData {
+    /// The payload.
+    pub data: Vec<u8>,
+    /// The stat.
+    pub stat: Stat,
+}
+
+/// Replace a node's data, optionally only at a given version. Returns the new stat.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<Stat>")]
+pub struct SetData {
+    /// The node.
+    pub path: String,
+    /// The new payload.
+    pub data: Vec<u8>,
+    /// Write only if the node's version is this one.
+    pub version: Option<i32>,
+}
+
+/// Read a node's stat (`None` if it does not exist), optionally leaving a one-shot watch
+/// (creation, data change or deletion).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<Option<Stat>>")]
+pub struct Exists {
+    /// The node.
+    pub path: String,
+    /// Who gets the watch event, if a watch is wanted.
+    pub watch: Option<Recipient<WatchEvent>>,
+}
+
+/// List a node's children with the parent's stat, optionally leaving a one-shot watch (a child
+/// added or removed, or the node deleted).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<Children>")]
+pub struct GetChildren {
+    /// The parent node.
+    pub path: String,
+    /// Who gets the watch event, if a watch is wanted.
+    pub watch: Option<Recipient<WatchEvent>>,
+}
+
+/// A node's children (names, not paths, in the server's order) and its stat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Children {
+    /// Child names.
+    pub names: Vec<String>,
+    /// The parent's stat.
+    pub stat: Stat,
+}
+
+/// One operation of a [`Multi`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Fails the transaction unless the node exists at this version (`-1`: any version).
+    Check {
+        /// The node.
+        path: String,
+        /// Expected version.
+        version: i32,
+    },
+    /// Create a node (default ACL).
+    Create {
+        /// The node (prefix, if sequential).
+        path: String,
+        /// Initial data.
+        data: Vec<u8>,
+        /// Node kind.
+        mode: CreateMode,
+    },
+    /// Replace data.
+    SetData {
+        /// The node.
+        path: String,
+        /// New payload.
+        data: Vec<u8>,
+        /// Expected version.
+        version: Option<i32>,
+    },
+    /// Delete a node.
+    Delete {
+        /// The node.
+        path: String,
+        /// Expected version.
+        version: Option<i32>,
+    },
+}
+
+impl Op {
+    /// The path this operation concerns.
+    pub fn path(&self) -> &str {
+        match self {
+            Op::Check { path, .. } | Op::Create { path, .. } | Op::SetData { path, .. } | Op::Delete { path, .. } => {
+                path
+            }
+        }
+    }
+}
+
+/// Apply several operations atomically: all or none. A failure is reported as
+/// [`Error::Multi`](crate::Error::Multi) with the index and path of the operation that failed.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<Vec<OpResult>>")]
+pub struct Multi {
+    /// The operations, applied in order.
+    pub ops: Vec<Op>,
+}
+
+/// The outcome of one operation of a successful [`Multi`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpResult {
+    /// The check passed.
+    Checked,
+    /// The node was created at this path.
+    Created {
+        /// Actual path.
+        path: String,
+        /// Its stat.
+        stat: Stat,
+    },
+    /// The data was replaced.
+    DataSet {
+        /// The new stat.
+        stat: Stat,
+    },
+    /// The node was deleted.
+    Deleted,
+}
+
+/// Make the server this session talks to catch up with the leader on `path`.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<()>")]
+pub struct Sync {
+    /// The path to sync.
+    pub path: String,
+}
+
+/// Create `path` and any missing ancestors as persistent nodes (`mkdir -p`). Existing nodes are
+/// fine.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<()>")]
+pub struct EnsurePath {
+    /// The path to create.
+    pub path: String,
+}
+
+/// Delete a node and everything under it. A missing node is fine.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<()>")]
+pub struct DeleteRecursive {
+    /// The subtree's root.
+    pub path: String,
+}
+
+/// Which persistent watch to add.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PersistentWatchMode {
+    /// Data changes, creation, deletion and child changes of one node.
+    Node,
+    /// Creation, deletion and data changes of a node and all its descendants.
+    Recursive,
+}
+
+/// Add a persistent watch (ZooKeeper 3.6+ `addWatch`). It stays until removed, survives
+/// reconnects, and is re-registered on every new session. It ends when its recipient stops.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<WatchId>")]
+pub struct AddWatch {
+    /// The watched node (it need not exist).
+    pub path: String,
+    /// Node or recursive.
+    pub mode: PersistentWatchMode,
+    /// Who gets the events.
+    pub recipient: Recipient<WatchEvent>,
+}
+
+/// Remove a persistent watch.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct RemoveWatch {
+    /// The watch to remove.
+    pub id: WatchId,
+}
+
+/// Receive every [`SessionEvent`]. The current state is sent at once (e.g. `Connected` when a
+/// session is up), so a late subscriber does not miss it.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct Subscribe {
+    /// Who gets the events.
+    pub recipient: Recipient<SessionEvent>,
+}
+
+/// Ask for the current session, if one is up.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Option<SessionSnapshot>")]
+pub struct GetSession;
+
+/// The session as it is now.
+#[derive(Debug, Clone)]
+pub struct SessionSnapshot {
+    /// Server-assigned id.
+    pub session_id: SessionId,
+    /// Which session this is, counting from 1.
+    pub generation: u64,
+    /// Negotiated timeout.
+    pub timeout: Duration,
+    /// False while suspended (disconnected).
+    pub connected: bool,
+    /// Id and password; with these a second client can take over (or end) the session, which
+    /// is how the testkit expires a session on the server.
+    pub info: SessionInfo,
+}
+
+/// Close the session: ephemerals are deleted at once, subscribers get `Closed`, the actor stops.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct Close;

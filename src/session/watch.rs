@@ -1,0 +1,104 @@
+//! Who asked for which watch, and how watch events reach them.
+//!
+//! Owns: the registry of persistent watches (path, mode, recipient, and the task that reads the
+//! client's watcher), and the delivery of one-shot watches. Does not own when watches are
+//! (re-)registered: the [`SessionActor`](super::SessionActor) decides that from the session's
+//! state (on request, and again for every new session after an expiry).
+//!
+//! A persistent watch survives a reconnect of the same session (the client library re-sets it)
+//! and is re-registered on a new session. Events that happened while disconnected may be missed
+//! (ZOOKEEPER-4698): owners re-read state on `Reconnected`/`Connected`, as recipes do.
+
+use std::collections::BTreeMap;
+
+use actix::{Recipient, SpawnHandle};
+use futures::channel::oneshot;
+use zookeeper_client::OneshotWatcher;
+
+use super::events::{WatchEvent, WatchEventKind, WatchId};
+use super::requests::PersistentWatchMode;
+use crate::error::Error;
+
+/// One persistent watch and its state.
+pub(crate) struct PersistentWatch {
+    pub(crate) path: String,
+    pub(crate) mode: PersistentWatchMode,
+    pub(crate) recipient: Recipient<WatchEvent>,
+    /// The task that registers the watch or reads its events; `None` while there is no session
+    /// to register it on.
+    pub(crate) task: Option<SpawnHandle>,
+    /// Callers of `AddWatch` waiting for the first registration.
+    pub(crate) waiters: Vec<oneshot::Sender<Result<WatchId, Error>>>,
+}
+
+impl PersistentWatch {
+    pub(crate) fn client_mode(&self) -> zookeeper_client::AddWatchMode {
+        match self.mode {
+            PersistentWatchMode::Node => zookeeper_client::AddWatchMode::Persistent,
+            PersistentWatchMode::Recursive => zookeeper_client::AddWatchMode::PersistentRecursive,
+        }
+    }
+
+    /// Answers the callers waiting for the registration.
+    pub(crate) fn settle(&mut self, outcome: Result<WatchId, Error>) {
+        for waiter in self.waiters.drain(..) {
+            let _ = waiter.send(outcome.clone());
+        }
+    }
+}
+
+/// All persistent watches of a session, by id (ordered, so re-registration keeps the order in
+/// which they were first asked for).
+#[derive(Default)]
+pub(crate) struct WatchRegistry {
+    next_id: u64,
+    watches: BTreeMap<WatchId, PersistentWatch>,
+}
+
+impl WatchRegistry {
+    pub(crate) fn insert(&mut self, watch: PersistentWatch) -> WatchId {
+        self.next_id += 1;
+        let id = WatchId(self.next_id);
+        self.watches.insert(id, watch);
+        id
+    }
+
+    pub(crate) fn get_mut(&mut self, id: WatchId) -> Option<&mut PersistentWatch> {
+        self.watches.get_mut(&id)
+    }
+
+    pub(crate) fn remove(&mut self, id: WatchId) -> Option<PersistentWatch> {
+        self.watches.remove(&id)
+    }
+
+    pub(crate) fn ids(&self) -> Vec<WatchId> {
+        self.watches.keys().copied().collect()
+    }
+
+    /// Ids of watches whose owner has stopped.
+    pub(crate) fn orphans(&self) -> Vec<WatchId> {
+        self.watches.iter().filter(|(_, w)| !w.recipient.connected()).map(|(id, _)| *id).collect()
+    }
+
+    /// Takes every running task, leaving the watches unregistered (after expiry or on close).
+    pub(crate) fn take_tasks(&mut self) -> Vec<SpawnHandle> {
+        self.watches.values_mut().filter_map(|w| w.task.take()).collect()
+    }
+
+    pub(crate) fn drain(&mut self) -> Vec<PersistentWatch> {
+        std::mem::take(&mut self.watches).into_values().collect()
+    }
+}
+
+/// Delivers a one-shot watch's single event to its recipient. Runs as a detached task: it ends
+/// when the event fires, which at the latest happens when the session ends.
+pub(crate) fn deliver_once(watcher: OneshotWatcher, path: String, recipient: Recipient<WatchEvent>, generation: u64) {
+    actix::spawn(async move {
+        let event = watcher.changed().await;
+        let kind = WatchEventKind::from_zk(event.event_type).unwrap_or(WatchEventKind::SessionEnded);
+        let path = if event.path.is_empty() { path } else { event.path };
+        tracing::debug!(%path, ?kind, generation, "one-shot watch fired");
+        // do_send bypasses the mailbox limit: a watch event must not be dropped for backpressure.
+        recipient.do_send(WatchEvent { path, kind, generation, watch: None });
+    });
+}
