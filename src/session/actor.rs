@@ -33,7 +33,9 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use futures::channel::oneshot;
 use tracing::{Instrument, debug, info, warn};
-use zookeeper_client::{Client, MultiWriteError, MultiWriteResult, SessionState, StateWatcher, WatchedEvent};
+use zookeeper_client::{
+    Client, MultiWriteError, MultiWriteResult, PersistentWatcher, SessionState, StateWatcher, WatchedEvent,
+};
 
 use super::config::SessionConfig;
 use super::events::{SessionEvent, SessionId, WatchEvent, WatchEventKind, WatchId};
@@ -176,7 +178,7 @@ impl SessionActor {
         // Watches first, then the requests that waited, then the news: anything a subscriber
         // sends after `Connected` reaches the server after all of these.
         for id in self.watches.ids() {
-            self.register_watch(id, ctx);
+            self.register_watch(id, None, ctx);
         }
         for pending in self.pending.drain(..) {
             pending(Ok((client.clone(), generation)));
@@ -225,7 +227,7 @@ impl SessionActor {
                 // another chance now.
                 for id in self.watches.ids() {
                     if self.watches.get_mut(id).is_some_and(|w| w.task.is_none()) {
-                        self.register_watch(id, ctx);
+                        self.register_watch(id, None, ctx);
                     }
                 }
                 if was_down {
@@ -345,7 +347,10 @@ impl SessionActor {
 
     // ---- persistent watches ---------------------------------------------------------------
 
-    fn register_watch(&mut self, id: WatchId, ctx: &mut Context<Self>) {
+    /// Sends `addWatch` for a registered watch. `previous` is the watcher it replaces after a
+    /// reconnect; it is dropped only once the new one is registered, because dropping the last
+    /// client-side watcher of a path makes the client remove the watch on the server.
+    fn register_watch(&mut self, id: WatchId, previous: Option<PersistentWatcher>, ctx: &mut Context<Self>) {
         let State::Live(live) = &self.state else { return };
         let client = live.client.clone();
         let generation = self.generation;
@@ -354,8 +359,12 @@ impl SessionActor {
         let mode = watch.client_mode();
         let span = tracing::debug_span!("zk.add_watch", path = %path, ?mode, generation);
         let fut = send_now(
-            Box::pin(async move { client.watch(&path, mode).await.map_err(|e| Error::from_zk(&path, e)) })
-                .instrument(span),
+            Box::pin(async move {
+                let registered = client.watch(&path, mode).await.map_err(|e| Error::from_zk(&path, e));
+                drop(previous);
+                registered
+            })
+            .instrument(span),
         );
         let task = ctx.spawn(
             fut.into_actor_free()
@@ -370,7 +379,7 @@ impl SessionActor {
         &mut self,
         id: WatchId,
         generation: u64,
-        outcome: Result<zookeeper_client::PersistentWatcher>,
+        outcome: Result<PersistentWatcher>,
         ctx: &mut Context<Self>,
     ) {
         if generation != self.generation {
@@ -399,7 +408,7 @@ impl SessionActor {
     fn next_watch_event(
         id: WatchId,
         generation: u64,
-        mut watcher: zookeeper_client::PersistentWatcher,
+        mut watcher: PersistentWatcher,
         ctx: &mut Context<Self>,
     ) -> SpawnHandle {
         let next = async move {
@@ -418,7 +427,7 @@ impl SessionActor {
         id: WatchId,
         generation: u64,
         event: WatchedEvent,
-        watcher: zookeeper_client::PersistentWatcher,
+        watcher: PersistentWatcher,
         ctx: &mut Context<Self>,
     ) {
         if generation != self.generation {
@@ -433,7 +442,17 @@ impl SessionActor {
                 watch.task = None;
                 return;
             }
-            // Disconnected / SyncConnected: subscribers hear about it as `SessionEvent`s.
+            // Back on the same session: the client library (0.11.2) re-sets only one-shot
+            // watches on reconnect (its `resend_watches` never sends `SetWatches2`), so the
+            // persistent watch is added again here. Events in between are lost either way
+            // (ZOOKEEPER-4698); owners re-read on `Reconnected`.
+            None if event.session_state == SessionState::SyncConnected
+                || event.session_state == SessionState::ConnectedReadOnly =>
+            {
+                self.register_watch(id, Some(watcher), ctx);
+                return;
+            }
+            // Disconnected: subscribers hear about it as a `SessionEvent`.
             None => {}
             Some(kind) => {
                 if !watch.recipient.connected() {
@@ -781,6 +800,15 @@ impl Handler<AddWatch> for SessionActor {
         if matches!(self.state, State::Closed) {
             return failed(Error::Closed);
         }
+        if let Some(other) = self.watches.mode_on(&msg.path).filter(|mode| *mode != msg.mode) {
+            return failed(Error::BadArguments {
+                path: msg.path,
+                reason: format!(
+                    "this session already has a {other:?} persistent watch here; ZooKeeper keeps one \
+                     persistent watch mode per path and session"
+                ),
+            });
+        }
         let (tx, rx) = oneshot::channel();
         let id = self.watches.insert(PersistentWatch {
             path: msg.path,
@@ -790,7 +818,7 @@ impl Handler<AddWatch> for SessionActor {
             waiters: vec![tx],
         });
         // With no session yet, the watch is registered as soon as one is up.
-        self.register_watch(id, ctx);
+        self.register_watch(id, None, ctx);
         let wait = self.config.request_timeout();
         Box::pin(async move {
             match tokio::time::timeout(wait, rx).await {

@@ -75,6 +75,11 @@ impl WatchRegistry {
         self.watches.keys().copied().collect()
     }
 
+    /// The mode of the persistent watches already set on `path`, if any.
+    pub(crate) fn mode_on(&self, path: &str) -> Option<PersistentWatchMode> {
+        self.watches.values().find(|w| w.path == path).map(|w| w.mode)
+    }
+
     /// Ids of watches whose owner has stopped.
     pub(crate) fn orphans(&self) -> Vec<WatchId> {
         self.watches.iter().filter(|(_, w)| !w.recipient.connected()).map(|(id, _)| *id).collect()

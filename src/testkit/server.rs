@@ -1,0 +1,130 @@
+//! A standalone ZooKeeper server.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use super::TestkitError;
+use super::process::{STANDALONE_MAIN, ServerProcess, common_config, free_ports, fresh_temp_dir, write_file};
+
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Attempts per (re)start; a start only repeats when the JVM exits during startup.
+const START_ATTEMPTS: usize = 3;
+
+/// A standalone ZooKeeper server on a free loopback port, with its data, config and log in a
+/// fresh temporary directory.
+///
+/// Dropping it kills the server (SIGKILL), reaps it and deletes the directory.
+#[derive(Debug)]
+pub struct ZkServer {
+    dir: PathBuf,
+    port: u16,
+    process: ServerProcess,
+}
+
+impl ZkServer {
+    /// Starts a server and blocks until it serves (`srvr` reports `Mode: standalone`).
+    ///
+    /// If the JVM exits during startup, e.g. because another process grabbed the chosen port in
+    /// the meantime, it is retried on a new port.
+    pub fn start() -> Result<ZkServer, TestkitError> {
+        let dir = fresh_temp_dir()?;
+        let mut attempt = 1;
+        loop {
+            match Self::start_in(dir.clone()) {
+                Err(TestkitError::ExitedEarly { .. }) if attempt < START_ATTEMPTS => {
+                    tracing::warn!(attempt, "ZooKeeper exited during startup; retrying on a new port");
+                    attempt += 1;
+                }
+                Err(e) => {
+                    let _ = std::fs::remove_dir_all(&dir);
+                    return Err(e);
+                }
+                Ok(server) => return Ok(server),
+            }
+        }
+    }
+
+    fn start_in(dir: PathBuf) -> Result<ZkServer, TestkitError> {
+        let port = free_ports(1)?[0];
+        let data_dir = dir.join("data");
+        std::fs::create_dir_all(&data_dir)
+            .map_err(|e| TestkitError::io(format!("create {}", data_dir.display()), e))?;
+        let cfg_path = dir.join("zoo.cfg");
+        write_file(&cfg_path, &common_config(&data_dir, port))?;
+        let process =
+            ServerProcess::new(STANDALONE_MAIN, cfg_path, dir.join("zookeeper.log"), format!("127.0.0.1:{port}"));
+        let started = Instant::now();
+        // One attempt here: a port conflict on a fresh start is better solved with a new port.
+        process.start(READY_TIMEOUT, 1)?;
+        tracing::info!(port, pid = process.pid(), elapsed = ?started.elapsed(), dir = %dir.display(), "started ZooKeeper server");
+        Ok(ZkServer { dir, port, process })
+    }
+
+    /// The client port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `127.0.0.1:<port>`.
+    pub fn address(&self) -> String {
+        self.process.addr().to_owned()
+    }
+
+    /// The connect string for clients; the same as [`address`](Self::address).
+    pub fn connect_string(&self) -> String {
+        self.address()
+    }
+
+    /// The temporary directory holding `zoo.cfg`, `data/` and `zookeeper.log`.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    /// Last lines of the server's log, for diagnostics.
+    pub fn log_tail(&self) -> String {
+        self.process.log_tail()
+    }
+
+    /// Whether the server process is alive (it may still be starting up).
+    pub fn is_running(&self) -> bool {
+        self.process.is_running()
+    }
+
+    /// Graceful stop: SIGTERM and wait for the exit, SIGKILL after 10 s.
+    /// [`TestkitError::NotRunning`] if already stopped.
+    pub fn stop(&mut self) -> Result<(), TestkitError> {
+        let pid = self.process.pid();
+        self.process.terminate()?;
+        tracing::info!(port = self.port, pid, "stopped ZooKeeper server");
+        Ok(())
+    }
+
+    /// Crash: SIGKILL and wait for the exit. [`TestkitError::NotRunning`] if already stopped.
+    pub fn kill(&mut self) -> Result<(), TestkitError> {
+        let pid = self.process.pid();
+        self.process.kill()?;
+        tracing::info!(port = self.port, pid, "killed ZooKeeper server");
+        Ok(())
+    }
+
+    /// Starts the server again with the same port, data and configuration, and blocks until it
+    /// serves. A running server is stopped gracefully first.
+    pub fn restart(&mut self) -> Result<(), TestkitError> {
+        if self.process.is_running() {
+            self.stop()?;
+        }
+        let started = Instant::now();
+        self.process.start(READY_TIMEOUT, START_ATTEMPTS)?;
+        tracing::info!(port = self.port, pid = self.process.pid(), elapsed = ?started.elapsed(), "restarted ZooKeeper server");
+        Ok(())
+    }
+}
+
+impl Drop for ZkServer {
+    fn drop(&mut self) {
+        self.process.kill_quietly();
+        if let Err(error) = std::fs::remove_dir_all(&self.dir) {
+            tracing::debug!(%error, dir = %self.dir.display(), "cannot remove ZooKeeper temp dir");
+        }
+    }
+}

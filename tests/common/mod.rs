@@ -1,0 +1,99 @@
+//! Helpers shared by the integration tests: a recorder actor for events, and session set-up.
+//! Every test talks to a real ZooKeeper started by the testkit (or `ZK_CONNECT`).
+#![allow(dead_code)]
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use actix_zookeeper::prelude::*;
+use actix_zookeeper::testkit::unique_root;
+
+/// Collects every message it receives, so a test can wait for one that matches.
+pub struct Recorder<E> {
+    events: Arc<Mutex<Vec<E>>>,
+}
+
+impl<E: Unpin + 'static> Actor for Recorder<E> {
+    type Context = Context<Self>;
+}
+
+impl<E> Handler<E> for Recorder<E>
+where
+    E: Message<Result = ()> + Unpin + 'static,
+{
+    type Result = ();
+
+    fn handle(&mut self, msg: E, _: &mut Context<Self>) {
+        self.events.lock().expect("recorder lock").push(msg);
+    }
+}
+
+/// The test's side of a [`Recorder`].
+pub struct Recorded<E: Message<Result = ()> + Unpin + Send + 'static> {
+    pub recipient: Recipient<E>,
+    pub addr: Addr<Recorder<E>>,
+    events: Arc<Mutex<Vec<E>>>,
+}
+
+impl<E: Message<Result = ()> + Unpin + Send + Clone + std::fmt::Debug + 'static> Recorded<E> {
+    pub fn start() -> Self {
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let addr = Recorder { events: events.clone() }.start();
+        Recorded { recipient: addr.clone().recipient(), addr, events }
+    }
+
+    pub fn snapshot(&self) -> Vec<E> {
+        self.events.lock().expect("recorder lock").clone()
+    }
+
+    /// Waits for the first event (at index `from` or later) matching `pred`; returns its index
+    /// and the event. Panics with everything received so far when it does not come in time.
+    pub async fn wait_for(&self, from: usize, within: Duration, pred: impl Fn(&E) -> bool) -> (usize, E) {
+        let deadline = Instant::now() + within;
+        loop {
+            {
+                let events = self.events.lock().expect("recorder lock");
+                if let Some((i, e)) = events.iter().enumerate().skip(from).find(|(_, e)| pred(e)) {
+                    return (i, e.clone());
+                }
+            }
+            if Instant::now() > deadline {
+                panic!("no matching event within {within:?}; received: {:#?}", self.snapshot());
+            }
+            actix_rt::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+pub fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_test_writer()
+        .try_init();
+}
+
+/// A config for `connect` under a fresh chroot of its own.
+pub fn config(connect: &str, test: &str) -> SessionConfig {
+    SessionConfig::new(connect).with_chroot(unique_root(test)).with_session_timeout(Duration::from_secs(4))
+}
+
+/// Starts a session and waits until it is connected; returns it with its event recorder.
+pub async fn connected(config: SessionConfig) -> (SessionHandle, Recorded<SessionEvent>) {
+    let session = SessionHandle::start(config).expect("valid config");
+    let events = Recorded::<SessionEvent>::start();
+    session.subscribe(events.recipient.clone());
+    events.wait_for(0, Duration::from_secs(20), |e| matches!(e, SessionEvent::Connected { .. })).await;
+    (session, events)
+}
+
+/// Fails the test instead of hanging.
+pub async fn bounded<F: std::future::Future>(what: &str, fut: F) -> F::Output {
+    match actix_rt::time::timeout(Duration::from_secs(20), fut).await {
+        Ok(out) => out,
+        Err(_) => panic!("{what} did not finish within 20 s"),
+    }
+}

@@ -1,0 +1,138 @@
+//! One-shot and persistent watches deliver to the recipient that asked, and only to it.
+#![cfg(feature = "testkit")]
+
+mod common;
+
+use std::time::Duration;
+
+use actix_zookeeper::prelude::*;
+use actix_zookeeper::testkit::TestZooKeeper;
+use common::*;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+#[actix_rt::test]
+async fn one_shot_watches_reach_their_own_recipient_once() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
+    let (s, _events) = connected(config(&zk.connect_string(), "oneshot")).await;
+    s.create("/w", "", CreateMode::Persistent).await.expect("/w");
+    s.create("/w/a", "0", CreateMode::Persistent).await.expect("/w/a");
+
+    let alice = Recorded::<WatchEvent>::start();
+    let bob = Recorded::<WatchEvent>::start();
+    s.get_data_watched("/w/a", alice.recipient.clone()).await.expect("data watch");
+    assert!(s.exists_watched("/w/b", bob.recipient.clone()).await.expect("exists watch").is_none());
+    s.children_watched("/w", bob.recipient.clone()).await.expect("children watch");
+
+    s.set_data("/w/a", "1", None).await.expect("set");
+    let (_, event) = alice.wait_for(0, WAIT, |_| true).await;
+    assert_eq!(event.path, "/w/a");
+    assert_eq!(event.kind, WatchEventKind::DataChanged);
+    assert_eq!(event.generation, 1);
+    assert_eq!(event.watch, None);
+
+    s.create("/w/b", "", CreateMode::Persistent).await.expect("create /w/b");
+    bob.wait_for(0, WAIT, |e| e.path == "/w/b" && e.kind == WatchEventKind::NodeCreated).await;
+    bob.wait_for(0, WAIT, |e| e.path == "/w" && e.kind == WatchEventKind::ChildrenChanged).await;
+
+    // One-shot: a second change is not delivered, and nobody got someone else's event.
+    s.set_data("/w/a", "2", None).await.expect("set again");
+    s.sync("/w/a").await.expect("sync");
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(alice.snapshot().len(), 1, "{:?}", alice.snapshot());
+    assert_eq!(bob.snapshot().len(), 2, "{:?}", bob.snapshot());
+    s.close().await;
+}
+
+#[actix_rt::test]
+async fn persistent_recursive_watch_delivers_every_change_below_until_removed() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
+    let (s, _events) = connected(config(&zk.connect_string(), "persistent")).await;
+
+    let tree = Recorded::<WatchEvent>::start();
+    let node = Recorded::<WatchEvent>::start();
+    let recursive = s.add_watch("/tree", PersistentWatchMode::Recursive, tree.recipient.clone()).await.expect("watch");
+    s.create("/tree", "", CreateMode::Persistent).await.expect("/tree");
+    // ZooKeeper keeps one persistent-watch mode per path and session: a second mode is refused.
+    let err = s.add_watch("/tree", PersistentWatchMode::Node, node.recipient.clone()).await.unwrap_err();
+    assert!(matches!(&err, Error::BadArguments { path, .. } if path == "/tree"), "{err:?}");
+    let id = s.add_watch("/tree/x", PersistentWatchMode::Node, node.recipient.clone()).await.expect("node watch");
+    assert_ne!(id, recursive);
+
+    s.create("/tree/x", "", CreateMode::Persistent).await.expect("/tree/x");
+    s.create("/tree/x/y", "", CreateMode::Persistent).await.expect("/tree/x/y");
+    s.set_data("/tree/x/y", "1", None).await.expect("set");
+    s.set_data("/tree/x/y", "2", None).await.expect("set again: persistent watches stay");
+    s.delete("/tree/x/y", None).await.expect("delete");
+
+    use WatchEventKind::*;
+    let expected = [
+        ("/tree", NodeCreated),
+        ("/tree/x", NodeCreated),
+        ("/tree/x/y", NodeCreated),
+        ("/tree/x/y", DataChanged),
+        ("/tree/x/y", DataChanged),
+        ("/tree/x/y", NodeDeleted),
+    ];
+    let mut from = 0;
+    for (path, kind) in expected {
+        let (i, e) = tree.wait_for(from, WAIT, |e| e.path == path && e.kind == kind).await;
+        assert_eq!(i, from, "events arrive in order: {:?}", tree.snapshot());
+        assert_eq!(e.watch, Some(recursive));
+        from = i + 1;
+    }
+    // The node-mode watch on /tree/x saw it created and its child list change, and nothing of
+    // its descendants' data.
+    node.wait_for(0, WAIT, |e| e.path == "/tree/x" && e.kind == NodeCreated).await;
+    node.wait_for(0, WAIT, |e| e.path == "/tree/x" && e.kind == ChildrenChanged).await;
+    assert!(node.snapshot().iter().all(|e| e.path == "/tree/x" && e.watch == Some(id)), "{:?}", node.snapshot());
+
+    // Removed: no more events.
+    s.remove_watch(recursive);
+    s.sync("/tree").await.expect("sync");
+    s.create("/tree/z", "", CreateMode::Persistent).await.expect("/tree/z");
+    s.sync("/tree").await.expect("sync");
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        tree.snapshot().iter().all(|e| e.path != "/tree/z"),
+        "removed watch still delivered: {:?}",
+        tree.snapshot()
+    );
+    s.close().await;
+}
+
+#[actix_rt::test]
+async fn a_persistent_watch_ends_when_its_owner_stops() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
+    let (s, _events) = connected(config(&zk.connect_string(), "owner")).await;
+    let keeper = Recorded::<WatchEvent>::start();
+    let quitter = Recorded::<WatchEvent>::start();
+    s.add_watch("/o", PersistentWatchMode::Recursive, keeper.recipient.clone()).await.expect("keeper watch");
+    s.add_watch("/o", PersistentWatchMode::Recursive, quitter.recipient.clone()).await.expect("quitter watch");
+    s.create("/o", "", CreateMode::Persistent).await.expect("/o");
+    quitter.wait_for(0, WAIT, |e| e.path == "/o").await;
+
+    quitter.addr.do_send(StopRecorder);
+    // Wait for the sweep to notice, then check the session still serves the other owner.
+    actix_rt::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!quitter.addr.connected());
+    s.create("/o/after", "", CreateMode::Persistent).await.expect("/o/after");
+    keeper.wait_for(0, WAIT, |e| e.path == "/o/after").await;
+    assert_eq!(quitter.snapshot().len(), 1);
+    s.close().await;
+}
+
+#[derive(actix::Message)]
+#[rtype(result = "()")]
+struct StopRecorder;
+
+impl actix::Handler<StopRecorder> for Recorder<WatchEvent> {
+    type Result = ();
+    fn handle(&mut self, _: StopRecorder, ctx: &mut actix::Context<Self>) {
+        use actix::ActorContext;
+        ctx.stop();
+    }
+}
