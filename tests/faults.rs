@@ -84,6 +84,8 @@ async fn killing_the_connected_ensemble_member_keeps_the_session() {
     let cfg = config(&ensemble.connect_string(), "ensemble").with_session_timeout(Duration::from_secs(10));
     let (s, events) = connected(cfg).await;
     let before = s.session().await.expect("session");
+    let watch = Recorded::<WatchEvent>::start();
+    s.add_watch("/e", PersistentWatchMode::Node, watch.recipient.clone()).await.expect("watch");
     s.create("/e", "", CreateMode::Ephemeral).await.expect("ephemeral");
 
     let serving = ensemble.member_serving(before.session_id.0).expect("a member serves the session");
@@ -97,6 +99,7 @@ async fn killing_the_connected_ensemble_member_keeps_the_session() {
     let eph = s.exists("/e").await.expect("exists").expect("ephemeral survived");
     assert_eq!(eph.ephemeral_owner, before.session_id.0);
     s.set_data("/e", "still here", None).await.expect("write after failover");
+    watch.wait_for(0, WAIT, |e| e.kind == WatchEventKind::DataChanged).await;
     ensemble.restart_member(serving).expect("restart the member");
     s.close().await;
 }

@@ -107,13 +107,22 @@ async fn persistent_recursive_watch_delivers_every_change_below_until_removed() 
 async fn a_persistent_watch_ends_when_its_owner_stops() {
     init_tracing();
     let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
-    let (s, _events) = connected(config(&zk.connect_string(), "owner")).await;
+    let root = actix_zookeeper::testkit::unique_root("owner");
+    let cfg = SessionConfig::new(zk.connect_string()).with_chroot(root.clone());
+    let (s, _events) = connected(cfg).await;
     let keeper = Recorded::<WatchEvent>::start();
     let quitter = Recorded::<WatchEvent>::start();
     s.add_watch("/o", PersistentWatchMode::Recursive, keeper.recipient.clone()).await.expect("keeper watch");
     s.add_watch("/o", PersistentWatchMode::Recursive, quitter.recipient.clone()).await.expect("quitter watch");
     s.create("/o", "", CreateMode::Persistent).await.expect("/o");
     quitter.wait_for(0, WAIT, |e| e.path == "/o").await;
+
+    // A watch with a single owner is removed on the server when that owner stops.
+    let lonely = Recorded::<WatchEvent>::start();
+    s.add_watch("/lonely", PersistentWatchMode::Node, lonely.recipient.clone()).await.expect("lonely watch");
+    let server_watches = || actix_zookeeper::testkit::wchp(&zk.connect_string()).expect("wchp");
+    assert!(server_watches().contains(&format!("{root}/lonely")), "{}", server_watches());
+    lonely.addr.do_send(StopRecorder);
 
     quitter.addr.do_send(StopRecorder);
     // Wait for the sweep to notice, then check the session still serves the other owner.
@@ -122,6 +131,8 @@ async fn a_persistent_watch_ends_when_its_owner_stops() {
     s.create("/o/after", "", CreateMode::Persistent).await.expect("/o/after");
     keeper.wait_for(0, WAIT, |e| e.path == "/o/after").await;
     assert_eq!(quitter.snapshot().len(), 1);
+    assert!(!server_watches().contains(&format!("{root}/lonely")), "{}", server_watches());
+    assert!(server_watches().contains(&format!("{root}/o")), "the shared path keeps its watch");
     s.close().await;
 }
 

@@ -6,22 +6,6 @@
 //! queue of requests that arrive while no session exists, and the persistent-watch registry.
 //! Does not own recipes: they talk to it through messages (or a [`SessionHandle`]).
 //!
-//! # Order of requests
-//! Every handler *calls the client method before returning*: the client library writes the
-//! request to its send queue at call time, so the order in which messages reach this actor is
-//! the order in which ZooKeeper sees them. The client's futures borrow the client, so each
-//! request is an `async move` block that owns a clone of the client; it is polled once inside the
-//! handler (which sends the request) and the rest of it is handed back to actix.
-//!
-//! # Recovery
-//! - *Disconnected*: the client library reconnects on its own; subscribers get `Suspended`,
-//!   then `Reconnected` (same session id) or `Expired`.
-//! - *Expired*: the client library never builds a new session, so this actor does: it
-//!   drops the dead client, connects again with the [`RebuildPolicy`](super::RebuildPolicy)'s
-//!   backoff, re-registers the persistent watches, and sends `Connected` with the next generation.
-//! - Requests sent while no session exists wait (up to the request timeout) and are sent, in
-//!   order, as soon as the new session is up.
-//!
 //! [`SessionHandle`]: super::SessionHandle
 
 use std::collections::VecDeque;
@@ -80,7 +64,26 @@ enum Link {
     Down { since: Instant },
 }
 
-/// Owns the ZooKeeper connection; see the [module docs](self).
+/// Owns the ZooKeeper connection: the one place that talks to `zookeeper_client`.
+///
+/// # Order of requests
+/// Every handler *calls the client method before returning*: the client library writes the
+/// request to its send queue at call time, so the order in which messages reach this actor is
+/// the order in which ZooKeeper sees them. The client's futures borrow the client, so each
+/// request is an `async move` block that owns a clone of the client; it is polled once inside the
+/// handler (which sends the request) and the rest of it is handed back to actix.
+///
+/// # Recovery
+/// - *Disconnected*: the client library reconnects on its own; subscribers get `Suspended`,
+///   then `Reconnected` (same session id) or `Expired`.
+/// - *Expired*: the client library never builds a new session, so this actor does: it
+///   drops the dead client, connects again with the [`RebuildPolicy`](super::RebuildPolicy)'s
+///   backoff, re-registers the persistent watches, and sends `Connected` with the next generation.
+/// - Requests sent while no session exists wait (up to the request timeout) and are sent, in
+///   order, as soon as the new session is up.
+/// - Persistent watches are added again after a reconnect of the same session, because the
+///   client library (0.11.2) does not re-set them itself.
+///
 ///
 /// Start it with [`SessionHandle::start`](super::SessionHandle::start), which puts it on its own
 /// Arbiter (thread): the client's heartbeat runs on the thread that connected, so a busy
