@@ -55,3 +55,8 @@ pub mod prelude {
     pub use crate::session::requests::{CreateMode, Op, OpResult, PersistentWatchMode};
     pub use crate::session::{RebuildPolicy, SessionConfig, SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 }
+
+/// The README's example, compiled as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
