@@ -145,3 +145,23 @@ async fn a_busy_application_thread_does_not_cost_the_session() {
     assert!(s.exists("/busy").await.expect("exists").is_some(), "the ephemeral is still there");
     s.close().await;
 }
+
+#[actix_rt::test]
+async fn the_rebuild_policy_gives_up_after_its_attempts() {
+    init_tracing();
+    // Nothing listens on port 1: every attempt fails, after at most the session timeout.
+    let cfg = SessionConfig::new("127.0.0.1:1")
+        .with_session_timeout(Duration::from_millis(500))
+        .with_request_timeout(Duration::from_secs(30))
+        .with_rebuild_policy(
+            RebuildPolicy::attempts(2).with_backoff(Duration::from_millis(50), Duration::from_millis(50)),
+        );
+    let s = SessionHandle::start(cfg).expect("config");
+    let events = Recorded::<SessionEvent>::start();
+    s.subscribe(events.recipient.clone());
+    let waiting = s.get_data("/anything");
+    events.wait_for(0, WAIT, |e| *e == SessionEvent::Closed).await;
+    assert_eq!(bounded("queued request", waiting).await.unwrap_err(), Error::Closed);
+    assert!(!events.snapshot().iter().any(|e| matches!(e, SessionEvent::Connected { .. })));
+    assert_eq!(s.exists("/x").await.unwrap_err(), Error::Closed);
+}
