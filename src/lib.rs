@@ -34,7 +34,9 @@
 #![deny(missing_docs)]
 
 pub mod error;
+pub mod lock;
 pub mod path;
+pub mod recipe;
 pub mod session;
 #[cfg(feature = "testkit")]
 pub mod testkit;

@@ -14,6 +14,7 @@ use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
+use actix::WeakRecipient;
 use actix::prelude::*;
 use futures::channel::oneshot;
 use tracing::{Instrument, debug, info, warn};
@@ -92,7 +93,8 @@ pub struct SessionActor {
     config: SessionConfig,
     state: State,
     generation: u64,
-    subscribers: Vec<Recipient<SessionEvent>>,
+    /// Weak, so that subscribing does not keep a subscriber alive.
+    subscribers: Vec<WeakRecipient<SessionEvent>>,
     pending: VecDeque<Pending>,
     watches: WatchRegistry,
     owns_arbiter: bool,
@@ -121,10 +123,13 @@ impl SessionActor {
     }
 
     fn broadcast(&mut self, event: SessionEvent) {
-        self.subscribers.retain(|s| s.connected());
-        for subscriber in &self.subscribers {
-            subscriber.do_send(event.clone());
-        }
+        self.subscribers.retain(|s| match s.upgrade() {
+            Some(subscriber) if subscriber.connected() => {
+                subscriber.do_send(event.clone());
+                true
+            }
+            _ => false,
+        });
     }
 
     // ---- connection lifecycle -------------------------------------------------------------
@@ -291,7 +296,7 @@ impl SessionActor {
                 ctx.cancel_future(task);
             }
         }
-        self.subscribers.retain(|s| s.connected());
+        self.subscribers.retain(|s| s.upgrade().is_some_and(|s| s.connected()));
     }
 
     // ---- requests ---------------------------------------------------------------------------
@@ -735,10 +740,8 @@ impl Handler<EnsurePath> for SessionActor {
         let span = self.span("ensure_path", &msg.path);
         self.dispatch(span, move |client, _| {
             Box::pin(async move {
-                client
-                    .mkdir(&msg.path, &CreateMode::Persistent.options(&acl))
-                    .await
-                    .map_err(|e| Error::from_zk(&msg.path, e))
+                let mode = if msg.containers { CreateMode::Container } else { CreateMode::Persistent };
+                client.mkdir(&msg.path, &mode.options(&acl)).await.map_err(|e| Error::from_zk(&msg.path, e))
             })
         })
     }
@@ -863,7 +866,7 @@ impl Handler<Subscribe> for SessionActor {
         if let Some(event) = now {
             msg.recipient.do_send(event);
         }
-        self.subscribers.push(msg.recipient);
+        self.subscribers.push(msg.recipient.downgrade());
     }
 }
 

@@ -131,7 +131,7 @@ impl SessionHandle {
 
     /// Creates `path` and its missing ancestors.
     pub fn ensure_path(&self, path: &str) -> impl Future<Output = Result<()>> + 'static {
-        self.request(EnsurePath { path: path.into() })
+        self.request(EnsurePath { path: path.into(), containers: false })
     }
 
     /// Deletes `path` and everything below it.

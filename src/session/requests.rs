@@ -258,13 +258,15 @@ pub struct Sync {
     pub path: String,
 }
 
-/// Create `path` and any missing ancestors as persistent nodes (`mkdir -p`). Existing nodes are
-/// fine.
+/// Create `path` and any missing ancestors (`mkdir -p`). Existing nodes are fine.
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "Result<()>")]
 pub struct EnsurePath {
     /// The path to create.
     pub path: String,
+    /// Create the missing nodes as containers (the server deletes them once empty), as Curator's
+    /// `creatingParentContainersIfNeeded` does for recipe directories; otherwise persistent.
+    pub containers: bool,
 }
 
 /// Delete a node and everything under it. A missing node is fine.
@@ -306,7 +308,8 @@ pub struct RemoveWatch {
 }
 
 /// Receive every [`SessionEvent`]. The current state is sent at once (e.g. `Connected` when a
-/// session is up), so a late subscriber does not miss it.
+/// session is up), so a late subscriber does not miss it. The session keeps only a weak
+/// reference: subscribing does not keep the subscriber alive.
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "()")]
 pub struct Subscribe {

@@ -1,0 +1,95 @@
+//! What a lock actor is asked, and what it tells its subscribers.
+
+use std::time::Duration;
+
+use actix::{Message, Recipient};
+
+use super::error::LockError;
+use super::grant::LockGrant;
+use crate::recipe::{FencingToken, LostReason};
+
+/// Wait for the lock (at most `timeout`, if given). Resolves to the grant; holding the lock
+/// already resolves at once with the same grant.
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "Result<LockGrant, LockError>")]
+pub struct Acquire {
+    /// Give up (and delete our node) after this long.
+    pub timeout: Option<Duration>,
+}
+
+/// Take the lock only if it is free now: `Ok(None)` when someone else holds it (our node is
+/// deleted again before the reply).
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "Result<Option<LockGrant>, LockError>")]
+pub struct TryAcquire;
+
+/// Give the lock up (or stop waiting for it). Resolves once our node is deleted.
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "Result<(), LockError>")]
+pub struct Release;
+
+/// Send every [`LockEvent`] of this lock actor to `recipient`.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct Subscribe {
+    /// Who gets the events.
+    pub recipient: Recipient<LockEvent>,
+}
+
+/// Why a held lock was lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockLostReason {
+    /// The session expired: the server deleted the lock node.
+    SessionExpired,
+    /// Someone else deleted the lock node.
+    NodeDeleted,
+    /// The session was closed.
+    SessionClosed,
+    /// Conservative policy: the connection stayed down for a whole session timeout, so the
+    /// server has probably expired the session; the node is deleted once we are back.
+    DisconnectedTooLong,
+}
+
+impl From<LostReason> for LockLostReason {
+    fn from(reason: LostReason) -> Self {
+        match reason {
+            LostReason::SessionExpired => LockLostReason::SessionExpired,
+            LostReason::NodeDeleted => LockLostReason::NodeDeleted,
+            LostReason::SessionClosed => LockLostReason::SessionClosed,
+        }
+    }
+}
+
+/// What happened to the lock, told to subscribers in the past tense.
+#[derive(Message, Debug, Clone, PartialEq, Eq)]
+#[rtype(result = "()")]
+pub enum LockEvent {
+    /// The lock was granted.
+    Acquired {
+        /// The grant (node, fencing token).
+        grant: LockGrant,
+    },
+    /// The lock was released (our node is deleted).
+    Released {
+        /// The node that was deleted.
+        node: String,
+    },
+    /// The connection dropped while holding: under the conservative policy, act as if you no
+    /// longer hold the lock until `Reconnected`.
+    Suspended {
+        /// The grant's token.
+        token: FencingToken,
+    },
+    /// The connection came back within the session: the lock is still held, same token.
+    Reconnected {
+        /// The grant's token.
+        token: FencingToken,
+    },
+    /// The lock is no longer held.
+    Lost {
+        /// The grant's token.
+        token: FencingToken,
+        /// Why.
+        reason: LockLostReason,
+    },
+}

@@ -1,0 +1,604 @@
+//! The contender protocol, written once: one protected ephemeral-sequential node, from create to
+//! delete, waiting on one node only.
+//!
+//! Owns: the [`Contender`] actor and its state machine
+//! `Creating → (Recovering →) Waiting{watch} → Holding → Withdrawing → Done`. Used by every
+//! queue-shaped recipe (mutex, read/write lock, semaphore guard, leader latch).
+//! Does not own: replies to users, subscribers, timeouts, or what a `Suspended` connection means
+//! for a holder — the owning recipe actor decides those.
+//!
+//! # Protocol
+//! 1. **Protected create, pipelined.** Create `<dir>/_c_<guid>-<name>` (ephemeral, sequential) and,
+//!    in the same breath, list `<dir>`: the session keeps request order, so the listing already
+//!    contains our node and the uncontended case costs one round trip. The create's stat gives the
+//!    fencing token (`czxid`) and the session that owns the node.
+//! 2. **Stand in line.** Sort by sequence number; hold when nothing blocks ([`Rule`]); else set an
+//!    `exists` watch on the *one* node that blocks (no herd).
+//! 3. **Hand-off without a read.** When the watched node goes and it was the only blocker, nothing
+//!    can sort below us any more (new nodes get higher numbers): hold at once.
+//! 4. **Own node watched.** An `exists` watch on our own node tells us when someone else deleted it
+//!    (a holder then reports `Lost{NodeDeleted}`; a waiter stands in line again).
+//! 5. **Connection loss during create.** The reply is lost, not necessarily the node: list the
+//!    directory, find nodes carrying our GUID, adopt one only if its `ephemeralOwner` is the
+//!    current session (CURATOR-604/696), delete any other, then create again if none was adopted.
+//! 6. **Withdraw / stop.** The node is deleted, retried through connection loss until it is gone
+//!    or its session is (CURATOR-678, kazoo#732); a contender stopped mid-create deletes whatever
+//!    its GUID created.
+//!
+//! The owner forwards [`SessionEvent`]s to its contender (one subscription per recipe actor,
+//! not one per attempt).
+
+use std::time::Duration;
+
+use actix::WeakRecipient;
+use actix::prelude::*;
+use futures::channel::oneshot;
+use tracing::{debug, info, warn};
+
+use super::fencing::FencingToken;
+use super::naming::{self, Rule, Standing};
+use crate::error::Error;
+use crate::path;
+use crate::session::requests::{Children, CreateMode, Created, EnsurePath};
+use crate::session::{SessionEvent, SessionHandle, SessionId, WatchEvent, WatchEventKind};
+
+/// Pause before retrying after a connection problem (the session reconnects meanwhile).
+const RETRY_DELAY: Duration = Duration::from_millis(100);
+
+/// What to contend for.
+#[derive(Debug, Clone)]
+pub struct ContenderSpec {
+    /// The directory the contenders' nodes live in (created as container nodes when missing).
+    pub dir: String,
+    /// The node name before the sequence number (`lock-`, `__READ__`, `latch-`, ...).
+    pub name: &'static str,
+    /// Which earlier nodes block this one.
+    pub rule: Rule,
+    /// The node's data (Curator stores the participant id).
+    pub data: Vec<u8>,
+    /// Echoed in every [`ContenderReport`].
+    pub tag: u64,
+}
+
+/// Why a held node is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LostReason {
+    /// The session that owned the node expired; the server deleted the node.
+    SessionExpired,
+    /// Someone else deleted the node.
+    NodeDeleted,
+    /// The session was closed.
+    SessionClosed,
+}
+
+/// A [`ContenderEvent`] with the tag of the contender that sent it, so an owner that has moved on
+/// to a new attempt can tell stale reports from current ones.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct ContenderReport {
+    /// The [`ContenderSpec::tag`] of the sender.
+    pub tag: u64,
+    /// What happened.
+    pub event: ContenderEvent,
+}
+
+/// What a contender tells its owner.
+#[derive(Debug, Clone)]
+pub enum ContenderEvent {
+    /// The node holds the grant.
+    Granted {
+        /// The node's full path.
+        node: String,
+        /// Its `czxid`.
+        token: FencingToken,
+        /// Its version (for guarded writes).
+        version: i32,
+        /// The session that owns the node.
+        session_id: SessionId,
+    },
+    /// The node is in line behind `ahead` (sent once per wait, for `TryAcquire` and tracing).
+    Waiting {
+        /// The node's full path.
+        node: String,
+        /// The node it waits on (for a lease: the lease directory).
+        ahead: String,
+    },
+    /// The node held the grant and no longer does; the contender has stopped.
+    Lost {
+        /// The node's full path.
+        node: String,
+        /// Why.
+        reason: LostReason,
+    },
+    /// The contender cannot go on (bad path, no permission, parent is ephemeral, ...); it has
+    /// stopped and left no node behind.
+    Failed {
+        /// What went wrong.
+        error: Error,
+    },
+}
+
+/// Leave the line (or give up the grant): delete the node and stop. Resolves once the node is
+/// gone.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Result<(), Error>")]
+pub struct Withdraw;
+
+#[derive(Debug, Clone)]
+struct Node {
+    path: String,
+    name: String,
+    token: FencingToken,
+    version: i32,
+    owner: SessionId,
+}
+
+#[derive(Debug)]
+enum State {
+    /// `create` and `getChildren` are in flight.
+    Creating,
+    /// The create's outcome is unknown (connection loss): looking for our GUID.
+    Recovering,
+    /// In line, watching the one node that blocks us.
+    Waiting { node: Node, watch: String, blockers: usize },
+    /// Holding the grant.
+    Holding { node: Node },
+    /// Deleting our node.
+    Withdrawing,
+    /// Finished; the actor is stopping.
+    Done,
+}
+
+/// One participant's node in a queue-shaped recipe; see the [module docs](self).
+pub struct Contender {
+    session: SessionHandle,
+    spec: ContenderSpec,
+    /// Weak: a contender must not keep its owner alive (stopping the owner is how a user
+    /// releases).
+    owner: WeakRecipient<ContenderReport>,
+    guid: String,
+    state: State,
+    /// Callers of `Withdraw` waiting for the node to be gone.
+    withdrawals: Vec<oneshot::Sender<Result<(), Error>>>,
+    span: tracing::Span,
+}
+
+impl Contender {
+    /// A contender for `spec` on `session`, reporting to `owner`. Start it on the owner's Arbiter
+    /// (`Contender::new(..).start()`); it begins at once.
+    pub fn new(session: SessionHandle, spec: ContenderSpec, owner: Recipient<ContenderReport>) -> Self {
+        let span = tracing::info_span!("zk.contender", dir = %spec.dir, name = spec.name);
+        Contender {
+            session,
+            spec,
+            owner: owner.downgrade(),
+            guid: naming::new_guid(),
+            state: State::Creating,
+            withdrawals: Vec::new(),
+            span,
+        }
+    }
+
+    fn report(&self, event: ContenderEvent) {
+        if let Some(owner) = self.owner.upgrade() {
+            owner.do_send(ContenderReport { tag: self.spec.tag, event });
+        }
+    }
+
+    fn node(&self) -> Option<&Node> {
+        match &self.state {
+            State::Waiting { node, .. } | State::Holding { node } => Some(node),
+            _ => None,
+        }
+    }
+
+    fn prefix(&self) -> String {
+        path::join(&self.spec.dir, &naming::protected_name(&self.guid, self.spec.name))
+    }
+
+    /// Step 1: pipelined protected create + listing.
+    fn contend(&mut self, ctx: &mut Context<Self>) {
+        self.state = State::Creating;
+        let create = self.session.create(&self.prefix(), self.spec.data.clone(), CreateMode::EphemeralSequential);
+        let list = self.session.children(&self.spec.dir);
+        let both = async move { (create.await, list.await) };
+        ctx.spawn(both.into_actor(self).map(|(created, listed), act, ctx| act.on_created(created, listed, ctx)));
+    }
+
+    fn on_created(
+        &mut self,
+        created: Result<Created, Error>,
+        listed: Result<Children, Error>,
+        ctx: &mut Context<Self>,
+    ) {
+        let _span = self.span.clone().entered();
+        match created {
+            Ok(created) => {
+                let name = path::name(&created.path).to_string();
+                let node = Node {
+                    path: created.path,
+                    name,
+                    token: FencingToken(created.stat.czxid),
+                    version: created.stat.version,
+                    owner: SessionId(created.stat.ephemeral_owner),
+                };
+                debug!(node = %node.path, token = %node.token, "contender node created");
+                self.adopt(node, listed.ok(), ctx);
+            }
+            Err(Error::NoNode { .. }) if !self.withdrawing() => {
+                // The directory is missing: create it the way Curator does (containers), then
+                // stand in line again.
+                let ensure = self.session.request(EnsurePath { path: self.spec.dir.clone(), containers: true });
+                ctx.spawn(ensure.into_actor(self).map(|ensured, act, ctx| match ensured {
+                    Ok(()) => act.contend(ctx),
+                    Err(error) => act.fail(error, ctx),
+                }));
+            }
+            Err(err) if err.is_connection_problem() => {
+                debug!(error = %err, "create outcome unknown; recovering by GUID");
+                self.state = State::Recovering;
+                ctx.run_later(RETRY_DELAY, |act, ctx| act.recover(ctx));
+            }
+            Err(Error::SessionLost { .. }) if !self.withdrawing() => {
+                // The session expired while creating; requests wait for the next session.
+                self.guid = naming::new_guid();
+                self.contend(ctx);
+            }
+            Err(_) if self.withdrawing() => self.finish(Ok(()), ctx),
+            Err(error) => self.fail(error, ctx),
+        }
+    }
+
+    /// Takes `node` as ours: watch it, then stand in line (or withdraw, if asked meanwhile).
+    fn adopt(&mut self, node: Node, listing: Option<Children>, ctx: &mut Context<Self>) {
+        let watch_own = self.session.exists_watched(&node.path, ctx.address().recipient());
+        ctx.spawn(watch_own.into_actor(self).map(|exists, act, ctx| {
+            if let Ok(None) = exists {
+                act.on_own_node_deleted(ctx);
+            }
+        }));
+        self.state = State::Waiting { node, watch: String::new(), blockers: usize::MAX };
+        if self.withdrawing() {
+            self.withdraw(ctx);
+            return;
+        }
+        match listing {
+            Some(children) => self.stand(children.names, ctx),
+            None => self.relist(ctx),
+        }
+    }
+
+    fn relist(&mut self, ctx: &mut Context<Self>) {
+        let list = self.session.children(&self.spec.dir);
+        ctx.spawn(list.into_actor(self).map(|listed, act, ctx| {
+            if !matches!(act.state, State::Waiting { .. }) {
+                return;
+            }
+            match listed {
+                Ok(children) => act.stand(children.names, ctx),
+                Err(err) if err.is_connection_problem() || matches!(err, Error::SessionLost { .. }) => {
+                    ctx.run_later(RETRY_DELAY, |act, ctx| act.relist(ctx));
+                }
+                Err(error) => act.fail(error, ctx),
+            }
+        }));
+    }
+
+    /// Step 2: where do we stand?
+    fn stand(&mut self, children: Vec<String>, ctx: &mut Context<Self>) {
+        self.stand_on(children, false, ctx);
+    }
+
+    /// `watched_listing`: the listing came with a children watch already set.
+    fn stand_on(&mut self, children: Vec<String>, watched_listing: bool, ctx: &mut Context<Self>) {
+        let State::Waiting { node, .. } = &self.state else { return };
+        let node = node.clone();
+        match naming::standing(&children, &node.name, self.spec.rule) {
+            Standing::Holds => self.hold(node),
+            Standing::WaitsForAny => {
+                // A lease frees up when any holder leaves: watch the directory's children. Only
+                // the holder of the semaphore's guard mutex gets here, so this is no herd.
+                let dir = self.spec.dir.clone();
+                if !matches!(&self.state, State::Waiting { watch, .. } if *watch == dir) {
+                    self.report(ContenderEvent::Waiting { node: node.path.clone(), ahead: dir.clone() });
+                }
+                self.state = State::Waiting { node, watch: dir, blockers: usize::MAX };
+                if !watched_listing {
+                    self.watch_children(ctx);
+                }
+            }
+            Standing::Waits { watch, blockers } => {
+                debug!(node = %node.name, %watch, blockers, "waiting on the node ahead");
+                let watched = path::join(&self.spec.dir, &watch);
+                if !matches!(&self.state, State::Waiting { watch: w, .. } if *w == watched) {
+                    self.report(ContenderEvent::Waiting { node: node.path.clone(), ahead: watched.clone() });
+                }
+                self.state = State::Waiting { node, watch: watched.clone(), blockers };
+                let exists = self.session.exists_watched(&watched, ctx.address().recipient());
+                ctx.spawn(exists.into_actor(self).map(move |exists, act, ctx| match exists {
+                    Ok(Some(_)) => {}
+                    Ok(None) => act.on_watched_deleted(&watched, ctx),
+                    Err(_) => act.relist(ctx),
+                }));
+            }
+            Standing::Missing => self.on_own_node_deleted(ctx),
+        }
+    }
+
+    /// Lists the directory with a children watch (lease rule), and stands on that listing.
+    fn watch_children(&mut self, ctx: &mut Context<Self>) {
+        let list = self.session.children_watched(&self.spec.dir, ctx.address().recipient());
+        ctx.spawn(list.into_actor(self).map(|listed, act, ctx| {
+            if !matches!(act.state, State::Waiting { .. }) {
+                return;
+            }
+            match listed {
+                Ok(children) => act.stand_on(children.names, true, ctx),
+                Err(_) => {
+                    ctx.run_later(RETRY_DELAY, |act, ctx| act.watch_children(ctx));
+                }
+            }
+        }));
+    }
+
+    fn hold(&mut self, node: Node) {
+        info!(node = %node.path, token = %node.token, "granted");
+        self.report(ContenderEvent::Granted {
+            node: node.path.clone(),
+            token: node.token,
+            version: node.version,
+            session_id: node.owner,
+        });
+        self.state = State::Holding { node };
+    }
+
+    /// Step 3: the node ahead is gone.
+    fn on_watched_deleted(&mut self, watched: &str, ctx: &mut Context<Self>) {
+        let State::Waiting { node, watch, blockers } = &self.state else { return };
+        if watch != watched {
+            return; // a watch from an earlier wait
+        }
+        if *blockers == 1 {
+            let node = node.clone();
+            self.hold(node);
+        } else {
+            self.relist(ctx);
+        }
+    }
+
+    /// Step 4: our own node is gone while we still count on it.
+    fn on_own_node_deleted(&mut self, ctx: &mut Context<Self>) {
+        match std::mem::replace(&mut self.state, State::Done) {
+            State::Holding { node } => {
+                warn!(node = %node.path, "held node deleted by someone else");
+                self.report(ContenderEvent::Lost { node: node.path, reason: LostReason::NodeDeleted });
+                ctx.stop();
+            }
+            State::Waiting { node, .. } => {
+                info!(node = %node.path, "our node vanished while waiting; standing in line again");
+                self.guid = naming::new_guid();
+                self.contend(ctx);
+            }
+            other => self.state = other,
+        }
+    }
+
+    /// Step 5: find what our lost create did.
+    fn recover(&mut self, ctx: &mut Context<Self>) {
+        let list = self.session.children(&self.spec.dir);
+        let session = self.session.session();
+        let both = async move { (list.await, session.await) };
+        ctx.spawn(both.into_actor(self).map(|(listed, session), act, ctx| {
+            let (Ok(children), Some(session)) = (listed, session) else {
+                ctx.run_later(RETRY_DELAY, |act, ctx| act.recover(ctx));
+                return;
+            };
+            let ours: Vec<String> =
+                children.names.iter().filter(|c| naming::belongs_to(c, &act.guid)).cloned().collect();
+            act.inspect_recovered(ours, children, session.session_id, ctx);
+        }));
+    }
+
+    fn inspect_recovered(&mut self, ours: Vec<String>, listing: Children, current: SessionId, ctx: &mut Context<Self>) {
+        let Some(name) = ours.first().cloned() else {
+            debug!("the lost create did not happen; creating again");
+            if self.withdrawing() {
+                self.finish(Ok(()), ctx);
+            } else {
+                self.contend(ctx);
+            }
+            return;
+        };
+        let node_path = path::join(&self.spec.dir, &name);
+        let exists = self.session.exists(&node_path);
+        ctx.spawn(exists.into_actor(self).map(move |exists, act, ctx| match exists {
+            Ok(Some(stat)) if stat.ephemeral_owner == current.0 && !act.withdrawing() => {
+                info!(node = %node_path, "adopting the node our lost create made");
+                let node = Node {
+                    path: node_path,
+                    name,
+                    token: FencingToken(stat.czxid),
+                    version: stat.version,
+                    owner: SessionId(stat.ephemeral_owner),
+                };
+                act.adopt(node, Some(listing), ctx);
+            }
+            Ok(Some(_)) => {
+                // Another session's node (or we are withdrawing): never acquire on it.
+                let delete = delete_until_gone(act.session.clone(), node_path);
+                ctx.spawn(delete.into_actor(act).map(|_, act, ctx| act.recover(ctx)));
+            }
+            Ok(None) => act.recover(ctx),
+            Err(_) => {
+                ctx.run_later(RETRY_DELAY, |act, ctx| act.recover(ctx));
+            }
+        }));
+    }
+
+    fn withdrawing(&self) -> bool {
+        !self.withdrawals.is_empty()
+    }
+
+    /// Step 6: delete our node (if any) and stop.
+    fn withdraw(&mut self, ctx: &mut Context<Self>) {
+        match std::mem::replace(&mut self.state, State::Withdrawing) {
+            State::Waiting { node, .. } | State::Holding { node } => {
+                let delete = delete_until_gone(self.session.clone(), node.path);
+                ctx.spawn(delete.into_actor(self).map(|outcome, act, ctx| act.finish(outcome, ctx)));
+            }
+            // The create (or its recovery) is in flight; its callback sees `withdrawing()`.
+            state @ (State::Creating | State::Recovering) => self.state = state,
+            State::Withdrawing => {}
+            State::Done => self.finish(Ok(()), ctx),
+        }
+    }
+
+    fn finish(&mut self, outcome: Result<(), Error>, ctx: &mut Context<Self>) {
+        self.state = State::Done;
+        for waiter in self.withdrawals.drain(..) {
+            let _ = waiter.send(outcome.clone());
+        }
+        ctx.stop();
+    }
+
+    /// Gives up: tells the owner, and stops; `stopped` deletes whatever node we have.
+    fn fail(&mut self, error: Error, ctx: &mut Context<Self>) {
+        warn!(parent: &self.span, error = %error, "contender failed");
+        self.report(ContenderEvent::Failed { error });
+        for waiter in self.withdrawals.drain(..) {
+            let _ = waiter.send(Ok(()));
+        }
+        ctx.stop();
+    }
+}
+
+/// Deletes `path`, retrying through connection loss, until it is gone or its session is.
+pub(crate) async fn delete_until_gone(session: SessionHandle, path: String) -> Result<(), Error> {
+    loop {
+        match session.delete(&path, None).await {
+            Ok(()) | Err(Error::NoNode { .. }) | Err(Error::SessionLost { .. }) => return Ok(()),
+            Err(Error::Closed) => return Err(Error::Closed),
+            Err(err) if err.is_connection_problem() => {
+                debug!(%path, error = %err, "delete interrupted; retrying");
+                tokio::time::sleep(RETRY_DELAY).await;
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+impl Actor for Contender {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        self.contend(ctx);
+    }
+
+    fn stopped(&mut self, _: &mut Self::Context) {
+        // Stopped without withdrawing: never leave a node behind. Detached tasks outlive us.
+        let session = self.session.clone();
+        match std::mem::replace(&mut self.state, State::Done) {
+            State::Waiting { node, .. } | State::Holding { node } => {
+                actix::spawn(async move {
+                    let _ = delete_until_gone(session, node.path).await;
+                });
+            }
+            State::Creating | State::Recovering => {
+                // Sent after the create, so it sees the create's node if there is one.
+                let (dir, guid) = (self.spec.dir.clone(), self.guid.clone());
+                actix::spawn(async move {
+                    loop {
+                        match session.children(&dir).await {
+                            Ok(children) => {
+                                for name in children.names.iter().filter(|c| naming::belongs_to(c, &guid)) {
+                                    let _ = delete_until_gone(session.clone(), path::join(&dir, name)).await;
+                                }
+                                return;
+                            }
+                            Err(err) if err.is_connection_problem() => tokio::time::sleep(RETRY_DELAY).await,
+                            Err(_) => return,
+                        }
+                    }
+                });
+            }
+            State::Withdrawing | State::Done => {}
+        }
+    }
+}
+
+impl Handler<WatchEvent> for Contender {
+    type Result = ();
+
+    fn handle(&mut self, event: WatchEvent, ctx: &mut Context<Self>) {
+        if event.kind == WatchEventKind::ChildrenChanged {
+            if matches!(&self.state, State::Waiting { watch, .. } if *watch == event.path) {
+                self.watch_children(ctx);
+            }
+            return;
+        }
+        if event.kind != WatchEventKind::NodeDeleted {
+            return;
+        }
+        if self.node().is_some_and(|node| node.path == event.path) {
+            self.on_own_node_deleted(ctx);
+        } else {
+            self.on_watched_deleted(&event.path, ctx);
+        }
+    }
+}
+
+impl Handler<SessionEvent> for Contender {
+    type Result = ();
+
+    fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
+        let _span = self.span.clone().entered();
+        match event {
+            SessionEvent::Expired { session_id, .. } => {
+                let ours = self.node().is_some_and(|node| node.owner == session_id);
+                match &self.state {
+                    State::Holding { node } if ours => {
+                        self.report(ContenderEvent::Lost {
+                            node: node.path.clone(),
+                            reason: LostReason::SessionExpired,
+                        });
+                        self.state = State::Done;
+                        ctx.stop();
+                    }
+                    State::Waiting { .. } if ours => {
+                        info!("session expired while waiting; standing in line on the next session");
+                        self.guid = naming::new_guid();
+                        self.contend(ctx); // queued by the session until the new one is up
+                    }
+                    // Creating / Recovering: the pending request reports `SessionLost`.
+                    _ => {}
+                }
+            }
+            // Watches are re-set by the client on reconnect, but a deletion that happened while
+            // we were away is only seen by reading again.
+            SessionEvent::Reconnected { .. } if matches!(self.state, State::Waiting { .. }) => self.relist(ctx),
+            SessionEvent::Closed => {
+                let event = match &self.state {
+                    State::Holding { node } => {
+                        ContenderEvent::Lost { node: node.path.clone(), reason: LostReason::SessionClosed }
+                    }
+                    _ => ContenderEvent::Failed { error: Error::Closed },
+                };
+                self.report(event);
+                self.state = State::Done;
+                ctx.stop();
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Handler<Withdraw> for Contender {
+    type Result = ResponseFuture<Result<(), Error>>;
+
+    fn handle(&mut self, _: Withdraw, ctx: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.withdrawals.push(tx);
+        self.withdraw(ctx);
+        Box::pin(async move { rx.await.unwrap_or(Ok(())) })
+    }
+}

@@ -1,0 +1,28 @@
+//! What every recipe shares: the contender protocol, protected node names, fencing tokens.
+//!
+//! Owns: the [`Contender`] actor (one ephemeral-sequential node from protected create to
+//! deletion, waiting on its predecessor only), the rules that decide who holds what
+//! ([`naming`]), and [`FencingToken`]. Does not own request/reply handling, subscriber
+//! notification or connection-state policy: those belong to each recipe (locks, elections).
+
+pub mod contender;
+pub mod fencing;
+pub mod naming;
+pub mod reply;
+
+pub use contender::{Contender, ContenderEvent, ContenderReport, ContenderSpec, LostReason, Withdraw};
+pub use fencing::FencingToken;
+pub use naming::Rule;
+pub use reply::Reply;
+
+/// What a holder (of a lock, a lease, a leadership) assumes when the connection drops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConnectionPolicy {
+    /// `Suspended` means "you may no longer hold it"; if the connection is not back within the
+    /// session timeout the grant is reported lost (Curator's standard policy). The default.
+    #[default]
+    Conservative,
+    /// Only a session expiry (or the node's deletion) ends a grant; `Suspended` is informational
+    /// (Curator's `SessionConnectionStateErrorPolicy`).
+    ExpiryOnly,
+}

@@ -1,0 +1,194 @@
+//! Node names and who holds what: Curator's layout, protected names, and the grant rules.
+//!
+//! Owns: protected names (`_c_<uuid>-<name><seq>`, Curator's `withProtection()`), the per-attempt
+//! GUID, participant id defaults, and [`standing`]: given a directory listing, does this node hold
+//! the grant, and if not, which single node must it watch. Does not do any I/O.
+//!
+//! Ordering is by the sequence suffix only ([`crate::path::sort_by_sequence`]), which is what
+//! Curator's `fixForSorting` amounts to (the text after the last `lock-` / `__READ__` /
+//! `__WRIT__` / `latch-`).
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::path;
+
+/// Marker of Curator's protected names.
+pub const PROTECTED_PREFIX: &str = "_c_";
+/// Name of an exclusive lock's nodes (`InterProcessMutex`).
+pub const LOCK_NAME: &str = "lock-";
+/// Name of a read lock's nodes (`InterProcessReadWriteLock`).
+pub const READ_NAME: &str = "__READ__";
+/// Name of a write lock's nodes (`InterProcessReadWriteLock`).
+pub const WRITE_NAME: &str = "__WRIT__";
+/// Name of a semaphore's lease nodes (`InterProcessSemaphoreV2`).
+pub const LEASE_NAME: &str = "lease-";
+/// Name of a leader latch's nodes (`LeaderLatch`).
+pub const LATCH_NAME: &str = "latch-";
+
+/// Which nodes stand in the way of a contender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Holds when first of all participants (mutex, write lock, latch).
+    Exclusive,
+    /// Holds when no write-lock node sorts before it (read lock).
+    Shared,
+    /// Holds when fewer than this many nodes sort before it (semaphore leases).
+    Leases(usize),
+}
+
+/// Where a node stands in its directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    /// It holds the grant.
+    Holds,
+    /// It waits. `watch` is the one node whose deletion may change that; `blockers` counts the
+    /// nodes in the way, so `blockers == 1` means the watched node's deletion is the grant.
+    Waits {
+        /// Name of the node to watch.
+        watch: String,
+        /// How many nodes stand in the way (including `watch`).
+        blockers: usize,
+    },
+    /// It waits for any node before it to go (leases): watch the directory's children.
+    WaitsForAny,
+    /// The node is not in the listing (deleted, or its session ended).
+    Missing,
+}
+
+/// Where `ours` stands among `children` under `rule`.
+///
+/// Exclusive: every earlier participant blocks, the watch is the immediate predecessor (no herd).
+/// Shared: only earlier write-lock nodes block, the watch is the *last* of them, so a reader
+/// wakes when the writer directly ahead of it goes, and never for earlier churn.
+/// Leases(n): the first `n` hold; a later one waits for any of them to go.
+pub fn standing(children: &[String], ours: &str, rule: Rule) -> Standing {
+    let mut participants: Vec<&str> =
+        children.iter().map(String::as_str).filter(|c| path::sequence(c).is_some()).collect();
+    path::sort_by_sequence(&mut participants);
+    let Some(index) = participants.iter().position(|c| *c == ours) else { return Standing::Missing };
+    let ahead = &participants[..index];
+    let blocking: Vec<&str> = match rule {
+        Rule::Exclusive => ahead.to_vec(),
+        Rule::Shared => ahead.iter().copied().filter(|c| c.contains(WRITE_NAME)).collect(),
+        Rule::Leases(max) if index < max => Vec::new(),
+        Rule::Leases(_) => return Standing::WaitsForAny,
+    };
+    match blocking.last() {
+        None => Standing::Holds,
+        Some(watch) => Standing::Waits { watch: watch.to_string(), blockers: blocking.len() },
+    }
+}
+
+/// A fresh per-attempt GUID in the UUID text form Curator uses (36 characters, version 4 bits).
+pub fn new_guid() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    // RandomState is seeded from the OS per process; mixing in a counter, the time and the pid
+    // makes every call distinct without a dependency on a random-number crate.
+    let mut words = [0u64; 2];
+    for (i, word) in words.iter_mut().enumerate() {
+        let mut hasher = RandomState::new().build_hasher();
+        hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+        hasher.write_u128(SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+        hasher.write_u32(std::process::id());
+        hasher.write_usize(i);
+        *word = hasher.finish();
+    }
+    let hi = (words[0] & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000;
+    let lo = (words[1] & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        hi >> 32,
+        (hi >> 16) & 0xffff,
+        hi & 0xffff,
+        lo >> 48,
+        lo & 0xffff_ffff_ffff
+    )
+}
+
+/// The name prefix of a protected node: `_c_<guid>-<name>` (the server appends the sequence).
+pub fn protected_name(guid: &str, name: &str) -> String {
+    format!("{PROTECTED_PREFIX}{guid}-{name}")
+}
+
+/// True when `child` was created by the attempt with this GUID.
+pub fn belongs_to(child: &str, guid: &str) -> bool {
+    child.strip_prefix(PROTECTED_PREFIX).is_some_and(|rest| rest.starts_with(guid))
+}
+
+/// The default participant id: this host's name (Curator stores the local address).
+pub fn default_participant_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown-host".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn exclusive_watches_the_predecessor_only() {
+        let children = names(&["_c_b-lock-0000000003", "_c_a-lock-0000000001", "_c_c-lock-0000000002"]);
+        assert_eq!(standing(&children, "_c_a-lock-0000000001", Rule::Exclusive), Standing::Holds);
+        assert_eq!(
+            standing(&children, "_c_b-lock-0000000003", Rule::Exclusive),
+            Standing::Waits { watch: "_c_c-lock-0000000002".into(), blockers: 2 }
+        );
+        assert_eq!(standing(&children, "_c_z-lock-0000000009", Rule::Exclusive), Standing::Missing);
+    }
+
+    #[test]
+    fn readers_wait_only_on_the_last_earlier_writer() {
+        let children = names(&[
+            "_c_1-__READ__0000000001",
+            "_c_2-__WRIT__0000000002",
+            "_c_3-__READ__0000000003",
+            "_c_4-__WRIT__0000000004",
+            "_c_5-__READ__0000000005",
+            "_c_6-__READ__0000000006",
+        ]);
+        assert_eq!(standing(&children, "_c_1-__READ__0000000001", Rule::Shared), Standing::Holds);
+        assert_eq!(
+            standing(&children, "_c_3-__READ__0000000003", Rule::Shared),
+            Standing::Waits { watch: "_c_2-__WRIT__0000000002".into(), blockers: 1 }
+        );
+        assert_eq!(
+            standing(&children, "_c_6-__READ__0000000006", Rule::Shared),
+            Standing::Waits { watch: "_c_4-__WRIT__0000000004".into(), blockers: 2 }
+        );
+        // A writer waits on its predecessor, reader or not.
+        assert_eq!(
+            standing(&children, "_c_4-__WRIT__0000000004", Rule::Exclusive),
+            Standing::Waits { watch: "_c_3-__READ__0000000003".into(), blockers: 3 }
+        );
+    }
+
+    #[test]
+    fn leases_hold_for_the_first_n() {
+        let children = names(&["_c_a-lease-0000000001", "_c_b-lease-0000000002", "_c_c-lease-0000000003"]);
+        assert_eq!(standing(&children, "_c_b-lease-0000000002", Rule::Leases(2)), Standing::Holds);
+        assert_eq!(standing(&children, "_c_c-lease-0000000003", Rule::Leases(2)), Standing::WaitsForAny);
+        assert_eq!(standing(&children, "_c_c-lease-0000000003", Rule::Leases(3)), Standing::Holds);
+    }
+
+    #[test]
+    fn guids_are_uuid_shaped_and_distinct() {
+        let a = new_guid();
+        let b = new_guid();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        assert_eq!(a.matches('-').count(), 4);
+        let name = protected_name(&a, LOCK_NAME);
+        assert!(belongs_to(&format!("{name}0000000001"), &a));
+        assert!(!belongs_to(&format!("{name}0000000001"), &b));
+    }
+}

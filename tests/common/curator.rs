@@ -1,0 +1,332 @@
+//! Drives Apache Curator 5.4 lock recipes from tests, to prove wire compatibility with them.
+//!
+//! A [`CuratorPeer`] is a JVM running `tests/java/CuratorPeer.java`, which holds one Curator
+//! lock (`mutex`, `read`, `write` or `semaphore:<N>`) and is told over stdin to `acquire` or
+//! `release` it; it answers on stdout with the path of the lock node it got. All calls here
+//! block, so from async tests call them via `spawn_blocking` (a peer is `Send`).
+//!
+//! Requirements: a JDK (`java`, `javac` on `PATH`) and Debian's Curator jars
+//! (`apt-get install libcurator-recipes-java`), or a full classpath in `CURATOR_CLASSPATH`.
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+const JAR_DIR: &str = "/usr/share/java";
+
+/// Jars the peer cannot run without, each with the Debian package that ships it.
+const REQUIRED_JARS: &[(&str, &str)] = &[
+    ("curator-recipes.jar", "libcurator-recipes-java"),
+    ("curator-framework.jar", "libcurator-recipes-java"),
+    ("curator-client.jar", "libcurator-recipes-java"),
+    ("guava.jar", "libguava-java"),
+    ("zookeeper.jar", "zookeeper"),
+    ("zookeeper-jute.jar", "zookeeper"),
+    ("slf4j-api.jar", "libslf4j-java"),
+];
+
+/// Jars used when present: a logger (else slf4j falls back to no logging), Guava's
+/// `failureaccess` (bundled into Debian's guava.jar, separate upstream), and Jackson, which
+/// curator-framework declares as a dependency.
+const OPTIONAL_JARS: &[&str] =
+    &["slf4j-simple.jar", "failureaccess.jar", "jackson-databind.jar", "jackson-core.jar", "jackson-annotations.jar"];
+
+/// How long a peer may take from `java` to `READY` (JVM start plus ZooKeeper connect).
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Classpath for Curator 5.4 + ZooKeeper from Debian's jars in `/usr/share/java`.
+///
+/// `CURATOR_CLASSPATH`, when set and non-empty, is used verbatim instead. The error names the
+/// missing jar and the apt package that provides it.
+pub fn curator_classpath() -> Result<String, String> {
+    if let Some(cp) = std::env::var_os("CURATOR_CLASSPATH") {
+        let cp = cp.to_string_lossy().into_owned();
+        if !cp.trim().is_empty() {
+            return Ok(cp);
+        }
+    }
+    let dir = Path::new(JAR_DIR);
+    let mut jars = Vec::new();
+    for (jar, package) in REQUIRED_JARS {
+        let path = dir.join(jar);
+        if !path.is_file() {
+            return Err(format!(
+                "{} not found: install it with `apt-get install {package}` (Curator 5.4 needs \
+                 libcurator-recipes-java), or set CURATOR_CLASSPATH to a classpath with Curator and ZooKeeper",
+                path.display()
+            ));
+        }
+        jars.push(path);
+    }
+    jars.extend(OPTIONAL_JARS.iter().map(|jar| dir.join(jar)).filter(|path| path.is_file()));
+    Ok(jars.iter().map(|path| path.display().to_string()).collect::<Vec<_>>().join(":"))
+}
+
+fn peer_source() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/CuratorPeer.java")
+}
+
+/// Compiles `tests/java/CuratorPeer.java` and returns the directory holding `CuratorPeer.class`.
+///
+/// Runs `javac` at most once per test process, however many tests ask concurrently. The
+/// directory (under the system temp dir) is named after a hash of the source and classpath, so
+/// later test runs reuse it as long as neither changed, and stale classes are never picked up.
+pub fn compiled_peer() -> Result<PathBuf, String> {
+    static COMPILED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    COMPILED.get_or_init(compile_peer).clone()
+}
+
+fn compile_peer() -> Result<PathBuf, String> {
+    let classpath = curator_classpath()?;
+    let source = peer_source();
+    let text = std::fs::read(&source).map_err(|e| format!("reading {}: {e}", source.display()))?;
+    let mut hasher = DefaultHasher::new();
+    (&text, &classpath).hash(&mut hasher);
+    let dir = std::env::temp_dir().join(format!("actix-zookeeper-curator-peer-{:016x}", hasher.finish()));
+    if dir.join("CuratorPeer.class").is_file() {
+        return Ok(dir);
+    }
+
+    // Compile beside the final directory and rename it into place, so that another test
+    // process never sees a half-written class directory.
+    let staging = PathBuf::from(format!("{}.{}.tmp", dir.display(), std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(&staging).map_err(|e| format!("creating {}: {e}", staging.display()))?;
+    let mut javac = Command::new("javac");
+    javac.arg("-d").arg(&staging).arg("-cp").arg(&classpath).arg(&source);
+    let output = javac.output().map_err(|e| format!("running javac (is a JDK installed?): {e}"))?;
+    if !output.status.success() {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(format!(
+            "javac {} failed ({}):\n{}{}",
+            source.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    if let Err(e) = std::fs::rename(&staging, &dir) {
+        let _ = std::fs::remove_dir_all(&staging);
+        // Losing the race to a concurrent test process is fine: its classes are identical.
+        if !dir.join("CuratorPeer.class").is_file() {
+            return Err(format!("moving {} to {}: {e}", staging.display(), dir.display()));
+        }
+    }
+    Ok(dir)
+}
+
+// Tests move peers into `spawn_blocking`; keep that possible.
+const _: fn() = || {
+    fn assert_send<T: Send>() {}
+    assert_send::<CuratorPeer>();
+};
+
+static PEER_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A running `CuratorPeer` JVM holding (or waiting for) one Curator lock.
+///
+/// Dropping it sends `quit`, which closes the Curator client (so ZooKeeper deletes its lock
+/// nodes at once), and kills the JVM if it does not exit promptly. The JVM also exits when its
+/// stdin closes, so it does not outlive a test process that dies.
+pub struct CuratorPeer {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    stderr_path: PathBuf,
+    description: String,
+}
+
+impl CuratorPeer {
+    /// Starts `java CuratorPeer <connect> <lock_path> <kind>` and waits up to 30 s for `READY`.
+    ///
+    /// `kind` is `mutex`, `read`, `write` or `semaphore:<N>`. `connect` may carry a chroot;
+    /// node paths reported by the peer are then relative to it.
+    pub fn start(connect: &str, lock_path: &str, kind: &str) -> Result<CuratorPeer, String> {
+        let classes = compiled_peer()?;
+        let classpath = format!("{}:{}", classes.display(), curator_classpath()?);
+        let stderr_path = std::env::temp_dir().join(format!(
+            "actix-zookeeper-curator-peer-{}-{}.stderr",
+            std::process::id(),
+            PEER_COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let stderr = File::create(&stderr_path).map_err(|e| format!("creating {}: {e}", stderr_path.display()))?;
+        let description = format!("Curator peer {kind} on {lock_path}");
+
+        let mut child = Command::new("java")
+            .args(["-XX:TieredStopAtLevel=1", "-Xmx128m", "-XX:+UseSerialGC", "-Xshare:auto"])
+            .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+            .arg("-cp")
+            .arg(&classpath)
+            .arg("CuratorPeer")
+            .args([connect, lock_path, kind])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            // A file, not a pipe: nobody drains stderr, and a full pipe would block the JVM.
+            .stderr(stderr)
+            .spawn()
+            .map_err(|e| format!("starting java for {description}: {e}"))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("{description}: stdin/stdout not captured"));
+        };
+
+        // recv_timeout on a channel gives next_line its deadline, which a blocking read cannot.
+        let (tx, lines) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("curator-peer-stdout".into())
+            .spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| {
+                let _ = child.kill();
+                let _ = child.wait();
+                format!("spawning stdout reader for {description}: {e}")
+            })?;
+
+        let mut peer = CuratorPeer { child, stdin, lines, stderr_path, description };
+        match peer.next_line(START_TIMEOUT)? {
+            line if line == "READY" => Ok(peer),
+            line => Err(peer.failure(&format!("expected READY, got {line:?}"))),
+        }
+    }
+
+    /// Sends one command line (`acquire`, `acquire <ms>`, `release`, `quit`).
+    pub fn send(&mut self, command: &str) -> Result<(), String> {
+        let sent = writeln!(self.stdin, "{command}").and_then(|()| self.stdin.flush());
+        sent.map_err(|e| self.failure(&format!("sending {command:?}: {e}")))
+    }
+
+    /// Waits up to `within` for the next non-blank stdout line. Err on timeout or when the peer
+    /// exited, with the tail of its stderr.
+    pub fn next_line(&mut self, within: Duration) -> Result<String, String> {
+        match self.try_line(within)? {
+            Some(line) => Ok(line),
+            None => Err(self.failure(&format!("no reply within {within:?}"))),
+        }
+    }
+
+    /// Like [`next_line`](Self::next_line), but `Ok(None)` when nothing arrives within
+    /// `within`: use it to assert that an `acquire` is still blocked.
+    pub fn try_line(&mut self, within: Duration) -> Result<Option<String>, String> {
+        let deadline = Instant::now() + within;
+        loop {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(remaining) {
+                Ok(line) if line.trim().is_empty() => continue,
+                Ok(line) => return Ok(Some(line.trim().to_string())),
+                Err(RecvTimeoutError::Timeout) => return Ok(None),
+                Err(RecvTimeoutError::Disconnected) => return Err(self.failure("stdout closed")),
+            }
+        }
+    }
+
+    /// `acquire`: waits up to `within` for `ACQUIRED <node>` and returns the lock node's path.
+    pub fn acquire(&mut self, within: Duration) -> Result<String, String> {
+        self.send("acquire")?;
+        self.expect_acquired(within)
+    }
+
+    /// `acquire <ms>`: Curator's acquire with a timeout. `Ok(None)` when Curator reports
+    /// `TIMEOUT`; `within` bounds how long we wait for either reply.
+    pub fn try_acquire(&mut self, wait: Duration, within: Duration) -> Result<Option<String>, String> {
+        self.send(&format!("acquire {}", wait.as_millis()))?;
+        let line = self.next_line(within)?;
+        if line == "TIMEOUT" { Ok(None) } else { self.parse_acquired(line).map(Some) }
+    }
+
+    /// Waits for the `ACQUIRED <node>` reply to an `acquire` sent earlier (e.g. one that
+    /// [`try_line`](Self::try_line) showed to be blocked).
+    pub fn expect_acquired(&mut self, within: Duration) -> Result<String, String> {
+        let line = self.next_line(within)?;
+        self.parse_acquired(line)
+    }
+
+    /// `release`: waits up to `within` for `RELEASED`.
+    pub fn release(&mut self, within: Duration) -> Result<(), String> {
+        self.send("release")?;
+        match self.next_line(within)? {
+            line if line == "RELEASED" => Ok(()),
+            line => Err(self.failure(&format!("release: expected RELEASED, got {line:?}"))),
+        }
+    }
+
+    fn parse_acquired(&mut self, line: String) -> Result<String, String> {
+        match line.strip_prefix("ACQUIRED ") {
+            Some(node) => Ok(node.to_string()),
+            None => Err(self.failure(&format!("acquire: expected ACQUIRED <node>, got {line:?}"))),
+        }
+    }
+
+    /// An error message with the peer's exit status (if it exited) and the tail of its stderr.
+    fn failure(&mut self, what: &str) -> String {
+        // The stdout reader sees EOF slightly before the process is reaped.
+        let mut status = None;
+        for _ in 0..20 {
+            match self.child.try_wait() {
+                Ok(Some(s)) => {
+                    status = Some(s);
+                    break;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(25)),
+                Err(_) => break,
+            }
+        }
+        let state = match status {
+            Some(s) => format!("exited ({s})"),
+            None => "still running".to_string(),
+        };
+        format!(
+            "{}: {what}; peer {state}; last lines of {}:\n{}",
+            self.description,
+            self.stderr_path.display(),
+            self.stderr_tail(30)
+        )
+    }
+
+    fn stderr_tail(&self, lines: usize) -> String {
+        match std::fs::read_to_string(&self.stderr_path) {
+            Ok(text) => {
+                let all: Vec<&str> = text.lines().collect();
+                all[all.len().saturating_sub(lines)..].join("\n")
+            }
+            Err(e) => format!("(unreadable: {e})"),
+        }
+    }
+}
+
+impl Drop for CuratorPeer {
+    fn drop(&mut self) {
+        let _ = writeln!(self.stdin, "quit").and_then(|()| self.stdin.flush());
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    break;
+                }
+            }
+        }
+        // Keep the JVM's log when a test fails, it is the first thing to look at.
+        if std::thread::panicking() {
+            eprintln!("{} log kept at {}", self.description, self.stderr_path.display());
+        } else {
+            let _ = std::fs::remove_file(&self.stderr_path);
+        }
+    }
+}

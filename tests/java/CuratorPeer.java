@@ -1,0 +1,166 @@
+// A Curator 5.4 lock holder driven line by line over stdin/stdout, so that Rust integration tests
+// can check wire compatibility with Curator's lock recipes (see tests/common/curator.rs).
+//
+// Usage: java CuratorPeer <connectString> <lockPath> <mutex|read|write|semaphore:N>
+// Prints READY once connected. Commands: `acquire`, `acquire <ms>`, `release`, `quit`.
+// Replies: `ACQUIRED <node path>`, `TIMEOUT`, `RELEASED`, `ERROR <message>`.
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.retry.RetryNTimes;
+import org.apache.zookeeper.data.Stat;
+
+public class CuratorPeer {
+    private static CuratorFramework client;
+    private static String lockPath;
+    private static InterProcessMutex mutex; // mutex, read and write kinds
+    private static InterProcessSemaphoreV2 semaphore; // semaphore kind
+    // A semaphore peer may hold several leases; `release` returns the newest.
+    private static final Deque<Lease> leases = new ArrayDeque<>();
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 3) {
+            reply("ERROR usage: CuratorPeer <connectString> <lockPath> <mutex|read|write|semaphore:N>");
+            System.exit(2);
+        }
+        lockPath = args[1];
+        client = CuratorFrameworkFactory.newClient(args[0], 10000, 10000, new RetryNTimes(20, 200));
+        client.start();
+
+        String kind = args[2];
+        if (kind.equals("mutex")) {
+            mutex = new InterProcessMutex(client, lockPath);
+        } else if (kind.equals("read")) {
+            mutex = new InterProcessReadWriteLock(client, lockPath).readLock();
+        } else if (kind.equals("write")) {
+            mutex = new InterProcessReadWriteLock(client, lockPath).writeLock();
+        } else if (kind.startsWith("semaphore:")) {
+            semaphore = new InterProcessSemaphoreV2(client, lockPath, Integer.parseInt(kind.substring("semaphore:".length())));
+        } else {
+            reply("ERROR unknown kind " + kind);
+            System.exit(2);
+        }
+
+        if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
+            reply("ERROR not connected to " + args[0] + " after 30 s");
+            System.exit(1);
+        }
+
+        // stdin is read on its own thread so that `quit`, or EOF when the test process dies,
+        // ends the JVM even while the main thread is blocked in acquire(); otherwise a killed
+        // test run would leave JVMs waiting for a lock forever.
+        BlockingQueue<String> commands = new LinkedBlockingQueue<>();
+        Thread stdinReader = new Thread(() -> {
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = in.readLine()) != null) {
+                    if (line.trim().equals("quit")) {
+                        break;
+                    }
+                    commands.add(line.trim());
+                }
+            } catch (Exception e) {
+                // Treated like EOF: nobody is left to talk to.
+            }
+            // Closing the client ends the session, so ZooKeeper removes our ephemeral lock nodes
+            // at once instead of after the session timeout.
+            client.close();
+            System.exit(0);
+        }, "stdin");
+        stdinReader.setDaemon(true);
+        stdinReader.start();
+
+        reply("READY");
+        while (true) {
+            String command = commands.take();
+            if (command.isEmpty()) {
+                continue;
+            }
+            try {
+                handle(command);
+            } catch (Exception e) {
+                reply("ERROR " + e);
+            }
+        }
+    }
+
+    private static void handle(String command) throws Exception {
+        String[] words = command.split("\\s+");
+        if (words[0].equals("acquire") && words.length <= 2) {
+            // The lock objects are thread-affine (InterProcessMutex is owned by the acquiring
+            // thread), which is why every command runs on the main thread.
+            Long waitMs = words.length == 2 ? Long.parseLong(words[1]) : null;
+            String node;
+            if (semaphore != null) {
+                Lease lease = waitMs == null ? semaphore.acquire() : semaphore.acquire(waitMs, TimeUnit.MILLISECONDS);
+                if (lease == null) {
+                    reply("TIMEOUT");
+                    return;
+                }
+                leases.push(lease);
+                node = leasePath(lease);
+            } else {
+                if (waitMs == null) {
+                    mutex.acquire();
+                } else if (!mutex.acquire(waitMs, TimeUnit.MILLISECONDS)) {
+                    reply("TIMEOUT");
+                    return;
+                }
+                node = ownLockNode();
+            }
+            reply("ACQUIRED " + node);
+        } else if (command.equals("release")) {
+            if (semaphore != null) {
+                Lease lease = leases.poll();
+                if (lease == null) {
+                    throw new IllegalStateException("no lease held");
+                }
+                lease.close();
+            } else {
+                mutex.release();
+            }
+            reply("RELEASED");
+        } else {
+            reply("ERROR unknown command: " + command);
+        }
+    }
+
+    // Curator does not expose the node it created, but lock nodes are ephemeral, so ours is the
+    // child of lockPath owned by our session.
+    private static String ownLockNode() throws Exception {
+        long session = client.getZookeeperClient().getZooKeeper().getSessionId();
+        for (String child : client.getChildren().forPath(lockPath)) {
+            String path = lockPath + "/" + child;
+            Stat stat = client.checkExists().forPath(path);
+            if (stat != null && stat.getEphemeralOwner() == session) {
+                return path;
+            }
+        }
+        throw new IllegalStateException("acquired, but no child of " + lockPath + " is owned by session 0x" + Long.toHexString(session));
+    }
+
+    private static String leasePath(Lease lease) {
+        String name = lease.getNodeName();
+        return name.startsWith("/") ? name : lockPath + "/leases/" + name;
+    }
+
+    // One line per reply, flushed, and never spread over several lines (exception messages may
+    // contain newlines), so the Rust side can parse replies line by line.
+    private static synchronized void reply(String line) {
+        System.out.println(line.replace('\r', ' ').replace('\n', ' '));
+        System.out.flush();
+    }
+}
