@@ -141,3 +141,298 @@ async fn wait_until_nodes(s: &SessionHandle, dir: &str, n: usize) {
         actix_rt::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[actix_rt::test]
+async fn expired_holder_loses_the_lock_and_its_guarded_write_fails() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("expire-lock");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    a.create("/data", "initial", CreateMode::Persistent).await.expect("/data");
+    let lock_a = LockActor::new(a.clone(), LockConfig::new("/l").with_participant_id("a")).start();
+    let lock_b = LockActor::new(b.clone(), LockConfig::new("/l").with_participant_id("b")).start();
+    let events_a = Recorded::<LockEvent>::start();
+    lock_a.do_send(Subscribe { recipient: events_a.recipient.clone() });
+
+    let grant_a = lock_a.send(Acquire::default()).await.expect("actor").expect("a acquires");
+    assert_eq!(a.get_data(&grant_a.node).await.expect("lock node").data, b"a", "participant id as data");
+    let write = |v: &str| vec![Op::SetData { path: "/data".into(), data: v.as_bytes().to_vec(), version: None }];
+    grant_a.guarded_write(&a, write("by a, holding")).await.expect("guarded write while holding");
+    let waiting_b = lock_b.send(Acquire::default());
+
+    let info = a.session().await.expect("session").info;
+    expire_session(&zk.connect_string(), &info).await.expect("expire a's session");
+    let (_, lost) = events_a.wait_for(0, WAIT, |e| matches!(e, LockEvent::Lost { .. })).await;
+    assert_eq!(lost, LockEvent::Lost { token: grant_a.token, reason: LockLostReason::SessionExpired });
+
+    let grant_b = bounded("b gets the lock", waiting_b).await.expect("actor").expect("b acquires");
+    assert!(grant_b.token > grant_a.token, "fencing token grows");
+    // The old holder's guarded write fails (its node is gone) and lands nothing.
+    let err = grant_a.guarded_write(&a, write("by a, stale")).await.unwrap_err();
+    assert_eq!(err, LockError::NoLongerHeld { node: grant_a.node.clone() });
+    grant_b.guarded_write(&b, write("by b")).await.expect("b writes");
+    assert_eq!(b.get_data("/data").await.expect("data").data, b"by b");
+    // A does not silently re-acquire.
+    assert!(matches!(lock_a.send(Release).await.expect("actor"), Err(LockError::NotHeld { .. })));
+    lock_b.send(Release).await.expect("actor").expect("release");
+    assert!(nodes(&b, "/l").await.is_empty(), "no orphan node");
+    a.close().await;
+    b.close().await;
+}
+
+#[actix_rt::test]
+async fn server_restart_while_holding_and_waiting_keeps_one_holder() {
+    init_tracing();
+    let mut server = ZkServer::start().expect("ZooKeeper");
+    let root = unique_root("restart-lock");
+    let cfg = || {
+        SessionConfig::new(server.connect_string())
+            .with_chroot(root.clone())
+            .with_session_timeout(Duration::from_secs(10))
+    };
+    let (a, _) = connected(cfg()).await;
+    let (b, _) = connected(cfg()).await;
+    let lock_a = LockActor::new(a.clone(), LockConfig::new("/l")).start();
+    let lock_b = LockActor::new(b.clone(), LockConfig::new("/l")).start();
+    let events_a = Recorded::<LockEvent>::start();
+    lock_a.do_send(Subscribe { recipient: events_a.recipient.clone() });
+    let grant_a = lock_a.send(Acquire::default()).await.expect("actor").expect("a acquires");
+    let waiting_b = actix_rt::spawn(lock_b.send(Acquire::default()));
+    wait_until_nodes(&a, "/l", 2).await;
+
+    server.stop().expect("stop");
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    server.restart().expect("restart");
+    let (i, _) = events_a.wait_for(0, WAIT, |e| matches!(e, LockEvent::Suspended { .. })).await;
+    events_a.wait_for(i, WAIT, |e| *e == LockEvent::Reconnected { token: grant_a.token }).await;
+    assert!(!events_a.snapshot().iter().any(|e| matches!(e, LockEvent::Lost { .. })), "{:?}", events_a.snapshot());
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    assert!(!waiting_b.is_finished(), "b must not hold while a does");
+
+    lock_a.send(Release).await.expect("actor").expect("a releases");
+    let grant_b = bounded("b gets the lock", waiting_b).await.expect("task").expect("actor").expect("b acquires");
+    assert!(grant_b.token > grant_a.token);
+    lock_b.send(Release).await.expect("actor").expect("b releases");
+    wait_until_nodes(&a, "/l", 0).await;
+    a.close().await;
+    b.close().await;
+}
+
+#[actix_rt::test]
+async fn a_lost_create_reply_leaves_exactly_one_node_or_none_after_cancel() {
+    init_tracing();
+    let mut server = ZkServer::start().expect("ZooKeeper");
+    let root = unique_root("lost-create");
+    let cfg =
+        SessionConfig::new(server.connect_string()).with_chroot(root).with_session_timeout(Duration::from_secs(10));
+    let (s, _) = connected(cfg).await;
+    let lock = LockActor::new(s.clone(), LockConfig::new("/l")).start();
+    s.ensure_path("/l").await.expect("dir");
+    for round in 0..4u64 {
+        // The create is sent by the time the lock actor and the session have handled the request;
+        // stopping the server then loses either the request or its reply.
+        let acquiring = actix_rt::spawn(lock.send(Acquire::default()));
+        actix_rt::time::sleep(Duration::from_millis(round)).await;
+        server.stop().expect("stop");
+        server.restart().expect("restart");
+        let grant =
+            bounded("acquire across a lost reply", acquiring).await.expect("task").expect("actor").expect("acquire");
+        let found = nodes(&s, "/l").await;
+        assert_eq!(found.len(), 1, "round {round}: exactly one node for the attempt: {found:?}");
+        assert_eq!(path::join("/l", &found[0]), grant.node);
+        lock.send(Release).await.expect("actor").expect("release");
+        wait_until_nodes(&s, "/l", 0).await;
+    }
+
+    // Cancelled after a lost reply: nothing left.
+    let holder = LockActor::new(s.clone(), LockConfig::new("/l")).start();
+    holder.send(Acquire::default()).await.expect("actor").expect("holder");
+    let waiting = actix_rt::spawn(lock.send(Acquire::default()));
+    actix_rt::time::sleep(Duration::from_millis(1)).await;
+    server.stop().expect("stop");
+    server.restart().expect("restart");
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    lock.send(Release).await.expect("actor").expect("cancel");
+    assert!(matches!(
+        bounded("cancelled", waiting).await.expect("task").expect("actor"),
+        Err(LockError::Cancelled { .. })
+    ));
+    wait_until_nodes(&s, "/l", 1).await;
+    holder.send(Release).await.expect("actor").expect("release");
+    wait_until_nodes(&s, "/l", 0).await;
+    s.close().await;
+}
+
+#[actix_rt::test]
+async fn fifty_waiters_each_watch_only_their_predecessor() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("herd");
+    let mut sessions = Vec::new();
+    for _ in 0..5 {
+        sessions.push(session_at(&zk.connect_string(), &root).await);
+    }
+    let holder = LockActor::new(sessions[0].clone(), LockConfig::new("/l")).start();
+    let first = holder.send(Acquire::default()).await.expect("actor").expect("holder");
+    let mut waiters = Vec::new();
+    for i in 0..50 {
+        let lock = LockActor::new(sessions[i % 5].clone(), LockConfig::new("/l")).start();
+        waiters.push((lock.clone(), actix_rt::spawn(lock.send(Acquire::default()))));
+    }
+    wait_until_nodes(&sessions[0], "/l", 51).await;
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+
+    // The server's view: nobody watches the directory's children, and no lock node is watched
+    // by more than its own session and its successor's.
+    let by_path = actix_zookeeper::testkit::wchp(&zk.connect_string()).expect("wchp");
+    let watchers = parse_wchp(&by_path);
+    let dir = format!("{root}/l");
+    assert!(!watchers.contains_key(&dir), "no one watches the directory (that would be a herd)");
+    let lock_nodes: Vec<_> = watchers.iter().filter(|(p, _)| p.starts_with(&format!("{dir}/"))).collect();
+    assert_eq!(lock_nodes.len(), 51, "every node is watched (by its owner, and by its successor)");
+    for (path, sessions) in &lock_nodes {
+        assert!(sessions.len() <= 2, "{path} is watched by {} sessions: {sessions:?}", sessions.len());
+    }
+
+    // Each release hands the lock to exactly one waiter, in queue order.
+    holder.send(Release).await.expect("actor").expect("release");
+    let mut previous = first.token;
+    let (mut locks, mut waiting): (Vec<_>, Vec<_>) = waiters.into_iter().unzip();
+    while !waiting.is_empty() {
+        let (granted, index, rest) = bounded("hand-off", futures::future::select_all(waiting)).await;
+        let grant = granted.expect("task").expect("actor").expect("acquire");
+        assert!(grant.token > previous, "grants follow the queue");
+        previous = grant.token;
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+        assert!(rest.iter().all(|w| !w.is_finished()), "a release woke more than one waiter");
+        let lock = locks.swap_remove(index); // select_all hands back the rest swap-removed too
+        lock.send(Release).await.expect("actor").expect("release");
+        waiting = rest;
+    }
+    wait_until_nodes(&sessions[0], "/l", 0).await;
+    for s in sessions {
+        s.close().await;
+    }
+}
+
+/// `wchp` output: a path line followed by tab-indented session ids.
+fn parse_wchp(text: &str) -> std::collections::HashMap<String, Vec<String>> {
+    let mut map = std::collections::HashMap::<String, Vec<String>>::new();
+    let mut current = None;
+    for line in text.lines() {
+        if line.starts_with('/') {
+            current = Some(line.trim().to_string());
+            map.entry(line.trim().to_string()).or_default();
+        } else if let (Some(path), id) = (&current, line.trim()) {
+            if !id.is_empty() {
+                map.entry(path.clone()).or_default().push(id.to_string());
+            }
+        }
+    }
+    map
+}
+
+#[actix_rt::test]
+async fn read_write_lock_shares_reads_excludes_writes_and_does_not_starve_writers() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("rw");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let reader = |id: &str| {
+        LockActor::new(s.clone(), LockConfig::new("/rw").with_kind(LockKind::Read).with_participant_id(id)).start()
+    };
+    let writer = LockActor::new(s.clone(), LockConfig::new("/rw").with_kind(LockKind::Write)).start();
+    let (r1, r2, r3) = (reader("r1"), reader("r2"), reader("r3"));
+
+    // Readers share.
+    let g1 = r1.send(Acquire::default()).await.expect("actor").expect("r1");
+    let g2 = r2.send(Acquire::default()).await.expect("actor").expect("r2");
+    assert!(g1.node.contains("-__READ__") && g2.node.contains("-__READ__"), "Curator layout");
+
+    // A writer waits for every reader ahead of it.
+    let w = actix_rt::spawn(writer.send(Acquire::default()));
+    wait_until_nodes(&s, "/rw", 3).await;
+    // A reader that arrives after the writer queues behind it: writers are not starved.
+    let late = actix_rt::spawn(r3.send(Acquire::default()));
+    wait_until_nodes(&s, "/rw", 4).await;
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    assert!(!w.is_finished() && !late.is_finished());
+
+    r1.send(Release).await.expect("actor").expect("r1 releases");
+    actix_rt::time::sleep(Duration::from_millis(200)).await;
+    assert!(!w.is_finished(), "one reader still holds");
+    r2.send(Release).await.expect("actor").expect("r2 releases");
+    let gw = bounded("writer", w).await.expect("task").expect("actor").expect("writer acquires");
+    assert!(gw.node.contains("-__WRIT__"));
+    actix_rt::time::sleep(Duration::from_millis(200)).await;
+    assert!(!late.is_finished(), "the writer excludes readers");
+    writer.send(Release).await.expect("actor").expect("writer releases");
+    let g3 = bounded("late reader", late).await.expect("task").expect("actor").expect("r3");
+    assert!(g3.token > gw.token);
+    r3.send(Release).await.expect("actor").expect("r3 releases");
+    wait_until_nodes(&s, "/rw", 0).await;
+    s.close().await;
+}
+
+#[actix_rt::test]
+async fn semaphore_never_grants_more_than_its_leases() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("sem");
+    let mut sessions = Vec::new();
+    for _ in 0..3 {
+        sessions.push(session_at(&zk.connect_string(), &root).await);
+    }
+    let holders = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let mut workers = Vec::new();
+    for i in 0..10 {
+        let sem = SemaphoreActor::new(sessions[i % 3].clone(), SemaphoreConfig::new("/sem", 3)).start();
+        let (holders, most) = (holders.clone(), most.clone());
+        workers.push(actix_rt::spawn(async move {
+            for _ in 0..6 {
+                let grant = sem.send(Acquire::default()).await.expect("actor").expect("lease");
+                assert!(grant.node.starts_with("/sem/leases/_c_") && grant.node.contains("-lease-"), "{}", grant.node);
+                let now = holders.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                actix_rt::time::sleep(Duration::from_millis(5)).await;
+                holders.fetch_sub(1, Ordering::SeqCst);
+                sem.send(Release).await.expect("actor").expect("release");
+            }
+        }));
+    }
+    for worker in workers {
+        bounded("semaphore worker", worker).await.expect("worker");
+    }
+    let most = most.load(Ordering::SeqCst);
+    assert!(most <= 3, "at most 3 holders at once, saw {most}");
+    assert!(most >= 2, "leases are shared (saw at most {most} holders)");
+    assert!(nodes(&sessions[0], "/sem/leases").await.is_empty(), "no lease left");
+    assert!(nodes(&sessions[0], "/sem/locks").await.is_empty(), "no guard node left");
+    for s in sessions {
+        s.close().await;
+    }
+}
+
+#[actix_rt::test]
+async fn bad_lock_paths_get_typed_errors() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("badlock");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let invalid = LockActor::new(s.clone(), LockConfig::new("no/leading/slash")).start();
+    let err = bounded("invalid path", invalid.send(Acquire::default())).await.expect("actor").unwrap_err();
+    assert!(matches!(&err, LockError::ZooKeeper(Error::InvalidPath { .. })), "{err:?}");
+
+    s.create("/eph", "", CreateMode::Ephemeral).await.expect("ephemeral");
+    for dir in ["/eph", "/eph/locks"] {
+        let under_ephemeral = LockActor::new(s.clone(), LockConfig::new(dir)).start();
+        let err = bounded("lock under an ephemeral", under_ephemeral.send(Acquire::default()))
+            .await
+            .expect("actor")
+            .unwrap_err();
+        assert!(matches!(&err, LockError::ZooKeeper(Error::NoChildrenForEphemerals { .. })), "{dir}: {err:?}");
+    }
+    assert!(nodes(&s, "/eph").await.is_empty());
+    s.close().await;
+}

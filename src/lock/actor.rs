@@ -15,7 +15,9 @@ use super::error::LockError;
 use super::grant::LockGrant;
 use super::messages::{Acquire, LockEvent, LockLostReason, Release, Subscribe, TryAcquire};
 use crate::recipe::naming::{self, LOCK_NAME, READ_NAME, Rule, WRITE_NAME};
-use crate::recipe::{ConnectionPolicy, Contender, ContenderEvent, ContenderReport, ContenderSpec, Reply, Withdraw};
+use crate::recipe::{
+    ConnectionPolicy, Contender, ContenderEvent, ContenderReport, ContenderSpec, Reply, Withdraw, disconnect_deadline,
+};
 use crate::session::{SessionEvent, SessionHandle};
 
 /// Which lock of a directory.
@@ -251,24 +253,12 @@ impl LockActor {
         *link = Link::Suspended { deadline: None };
         self.broadcast(LockEvent::Suspended { token });
         if self.config.policy == ConnectionPolicy::Conservative {
-            // After a whole session timeout without a connection the server has most likely
-            // expired the session: stop claiming the lock.
-            let snapshot = self.session.session();
-            let timer = ctx.spawn(snapshot.into_actor(self).map(move |snapshot, act, ctx| {
-                let timeout = snapshot.map(|s| s.timeout).unwrap_or_default();
-                let deadline = ctx.run_later(timeout, move |act, ctx| {
-                    if matches!(&act.state, LockState::Held { attempt: a, link: Link::Suspended { .. }, .. } if *a == attempt) {
-                        act.on_lost(LockLostReason::DisconnectedTooLong, ctx);
-                    }
-                });
-                if let LockState::Held { attempt: a, link: Link::Suspended { deadline: slot }, .. } = &mut act.state {
-                    if *a == attempt {
-                        *slot = Some(deadline);
-                        return;
-                    }
+            let timer = disconnect_deadline(&self.session, ctx, move |act: &mut Self, ctx| {
+                if matches!(&act.state, LockState::Held { attempt: a, link: Link::Suspended { .. }, .. } if *a == attempt)
+                {
+                    act.on_lost(LockLostReason::DisconnectedTooLong, ctx);
                 }
-                ctx.cancel_future(deadline);
-            }));
+            });
             if let LockState::Held { link: Link::Suspended { deadline }, .. } = &mut self.state {
                 *deadline = Some(timer);
             }

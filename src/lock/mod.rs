@@ -22,6 +22,6 @@ pub use actor::{LockActor, LockConfig, LockKind};
 pub use error::LockError;
 pub use grant::LockGrant;
 pub use messages::{Acquire, LockEvent, LockLostReason, Release, Subscribe, TryAcquire};
-// pub use semaphore::{SemaphoreActor, SemaphoreConfig};
+pub use semaphore::{SemaphoreActor, SemaphoreConfig};
 
 pub use crate::recipe::{ConnectionPolicy, FencingToken};

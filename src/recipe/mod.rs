@@ -26,3 +26,26 @@ pub enum ConnectionPolicy {
     /// (Curator's `SessionConnectionStateErrorPolicy`).
     ExpiryOnly,
 }
+
+/// Under [`ConnectionPolicy::Conservative`], a holder whose connection dropped stops claiming its
+/// grant after one session timeout: by then the server has most likely expired the session.
+/// Runs `give_up` after the session's negotiated timeout; cancel the returned handle when the
+/// connection comes back.
+pub(crate) fn disconnect_deadline<A>(
+    session: &crate::session::SessionHandle,
+    ctx: &mut actix::Context<A>,
+    give_up: impl FnOnce(&mut A, &mut actix::Context<A>) + 'static,
+) -> actix::SpawnHandle
+where
+    A: actix::Actor<Context = actix::Context<A>>,
+{
+    use actix::{ActorFutureExt, AsyncContext};
+
+    use crate::session::IntoActorFree;
+    let snapshot = session.session();
+    let wait = async move {
+        let timeout = snapshot.await.map(|s| s.timeout).unwrap_or_default();
+        tokio::time::sleep(timeout).await;
+    };
+    ctx.spawn(wait.into_actor_free().map(move |(), act, ctx| give_up(act, ctx)))
+}

@@ -491,7 +491,7 @@ fn failed<T: 'static>(err: Error) -> BoxFuture<Result<T>> {
 }
 
 /// `into_actor` without needing the actor value (the futures here own everything they use).
-trait IntoActorFree: Future + Sized + 'static {
+pub(crate) trait IntoActorFree: Future + Sized + 'static {
     fn into_actor_free<A: Actor>(self) -> actix::fut::future::FutureWrap<Self, A> {
         actix::fut::wrap_future(self)
     }

@@ -12,6 +12,7 @@ mod handle;
 pub mod requests;
 mod watch;
 
+pub(crate) use actor::IntoActorFree;
 pub use actor::SessionActor;
 pub use config::{DEFAULT_MAX_DATA_SIZE, RebuildPolicy, SessionConfig};
 pub use events::{SessionEvent, SessionId, WatchEvent, WatchEventKind, WatchId};
