@@ -436,3 +436,83 @@ async fn bad_lock_paths_get_typed_errors() {
     assert!(nodes(&s, "/eph").await.is_empty());
     s.close().await;
 }
+
+#[actix_rt::test]
+async fn killing_the_ensemble_member_of_the_holder_keeps_the_lock_exclusive() {
+    init_tracing();
+    let mut ensemble = actix_zookeeper::testkit::ZkEnsemble::start(3).expect("ensemble");
+    let root = unique_root("ensemble-lock");
+    let cfg = || {
+        SessionConfig::new(ensemble.connect_string())
+            .with_chroot(root.clone())
+            .with_session_timeout(Duration::from_secs(10))
+    };
+    let (a, _) = connected(cfg()).await;
+    let (b, _) = connected(cfg()).await;
+    let lock_a = LockActor::new(a.clone(), LockConfig::new("/l")).start();
+    let lock_b = LockActor::new(b.clone(), LockConfig::new("/l")).start();
+    let events_a = Recorded::<LockEvent>::start();
+    lock_a.do_send(Subscribe { recipient: events_a.recipient.clone() });
+    let grant_a = lock_a.send(Acquire::default()).await.expect("actor").expect("a acquires");
+    let waiting_b = actix_rt::spawn(lock_b.send(Acquire::default()));
+    wait_until_nodes(&a, "/l", 2).await;
+
+    let sid = a.session().await.expect("session").session_id.0;
+    let member = ensemble.member_serving(sid).expect("a member serves a");
+    ensemble.kill_member(member).expect("kill -9");
+    events_a.wait_for(0, WAIT, |e| *e == LockEvent::Reconnected { token: grant_a.token }).await;
+    assert!(!events_a.snapshot().iter().any(|e| matches!(e, LockEvent::Lost { .. })));
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting_b.is_finished(), "b waits while a holds");
+    grant_a.guarded_write(&a, vec![]).await.expect("a still holds after fail-over");
+
+    lock_a.send(Release).await.expect("actor").expect("release");
+    let grant_b = bounded("b", waiting_b).await.expect("task").expect("actor").expect("b acquires");
+    assert!(grant_b.token > grant_a.token);
+    lock_b.send(Release).await.expect("actor").expect("release");
+    wait_until_nodes(&a, "/l", 0).await;
+    a.close().await;
+    b.close().await;
+}
+
+#[actix_rt::test]
+async fn conservative_holders_give_up_after_a_session_timeout_offline_expiry_only_holders_do_not() {
+    init_tracing();
+    let mut server = ZkServer::start().expect("ZooKeeper");
+    let root = unique_root("policy");
+    let cfg =
+        SessionConfig::new(server.connect_string()).with_chroot(root).with_session_timeout(Duration::from_secs(2));
+    let (s, _) = connected(cfg).await;
+    let cautious = LockActor::new(s.clone(), LockConfig::new("/cautious")).start();
+    let relaxed =
+        LockActor::new(s.clone(), LockConfig::new("/relaxed").with_policy(ConnectionPolicy::ExpiryOnly)).start();
+    let (cautious_events, relaxed_events) = (Recorded::<LockEvent>::start(), Recorded::<LockEvent>::start());
+    cautious.do_send(Subscribe { recipient: cautious_events.recipient.clone() });
+    relaxed.do_send(Subscribe { recipient: relaxed_events.recipient.clone() });
+    let c = cautious.send(Acquire::default()).await.expect("actor").expect("cautious");
+    let r = relaxed.send(Acquire::default()).await.expect("actor").expect("relaxed");
+
+    server.stop().expect("stop");
+    let (_, lost) = cautious_events.wait_for(0, WAIT, |e| matches!(e, LockEvent::Lost { .. })).await;
+    assert_eq!(lost, LockEvent::Lost { token: c.token, reason: LockLostReason::DisconnectedTooLong });
+    relaxed_events.wait_for(0, WAIT, |e| *e == LockEvent::Suspended { token: r.token }).await;
+    assert!(!relaxed_events.snapshot().iter().any(|e| matches!(e, LockEvent::Lost { .. })));
+
+    // Back within the restarted server's grace: the relaxed holder still holds; the cautious one
+    // has given its node up (or its session expired, which also deletes it).
+    server.restart().expect("restart");
+    let (_, back) = bounded(
+        "relaxed hears back",
+        relaxed_events.wait_for(0, WAIT, |e| matches!(e, LockEvent::Reconnected { .. } | LockEvent::Lost { .. })),
+    )
+    .await;
+    wait_until_nodes(&s, "/cautious", 0).await;
+    if back == (LockEvent::Reconnected { token: r.token }) {
+        assert_eq!(nodes(&s, "/relaxed").await.len(), 1, "the relaxed holder kept its node");
+        relaxed.send(Release).await.expect("actor").expect("release");
+    } else {
+        assert_eq!(back, LockEvent::Lost { token: r.token, reason: LockLostReason::SessionExpired });
+    }
+    assert!(matches!(cautious.send(Release).await.expect("actor"), Err(LockError::NotHeld { .. })));
+    s.close().await;
+}
