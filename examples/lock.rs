@@ -1,0 +1,89 @@
+//! Two actors share a lock and write to a shared ledger with guarded writes.
+//!
+//! Run with `cargo run --features testkit --example lock` (starts a local ZooKeeper unless
+//! `ZK_CONNECT` is set). Each worker takes the lock, appends a line to `/ledger` with a write
+//! that only lands while its lock node still exists, and releases. At the end, the session of
+//! a holder is expired on the server to show that its late write is refused.
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use actix_zookeeper::lock::{Acquire, LockActor, LockConfig, LockError, LockEvent, Release, Subscribe};
+use actix_zookeeper::prelude::*;
+use actix_zookeeper::testkit::{TestZooKeeper, expire_session};
+
+/// Prints what a lock tells its subscribers.
+struct Narrator(&'static str);
+
+impl Actor for Narrator {
+    type Context = Context<Self>;
+}
+
+impl Handler<LockEvent> for Narrator {
+    type Result = ();
+
+    fn handle(&mut self, event: LockEvent, _: &mut Context<Self>) {
+        let who = self.0;
+        match event {
+            LockEvent::Acquired { grant } => println!("  [{who}] got the lock (fencing token {})", grant.token),
+            LockEvent::Released { .. } => println!("  [{who}] released the lock"),
+            LockEvent::Suspended { .. } => println!("  [{who}] connection lost: may no longer hold the lock"),
+            LockEvent::Reconnected { .. } => println!("  [{who}] reconnected: still holds the lock"),
+            LockEvent::Lost { reason, .. } => println!("  [{who}] LOST the lock: {reason:?}"),
+        }
+    }
+}
+
+async fn append(session: &SessionHandle, line: &str) -> Vec<Op> {
+    let mut ledger = session.get_data("/ledger").await.map(|n| n.data).unwrap_or_default();
+    ledger.extend_from_slice(line.as_bytes());
+    ledger.push(b'\n');
+    vec![Op::SetData { path: "/ledger".into(), data: ledger, version: None }]
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let zk = TestZooKeeper::from_env()?;
+    let connect = zk.connect_string();
+    println!("ZooKeeper is at {connect}.");
+    actix::System::new().block_on(async move {
+        let config = || SessionConfig::new(&connect).with_chroot("/actix-zookeeper-lock-demo");
+        let (alice_session, bob_session) = (SessionHandle::start(config())?, SessionHandle::start(config())?);
+        alice_session.delete_recursive("/ledger").await?;
+        alice_session.create("/ledger", "", CreateMode::Persistent).await?;
+
+        let alice = LockActor::new(alice_session.clone(), LockConfig::new("/locks/ledger").with_participant_id("alice")).start();
+        let bob = LockActor::new(bob_session.clone(), LockConfig::new("/locks/ledger").with_participant_id("bob")).start();
+        alice.do_send(Subscribe { recipient: Narrator("alice").start().recipient() });
+        bob.do_send(Subscribe { recipient: Narrator("bob").start().recipient() });
+
+        println!("\nBoth ask for the lock; one waits for the other.");
+        for round in 0..2 {
+            for (name, lock, session) in [("alice", &alice, &alice_session), ("bob", &bob, &bob_session)] {
+                let grant = lock.send(Acquire { timeout: Some(Duration::from_secs(10)) }).await??;
+                let ops = append(session, &format!("{name} round {round} (token {})", grant.token)).await;
+                grant.guarded_write(session, ops).await?;
+                lock.send(Release).await??;
+            }
+        }
+
+        println!("\nAlice takes the lock, then her session expires on the server (a long pause, say).");
+        let grant = alice.send(Acquire::default()).await??;
+        let bob_waits = bob.send(Acquire::default());
+        let info = alice_session.session().await.ok_or("no session")?.info;
+        expire_session(&connect, &info).await?;
+        let bob_grant = bob_waits.await??;
+        println!("  bob's token {} is larger than alice's {}", bob_grant.token, grant.token);
+        let late = grant.guarded_write(&alice_session, append(&alice_session, "alice, too late").await).await;
+        match late {
+            Err(LockError::NoLongerHeld { node }) => println!("  alice's late write is refused: {node} is gone"),
+            other => println!("  unexpected: {other:?}"),
+        }
+        bob.send(Release).await??;
+
+        let ledger = bob_session.get_data("/ledger").await?.data;
+        println!("\nThe ledger:\n{}", String::from_utf8_lossy(&ledger));
+        alice_session.close().await;
+        bob_session.close().await;
+        Ok::<_, Box<dyn std::error::Error>>(())
+    })
+}
