@@ -123,7 +123,11 @@ enum LockState {
     Held { attempt: u64, contender: Addr<Contender>, grant: LockGrant, link: Link },
 }
 
-/// One participant of one lock; see the [module docs](self).
+/// One participant of one lock (exclusive, read or write).
+///
+/// Each attempt is a [`Contender`]; this actor handles the requests, timeouts, cancellation,
+/// the connection policy of a holder, and tells subscribers what happened. State machine:
+/// `Idle → Acquiring{attempt} → Held{grant, link: Up|Suspended} → Idle`.
 ///
 /// ```no_run
 /// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::lock::LockError> {
@@ -183,7 +187,7 @@ impl LockActor {
         then: impl FnOnce(&mut Self, Result<(), LockError>) + 'static,
     ) {
         let withdrawn = contender.send(Withdraw);
-        ctx.spawn(async move { withdrawn.await }.into_actor(self).map(move |outcome, act, _| {
+        ctx.spawn(withdrawn.into_actor(self).map(move |outcome, act, _| {
             let outcome = match outcome {
                 Ok(Ok(())) | Err(_) => Ok(()), // a stopped contender already cleaned up
                 Ok(Err(err)) => Err(LockError::ZooKeeper(err)),

@@ -86,7 +86,13 @@ enum State {
 }
 
 /// One participant of a counting semaphore; answers [`Acquire`] with a [`LockGrant`] for its
-/// lease node, and [`Release`] by deleting it. See the [module docs](self).
+/// lease node, and [`Release`] by deleting it.
+///
+/// Protocol (Curator's `InterProcessSemaphoreV2`): take the guard mutex at `<dir>/locks`; create
+/// a protected lease node `<dir>/leases/_c_<uuid>-lease-<seq>`; the lease is held while fewer
+/// than `max_leases` lease nodes sort before it, else wait (holding the guard) for the lease
+/// directory to change; then give the guard back. Only the guard's holder watches the lease
+/// directory, so a returned lease wakes one waiter.
 pub struct SemaphoreActor {
     session: SessionHandle,
     config: SemaphoreConfig,
