@@ -516,3 +516,34 @@ async fn conservative_holders_give_up_after_a_session_timeout_offline_expiry_onl
     assert!(matches!(cautious.send(Release).await.expect("actor"), Err(LockError::NotHeld { .. })));
     s.close().await;
 }
+
+#[actix_rt::test]
+async fn an_expired_lease_holder_frees_its_lease_for_a_waiter() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("sem-expiry");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let holder = SemaphoreActor::new(a.clone(), SemaphoreConfig::new("/sem", 1)).start();
+    let waiter = SemaphoreActor::new(b.clone(), SemaphoreConfig::new("/sem", 1)).start();
+    let events = Recorded::<LockEvent>::start();
+    holder.do_send(Subscribe { recipient: events.recipient.clone() });
+    let lease = holder.send(Acquire::default()).await.expect("actor").expect("lease");
+    let waiting = actix_rt::spawn(waiter.send(Acquire::default()));
+    wait_until_nodes(&b, "/sem/leases", 2).await;
+    assert_eq!(nodes(&b, "/sem/locks").await.len(), 1, "the waiter holds the guard while it waits");
+
+    let info = a.session().await.expect("session").info;
+    expire_session(&zk.connect_string(), &info).await.expect("expire");
+    events
+        .wait_for(0, WAIT, |e| *e == LockEvent::Lost { token: lease.token, reason: LockLostReason::SessionExpired })
+        .await;
+    let second = bounded("waiter gets the lease", waiting).await.expect("task").expect("actor").expect("lease");
+    assert!(second.token > lease.token);
+    let err = lease.guarded_write(&a, vec![]).await.unwrap_err();
+    assert!(matches!(err, LockError::NoLongerHeld { .. }));
+    waiter.send(Release).await.expect("actor").expect("release");
+    wait_until_nodes(&b, "/sem/leases", 0).await;
+    wait_until_nodes(&b, "/sem/locks", 0).await;
+    a.close().await;
+    b.close().await;
+}
