@@ -51,8 +51,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         alice_session.delete_recursive("/ledger").await?;
         alice_session.create("/ledger", "", CreateMode::Persistent).await?;
 
-        let alice = LockActor::new(alice_session.clone(), LockConfig::new("/locks/ledger").with_participant_id("alice")).start();
-        let bob = LockActor::new(bob_session.clone(), LockConfig::new("/locks/ledger").with_participant_id("bob")).start();
+        let alice =
+            LockActor::new(alice_session.clone(), LockConfig::new("/locks/ledger").with_participant_id("alice"))
+                .start();
+        let bob =
+            LockActor::new(bob_session.clone(), LockConfig::new("/locks/ledger").with_participant_id("bob")).start();
         alice.do_send(Subscribe { recipient: Narrator("alice").start().recipient() });
         bob.do_send(Subscribe { recipient: Narrator("bob").start().recipient() });
 
