@@ -13,14 +13,13 @@
 //! `exists`) in the same run, as the yardstick. One JSON line per result goes to stdout;
 //! progress goes to stderr. With `ZK=host:port` set, that server is used instead of starting one.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use actix::{Actor, Addr};
 use actix_zookeeper::lock::{Acquire, LockActor, LockConfig, Release};
-use actix_zookeeper::testkit::{self, ZkServer};
+use actix_zookeeper::testkit::{self, ServerOptions, ZkServer};
 use actix_zookeeper::{SessionConfig, SessionHandle};
 
 const LIB: &str = "actix-zookeeper";
@@ -71,14 +70,6 @@ struct RawBaseline {
 }
 
 fn main() {
-    // The testkit puts the server's directory (data, config, log) under std::env::temp_dir() and
-    // offers no way to choose it; temp_dir() honours TMPDIR, so point it at tmpfs. This is the
-    // first thing main does: no other thread exists yet that could read the environment.
-    if Path::new("/dev/shm").is_dir() {
-        // SAFETY: single-threaded at this point (see above).
-        unsafe { std::env::set_var("TMPDIR", "/dev/shm") };
-    }
-
     let workload = parse_workload();
 
     let external = std::env::var("ZK").ok().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
@@ -88,7 +79,8 @@ fn main() {
             (None, connect)
         }
         None => {
-            let server = ZkServer::start().expect("start ZooKeeper (apt-get install zookeeper, or set ZK=host:port)");
+            let server = ZkServer::start_with(ServerOptions::benchmark())
+                .expect("start ZooKeeper (apt-get install zookeeper, or set ZK=host:port)");
             eprintln!("started ZooKeeper at {} (dir {})", server.connect_string(), server.dir().display());
             let connect = server.connect_string();
             (Some(server), connect)

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::TestkitError;
 use super::four_letter::{sessions_on, srvr};
-use super::process::{QUORUM_MAIN, ServerProcess, common_config, free_ports, fresh_temp_dir, write_file};
+use super::process::{QUORUM_MAIN, ServerProcess, common_config, free_ports, fresh_temp_dir_in, write_file};
 
 /// Members elect a leader only once a quorum of JVMs is up, so this is much longer than a
 /// standalone start, especially on a loaded CI machine.
@@ -38,7 +38,7 @@ impl ZkEnsemble {
         if n == 0 {
             return Err(TestkitError::EmptyEnsemble);
         }
-        let dir = fresh_temp_dir()?;
+        let dir = fresh_temp_dir_in(None)?;
         // Constructed before anything is spawned so that an early return drops (kills) whatever
         // was started.
         let mut ensemble = ZkEnsemble { dir: dir.clone(), members: Vec::with_capacity(n) };

@@ -41,7 +41,7 @@ mod server;
 pub use ensemble::ZkEnsemble;
 pub use expire::expire_session;
 pub use four_letter::{cons, four_letter_word, mntr, ruok, sessions_on, srvr, wchc, wchp};
-pub use server::ZkServer;
+pub use server::{ServerOptions, ZkServer};
 
 /// Errors of the testkit.
 #[derive(Debug, thiserror::Error)]

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::TestkitError;
-use super::process::{STANDALONE_MAIN, ServerProcess, common_config, free_ports, fresh_temp_dir, write_file};
+use super::process::{STANDALONE_MAIN, ServerProcess, common_config, free_ports, fresh_temp_dir_in, write_file};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Attempts per (re)start; a start only repeats when the JVM exits during startup.
@@ -27,10 +27,15 @@ impl ZkServer {
     /// If the JVM exits during startup, e.g. because another process grabbed the chosen port in
     /// the meantime, it is retried on a new port.
     pub fn start() -> Result<ZkServer, TestkitError> {
-        let dir = fresh_temp_dir()?;
+        Self::start_with(ServerOptions::default())
+    }
+
+    /// Like [`start`](Self::start), with [`ServerOptions`] (e.g. for a benchmark).
+    pub fn start_with(options: ServerOptions) -> Result<ZkServer, TestkitError> {
+        let dir = fresh_temp_dir_in(options.parent_dir.as_deref())?;
         let mut attempt = 1;
         loop {
-            match Self::start_in(dir.clone()) {
+            match Self::start_in(dir.clone(), options.full_jit) {
                 Err(TestkitError::ExitedEarly { .. }) if attempt < START_ATTEMPTS => {
                     tracing::warn!(attempt, "ZooKeeper exited during startup; retrying on a new port");
                     attempt += 1;
@@ -44,15 +49,18 @@ impl ZkServer {
         }
     }
 
-    fn start_in(dir: PathBuf) -> Result<ZkServer, TestkitError> {
+    fn start_in(dir: PathBuf, full_jit: bool) -> Result<ZkServer, TestkitError> {
         let port = free_ports(1)?[0];
         let data_dir = dir.join("data");
         std::fs::create_dir_all(&data_dir)
             .map_err(|e| TestkitError::io(format!("create {}", data_dir.display()), e))?;
         let cfg_path = dir.join("zoo.cfg");
         write_file(&cfg_path, &common_config(&data_dir, port))?;
-        let process =
+        let mut process =
             ServerProcess::new(STANDALONE_MAIN, cfg_path, dir.join("zookeeper.log"), format!("127.0.0.1:{port}"));
+        if full_jit {
+            process = process.with_full_jit();
+        }
         let started = Instant::now();
         // One attempt here: a port conflict on a fresh start is better solved with a new port.
         process.start(READY_TIMEOUT, 1)?;
@@ -126,5 +134,27 @@ impl Drop for ZkServer {
         if let Err(error) = std::fs::remove_dir_all(&self.dir) {
             tracing::debug!(%error, dir = %self.dir.display(), "cannot remove ZooKeeper temp dir");
         }
+    }
+}
+
+/// How to start a [`ZkServer`].
+#[derive(Debug, Clone, Default)]
+pub struct ServerOptions {
+    parent_dir: Option<PathBuf>,
+    full_jit: bool,
+}
+
+impl ServerOptions {
+    /// For benchmarks: data on tmpfs (`/dev/shm`, when present) and the JVM's optimizing
+    /// compiler on, so that the server is as fast as a production one on this machine.
+    pub fn benchmark() -> Self {
+        let shm = PathBuf::from("/dev/shm");
+        ServerOptions { parent_dir: shm.is_dir().then_some(shm), full_jit: true }
+    }
+
+    /// Put the server's directory (config, data, log) under `parent`.
+    pub fn with_parent_dir(mut self, parent: impl Into<PathBuf>) -> Self {
+        self.parent_dir = Some(parent.into());
+        self
     }
 }
