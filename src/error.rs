@@ -130,6 +130,20 @@ pub enum Error {
     },
 }
 
+fn is_io(error: &(dyn std::error::Error + 'static)) -> bool {
+    type Shared = std::sync::Arc<dyn std::error::Error + Send + Sync>;
+    let mut current = std::error::Error::source(error);
+    while let Some(cause) = current {
+        // The client keeps its sources behind an `Arc`, which hides the concrete type.
+        let shared = cause.downcast_ref::<Shared>().map(|arc| &**arc as &(dyn std::error::Error + 'static));
+        if cause.is::<std::io::Error>() || shared.is_some_and(|inner| inner.is::<std::io::Error>()) {
+            return true;
+        }
+        current = cause.source();
+    }
+    false
+}
+
 impl Error {
     /// Translates a `zookeeper_client` error for a request on `path`.
     pub(crate) fn from_zk(path: &str, err: zookeeper_client::Error) -> Error {
@@ -148,6 +162,11 @@ impl Error {
             Zk::AuthFailed => Error::AuthFailed,
             Zk::ClientClosed => Error::Closed,
             Zk::BadArguments(reason) => Error::BadArguments { path, reason: reason.to_string() },
+            // The client reports some broken connections (e.g. a reset while a request is in
+            // flight) as an I/O error rather than `ConnectionLoss`; to a caller they are the
+            // same thing: the outcome is unknown and the session may live on. Seen in CI when
+            // a server stops right after a create was sent.
+            Zk::Custom(custom) if is_io(&custom) => Error::ConnectionLoss { path },
             other => Error::ZooKeeper { path, source: other },
         }
     }
