@@ -130,20 +130,6 @@ pub enum Error {
     },
 }
 
-fn is_io(error: &(dyn std::error::Error + 'static)) -> bool {
-    type Shared = std::sync::Arc<dyn std::error::Error + Send + Sync>;
-    let mut current = std::error::Error::source(error);
-    while let Some(cause) = current {
-        // The client keeps its sources behind an `Arc`, which hides the concrete type.
-        let shared = cause.downcast_ref::<Shared>().map(|arc| &**arc as &(dyn std::error::Error + 'static));
-        if cause.is::<std::io::Error>() || shared.is_some_and(|inner| inner.is::<std::io::Error>()) {
-            return true;
-        }
-        current = cause.source();
-    }
-    false
-}
-
 impl Error {
     /// Translates a `zookeeper_client` error for a request on `path`.
     pub(crate) fn from_zk(path: &str, err: zookeeper_client::Error) -> Error {
@@ -162,11 +148,11 @@ impl Error {
             Zk::AuthFailed => Error::AuthFailed,
             Zk::ClientClosed => Error::Closed,
             Zk::BadArguments(reason) => Error::BadArguments { path, reason: reason.to_string() },
-            // The client reports some broken connections (e.g. a reset while a request is in
-            // flight) as an I/O error rather than `ConnectionLoss`; to a caller they are the
-            // same thing: the outcome is unknown and the session may live on. Seen in CI when
-            // a server stops right after a create was sent.
-            Zk::Custom(custom) if is_io(&custom) => Error::ConnectionLoss { path },
+            // The client reports transport failures of a request (a reset connection, "no
+            // response from connection in N ms") as custom errors rather than
+            // `ConnectionLoss`; to a caller they are the same thing: the outcome is unknown and
+            // the session may live on. Seen when a server stops right after a create was sent.
+            Zk::Custom(_) => Error::ConnectionLoss { path },
             other => Error::ZooKeeper { path, source: other },
         }
     }
@@ -190,6 +176,22 @@ impl Error {
             Error::Multi { source, .. } => source.path(),
             Error::AuthFailed | Error::Timeout { .. } | Error::Closed => None,
         }
+    }
+
+    /// True when retrying cannot help: the request itself is wrong (path, size, ACL, parent) or
+    /// not permitted, or the session actor is closed.
+    pub fn is_final(&self) -> bool {
+        matches!(
+            self,
+            Error::InvalidPath { .. }
+                | Error::DataTooLarge { .. }
+                | Error::BadArguments { .. }
+                | Error::NoChildrenForEphemerals { .. }
+                | Error::NoAuth { .. }
+                | Error::InvalidAcl { .. }
+                | Error::AuthFailed
+                | Error::Closed
+        )
     }
 
     /// True when the outcome of the request is unknown or the session is gone, so that a

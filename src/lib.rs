@@ -33,6 +33,7 @@
 //! See `docs/architecture.md` for the actors, the data flow and the message catalogue.
 #![deny(missing_docs)]
 
+pub mod election;
 pub mod error;
 pub mod lock;
 pub mod path;

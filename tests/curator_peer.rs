@@ -160,3 +160,68 @@ fn curator_locks_contend_as_curator_does() {
     check_node("semaphore lease S3", &lease3, "/curator/sem/leases", "lease-");
     print!("{}", dump_tree(&connect, "/curator/sem"));
 }
+
+/// Data of `path` read with a plain client.
+fn node_data(connect: &str, path: &str) -> Vec<u8> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+    rt.block_on(async {
+        let client = zookeeper_client::Client::connect(connect).await.expect("connect inspector");
+        client.get_data(path).await.unwrap_or_else(|e| panic!("get_data {path}: {e}")).0
+    })
+}
+
+#[test]
+fn curator_leader_latches_elect_one_leader() {
+    const PATH: &str = "/curator/latch";
+    const NO_EVENT: Duration = Duration::from_secs(1);
+    let server = ZkServer::start().expect("start ZooKeeper");
+    let connect = server.connect_string();
+    let [mut a, mut b] = std::thread::scope(|s| {
+        let start = |id: &'static str| {
+            let connect = &connect;
+            s.spawn(move || CuratorPeer::start_latch(connect, PATH, id).expect("start latch peer"))
+        };
+        let (a, b) = (start("java-a"), start("java-b"));
+        [a.join().expect("peer start thread"), b.join().expect("peer start thread")]
+    });
+
+    // A alone: it becomes leader (LEADER may be printed before or after STARTED).
+    let node_a = a.latch_start(REPLY).expect("A starts");
+    check_node("latch A", &node_a, PATH, "latch-");
+    assert_eq!(a.next_leadership_event(REPLY).expect("A alive"), Some(true), "A, alone, must lead");
+    assert!(a.has_leadership(REPLY).expect("A hasLeadership"));
+    assert_eq!(node_data(&connect, &node_a), b"java-a", "LeaderLatch stores the id as node data");
+
+    // B joins behind A: no event, and it sees A as leader.
+    let node_b = b.latch_start(REPLY).expect("B starts");
+    check_node("latch B", &node_b, PATH, "latch-");
+    assert_eq!(node_data(&connect, &node_b), b"java-b");
+    // Paths start with a random UUID, so only the sequence suffix orders them.
+    let seq = |node: &str| node[node.len() - 10..].parse::<u64>().expect("sequence number");
+    assert!(seq(&node_a) < seq(&node_b), "B's sequence number follows A's");
+    assert_eq!(b.next_leadership_event(NO_EVENT).expect("B alive"), None, "B must not lead (nor report NOT_LEADER)");
+    assert_eq!(b.leader_id(REPLY).expect("B leader"), Some("java-a".to_string()));
+    assert!(!b.has_leadership(REPLY).expect("B hasLeadership"));
+    assert_eq!(a.leader_id(REPLY).expect("A leader"), Some("java-a".to_string()));
+    print!("{}", dump_tree(&connect, PATH));
+
+    // A closes (NOTIFY_LEADER): A reports NOT_LEADER, B takes over.
+    a.latch_close(REPLY).expect("A closes");
+    assert_eq!(a.next_leadership_event(REPLY).expect("A alive"), Some(false), "closing leader reports NOT_LEADER");
+    assert_eq!(b.next_leadership_event(REPLY).expect("B alive"), Some(true), "B leads after A closed");
+    assert!(b.has_leadership(REPLY).expect("B hasLeadership"));
+    assert!(!a.has_leadership(REPLY).expect("A hasLeadership"));
+    assert_eq!(b.leader_id(REPLY).expect("B leader"), Some("java-b".to_string()));
+    assert_eq!(a.leader_id(REPLY).expect("A leader after close"), Some("java-b".to_string()));
+    assert_eq!(a.next_leadership_event(NO_EVENT).expect("A alive"), None, "a closed latch stays quiet");
+
+    // B closes too: nobody leads.
+    b.latch_close(REPLY).expect("B closes");
+    assert_eq!(b.next_leadership_event(REPLY).expect("B alive"), Some(false));
+    let deadline = Instant::now() + REPLY;
+    while a.leader_id(REPLY).expect("A leader").is_some() {
+        assert!(Instant::now() < deadline, "latch nodes not deleted after close");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    print!("{}", dump_tree(&connect, PATH));
+}

@@ -234,18 +234,18 @@ impl Contender {
                     Err(error) => act.fail(error, ctx),
                 }));
             }
-            Err(err) if err.is_connection_problem() => {
-                debug!(error = %err, "create outcome unknown; recovering by GUID");
-                self.state = State::Recovering;
-                ctx.run_later(RETRY_DELAY, |act, ctx| act.recover(ctx));
-            }
             Err(Error::SessionLost { .. }) if !self.withdrawing() => {
                 // The session expired while creating; requests wait for the next session.
                 self.guid = naming::new_guid();
                 self.contend(ctx);
             }
-            Err(_) if self.withdrawing() => self.finish(Ok(()), ctx),
-            Err(error) => self.fail(error, ctx),
+            Err(error) if error.is_final() => self.fail(error, ctx),
+            // Anything else leaves the create's outcome unknown: find out by GUID.
+            Err(err) => {
+                debug!(error = %err, "create outcome unknown; recovering by GUID");
+                self.state = State::Recovering;
+                ctx.run_later(RETRY_DELAY, |act, ctx| act.recover(ctx));
+            }
         }
     }
 
@@ -276,10 +276,10 @@ impl Contender {
             }
             match listed {
                 Ok(children) => act.stand(children.names, ctx),
-                Err(err) if err.is_connection_problem() || matches!(err, Error::SessionLost { .. }) => {
+                Err(error) if error.is_final() => act.fail(error, ctx),
+                Err(_) => {
                     ctx.run_later(RETRY_DELAY, |act, ctx| act.relist(ctx));
                 }
-                Err(error) => act.fail(error, ctx),
             }
         }));
     }

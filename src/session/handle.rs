@@ -42,7 +42,7 @@ impl SessionHandle {
     }
 
     /// Sends any request message; resolves to its reply.
-    pub fn request<M, T>(&self, msg: M) -> impl Future<Output = Result<T>> + 'static
+    pub fn request<M, T>(&self, msg: M) -> impl Future<Output = Result<T>> + 'static + use<M, T>
     where
         M: Message<Result = Result<T>> + Send + 'static,
         T: Send + 'static,
@@ -53,22 +53,22 @@ impl SessionHandle {
     }
 
     /// Creates a node (session default ACL).
-    pub fn create(
+    pub fn create<D: Into<Vec<u8>>>(
         &self,
         path: &str,
-        data: impl Into<Vec<u8>>,
+        data: D,
         mode: CreateMode,
-    ) -> impl Future<Output = Result<Created>> + 'static {
+    ) -> impl Future<Output = Result<Created>> + 'static + use<D> {
         self.request(Create::new(path, data, mode))
     }
 
     /// Deletes a node, optionally only at `version`.
-    pub fn delete(&self, path: &str, version: Option<i32>) -> impl Future<Output = Result<()>> + 'static {
+    pub fn delete(&self, path: &str, version: Option<i32>) -> impl Future<Output = Result<()>> + 'static + use<> {
         self.request(Delete { path: path.into(), version })
     }
 
     /// Reads a node's data and stat.
-    pub fn get_data(&self, path: &str) -> impl Future<Output = Result<NodeData>> + 'static {
+    pub fn get_data(&self, path: &str) -> impl Future<Output = Result<NodeData>> + 'static + use<> {
         self.request(GetData { path: path.into(), watch: None })
     }
 
@@ -77,22 +77,22 @@ impl SessionHandle {
         &self,
         path: &str,
         watcher: Recipient<WatchEvent>,
-    ) -> impl Future<Output = Result<NodeData>> + 'static {
+    ) -> impl Future<Output = Result<NodeData>> + 'static + use<> {
         self.request(GetData { path: path.into(), watch: Some(watcher) })
     }
 
     /// Replaces a node's data, optionally only at `version`.
-    pub fn set_data(
+    pub fn set_data<D: Into<Vec<u8>>>(
         &self,
         path: &str,
-        data: impl Into<Vec<u8>>,
+        data: D,
         version: Option<i32>,
-    ) -> impl Future<Output = Result<Stat>> + 'static {
+    ) -> impl Future<Output = Result<Stat>> + 'static + use<D> {
         self.request(SetData { path: path.into(), data: data.into(), version })
     }
 
     /// Reads a node's stat, `None` if it does not exist.
-    pub fn exists(&self, path: &str) -> impl Future<Output = Result<Option<Stat>>> + 'static {
+    pub fn exists(&self, path: &str) -> impl Future<Output = Result<Option<Stat>>> + 'static + use<> {
         self.request(Exists { path: path.into(), watch: None })
     }
 
@@ -101,12 +101,12 @@ impl SessionHandle {
         &self,
         path: &str,
         watcher: Recipient<WatchEvent>,
-    ) -> impl Future<Output = Result<Option<Stat>>> + 'static {
+    ) -> impl Future<Output = Result<Option<Stat>>> + 'static + use<> {
         self.request(Exists { path: path.into(), watch: Some(watcher) })
     }
 
     /// Lists a node's children.
-    pub fn children(&self, path: &str) -> impl Future<Output = Result<Children>> + 'static {
+    pub fn children(&self, path: &str) -> impl Future<Output = Result<Children>> + 'static + use<> {
         self.request(GetChildren { path: path.into(), watch: None })
     }
 
@@ -115,27 +115,27 @@ impl SessionHandle {
         &self,
         path: &str,
         watcher: Recipient<WatchEvent>,
-    ) -> impl Future<Output = Result<Children>> + 'static {
+    ) -> impl Future<Output = Result<Children>> + 'static + use<> {
         self.request(GetChildren { path: path.into(), watch: Some(watcher) })
     }
 
     /// Applies `ops` atomically.
-    pub fn multi(&self, ops: Vec<Op>) -> impl Future<Output = Result<Vec<OpResult>>> + 'static {
+    pub fn multi(&self, ops: Vec<Op>) -> impl Future<Output = Result<Vec<OpResult>>> + 'static + use<> {
         self.request(Multi { ops })
     }
 
     /// Syncs the connected server with the leader on `path`.
-    pub fn sync(&self, path: &str) -> impl Future<Output = Result<()>> + 'static {
+    pub fn sync(&self, path: &str) -> impl Future<Output = Result<()>> + 'static + use<> {
         self.request(Sync { path: path.into() })
     }
 
     /// Creates `path` and its missing ancestors.
-    pub fn ensure_path(&self, path: &str) -> impl Future<Output = Result<()>> + 'static {
+    pub fn ensure_path(&self, path: &str) -> impl Future<Output = Result<()>> + 'static + use<> {
         self.request(EnsurePath { path: path.into(), containers: false })
     }
 
     /// Deletes `path` and everything below it.
-    pub fn delete_recursive(&self, path: &str) -> impl Future<Output = Result<()>> + 'static {
+    pub fn delete_recursive(&self, path: &str) -> impl Future<Output = Result<()>> + 'static + use<> {
         self.request(DeleteRecursive { path: path.into() })
     }
 
@@ -145,7 +145,7 @@ impl SessionHandle {
         path: &str,
         mode: PersistentWatchMode,
         watcher: Recipient<WatchEvent>,
-    ) -> impl Future<Output = Result<WatchId>> + 'static {
+    ) -> impl Future<Output = Result<WatchId>> + 'static + use<> {
         self.request(AddWatch { path: path.into(), mode, recipient: watcher })
     }
 
@@ -160,13 +160,13 @@ impl SessionHandle {
     }
 
     /// The current session, if one is up.
-    pub fn session(&self) -> impl Future<Output = Option<SessionSnapshot>> + 'static {
+    pub fn session(&self) -> impl Future<Output = Option<SessionSnapshot>> + 'static + use<> {
         let reply = self.addr.send(GetSession);
         async move { reply.await.ok().flatten() }
     }
 
     /// Closes the session (ephemerals go at once) and stops the actor. Resolves when done.
-    pub fn close(&self) -> impl Future<Output = ()> + 'static {
+    pub fn close(&self) -> impl Future<Output = ()> + 'static + use<> {
         let reply = self.addr.send(Close);
         async move {
             let _ = reply.await;

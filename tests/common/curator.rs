@@ -1,14 +1,20 @@
-//! Drives Apache Curator 5.4 lock recipes from tests, to prove wire compatibility with them.
+//! Drives Apache Curator 5.4 lock and leader-latch recipes from tests, to prove wire
+//! compatibility with them.
 //!
 //! A [`CuratorPeer`] is a JVM running `tests/java/CuratorPeer.java`, which holds one Curator
 //! lock (`mutex`, `read`, `write` or `semaphore:<N>`) and is told over stdin to `acquire` or
-//! `release` it; it answers on stdout with the path of the lock node it got. All calls here
-//! block, so from async tests call them via `spawn_blocking` (a peer is `Send`).
+//! `release` it; it answers on stdout with the path of the lock node it got. With kind
+//! `latch:<id>` it is instead a `LeaderLatch` participant (see [`CuratorPeer::start_latch`]):
+//! besides replying to commands it prints `LEADER` / `NOT_LEADER` whenever Curator's listener
+//! fires, at any time; those lines are queued here and read with
+//! [`CuratorPeer::next_leadership_event`], never returned as replies. All calls here block, so
+//! from async tests call them via `spawn_blocking` (a peer is `Send`).
 //!
 //! Requirements: a JDK (`java`, `javac` on `PATH`) and Debian's Curator jars
 //! (`apt-get install libcurator-recipes-java`), or a full classpath in `CURATOR_CLASSPATH`.
 #![allow(dead_code)]
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::{BufRead, BufReader, Write};
@@ -139,6 +145,8 @@ pub struct CuratorPeer {
     child: Child,
     stdin: ChildStdin,
     lines: Receiver<String>,
+    /// `LEADER` (true) / `NOT_LEADER` (false) lines seen while waiting for something else.
+    leadership: VecDeque<bool>,
     stderr_path: PathBuf,
     description: String,
 }
@@ -146,8 +154,8 @@ pub struct CuratorPeer {
 impl CuratorPeer {
     /// Starts `java CuratorPeer <connect> <lock_path> <kind>` and waits up to 30 s for `READY`.
     ///
-    /// `kind` is `mutex`, `read`, `write` or `semaphore:<N>`. `connect` may carry a chroot;
-    /// node paths reported by the peer are then relative to it.
+    /// `kind` is `mutex`, `read`, `write`, `semaphore:<N>` or `latch:<participant id>`.
+    /// `connect` may carry a chroot; node paths reported by the peer are then relative to it.
     pub fn start(connect: &str, lock_path: &str, kind: &str) -> Result<CuratorPeer, String> {
         let classes = compiled_peer()?;
         let classpath = format!("{}:{}", classes.display(), curator_classpath()?);
@@ -196,20 +204,30 @@ impl CuratorPeer {
                 format!("spawning stdout reader for {description}: {e}")
             })?;
 
-        let mut peer = CuratorPeer { child, stdin, lines, stderr_path, description };
+        let mut peer = CuratorPeer { child, stdin, lines, leadership: VecDeque::new(), stderr_path, description };
         match peer.next_line(START_TIMEOUT)? {
             line if line == "READY" => Ok(peer),
             line => Err(peer.failure(&format!("expected READY, got {line:?}"))),
         }
     }
 
-    /// Sends one command line (`acquire`, `acquire <ms>`, `release`, `quit`).
+    /// Starts a `LeaderLatch` peer (`latch:<id>`) on `latch_path`; the latch itself is not
+    /// started until [`latch_start`](Self::latch_start). `id` must be non-empty, not `-`, and
+    /// free of whitespace, so that [`leader_id`](Self::leader_id) can report it.
+    pub fn start_latch(connect: &str, latch_path: &str, id: &str) -> Result<CuratorPeer, String> {
+        CuratorPeer::start(connect, latch_path, &format!("latch:{id}"))
+    }
+
+    /// Sends one command line (`acquire`, `acquire <ms>`, `release`, `start`, `close`,
+    /// `leader`, `hasLeadership`, `quit`).
     pub fn send(&mut self, command: &str) -> Result<(), String> {
         let sent = writeln!(self.stdin, "{command}").and_then(|()| self.stdin.flush());
         sent.map_err(|e| self.failure(&format!("sending {command:?}: {e}")))
     }
 
-    /// Waits up to `within` for the next non-blank stdout line. Err on timeout or when the peer
+    /// Waits up to `within` for the next non-blank stdout line that is not a `LEADER` /
+    /// `NOT_LEADER` event (those are queued for
+    /// [`next_leadership_event`](Self::next_leadership_event)). Err on timeout or when the peer
     /// exited, with the tail of its stderr.
     pub fn next_line(&mut self, within: Duration) -> Result<String, String> {
         match self.try_line(within)? {
@@ -218,10 +236,24 @@ impl CuratorPeer {
         }
     }
 
-    /// Like [`next_line`](Self::next_line), but `Ok(None)` when nothing arrives within
-    /// `within`: use it to assert that an `acquire` is still blocked.
+    /// Like [`next_line`](Self::next_line), but `Ok(None)` when no reply arrives within
+    /// `within`: use it to assert that an `acquire` is still blocked. Leadership events
+    /// arriving meanwhile are queued, not returned.
     pub fn try_line(&mut self, within: Duration) -> Result<Option<String>, String> {
         let deadline = Instant::now() + within;
+        loop {
+            match self.raw_line(deadline)? {
+                Some(line) => match leadership_event(&line) {
+                    Some(leader) => self.leadership.push_back(leader),
+                    None => return Ok(Some(line)),
+                },
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// The next non-blank stdout line, trimmed, whatever it is; `Ok(None)` at `deadline`.
+    fn raw_line(&mut self, deadline: Instant) -> Result<Option<String>, String> {
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(remaining) {
@@ -260,6 +292,71 @@ impl CuratorPeer {
         match self.next_line(within)? {
             line if line == "RELEASED" => Ok(()),
             line => Err(self.failure(&format!("release: expected RELEASED, got {line:?}"))),
+        }
+    }
+
+    /// Latch `start`: waits up to `within` for `STARTED <node>` and returns the latch node's
+    /// path (`<latch path>/_c_<uuid>-latch-<seq>`). A `LEADER` event may come before or after
+    /// the reply; either way it is queued for [`next_leadership_event`](Self::next_leadership_event).
+    pub fn latch_start(&mut self, within: Duration) -> Result<String, String> {
+        self.send("start")?;
+        let line = self.next_line(within)?;
+        match line.strip_prefix("STARTED ") {
+            Some(node) => Ok(node.to_string()),
+            None => Err(self.failure(&format!("start: expected STARTED <node>, got {line:?}"))),
+        }
+    }
+
+    /// Latch `close` (Curator's `CloseMode.NOTIFY_LEADER`, so a leader also reports
+    /// `NOT_LEADER`): waits up to `within` for `CLOSED`. Curator deletes the node in the
+    /// background, so it may still exist briefly after this returns. A closed latch cannot be
+    /// started again.
+    pub fn latch_close(&mut self, within: Duration) -> Result<(), String> {
+        self.send("close")?;
+        match self.next_line(within)? {
+            line if line == "CLOSED" => Ok(()),
+            line => Err(self.failure(&format!("close: expected CLOSED, got {line:?}"))),
+        }
+    }
+
+    /// Latch `leader`: the participant id of the current leader as Curator sees it (data of the
+    /// lowest-sequence latch node, read from ZooKeeper now), `None` when there are no
+    /// participants.
+    pub fn leader_id(&mut self, within: Duration) -> Result<Option<String>, String> {
+        self.send("leader")?;
+        let line = self.next_line(within)?;
+        match line.strip_prefix("LEADER_ID ") {
+            Some("-") => Ok(None),
+            Some(id) => Ok(Some(id.to_string())),
+            None => Err(self.failure(&format!("leader: expected LEADER_ID <id>, got {line:?}"))),
+        }
+    }
+
+    /// Latch `hasLeadership`: Curator's local view of whether this latch is the leader.
+    pub fn has_leadership(&mut self, within: Duration) -> Result<bool, String> {
+        self.send("hasLeadership")?;
+        let line = self.next_line(within)?;
+        match line.as_str() {
+            "HAS_LEADERSHIP true" => Ok(true),
+            "HAS_LEADERSHIP false" => Ok(false),
+            _ => Err(self.failure(&format!("hasLeadership: expected HAS_LEADERSHIP <bool>, got {line:?}"))),
+        }
+    }
+
+    /// The next leadership event of a latch peer: `Some(true)` for `LEADER` (Curator's
+    /// `isLeader()`), `Some(false)` for `NOT_LEADER` (`notLeader()`), `None` if none arrives
+    /// within `within`. Events queued while waiting for replies come first, in order. Any other
+    /// line arriving meanwhile is an error: no command is expected to be outstanding.
+    pub fn next_leadership_event(&mut self, within: Duration) -> Result<Option<bool>, String> {
+        if let Some(leader) = self.leadership.pop_front() {
+            return Ok(Some(leader));
+        }
+        match self.raw_line(Instant::now() + within)? {
+            Some(line) => match leadership_event(&line) {
+                Some(leader) => Ok(Some(leader)),
+                None => Err(self.failure(&format!("expected LEADER or NOT_LEADER, got {line:?}"))),
+            },
+            None => Ok(None),
         }
     }
 
@@ -304,6 +401,15 @@ impl CuratorPeer {
             }
             Err(e) => format!("(unreadable: {e})"),
         }
+    }
+}
+
+/// `Some(true)` for a `LEADER` line, `Some(false)` for `NOT_LEADER`, else `None`.
+fn leadership_event(line: &str) -> Option<bool> {
+    match line {
+        "LEADER" => Some(true),
+        "NOT_LEADER" => Some(false),
+        _ => None,
     }
 }
 

@@ -1,9 +1,15 @@
-// A Curator 5.4 lock holder driven line by line over stdin/stdout, so that Rust integration tests
-// can check wire compatibility with Curator's lock recipes (see tests/common/curator.rs).
+// A Curator 5.4 lock holder or leader-latch participant driven line by line over stdin/stdout, so
+// that Rust integration tests can check wire compatibility with Curator's recipes (see
+// tests/common/curator.rs).
 //
-// Usage: java CuratorPeer <connectString> <lockPath> <mutex|read|write|semaphore:N>
-// Prints READY once connected. Commands: `acquire`, `acquire <ms>`, `release`, `quit`.
-// Replies: `ACQUIRED <node path>`, `TIMEOUT`, `RELEASED`, `ERROR <message>`.
+// Usage: java CuratorPeer <connectString> <path> <mutex|read|write|semaphore:N|latch:ID>
+// Prints READY once connected. `quit` ends the peer (closing the client) for every kind.
+// Lock kinds: commands `acquire`, `acquire <ms>`, `release`;
+//   replies `ACQUIRED <node path>`, `TIMEOUT`, `RELEASED`, `ERROR <message>`.
+// latch:ID (a LeaderLatch with participant id ID): commands `start`, `close`, `leader`,
+//   `hasLeadership`; replies `STARTED <node path>`, `CLOSED`, `LEADER_ID <id or ->`,
+//   `HAS_LEADERSHIP <true|false>`, `ERROR <message>`. Independently of commands, the latch's
+//   listener prints `LEADER` / `NOT_LEADER` whenever Curator reports gaining / losing leadership.
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -16,6 +22,9 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
+import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
@@ -28,12 +37,13 @@ public class CuratorPeer {
     private static String lockPath;
     private static InterProcessMutex mutex; // mutex, read and write kinds
     private static InterProcessSemaphoreV2 semaphore; // semaphore kind
+    private static LeaderLatch latch; // latch kind
     // A semaphore peer may hold several leases; `release` returns the newest.
     private static final Deque<Lease> leases = new ArrayDeque<>();
 
     public static void main(String[] args) throws Exception {
         if (args.length != 3) {
-            reply("ERROR usage: CuratorPeer <connectString> <lockPath> <mutex|read|write|semaphore:N>");
+            reply("ERROR usage: CuratorPeer <connectString> <path> <mutex|read|write|semaphore:N|latch:ID>");
             System.exit(2);
         }
         lockPath = args[1];
@@ -49,6 +59,23 @@ public class CuratorPeer {
             mutex = new InterProcessReadWriteLock(client, lockPath).writeLock();
         } else if (kind.startsWith("semaphore:")) {
             semaphore = new InterProcessSemaphoreV2(client, lockPath, Integer.parseInt(kind.substring("semaphore:".length())));
+        } else if (kind.startsWith("latch:")) {
+            // LeaderLatch stores the id as its node's data; close() keeps the default SILENT mode
+            // unless told otherwise, so the `close` command asks for NOTIFY_LEADER explicitly.
+            latch = new LeaderLatch(client, lockPath, kind.substring("latch:".length()));
+            // Curator calls listeners on its event thread, concurrently with command replies;
+            // reply() is synchronized, so lines never interleave.
+            latch.addListener(new LeaderLatchListener() {
+                @Override
+                public void isLeader() {
+                    reply("LEADER");
+                }
+
+                @Override
+                public void notLeader() {
+                    reply("NOT_LEADER");
+                }
+            });
         } else {
             reply("ERROR unknown kind " + kind);
             System.exit(2);
@@ -98,6 +125,10 @@ public class CuratorPeer {
     }
 
     private static void handle(String command) throws Exception {
+        if (latch != null) {
+            handleLatch(command);
+            return;
+        }
         String[] words = command.split("\\s+");
         if (words[0].equals("acquire") && words.length <= 2) {
             // The lock objects are thread-affine (InterProcessMutex is owned by the acquiring
@@ -135,6 +166,37 @@ public class CuratorPeer {
             reply("RELEASED");
         } else {
             reply("ERROR unknown command: " + command);
+        }
+    }
+
+    private static void handleLatch(String command) throws Exception {
+        if (command.equals("start")) {
+            latch.start();
+            // start() returns at once; the node is created in the background (after ensuring
+            // the parent path), and getOurPath() stays null until then.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            String path;
+            while ((path = latch.getOurPath()) == null) {
+                if (System.nanoTime() > deadline) {
+                    reply("ERROR latch node not created within 10 s (state " + latch.getState() + ")");
+                    return;
+                }
+                Thread.sleep(10);
+            }
+            reply("STARTED " + path);
+        } else if (command.equals("close")) {
+            // The default (SILENT) clears the listeners before dropping leadership, so a leader
+            // would close without notLeader(); NOTIFY_LEADER calls notLeader() first.
+            latch.close(LeaderLatch.CloseMode.NOTIFY_LEADER);
+            reply("CLOSED");
+        } else if (command.equals("leader")) {
+            // With no participants Curator returns a dummy Participant("", false).
+            Participant leader = latch.getLeader();
+            reply("LEADER_ID " + (leader.isLeader() ? leader.getId() : "-"));
+        } else if (command.equals("hasLeadership")) {
+            reply("HAS_LEADERSHIP " + latch.hasLeadership());
+        } else {
+            reply("ERROR unknown latch command: " + command);
         }
     }
 

@@ -1,0 +1,478 @@
+//! [`ElectionActor`]: one participant of one election.
+//!
+//! Owns: when to contend (on start, after a loss, after a `Resign` with requeue), what leading
+//! means under each connection policy, the leader actor's life, and observing who leads.
+//! Does not own the node: each attempt is a [`Contender`].
+//!
+//! State machine: `Idle → Contending{attempt} → Leading{token, link: Up|Suspended} → ...`.
+
+use actix::prelude::*;
+use tracing::{debug, info, warn};
+
+use super::messages::*;
+use crate::path;
+use crate::recipe::naming::{self, LATCH_NAME, Rule};
+use crate::recipe::{
+    ConnectionPolicy, Contender, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Withdraw,
+    disconnect_deadline,
+};
+use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
+
+type LeaderFactory = Box<dyn Fn(LeaderTerm) -> Recipient<StopLeading>>;
+
+/// How an [`ElectionActor`] takes part.
+pub struct ElectionConfig {
+    path: String,
+    participant_id: String,
+    policy: ConnectionPolicy,
+    requeue_after_loss: bool,
+    leader: Option<LeaderFactory>,
+}
+
+impl std::fmt::Debug for ElectionConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ElectionConfig")
+            .field("path", &self.path)
+            .field("participant_id", &self.participant_id)
+            .field("policy", &self.policy)
+            .field("requeue_after_loss", &self.requeue_after_loss)
+            .field("leader_actor", &self.leader.is_some())
+            .finish()
+    }
+}
+
+impl ElectionConfig {
+    /// An election at `path` (the directory of the participants' nodes).
+    pub fn new(path: impl Into<String>) -> Self {
+        ElectionConfig {
+            path: path.into(),
+            participant_id: naming::default_participant_id(),
+            policy: ConnectionPolicy::default(),
+            requeue_after_loss: true,
+            leader: None,
+        }
+    }
+
+    /// Stored as our node's data; what other participants see in `LeaderChanged`.
+    pub fn with_participant_id(mut self, id: impl Into<String>) -> Self {
+        self.participant_id = id.into();
+        self
+    }
+
+    /// What a leader assumes when the connection drops (default: conservative).
+    pub fn with_policy(mut self, policy: ConnectionPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// After losing leadership, stand in line again (default: yes, like Curator's
+    /// `autoRequeue`).
+    pub fn with_requeue_after_loss(mut self, requeue: bool) -> Self {
+        self.requeue_after_loss = requeue;
+        self
+    }
+
+    /// Leader-actor mode: `factory` builds the actor that does the leader's work. It is started
+    /// (on this actor's Arbiter) when leadership is acquired or restored, and sent
+    /// [`StopLeading`] when leadership is suspended, lost or given up.
+    pub fn with_leader_actor<A, F>(mut self, factory: F) -> Self
+    where
+        A: Actor<Context = Context<A>> + Handler<StopLeading>,
+        F: Fn(LeaderTerm) -> A + 'static,
+    {
+        self.leader = Some(Box::new(move |term| factory(term).start().recipient()));
+        self
+    }
+}
+
+enum Link {
+    Up,
+    Suspended { deadline: Option<SpawnHandle> },
+}
+
+enum ElectionState {
+    /// Not taking part (resigned without requeue, or failed).
+    Idle,
+    /// In line.
+    Contending { attempt: u64, contender: Addr<Contender> },
+    /// Leading.
+    Leading {
+        attempt: u64,
+        contender: Addr<Contender>,
+        node: String,
+        token: FencingToken,
+        link: Link,
+        leader: Option<Recipient<StopLeading>>,
+    },
+}
+
+/// One participant of one election; see `docs/recipes/election.md`.
+///
+/// ```no_run
+/// # fn demo(session: actix_zookeeper::SessionHandle, me: actix::Recipient<actix_zookeeper::election::ElectionEvent>) {
+/// use actix::Actor;
+/// use actix_zookeeper::election::{ElectionActor, ElectionConfig, Subscribe};
+///
+/// let election = ElectionActor::new(session, ElectionConfig::new("/services/billing/leader")).start();
+/// election.do_send(Subscribe { recipient: me }); // LeadershipAcquired, LeaderChanged, ...
+/// # }
+/// ```
+pub struct ElectionActor {
+    session: SessionHandle,
+    config: ElectionConfig,
+    state: ElectionState,
+    attempts: u64,
+    subscribers: Vec<Recipient<ElectionEvent>>,
+    /// The node we believe leads, and its participant id (what `LeaderChanged` reported).
+    leader_seen: Option<(String, String)>,
+    span: tracing::Span,
+}
+
+impl ElectionActor {
+    /// A participant; start it with `.start()`. It enters the election at once.
+    pub fn new(session: SessionHandle, config: ElectionConfig) -> Self {
+        let span = tracing::info_span!("zk.election", path = %config.path, id = %config.participant_id);
+        ElectionActor {
+            session,
+            config,
+            state: ElectionState::Idle,
+            attempts: 0,
+            subscribers: Vec::new(),
+            leader_seen: None,
+            span,
+        }
+    }
+
+    fn broadcast(&mut self, event: ElectionEvent) {
+        self.subscribers.retain(|s| s.connected());
+        for subscriber in &self.subscribers {
+            subscriber.do_send(event.clone());
+        }
+    }
+
+    fn contend(&mut self, ctx: &mut Context<Self>) {
+        self.attempts += 1;
+        let attempt = self.attempts;
+        let spec = ContenderSpec {
+            dir: self.config.path.clone(),
+            name: LATCH_NAME,
+            rule: Rule::Exclusive,
+            data: self.config.participant_id.clone().into_bytes(),
+            tag: attempt,
+        };
+        let contender = Contender::new(self.session.clone(), spec, ctx.address().recipient()).start();
+        debug!(parent: &self.span, attempt, "entering the election");
+        self.state = ElectionState::Contending { attempt, contender };
+    }
+
+    fn attempt(&self) -> Option<u64> {
+        match &self.state {
+            ElectionState::Contending { attempt, .. } | ElectionState::Leading { attempt, .. } => Some(*attempt),
+            ElectionState::Idle => None,
+        }
+    }
+
+    fn start_leader(&mut self) {
+        let ElectionState::Leading { node, token, leader, .. } = &mut self.state else { return };
+        if let (None, Some(factory)) = (&leader, &self.config.leader) {
+            *leader = Some(factory(LeaderTerm { token: *token, node: node.clone() }));
+        }
+    }
+
+    fn stop_leader(&mut self) {
+        if let ElectionState::Leading { leader, .. } = &mut self.state {
+            if let Some(leader) = leader.take() {
+                leader.do_send(StopLeading);
+            }
+        }
+    }
+
+    /// Leaves the current attempt (leading or not), withdrawing its node.
+    fn leave(&mut self, ctx: &mut Context<Self>) -> Option<FencingToken> {
+        self.stop_leader();
+        match std::mem::replace(&mut self.state, ElectionState::Idle) {
+            ElectionState::Idle => None,
+            ElectionState::Contending { contender, .. } => {
+                contender.do_send(Withdraw);
+                None
+            }
+            ElectionState::Leading { contender, token, link, .. } => {
+                if let Link::Suspended { deadline: Some(timer) } = link {
+                    ctx.cancel_future(timer);
+                }
+                contender.do_send(Withdraw);
+                Some(token)
+            }
+        }
+    }
+
+    fn lose(&mut self, reason: LeadershipLostReason, ctx: &mut Context<Self>) {
+        let Some(token) = self.leave(ctx) else { return };
+        warn!(parent: &self.span, ?reason, %token, "leadership lost");
+        self.broadcast(ElectionEvent::LeadershipLost { token, reason });
+        if self.config.requeue_after_loss {
+            self.contend(ctx);
+        }
+        self.observe(ctx);
+    }
+
+    fn on_granted(&mut self, node: String, token: FencingToken) {
+        let ElectionState::Contending { attempt, contender } = std::mem::replace(&mut self.state, ElectionState::Idle)
+        else {
+            return;
+        };
+        info!(parent: &self.span, %node, %token, "leadership acquired");
+        self.state =
+            ElectionState::Leading { attempt, contender, node: node.clone(), token, link: Link::Up, leader: None };
+        self.broadcast(ElectionEvent::LeadershipAcquired { token });
+        self.start_leader();
+        self.leader_changed(node, self.config.participant_id.clone());
+    }
+
+    fn leader_changed(&mut self, node: String, id: String) {
+        let changed = self.leader_seen.as_ref().is_none_or(|(_, seen)| *seen != id);
+        self.leader_seen = Some((node, id.clone()));
+        if changed {
+            self.broadcast(ElectionEvent::LeaderChanged { leader_id: Some(id) });
+        }
+    }
+
+    /// Reads who leads now and watches that node, to report `LeaderChanged`. Every participant
+    /// watches the leader's node: learning of a new leader is the point, so this one event
+    /// reaches everybody by design (the contenders themselves still watch only their
+    /// predecessor).
+    fn observe(&mut self, ctx: &mut Context<Self>) {
+        let list = self.session.children(&self.config.path);
+        ctx.spawn(list.into_actor(self).map(|listed, act, ctx| {
+            let mut names = match listed {
+                Ok(children) => children.names,
+                Err(crate::Error::NoNode { .. }) => Vec::new(),
+                Err(err) => {
+                    debug!(parent: &act.span, error = %err, "cannot read the election; will retry");
+                    ctx.run_later(std::time::Duration::from_millis(200), |act, ctx| act.observe(ctx));
+                    return;
+                }
+            };
+            names.retain(|n| path::sequence(n).is_some());
+            path::sort_by_sequence(&mut names);
+            let Some(first) = names.first() else {
+                if act.leader_seen.take().is_some() {
+                    act.broadcast(ElectionEvent::LeaderChanged { leader_id: None });
+                }
+                return;
+            };
+            let node = path::join(&act.config.path, first);
+            if act.leader_seen.as_ref().is_some_and(|(seen, _)| *seen == node) {
+                return; // already watched
+            }
+            let read = act.session.get_data_watched(&node, ctx.address().recipient());
+            ctx.spawn(read.into_actor(act).map(move |read, act, ctx| match read {
+                Ok(data) => act.leader_changed(node, String::from_utf8_lossy(&data.data).into_owned()),
+                Err(_) => act.observe(ctx), // gone meanwhile: read again
+            }));
+        }));
+    }
+
+    fn on_suspended(&mut self, ctx: &mut Context<Self>) {
+        let policy = self.config.policy;
+        let ElectionState::Leading { attempt, token, link, .. } = &mut self.state else { return };
+        if !matches!(link, Link::Up) {
+            return;
+        }
+        let (attempt, token) = (*attempt, *token);
+        *link = Link::Suspended { deadline: None };
+        self.broadcast(ElectionEvent::LeadershipSuspended { token });
+        if policy == ConnectionPolicy::Conservative {
+            self.stop_leader();
+            let timer = disconnect_deadline(&self.session, ctx, move |act: &mut Self, ctx| {
+                if act.attempt() == Some(attempt) {
+                    act.lose(LeadershipLostReason::DisconnectedTooLong, ctx);
+                }
+            });
+            if let ElectionState::Leading { link: Link::Suspended { deadline }, .. } = &mut self.state {
+                *deadline = Some(timer);
+            }
+        }
+    }
+
+    /// Back on the same session: lead again only if our node is still there (it cannot have
+    /// lost its place: nodes ahead of the first can never appear).
+    fn on_reconnected(&mut self, ctx: &mut Context<Self>) {
+        let ElectionState::Leading { attempt, node, link: Link::Suspended { .. }, .. } = &self.state else {
+            self.observe(ctx);
+            return;
+        };
+        let attempt = *attempt;
+        let still_there = self.session.exists(node);
+        ctx.spawn(still_there.into_actor(self).map(move |exists, act, ctx| {
+            if act.attempt() != Some(attempt) {
+                return;
+            }
+            match exists {
+                Ok(Some(_)) => {
+                    let ElectionState::Leading { token, link, .. } = &mut act.state else { return };
+                    if let Link::Suspended { deadline: Some(timer) } = std::mem::replace(link, Link::Up) {
+                        ctx.cancel_future(timer);
+                    }
+                    let token = *token;
+                    info!(parent: &act.span, %token, "leadership restored");
+                    act.broadcast(ElectionEvent::LeadershipRestored { token });
+                    act.start_leader();
+                }
+                Ok(None) => act.lose(LeadershipLostReason::NodeDeleted, ctx),
+                Err(_) => {} // disconnected again; the next Reconnected asks again
+            }
+            act.observe(ctx);
+        }));
+    }
+
+    /// Reads every participant's id, in line order.
+    fn read_participants(&self) -> impl std::future::Future<Output = Result<Vec<String>, ElectionError>> + 'static {
+        let session = self.session.clone();
+        let dir = self.config.path.clone();
+        let list = session.children(&dir);
+        async move {
+            let mut names = match list.await {
+                Ok(children) => children.names,
+                Err(crate::Error::NoNode { .. }) => return Ok(Vec::new()),
+                Err(err) => return Err(err.into()),
+            };
+            names.retain(|n| path::sequence(n).is_some());
+            path::sort_by_sequence(&mut names);
+            // All reads are sent before any is awaited: one round trip for all of them.
+            let reads: Vec<_> = names.iter().map(|n| session.get_data(&path::join(&dir, n))).collect();
+            let mut ids = Vec::with_capacity(reads.len());
+            for read in reads {
+                match read.await {
+                    Ok(node) => ids.push(String::from_utf8_lossy(&node.data).into_owned()),
+                    Err(crate::Error::NoNode { .. }) => {} // left meanwhile
+                    Err(err) => return Err(err.into()),
+                }
+            }
+            Ok(ids)
+        }
+    }
+}
+
+impl Actor for ElectionActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        self.session.subscribe(ctx.address().recipient());
+        self.contend(ctx);
+    }
+
+    fn stopped(&mut self, ctx: &mut Self::Context) {
+        self.leave(ctx);
+    }
+}
+
+impl Handler<ContenderReport> for ElectionActor {
+    type Result = ();
+
+    fn handle(&mut self, report: ContenderReport, ctx: &mut Context<Self>) {
+        if Some(report.tag) != self.attempt() {
+            return;
+        }
+        match report.event {
+            ContenderEvent::Granted { node, token, .. } => self.on_granted(node, token),
+            ContenderEvent::Waiting { .. } => self.observe(ctx),
+            // The contender has stopped already; withdrawing it again is harmless.
+            ContenderEvent::Lost { reason, .. } => self.lose(reason.into(), ctx),
+            ContenderEvent::Failed { error } => {
+                warn!(parent: &self.span, %error, "cannot take part in the election");
+                self.state = ElectionState::Idle;
+                self.broadcast(ElectionEvent::ElectionFailed { error });
+            }
+        }
+    }
+}
+
+impl Handler<WatchEvent> for ElectionActor {
+    type Result = ();
+
+    fn handle(&mut self, event: WatchEvent, ctx: &mut Context<Self>) {
+        let leader_gone = event.kind == WatchEventKind::NodeDeleted || event.kind == WatchEventKind::SessionEnded;
+        if leader_gone && self.leader_seen.as_ref().is_some_and(|(node, _)| *node == event.path) {
+            // Forget the node (not the id): the next read reports a change only if the id differs.
+            if let Some((node, _)) = self.leader_seen.as_mut() {
+                node.clear();
+            }
+            self.observe(ctx);
+        }
+    }
+}
+
+impl Handler<SessionEvent> for ElectionActor {
+    type Result = ();
+
+    fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
+        match &self.state {
+            ElectionState::Contending { contender, .. } | ElectionState::Leading { contender, .. } => {
+                contender.do_send(event.clone())
+            }
+            ElectionState::Idle => {}
+        }
+        match event {
+            SessionEvent::Suspended { .. } => self.on_suspended(ctx),
+            SessionEvent::Reconnected { .. } => self.on_reconnected(ctx),
+            SessionEvent::Connected { generation, .. } if generation > 1 => self.observe(ctx),
+            _ => {}
+        }
+    }
+}
+
+impl Handler<Resign> for ElectionActor {
+    type Result = Result<(), ElectionError>;
+
+    fn handle(&mut self, msg: Resign, ctx: &mut Context<Self>) -> Self::Result {
+        if let Some(token) = self.leave(ctx) {
+            info!(parent: &self.span, %token, requeue = msg.requeue, "resigned");
+            self.broadcast(ElectionEvent::LeadershipLost { token, reason: LeadershipLostReason::Resigned });
+        }
+        if msg.requeue {
+            self.contend(ctx);
+        }
+        self.observe(ctx);
+        Ok(())
+    }
+}
+
+impl Handler<Join> for ElectionActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Join, ctx: &mut Context<Self>) {
+        if matches!(self.state, ElectionState::Idle) {
+            self.contend(ctx);
+        }
+    }
+}
+
+impl Handler<Participants> for ElectionActor {
+    type Result = ResponseFuture<Result<Vec<String>, ElectionError>>;
+
+    fn handle(&mut self, _: Participants, _: &mut Context<Self>) -> Self::Result {
+        Box::pin(self.read_participants())
+    }
+}
+
+impl Handler<CurrentLeader> for ElectionActor {
+    type Result = ResponseFuture<Result<Option<String>, ElectionError>>;
+
+    fn handle(&mut self, _: CurrentLeader, _: &mut Context<Self>) -> Self::Result {
+        let all = self.read_participants();
+        Box::pin(async move { Ok(all.await?.into_iter().next()) })
+    }
+}
+
+impl Handler<Subscribe> for ElectionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+        // A late subscriber learns the current leader at once.
+        if let Some((_, id)) = &self.leader_seen {
+            msg.recipient.do_send(ElectionEvent::LeaderChanged { leader_id: Some(id.clone()) });
+        }
+        self.subscribers.push(msg.recipient);
+    }
+}

@@ -1,0 +1,125 @@
+//! What an election actor is asked, and what it tells its subscribers and its leader actor.
+
+use actix::{Message, Recipient};
+
+use crate::error::Error;
+use crate::recipe::{FencingToken, LostReason};
+
+/// Leave the election, or (with `requeue`) go to the back of the line. A leader that resigns
+/// gets `LeadershipLost { reason: Resigned }`.
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "Result<(), ElectionError>")]
+pub struct Resign {
+    /// Stand in line again at once (at the back).
+    pub requeue: bool,
+}
+
+/// Enter the election (after a `Resign` without requeue). Entering while already in it is fine.
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "()")]
+pub struct Join;
+
+/// The participants' ids in line order (the leader first), read from ZooKeeper now.
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "Result<Vec<String>, ElectionError>")]
+pub struct Participants;
+
+/// The leader's participant id, read from ZooKeeper now; `None` when nobody takes part.
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "Result<Option<String>, ElectionError>")]
+pub struct CurrentLeader;
+
+/// Send every [`ElectionEvent`] of this participant to `recipient`.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct Subscribe {
+    /// Who gets the events.
+    pub recipient: Recipient<ElectionEvent>,
+}
+
+/// Why leadership ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeadershipLostReason {
+    /// We resigned.
+    Resigned,
+    /// The session expired: the server deleted our node.
+    SessionExpired,
+    /// Someone else deleted our node.
+    NodeDeleted,
+    /// The session was closed.
+    SessionClosed,
+    /// Conservative policy: disconnected for a whole session timeout.
+    DisconnectedTooLong,
+}
+
+impl From<LostReason> for LeadershipLostReason {
+    fn from(reason: LostReason) -> Self {
+        match reason {
+            LostReason::SessionExpired => LeadershipLostReason::SessionExpired,
+            LostReason::NodeDeleted => LeadershipLostReason::NodeDeleted,
+            LostReason::SessionClosed => LeadershipLostReason::SessionClosed,
+        }
+    }
+}
+
+/// What happened in the election, told in the past tense.
+#[derive(Message, Debug, Clone, PartialEq, Eq)]
+#[rtype(result = "()")]
+pub enum ElectionEvent {
+    /// We lead. `token` (the czxid of our node) grows with every new term.
+    LeadershipAcquired {
+        /// This term's fencing token.
+        token: FencingToken,
+    },
+    /// The connection dropped while leading: stop acting as leader until `LeadershipRestored`
+    /// (under `ConnectionPolicy::ExpiryOnly` this is informational).
+    LeadershipSuspended {
+        /// The term's token.
+        token: FencingToken,
+    },
+    /// Reconnected with the same session, and our node is still first: we lead again, same term.
+    LeadershipRestored {
+        /// The term's token.
+        token: FencingToken,
+    },
+    /// We no longer lead.
+    LeadershipLost {
+        /// The term's token.
+        token: FencingToken,
+        /// Why.
+        reason: LeadershipLostReason,
+    },
+    /// Somebody (perhaps us) now leads; sent to every participant. `None`: nobody is in line.
+    LeaderChanged {
+        /// The leader's participant id.
+        leader_id: Option<String>,
+    },
+    /// This participant cannot take part (bad path, no permission, parent is ephemeral, ...).
+    ElectionFailed {
+        /// What went wrong.
+        error: Error,
+    },
+}
+
+/// Sent to the leader actor (leader-actor mode) when leadership is suspended or lost: stop.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct StopLeading;
+
+/// What a leader actor is told when it is started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderTerm {
+    /// This term's fencing token.
+    pub token: FencingToken,
+    /// Our leader node.
+    pub node: String,
+}
+
+/// Why an election request failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ElectionError {
+    /// A ZooKeeper request failed.
+    #[error(transparent)]
+    ZooKeeper(#[from] Error),
+}

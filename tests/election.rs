@@ -1,0 +1,386 @@
+//! Leader election against a real ZooKeeper: one leader at a time through hand-offs and faults,
+//! LeaderChanged for everybody, and the leader-actor mode.
+#![cfg(feature = "testkit")]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix::prelude::*;
+use actix_zookeeper::election::*;
+use actix_zookeeper::prelude::*;
+use actix_zookeeper::testkit::{TestZooKeeper, ZkEnsemble, ZkServer, expire_session, unique_root};
+use common::*;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Tracks which participants believe they lead (between Acquired/Restored and Lost/Suspended)
+/// and counts every instant at which more than one does.
+#[derive(Clone, Default)]
+struct Believers {
+    now: Arc<Mutex<BTreeSet<String>>>,
+    violations: Arc<AtomicUsize>,
+}
+
+struct BeliefTracker {
+    id: String,
+    believers: Believers,
+}
+
+impl Actor for BeliefTracker {
+    type Context = Context<Self>;
+}
+
+impl Handler<ElectionEvent> for BeliefTracker {
+    type Result = ();
+    fn handle(&mut self, event: ElectionEvent, _: &mut Context<Self>) {
+        let mut now = self.believers.now.lock().expect("believers");
+        match event {
+            ElectionEvent::LeadershipAcquired { .. } | ElectionEvent::LeadershipRestored { .. } => {
+                now.insert(self.id.clone());
+                if now.len() > 1 {
+                    self.believers.violations.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+            ElectionEvent::LeadershipLost { .. } | ElectionEvent::LeadershipSuspended { .. } => {
+                now.remove(&self.id);
+            }
+            _ => {}
+        }
+    }
+}
+
+struct Participant {
+    id: String,
+    election: Addr<ElectionActor>,
+    events: Recorded<ElectionEvent>,
+}
+
+fn join(session: &SessionHandle, path: &str, id: &str, believers: &Believers) -> Participant {
+    join_with(session, ElectionConfig::new(path).with_participant_id(id), id, believers)
+}
+
+fn join_with(session: &SessionHandle, config: ElectionConfig, id: &str, believers: &Believers) -> Participant {
+    let events = Recorded::<ElectionEvent>::start();
+    let tracker = BeliefTracker { id: id.to_string(), believers: believers.clone() }.start();
+    let election = ElectionActor::new(session.clone(), config).start();
+    election.do_send(Subscribe { recipient: tracker.recipient() });
+    election.do_send(Subscribe { recipient: events.recipient.clone() });
+    Participant { id: id.to_string(), election, events }
+}
+
+async fn session_at(connect: &str, root: &str, timeout: Duration) -> SessionHandle {
+    connected(SessionConfig::new(connect).with_chroot(root).with_session_timeout(timeout)).await.0
+}
+
+fn acquired(e: &ElectionEvent) -> Option<FencingToken> {
+    match e {
+        ElectionEvent::LeadershipAcquired { token } => Some(*token),
+        _ => None,
+    }
+}
+
+/// Waits until some participant reports leadership with a token above `after`; returns its index
+/// and the token.
+async fn next_leader(participants: &[Participant], after: Option<FencingToken>) -> (usize, FencingToken) {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        for (i, p) in participants.iter().enumerate() {
+            if let Some(token) = p.events.snapshot().iter().filter_map(acquired).rfind(|t| Some(*t) > after) {
+                return (i, token);
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "no new leader within {WAIT:?}");
+        actix_rt::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Waits until every participant's latest `LeaderChanged` names `leader`.
+async fn everyone_sees(participants: &[Participant], leader: &str) {
+    let deadline = std::time::Instant::now() + WAIT;
+    for p in participants {
+        loop {
+            let latest = p.events.snapshot().into_iter().rev().find_map(|e| match e {
+                ElectionEvent::LeaderChanged { leader_id } => Some(leader_id),
+                _ => None,
+            });
+            if latest == Some(Some(leader.to_string())) {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{} last saw {latest:?}, not {leader}", p.id);
+            actix_rt::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+#[actix_rt::test]
+async fn one_leader_at_a_time_over_fifty_hand_offs_and_everyone_learns_who() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("election");
+    let believers = Believers::default();
+    let mut sessions = Vec::new();
+    let mut participants = Vec::new();
+    for i in 0..5 {
+        let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+        participants.push(join(&s, "/leader", &format!("p{i}"), &believers));
+        sessions.push(s);
+    }
+    let (mut leader, mut token) = next_leader(&participants, None).await;
+    everyone_sees(&participants, &participants[leader].id).await;
+    let ids = participants[0].election.send(Participants).await.expect("actor").expect("participants");
+    assert_eq!(ids.len(), 5);
+    assert_eq!(ids[0], participants[leader].id, "the leader is first in line");
+    let current = participants[3].election.send(CurrentLeader).await.expect("actor").expect("leader");
+    assert_eq!(current.as_deref(), Some(participants[leader].id.as_str()));
+
+    for round in 0..50 {
+        participants[leader].election.send(Resign { requeue: true }).await.expect("actor").expect("resign");
+        let (next, next_token) = next_leader(&participants, Some(token)).await;
+        assert!(next_token > token, "round {round}: terms' tokens grow");
+        assert_ne!(next, leader, "round {round}: the resigning leader went to the back of the line");
+        if round % 10 == 0 {
+            everyone_sees(&participants, &participants[next].id).await;
+        }
+        (leader, token) = (next, next_token);
+    }
+    assert_eq!(believers.violations.load(Ordering::SeqCst), 0, "two participants believed they led");
+    for p in &participants {
+        let lost = p
+            .events
+            .snapshot()
+            .iter()
+            .any(|e| matches!(e, ElectionEvent::LeadershipLost { reason: LeadershipLostReason::Resigned, .. }));
+        let led = p.events.snapshot().iter().any(|e| acquired(e).is_some());
+        assert_eq!(
+            led,
+            lost || p.id == participants[leader].id,
+            "{}: every term but the last ended in a resignation",
+            p.id
+        );
+    }
+    for p in &participants {
+        p.election.send(Resign { requeue: false }).await.expect("actor").expect("leave");
+    }
+    wait_until_empty(&sessions[0], "/leader").await;
+    for s in sessions {
+        s.close().await;
+    }
+}
+
+async fn wait_until_empty(s: &SessionHandle, dir: &str) {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        match s.children(dir).await {
+            Ok(c) if !c.names.is_empty() => {}
+            Ok(_) | Err(Error::NoNode { .. }) => return,
+            Err(e) => panic!("{e}"),
+        }
+        assert!(std::time::Instant::now() < deadline, "orphan nodes left in {dir}");
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[actix_rt::test]
+async fn an_expired_leader_loses_and_another_is_elected() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("election-expiry");
+    let believers = Believers::default();
+    let mut sessions = Vec::new();
+    let mut participants = Vec::new();
+    for i in 0..3 {
+        let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+        participants.push(join(&s, "/leader", &format!("p{i}"), &believers));
+        sessions.push(s);
+    }
+    let (leader, token) = next_leader(&participants, None).await;
+    let info = sessions[leader].session().await.expect("session").info;
+    expire_session(&zk.connect_string(), &info).await.expect("expire");
+    // The server deletes the node as it ends the session: the leader may see the deletion
+    // before it hears of the expiry, so either reason is right.
+    let (_, lost) =
+        participants[leader].events.wait_for(0, WAIT, |e| matches!(e, ElectionEvent::LeadershipLost { .. })).await;
+    assert!(
+        matches!(
+            lost,
+            ElectionEvent::LeadershipLost {
+                reason: LeadershipLostReason::SessionExpired | LeadershipLostReason::NodeDeleted,
+                ..
+            }
+        ),
+        "{lost:?}"
+    );
+    let (next, next_token) = next_leader(&participants, Some(token)).await;
+    assert!(next_token > token);
+    everyone_sees(&participants, &participants[next].id).await;
+    // The old leader requeued on its new session: all three are in line again.
+    let deadline = std::time::Instant::now() + WAIT;
+    while participants[0].election.send(Participants).await.expect("actor").expect("ids").len() != 3 {
+        assert!(std::time::Instant::now() < deadline, "the expired participant did not rejoin");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    for s in sessions {
+        s.close().await;
+    }
+}
+
+#[actix_rt::test]
+async fn killing_ensemble_members_never_makes_two_leaders() {
+    init_tracing();
+    let mut ensemble = ZkEnsemble::start(3).expect("ensemble");
+    let root = unique_root("election-ensemble");
+    let believers = Believers::default();
+    let mut sessions = Vec::new();
+    let mut participants = Vec::new();
+    for i in 0..3 {
+        let s = session_at(&ensemble.connect_string(), &root, Duration::from_secs(10)).await;
+        participants.push(join(&s, "/leader", &format!("p{i}"), &believers));
+        sessions.push(s);
+    }
+    let (leader, token) = next_leader(&participants, None).await;
+
+    // Kill the member the leader's session is connected to.
+    let sid = sessions[leader].session().await.expect("session").session_id.0;
+    let member = ensemble.member_serving(sid).expect("serving member");
+    ensemble.kill_member(member).expect("kill");
+    participants[leader]
+        .events
+        .wait_for(0, WAIT, |e| {
+            matches!(e, ElectionEvent::LeadershipRestored { .. } | ElectionEvent::LeadershipLost { .. })
+        })
+        .await;
+    ensemble.restart_member(member).expect("restart member");
+
+    // Kill the ensemble's own leader server.
+    let quorum_leader = ensemble.leader().expect("a quorum leader");
+    ensemble.kill_member(quorum_leader).expect("kill the quorum leader");
+    actix_rt::time::sleep(Duration::from_secs(3)).await;
+    ensemble.restart_member(quorum_leader).expect("restart");
+    let (now, now_token) = next_leader(&participants, None).await;
+    assert!(now_token >= token);
+    participants[now].election.send(Resign { requeue: true }).await.expect("actor").expect("resign");
+    next_leader(&participants, Some(now_token.max(token))).await;
+    assert_eq!(believers.violations.load(Ordering::SeqCst), 0, "two leaders at once");
+    for s in sessions {
+        s.close().await;
+    }
+}
+
+#[actix_rt::test]
+async fn server_restart_within_the_session_timeout_keeps_one_leader_and_no_orphans() {
+    init_tracing();
+    let mut server = ZkServer::start().expect("ZooKeeper");
+    let root = unique_root("election-restart");
+    let believers = Believers::default();
+    let mut sessions = Vec::new();
+    let mut participants = Vec::new();
+    for i in 0..3 {
+        let s = session_at(&server.connect_string(), &root, Duration::from_secs(10)).await;
+        participants.push(join(&s, "/leader", &format!("p{i}"), &believers));
+        sessions.push(s);
+    }
+    let (leader, token) = next_leader(&participants, None).await;
+    server.stop().expect("stop");
+    participants[leader].events.wait_for(0, WAIT, |e| *e == ElectionEvent::LeadershipSuspended { token }).await;
+    server.restart().expect("restart");
+    participants[leader].events.wait_for(0, WAIT, |e| *e == ElectionEvent::LeadershipRestored { token }).await;
+    let (again, _) = next_leader(&participants, None).await;
+    assert_eq!(again, leader, "the same participant leads, same term");
+    assert_eq!(believers.violations.load(Ordering::SeqCst), 0);
+    for p in &participants {
+        p.election.send(Resign { requeue: false }).await.expect("actor").expect("leave");
+    }
+    wait_until_empty(&sessions[0], "/leader").await;
+    for s in sessions {
+        s.close().await;
+    }
+}
+
+/// The user's leader: counts how many run at once.
+struct Worker {
+    running: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+    starts: Arc<AtomicUsize>,
+}
+
+impl Actor for Worker {
+    type Context = Context<Self>;
+    fn started(&mut self, _: &mut Context<Self>) {
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        self.starts.fetch_add(1, Ordering::SeqCst);
+    }
+    fn stopped(&mut self, _: &mut Context<Self>) {
+        self.running.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Handler<StopLeading> for Worker {
+    type Result = ();
+    fn handle(&mut self, _: StopLeading, ctx: &mut Context<Self>) {
+        ctx.stop();
+    }
+}
+
+#[actix_rt::test]
+async fn the_leader_actor_runs_only_while_leading() {
+    init_tracing();
+    let mut server = ZkServer::start().expect("ZooKeeper");
+    let root = unique_root("leader-actor");
+    let believers = Believers::default();
+    let (running, most, starts) =
+        (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let mut participants = Vec::new();
+    let mut sessions = Vec::new();
+    for i in 0..2 {
+        let s = session_at(&server.connect_string(), &root, Duration::from_secs(10)).await;
+        let (r, m, st) = (running.clone(), most.clone(), starts.clone());
+        let config = ElectionConfig::new("/leader")
+            .with_participant_id(format!("p{i}"))
+            .with_leader_actor(move |_term| Worker { running: r.clone(), most: m.clone(), starts: st.clone() });
+        participants.push(join_with(&s, config, &format!("p{i}"), &believers));
+        sessions.push(s);
+    }
+    let (mut leader, mut token) = next_leader(&participants, None).await;
+    let settle = || actix_rt::time::sleep(Duration::from_millis(200));
+    settle().await;
+    assert_eq!(running.load(Ordering::SeqCst), 1, "the leader's actor runs");
+    for _ in 0..3 {
+        participants[leader].election.send(Resign { requeue: true }).await.expect("actor").expect("resign");
+        (leader, token) = next_leader(&participants, Some(token)).await;
+        settle().await;
+        assert_eq!(running.load(Ordering::SeqCst), 1);
+    }
+    // Suspended: the leader actor stops; restored: a new one starts.
+    let before = starts.load(Ordering::SeqCst);
+    server.stop().expect("stop");
+    participants[leader].events.wait_for(0, WAIT, |e| *e == ElectionEvent::LeadershipSuspended { token }).await;
+    settle().await;
+    assert_eq!(running.load(Ordering::SeqCst), 0, "no leader actor runs while suspended");
+    server.restart().expect("restart");
+    participants[leader].events.wait_for(0, WAIT, |e| *e == ElectionEvent::LeadershipRestored { token }).await;
+    settle().await;
+    assert_eq!(running.load(Ordering::SeqCst), 1);
+    assert_eq!(starts.load(Ordering::SeqCst), before + 1);
+    assert_eq!(most.load(Ordering::SeqCst), 1, "never two leader actors at once");
+    assert_eq!(believers.violations.load(Ordering::SeqCst), 0);
+    for s in sessions {
+        s.close().await;
+    }
+}
+
+#[actix_rt::test]
+async fn a_bad_election_path_is_reported() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("election-bad");
+    let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let p = join(&s, "bad//path", "p", &Believers::default());
+    let (_, e) = p.events.wait_for(0, WAIT, |e| matches!(e, ElectionEvent::ElectionFailed { .. })).await;
+    assert!(matches!(e, ElectionEvent::ElectionFailed { error: Error::InvalidPath { .. } }), "{e:?}");
+    s.close().await;
+}
