@@ -1,23 +1,29 @@
-//! Lock benchmark against a real ZooKeeper server (see `docs/performance.md`).
+//! Lock and leader election benchmark against a real ZooKeeper server (see `docs/performance.md`).
 //!
 //! ```text
-//! cargo bench --features testkit --bench recipes -- [W1|W2|all]
+//! cargo bench --features testkit --bench recipes -- [W1|W2|W3|all]
 //! ```
 //!
 //! - **W1**: one session, one [`LockActor`], 500 warm-up then 2000 × (acquire; release), once with
 //!   the release awaited and once pipelined (`do_send(Release)` followed at once by the next
 //!   `Acquire`, both queued in order on the one session).
 //! - **W2**: 8 sessions, 8 lock actors on one lock, 2000 acquisitions in total.
+//! - **W3**: leader election hand-off: 3 [`ElectionActor`]s on 3 sessions; the leader resigns
+//!   (`Resign { requeue: true }`) 5 warm-up then 50 measured times, each timed from just before
+//!   the `Resign` is sent to the next leader's `LeadershipAcquired` reaching its subscriber.
 //!
 //! Each workload also measures raw `zookeeper_client` round trips (ephemeral create, delete,
-//! `exists`) in the same run, as the yardstick. One JSON line per result goes to stdout;
-//! progress goes to stderr. With `ZK=host:port` set, that server is used instead of starting one.
+//! `exists`) in the same run, as the yardstick; W3 also measures the raw floor of a hand-off (one
+//! client deletes a node, another receives the `NodeDeleted` of its `exists` watch). One JSON line
+//! per result goes to stdout; progress goes to stderr. With `ZK=host:port` set, that server is
+//! used instead of starting one.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use actix::{Actor, Addr};
+use actix::{Actor, Addr, Context, Handler};
+use actix_zookeeper::election::{ElectionActor, ElectionConfig, ElectionEvent, FencingToken, Resign, Subscribe};
 use actix_zookeeper::lock::{Acquire, LockActor, LockConfig, Release};
 use actix_zookeeper::testkit::{self, ServerOptions, ZkServer};
 use actix_zookeeper::{SessionConfig, SessionHandle};
@@ -27,6 +33,16 @@ const W1_WARMUP: usize = 500;
 const W1_ITERATIONS: usize = 2000;
 const W2_CLIENTS: usize = 8;
 const W2_ACQUISITIONS: usize = 2000;
+const W3_PARTICIPANTS: usize = 3;
+const W3_WARMUP: usize = 5;
+const W3_ROUNDS: usize = 50;
+/// Pause before each resign, so that the previous hand-off's follow-up traffic (the resigned
+/// participant's new node, every participant's re-read of who leads) is over.
+const W3_SETTLE: Duration = Duration::from_millis(20);
+/// A hand-off that takes longer than this is a bug, not a slow run.
+const W3_TIMEOUT: Duration = Duration::from_secs(10);
+const RAW_HANDOFF_WARMUP: usize = 50;
+const RAW_HANDOFF_OPS: usize = 300;
 const RAW_WARMUP: usize = 200;
 const RAW_OPS: usize = 1000;
 const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -35,6 +51,7 @@ const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 enum Workload {
     W1,
     W2,
+    W3,
     All,
 }
 
@@ -96,12 +113,15 @@ fn main() {
         if workload.runs(Workload::W2) {
             println!("{}", w2(&connect).await);
         }
+        if workload.runs(Workload::W3) {
+            println!("{}", w3(&connect).await);
+        }
     });
 
     drop(server);
 }
 
-/// `W1`, `W2` or `all` (default); cargo's own flags (`--bench`, ...) are ignored.
+/// `W1`, `W2`, `W3` or `all` (default); cargo's own flags (`--bench`, ...) are ignored.
 fn parse_workload() -> Workload {
     let mut workload = Workload::All;
     for arg in std::env::args().skip(1) {
@@ -111,9 +131,10 @@ fn parse_workload() -> Workload {
         workload = match arg.to_ascii_lowercase().as_str() {
             "w1" => Workload::W1,
             "w2" => Workload::W2,
+            "w3" => Workload::W3,
             "all" => Workload::All,
             other => {
-                eprintln!("unknown workload {other:?}; expected W1, W2 or all");
+                eprintln!("unknown workload {other:?}; expected W1, W2, W3 or all");
                 std::process::exit(2);
             }
         };
@@ -337,6 +358,188 @@ async fn w2(connect: &str) -> String {
         percentile(&mut waits, 50.0),
         percentile(&mut waits, 99.0),
         violations.load(Ordering::SeqCst),
+        raw.rtt_p50,
+    )
+}
+
+// ---- W3 -----------------------------------------------------------------------------------------
+
+/// An election event, which participant got it, and when its subscriber got it.
+type Observed = (usize, Instant, ElectionEvent);
+
+/// Subscribes to one participant and forwards its events, stamped on arrival.
+struct Observer {
+    index: usize,
+    tx: tokio::sync::mpsc::UnboundedSender<Observed>,
+}
+
+impl Actor for Observer {
+    type Context = Context<Self>;
+}
+
+impl Handler<ElectionEvent> for Observer {
+    type Result = ();
+
+    fn handle(&mut self, event: ElectionEvent, _: &mut Context<Self>) {
+        let _ = self.tx.send((self.index, Instant::now(), event));
+    }
+}
+
+/// Who leads, as the events tell it; counts overlapping terms.
+struct Terms {
+    /// Per participant: the token of its current term (between `Acquired` and `Lost`).
+    leading: Vec<Option<FencingToken>>,
+    violations: usize,
+}
+
+impl Terms {
+    fn record(&mut self, index: usize, event: &ElectionEvent) {
+        match event {
+            ElectionEvent::LeadershipAcquired { token } => {
+                if self.leading.iter().enumerate().any(|(i, t)| i != index && t.is_some()) {
+                    eprintln!("W3: participant {index} acquired {token} while another one leads");
+                    self.violations += 1;
+                }
+                self.leading[index] = Some(*token);
+            }
+            ElectionEvent::LeadershipLost { .. } => self.leading[index] = None,
+            ElectionEvent::ElectionFailed { error } => panic!("W3: participant {index} failed: {error}"),
+            _ => {}
+        }
+    }
+}
+
+/// Waits for a `LeadershipAcquired` with a token above `after`; returns (participant, arrival,
+/// token), and the arrival of the `LeadershipLost` of participant `resigned` if it came first.
+async fn next_leader(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<Observed>,
+    terms: &mut Terms,
+    after: Option<FencingToken>,
+    resigned: Option<usize>,
+) -> (usize, Instant, FencingToken, Option<Instant>) {
+    let mut lost_at = None;
+    loop {
+        let (index, at, event) = tokio::time::timeout(W3_TIMEOUT, rx.recv())
+            .await
+            .expect("W3: no new leader within the timeout")
+            .expect("W3: observers alive");
+        terms.record(index, &event);
+        match event {
+            ElectionEvent::LeadershipAcquired { token } if after.is_none_or(|after| token > after) => {
+                return (index, at, token, lost_at);
+            }
+            ElectionEvent::LeadershipLost { .. } if Some(index) == resigned => lost_at = Some(at),
+            _ => {}
+        }
+    }
+}
+
+/// The raw floor of a hand-off: client A deletes a node that client B watches with `exists`;
+/// the time from just before the delete is sent to B receiving `NodeDeleted`. Median in µs.
+async fn raw_handoff(connect: &str, root: &str) -> u128 {
+    use zookeeper_client::{Acls, Client, CreateMode};
+
+    let a = Client::connect(connect).await.expect("raw client A connects");
+    let b = Client::connect(connect).await.expect("raw client B connects");
+    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    let mut samples = Vec::with_capacity(RAW_HANDOFF_OPS);
+    for i in 0..RAW_HANDOFF_WARMUP + RAW_HANDOFF_OPS {
+        let path = format!("{root}/handoff-{i}");
+        a.create(&path, b"", &ephemeral).await.expect("raw create");
+        let (stat, watcher) = b.check_and_watch_stat(&path).await.expect("raw exists watch");
+        assert!(stat.is_some());
+        let t = Instant::now();
+        let (deleted, notified) = tokio::join!(a.delete(&path, None), async {
+            watcher.changed().await;
+            micros(t)
+        });
+        deleted.expect("raw delete");
+        if i >= RAW_HANDOFF_WARMUP {
+            samples.push(notified);
+        }
+    }
+    percentile(&mut samples, 50.0)
+}
+
+async fn w3(connect: &str) -> String {
+    let root = testkit::unique_root("bench-w3");
+    eprintln!("W3: root {root}");
+    let raw = raw_baseline(connect, &root).await;
+    let raw_handoff_p50 = raw_handoff(connect, &root).await;
+    eprintln!("raw zookeeper-client: delete -> NodeDeleted at another client p50 {raw_handoff_p50} us");
+
+    let sessions: Vec<SessionHandle> = (0..W3_PARTICIPANTS).map(|_| start_session(connect, &root)).collect();
+    sessions[0].ensure_path("/bench").await.expect("ensure /bench");
+    for session in &sessions {
+        session.exists("/bench").await.expect("session up");
+    }
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let elections: Vec<Addr<ElectionActor>> = sessions
+        .iter()
+        .enumerate()
+        .map(|(index, session)| {
+            let config = ElectionConfig::new("/bench/leader").with_participant_id(format!("p{index}"));
+            let election = ElectionActor::new(session.clone(), config).start();
+            let observer = Observer { index, tx: tx.clone() }.start();
+            election.do_send(Subscribe { recipient: observer.recipient() });
+            election
+        })
+        .collect();
+    drop(tx);
+
+    let mut terms = Terms { leading: vec![None; W3_PARTICIPANTS], violations: 0 };
+    let (mut leader, _, mut token, _) = next_leader(&mut rx, &mut terms, None, None).await;
+    eprintln!("W3: p{leader} leads first; {W3_WARMUP} warm-up and {W3_ROUNDS} measured hand-offs");
+
+    let mut handoffs = Vec::with_capacity(W3_ROUNDS);
+    let mut resigns = Vec::with_capacity(W3_ROUNDS);
+    let mut same_leader = 0;
+    for round in 0..W3_WARMUP + W3_ROUNDS {
+        tokio::time::sleep(W3_SETTLE).await;
+        while let Ok((index, _, event)) = rx.try_recv() {
+            terms.record(index, &event);
+        }
+        let t0 = Instant::now();
+        elections[leader].send(Resign { requeue: true }).await.expect("election actor alive").expect("resigned");
+        let (next, t1, next_token, lost_at) = next_leader(&mut rx, &mut terms, Some(token), Some(leader)).await;
+        if next == leader {
+            eprintln!("W3: p{leader} led again after resigning");
+            same_leader += 1;
+        }
+        if round >= W3_WARMUP {
+            handoffs.push(t1.duration_since(t0).as_micros());
+            if let Some(lost_at) = lost_at {
+                resigns.push(lost_at.duration_since(t0).as_micros());
+            }
+        }
+        (leader, token) = (next, next_token);
+    }
+    assert_eq!(handoffs.len(), W3_ROUNDS);
+
+    let ms = |us: u128| us as f64 / 1000.0;
+    let (p50, p99) = (percentile(&mut handoffs, 50.0), percentile(&mut handoffs, 99.0));
+    eprintln!(
+        "W3: hand-off p50 {p50} us, p99 {p99} us, min {} us, max {} us; old leader's LeadershipLost after \
+         p50 {} us; raw delete -> notification p50 {raw_handoff_p50} us",
+        handoffs[0],
+        handoffs[handoffs.len() - 1],
+        if resigns.is_empty() { 0 } else { percentile(&mut resigns, 50.0) },
+    );
+
+    drop(rx);
+    drop(elections);
+    for session in &sessions {
+        session.close().await;
+    }
+
+    format!(
+        "{{\"lib\":\"{LIB}\",\"workload\":\"W3\",\"rounds\":{W3_ROUNDS},\"handoff_p50_ms\":{:.2},\
+         \"handoff_p99_ms\":{:.2},\"violations\":{},\"same_leader\":{same_leader},\"zk_rtt_p50_us\":{},\
+         \"zk_delete_notify_p50_us\":{raw_handoff_p50}}}",
+        ms(p50),
+        ms(p99),
+        terms.violations,
         raw.rtt_p50,
     )
 }

@@ -13,7 +13,7 @@ use super::messages::*;
 use crate::path;
 use crate::recipe::naming::{self, LATCH_NAME, Rule};
 use crate::recipe::{
-    ConnectionPolicy, Contender, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Withdraw,
+    ConnectionPolicy, Contender, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Relisted, Withdraw,
     disconnect_deadline,
 };
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
@@ -123,8 +123,11 @@ pub struct ElectionActor {
     state: ElectionState,
     attempts: u64,
     subscribers: Vec<Recipient<ElectionEvent>>,
-    /// The node we believe leads, and its participant id (what `LeaderChanged` reported).
-    leader_seen: Option<(String, String)>,
+    /// The leader node whose data watch tells us when leadership moves. Set *before* the read
+    /// that places the watch is sent: the deletion event can overtake the read's reply.
+    watched_leader: Option<String>,
+    /// The last leader id reported in `LeaderChanged`.
+    leader_id: Option<String>,
     span: tracing::Span,
 }
 
@@ -138,7 +141,8 @@ impl ElectionActor {
             state: ElectionState::Idle,
             attempts: 0,
             subscribers: Vec::new(),
-            leader_seen: None,
+            watched_leader: None,
+            leader_id: None,
             span,
         }
     }
@@ -226,14 +230,16 @@ impl ElectionActor {
             ElectionState::Leading { attempt, contender, node: node.clone(), token, link: Link::Up, leader: None };
         self.broadcast(ElectionEvent::LeadershipAcquired { token });
         self.start_leader();
-        self.leader_changed(node, self.config.participant_id.clone());
+        // Our own node is watched by our contender, not by the observer.
+        self.watched_leader = None;
+        self.report_leader(Some(self.config.participant_id.clone()));
     }
 
-    fn leader_changed(&mut self, node: String, id: String) {
-        let changed = self.leader_seen.as_ref().is_none_or(|(_, seen)| *seen != id);
-        self.leader_seen = Some((node, id.clone()));
-        if changed {
-            self.broadcast(ElectionEvent::LeaderChanged { leader_id: Some(id) });
+    fn report_leader(&mut self, id: Option<String>) {
+        if self.leader_id != id {
+            debug!(parent: &self.span, leader = ?id, "leader changed");
+            self.leader_id = id.clone();
+            self.broadcast(ElectionEvent::LeaderChanged { leader_id: id });
         }
     }
 
@@ -253,22 +259,35 @@ impl ElectionActor {
                     return;
                 }
             };
+            // Our contender may learn from this listing that fewer nodes stand ahead of it, so
+            // that its hand-off needs no read of its own.
+            if let ElectionState::Contending { contender, .. } = &act.state {
+                contender.do_send(Relisted { names: names.clone() });
+            }
             names.retain(|n| path::sequence(n).is_some());
             path::sort_by_sequence(&mut names);
             let Some(first) = names.first() else {
-                if act.leader_seen.take().is_some() {
-                    act.broadcast(ElectionEvent::LeaderChanged { leader_id: None });
-                }
+                act.watched_leader = None;
+                act.report_leader(None);
                 return;
             };
             let node = path::join(&act.config.path, first);
-            if act.leader_seen.as_ref().is_some_and(|(seen, _)| *seen == node) {
-                return; // already watched
+            if act.watched_leader.as_deref() == Some(node.as_str()) {
+                return; // its watch is set (or being set)
             }
+            act.watched_leader = Some(node.clone());
             let read = act.session.get_data_watched(&node, ctx.address().recipient());
-            ctx.spawn(read.into_actor(act).map(move |read, act, ctx| match read {
-                Ok(data) => act.leader_changed(node, String::from_utf8_lossy(&data.data).into_owned()),
-                Err(_) => act.observe(ctx), // gone meanwhile: read again
+            ctx.spawn(read.into_actor(act).map(move |read, act, ctx| {
+                if act.watched_leader.as_deref() != Some(node.as_str()) {
+                    return; // it went (its deletion was seen first) and we moved on
+                }
+                match read {
+                    Ok(data) => act.report_leader(Some(String::from_utf8_lossy(&data.data).into_owned())),
+                    Err(_) => {
+                        act.watched_leader = None; // gone meanwhile: read again
+                        act.observe(ctx);
+                    }
+                }
             }));
         }));
     }
@@ -393,11 +412,9 @@ impl Handler<WatchEvent> for ElectionActor {
 
     fn handle(&mut self, event: WatchEvent, ctx: &mut Context<Self>) {
         let leader_gone = event.kind == WatchEventKind::NodeDeleted || event.kind == WatchEventKind::SessionEnded;
-        if leader_gone && self.leader_seen.as_ref().is_some_and(|(node, _)| *node == event.path) {
-            // Forget the node (not the id): the next read reports a change only if the id differs.
-            if let Some((node, _)) = self.leader_seen.as_mut() {
-                node.clear();
-            }
+        debug!(parent: &self.span, path = %event.path, kind = ?event.kind, "watch event");
+        if leader_gone && self.watched_leader.as_deref() == Some(event.path.as_str()) {
+            self.watched_leader = None;
             self.observe(ctx);
         }
     }
@@ -470,7 +487,7 @@ impl Handler<Subscribe> for ElectionActor {
 
     fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
         // A late subscriber learns the current leader at once.
-        if let Some((_, id)) = &self.leader_seen {
+        if let Some(id) = &self.leader_id {
             msg.recipient.do_send(ElectionEvent::LeaderChanged { leader_id: Some(id.clone()) });
         }
         self.subscribers.push(msg.recipient);

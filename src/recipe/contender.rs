@@ -289,8 +289,9 @@ impl Contender {
         self.stand_on(children, false, ctx);
     }
 
-    /// `watched_listing`: the listing came with a children watch already set.
-    fn stand_on(&mut self, children: Vec<String>, watched_listing: bool, ctx: &mut Context<Self>) {
+    /// `watch_in_place`: the watch this listing calls for is already set (a lease listing read
+    /// with a children watch; an owner's listing while our predecessor watch stands).
+    fn stand_on(&mut self, children: Vec<String>, watch_in_place: bool, ctx: &mut Context<Self>) {
         let State::Waiting { node, .. } = &self.state else { return };
         let node = node.clone();
         match naming::standing(&children, &node.name, self.spec.rule) {
@@ -303,13 +304,20 @@ impl Contender {
                     self.report(ContenderEvent::Waiting { node: node.path.clone(), ahead: dir.clone() });
                 }
                 self.state = State::Waiting { node, watch: dir, blockers: usize::MAX };
-                if !watched_listing {
+                if !watch_in_place {
                     self.watch_children(ctx);
                 }
             }
             Standing::Waits { watch, blockers } => {
-                debug!(node = %node.name, %watch, blockers, "waiting on the node ahead");
                 let watched = path::join(&self.spec.dir, &watch);
+                if let State::Waiting { watch: current, blockers: known, .. } = &mut self.state {
+                    if *current == watched && watch_in_place {
+                        // Same node ahead, watch already set: only the count may have dropped.
+                        *known = blockers;
+                        return;
+                    }
+                }
+                debug!(node = %node.name, %watch, blockers, "waiting on the node ahead");
                 if !matches!(&self.state, State::Waiting { watch: w, .. } if *w == watched) {
                     self.report(ContenderEvent::Waiting { node: node.path.clone(), ahead: watched.clone() });
                 }
@@ -588,6 +596,31 @@ impl Handler<SessionEvent> for Contender {
                 ctx.stop();
             }
             _ => {}
+        }
+    }
+}
+
+/// A listing of the contender's directory that its owner read for its own reasons (an election
+/// watching who leads). It lets a waiting contender learn that fewer nodes stand ahead of it, so
+/// that the next hand-off needs no read of its own.
+///
+/// Safe with any listing that contains the contender's node: such a listing was taken after the
+/// node was created, and nodes ahead of it can only disappear afterwards, so it can only
+/// overstate what stands ahead.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct Relisted {
+    /// Child names of the directory.
+    pub names: Vec<String>,
+}
+
+impl Handler<Relisted> for Contender {
+    type Result = ();
+
+    fn handle(&mut self, msg: Relisted, ctx: &mut Context<Self>) {
+        let State::Waiting { node, .. } = &self.state else { return };
+        if self.spec.rule == Rule::Exclusive && msg.names.iter().any(|n| *n == node.name) {
+            self.stand_on(msg.names, true, ctx);
         }
     }
 }

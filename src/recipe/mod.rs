@@ -10,7 +10,7 @@ pub mod fencing;
 pub mod naming;
 pub mod reply;
 
-pub use contender::{Contender, ContenderEvent, ContenderReport, ContenderSpec, LostReason, Withdraw};
+pub use contender::{Contender, ContenderEvent, ContenderReport, ContenderSpec, LostReason, Relisted, Withdraw};
 pub use fencing::FencingToken;
 pub use naming::Rule;
 pub use reply::Reply;

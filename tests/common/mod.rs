@@ -52,11 +52,10 @@ impl<E: Message<Result = ()> + Unpin + Send + Clone + std::fmt::Debug + 'static>
     pub async fn wait_for(&self, from: usize, within: Duration, pred: impl Fn(&E) -> bool) -> (usize, E) {
         let deadline = Instant::now() + within;
         loop {
-            {
-                let events = self.events.lock().expect("recorder lock");
-                if let Some((i, e)) = events.iter().enumerate().skip(from).find(|(_, e)| pred(e)) {
-                    return (i, e.clone());
-                }
+            // Evaluated on a copy: a predicate may itself look at this recorder.
+            let events = self.snapshot();
+            if let Some((i, e)) = events.iter().enumerate().skip(from).find(|(_, e)| pred(e)) {
+                return (i, e.clone());
             }
             if Instant::now() > deadline {
                 panic!("no matching event within {within:?}; received: {:#?}", self.snapshot());
