@@ -13,8 +13,8 @@ use super::messages::*;
 use crate::path;
 use crate::recipe::naming::{self, LATCH_NAME, Rule};
 use crate::recipe::{
-    ConnectionPolicy, Contender, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Relisted, Withdraw,
-    disconnect_deadline,
+    Abandon, ConnectionPolicy, Contender, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Relisted,
+    Withdraw, delete_until_gone, disconnect_deadline,
 };
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
@@ -200,11 +200,19 @@ impl ElectionActor {
                 contender.do_send(Withdraw);
                 None
             }
-            ElectionState::Leading { contender, token, link, .. } => {
+            ElectionState::Leading { contender, node, token, link, .. } => {
                 if let Link::Suspended { deadline: Some(timer) } = link {
                     ctx.cancel_future(timer);
                 }
-                contender.do_send(Withdraw);
+                // The delete is sent now, ahead of anything we send next (a new contender's
+                // create, an observation): the successor's hand-off starts as early as it can.
+                let deleted = delete_until_gone(self.session.clone(), node);
+                contender.do_send(Abandon);
+                ctx.spawn(deleted.into_actor(self).map(|outcome, act, _| {
+                    if let Err(error) = outcome {
+                        warn!(parent: &act.span, %error, "could not delete our leader node");
+                    }
+                }));
                 Some(token)
             }
         }

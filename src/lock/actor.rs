@@ -16,7 +16,8 @@ use super::grant::LockGrant;
 use super::messages::{Acquire, LockEvent, LockLostReason, Release, Subscribe, TryAcquire};
 use crate::recipe::naming::{self, LOCK_NAME, READ_NAME, Rule, WRITE_NAME};
 use crate::recipe::{
-    ConnectionPolicy, Contender, ContenderEvent, ContenderReport, ContenderSpec, Reply, Withdraw, disconnect_deadline,
+    Abandon, ConnectionPolicy, Contender, ContenderEvent, ContenderReport, ContenderSpec, Reply, Withdraw,
+    delete_until_gone, disconnect_deadline,
 };
 use crate::session::{SessionEvent, SessionHandle};
 
@@ -398,14 +399,18 @@ impl Handler<Release> for LockActor {
                 if let Link::Suspended { deadline: Some(timer) } = link {
                     ctx.cancel_future(timer);
                 }
-                // Idle at once: a following `Acquire` queues its create right behind our delete.
-                self.withdraw(contender, ctx, move |act, outcome| {
+                // The delete is sent now and we are idle at once: a following `Acquire` queues
+                // its create right behind the delete on the session.
+                let deleted = delete_until_gone(self.session.clone(), grant.node.clone());
+                contender.do_send(Abandon);
+                ctx.spawn(deleted.into_actor(self).map(move |outcome, act, _| {
+                    let outcome = outcome.map_err(LockError::ZooKeeper);
                     if outcome.is_ok() {
                         info!(parent: &act.span, node = %grant.node, "lock released");
                         act.broadcast(LockEvent::Released { node: grant.node });
                     }
                     let _ = tx.send(outcome);
-                });
+                }));
             }
         }
         Box::pin(async move { rx.await.unwrap_or(Ok(())) })

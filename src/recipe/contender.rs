@@ -481,16 +481,47 @@ impl Contender {
 }
 
 /// Deletes `path`, retrying through connection loss, until it is gone or its session is.
-pub(crate) async fn delete_until_gone(session: SessionHandle, path: String) -> Result<(), Error> {
-    loop {
-        match session.delete(&path, None).await {
-            Ok(()) | Err(Error::NoNode { .. }) | Err(Error::SessionLost { .. }) => return Ok(()),
-            Err(Error::Closed) => return Err(Error::Closed),
-            Err(err) if err.is_connection_problem() => {
-                debug!(%path, error = %err, "delete interrupted; retrying");
-                tokio::time::sleep(RETRY_DELAY).await;
+///
+/// The first delete is sent *now*, in the caller's handler, so that whatever the caller sends
+/// next (a new contender's create, say) reaches the server after it.
+pub(crate) fn delete_until_gone(
+    session: SessionHandle,
+    path: String,
+) -> impl std::future::Future<Output = Result<(), Error>> + 'static {
+    let first = session.delete(&path, None);
+    async move {
+        let mut attempt = first;
+        loop {
+            match attempt.await {
+                Ok(()) | Err(Error::NoNode { .. }) | Err(Error::SessionLost { .. }) => return Ok(()),
+                Err(Error::Closed) => return Err(Error::Closed),
+                Err(err) if err.is_final() => return Err(err),
+                Err(err) => {
+                    debug!(%path, error = %err, "delete interrupted; retrying");
+                    tokio::time::sleep(RETRY_DELAY).await;
+                    attempt = session.delete(&path, None);
+                }
             }
-            Err(err) => return Err(err),
+        }
+    }
+}
+
+/// The owner deletes the held node itself (it has the path from `Granted`) and wants the
+/// contender gone without a second delete. Only meaningful while holding; otherwise it acts as
+/// [`Withdraw`] without a reply.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct Abandon;
+
+impl Handler<Abandon> for Contender {
+    type Result = ();
+
+    fn handle(&mut self, _: Abandon, ctx: &mut Context<Self>) {
+        if matches!(self.state, State::Holding { .. }) {
+            self.state = State::Done;
+            ctx.stop();
+        } else {
+            self.withdraw(ctx);
         }
     }
 }
@@ -619,7 +650,7 @@ impl Handler<Relisted> for Contender {
 
     fn handle(&mut self, msg: Relisted, ctx: &mut Context<Self>) {
         let State::Waiting { node, .. } = &self.state else { return };
-        if self.spec.rule == Rule::Exclusive && msg.names.iter().any(|n| *n == node.name) {
+        if self.spec.rule == Rule::Exclusive && msg.names.contains(&node.name) {
             self.stand_on(msg.names, true, ctx);
         }
     }

@@ -10,7 +10,10 @@ pub mod fencing;
 pub mod naming;
 pub mod reply;
 
-pub use contender::{Contender, ContenderEvent, ContenderReport, ContenderSpec, LostReason, Relisted, Withdraw};
+pub(crate) use contender::delete_until_gone;
+pub use contender::{
+    Abandon, Contender, ContenderEvent, ContenderReport, ContenderSpec, LostReason, Relisted, Withdraw,
+};
 pub use fencing::FencingToken;
 pub use naming::Rule;
 pub use reply::Reply;
