@@ -37,6 +37,7 @@ pub mod election;
 pub mod error;
 pub mod lock;
 pub mod path;
+pub mod queue;
 pub mod recipe;
 pub mod session;
 #[cfg(feature = "testkit")]

@@ -1,0 +1,633 @@
+//! [`QueueConsumerActor`]: consumes a queue and feeds a pool of worker actors.
+//!
+//! Owns: claiming items (at-least-once) or taking them (at-most-once), the in-flight set and
+//! its limit (`concurrency`), delivering to workers, settling acks and nacks, dead letters, and
+//! revoking deliveries whose session ended. Does not own the producer side ([`Queue`]).
+//!
+//! At-least-once, per item: `create <queue>/claims/<item>` (ephemeral) ‖ `getData <item>` — one
+//! round trip, one write; on `Ack`: `multi(delete claim, delete item)` — one round trip, one
+//! write. The claim is the fence: a consumer whose session ended has lost its claims with it,
+//! so its late ack fails and changes nothing. Nack: `multi(delete claim, setData item)` bumps
+//! the item's version, which counts attempts; past `max_attempts` the item moves to the
+//! dead-letter path in one `multi`.
+//!
+//! [`Queue`]: super::Queue
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::time::Duration;
+
+use actix::prelude::*;
+use tracing::{debug, info, warn};
+
+use super::QueueError;
+use super::producer::items_in_order;
+use crate::error::Error;
+use crate::path;
+use crate::recipe::FencingToken;
+use crate::recipe::naming::default_participant_id;
+use crate::session::requests::{CreateMode, NodeData, Op};
+use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
+
+/// Pause before trying again after a request failed for a transient reason.
+const RETRY_DELAY: Duration = Duration::from_millis(200);
+/// How often deliveries held by stopped workers are looked for.
+const WORKER_SWEEP: Duration = Duration::from_millis(500);
+
+/// When an item leaves the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DeliveryMode {
+    /// Claimed, delivered, removed on `Ack` (the default). A consumer that dies mid-work loses
+    /// its claims with its session, and the items are delivered again.
+    #[default]
+    AtLeastOnce,
+    /// Removed first, then delivered (Curator's default): never twice, but lost if the worker
+    /// fails.
+    AtMostOnce,
+}
+
+/// A worker: where deliveries go, and where their revocation is announced.
+#[derive(Clone, Debug)]
+pub struct Worker {
+    deliver: Recipient<Delivery>,
+    revoke: Recipient<Revoked>,
+}
+
+impl Worker {
+    /// A worker actor that handles [`Delivery`] and [`Revoked`].
+    pub fn new<A>(addr: &Addr<A>) -> Self
+    where
+        A: Actor<Context = Context<A>> + Handler<Delivery> + Handler<Revoked>,
+    {
+        Worker { deliver: addr.clone().recipient(), revoke: addr.clone().recipient() }
+    }
+}
+
+/// How a [`QueueConsumerActor`] consumes.
+#[derive(Debug, Clone)]
+pub struct ConsumerConfig {
+    queue: String,
+    workers: Vec<Worker>,
+    concurrency: usize,
+    mode: DeliveryMode,
+    max_attempts: Option<u32>,
+    dead_letter: Option<String>,
+    consumer_id: String,
+}
+
+impl ConsumerConfig {
+    /// Consume the queue at `queue`.
+    pub fn new(queue: impl Into<String>) -> Self {
+        ConsumerConfig {
+            queue: queue.into(),
+            workers: Vec::new(),
+            concurrency: 0,
+            mode: DeliveryMode::default(),
+            max_attempts: None,
+            dead_letter: None,
+            consumer_id: default_participant_id(),
+        }
+    }
+
+    /// Add a worker (deliveries go round-robin).
+    pub fn with_worker(mut self, worker: Worker) -> Self {
+        self.workers.push(worker);
+        self
+    }
+
+    /// Start `n` workers built by `factory` on the current Arbiter.
+    pub fn with_workers<A, F>(mut self, n: usize, factory: F) -> Self
+    where
+        A: Actor<Context = Context<A>> + Handler<Delivery> + Handler<Revoked>,
+        F: Fn(usize) -> A,
+    {
+        for i in 0..n {
+            self.workers.push(Worker::new(&factory(i).start()));
+        }
+        self
+    }
+
+    /// Never more than `n` deliveries in flight (default: one per worker).
+    pub fn with_concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n;
+        self
+    }
+
+    /// At-least-once (default) or at-most-once.
+    pub fn with_mode(mut self, mode: DeliveryMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// After this many delivery attempts ended in a `Nack` (or a stopped worker), the item goes
+    /// to the dead-letter path, or is dropped when there is none. Default: retry forever.
+    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = Some(attempts.max(1));
+        self
+    }
+
+    /// Where items that used up their attempts go (as `<path>/qn-<seq>`, same name and data).
+    pub fn with_dead_letter(mut self, path: impl Into<String>) -> Self {
+        self.dead_letter = Some(path.into());
+        self
+    }
+
+    /// Stored in claim nodes (default: the host name), so operators see who holds what.
+    pub fn with_consumer_id(mut self, id: impl Into<String>) -> Self {
+        self.consumer_id = id.into();
+        self
+    }
+
+    fn claims(&self) -> String {
+        path::join(&self.queue, "claims")
+    }
+
+    fn limit(&self) -> usize {
+        if self.concurrency > 0 { self.concurrency } else { self.workers.len().max(1) }
+    }
+}
+
+/// One item handed to a worker. Settle it with [`ack`](Delivery::ack) or
+/// [`nack`](Delivery::nack).
+#[derive(Message, Clone)]
+#[rtype(result = "()")]
+pub struct Delivery {
+    /// The item's node name (`qn-<seq>`), unique in its queue.
+    pub id: String,
+    /// The item.
+    pub data: Vec<u8>,
+    /// 1 for the first delivery, then one more per `Nack` before this one.
+    pub attempt: u32,
+    /// The claim's czxid: larger for every later claim of any item of this queue.
+    pub token: FencingToken,
+    settle: Recipient<Settle>,
+}
+
+impl std::fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delivery")
+            .field("id", &self.id)
+            .field("bytes", &self.data.len())
+            .field("attempt", &self.attempt)
+            .field("token", &self.token)
+            .finish()
+    }
+}
+
+impl Delivery {
+    /// Done: remove the item. Fails with [`QueueError::Revoked`] / [`QueueError::ClaimLost`] if
+    /// this consumer no longer holds it (nothing is then removed).
+    pub fn ack(&self) -> impl Future<Output = Result<(), QueueError>> + 'static {
+        self.settle(Outcome::Ack)
+    }
+
+    /// Failed: deliver again later (or dead-letter it after `max_attempts`).
+    pub fn nack(&self) -> impl Future<Output = Result<(), QueueError>> + 'static {
+        self.settle(Outcome::Nack)
+    }
+
+    fn settle(&self, outcome: Outcome) -> impl Future<Output = Result<(), QueueError>> + 'static {
+        let id = self.id.clone();
+        let sent = self.settle.send(Settle { id: id.clone(), outcome });
+        async move { sent.await.unwrap_or(Err(QueueError::Revoked { id })) }
+    }
+}
+
+/// A delivery no longer counts: its consumer's session ended (the item will be delivered
+/// again), or the consumer stopped. Stop working on it if you can; its ack will fail.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct Revoked {
+    /// The item.
+    pub id: String,
+}
+
+/// How a delivery ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Processed: remove the item.
+    Ack,
+    /// Not processed: deliver again (or dead-letter).
+    Nack,
+}
+
+/// Settle a delivery (what [`Delivery::ack`] and [`Delivery::nack`] send).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<(), QueueError>")]
+pub struct Settle {
+    /// The item.
+    pub id: String,
+    /// Ack or nack.
+    pub outcome: Outcome,
+}
+
+struct InFlight {
+    /// `None` in at-most-once mode (the item is already gone).
+    claim: Option<String>,
+    data: Vec<u8>,
+    version: i32,
+    generation: u64,
+    worker: usize,
+}
+
+/// Consumes one queue; see the [module docs](self) and `docs/recipes/queue.md`.
+pub struct QueueConsumerActor {
+    session: SessionHandle,
+    config: ConsumerConfig,
+    in_flight: HashMap<String, InFlight>,
+    /// Items whose claim (or take) is in flight.
+    claiming: HashSet<String>,
+    /// A listing is in flight; `relist` asks for another one when it returns.
+    listing: bool,
+    relist: bool,
+    generation: u64,
+    next_worker: usize,
+    /// Malformed names already reported (so a foreign node is logged once, not on every listing).
+    reported: HashSet<String>,
+    /// Deliveries revoked by a session's end, so that their late settlement says so.
+    revoked: HashSet<String>,
+    span: tracing::Span,
+}
+
+impl QueueConsumerActor {
+    /// A consumer; start it with `.start()`. It begins once the session is up.
+    pub fn new(session: SessionHandle, config: ConsumerConfig) -> Self {
+        let span = tracing::info_span!("zk.queue", queue = %config.queue, consumer = %config.consumer_id);
+        QueueConsumerActor {
+            session,
+            config,
+            in_flight: HashMap::new(),
+            claiming: HashSet::new(),
+            listing: false,
+            relist: false,
+            generation: 0,
+            next_worker: 0,
+            reported: HashSet::new(),
+            revoked: HashSet::new(),
+            span,
+        }
+    }
+
+    fn item_path(&self, id: &str) -> String {
+        path::join(&self.config.queue, id)
+    }
+
+    fn free(&self) -> usize {
+        self.config.limit().saturating_sub(self.in_flight.len() + self.claiming.len())
+    }
+
+    /// Looks for work: lists the queue (with a watch, so an empty queue costs nothing until an
+    /// item arrives) and claims what fits.
+    fn fill(&mut self, ctx: &mut Context<Self>) {
+        if self.generation == 0 || self.free() == 0 {
+            return;
+        }
+        if self.listing {
+            self.relist = true;
+            return;
+        }
+        self.listing = true;
+        let items = self.session.children_watched(&self.config.queue, ctx.address().recipient());
+        let claims = match self.config.mode {
+            DeliveryMode::AtLeastOnce => Some(self.session.children(&self.config.claims())),
+            DeliveryMode::AtMostOnce => None,
+        };
+        let both = async move {
+            let claims = match claims {
+                Some(claims) => claims.await.map(|c| c.names),
+                None => Ok(Vec::new()),
+            };
+            (items.await, claims)
+        };
+        ctx.spawn(both.into_actor(self).map(|(items, claims), act, ctx| {
+            act.listing = false;
+            match items {
+                Ok(children) => {
+                    let claimed: HashSet<String> = claims.unwrap_or_default().into_iter().collect();
+                    act.report_strays(&children.names);
+                    act.claim_some(items_in_order(children.names), claimed, ctx);
+                }
+                Err(Error::NoNode { .. }) => {
+                    // No queue yet: create it so that the watch has something to watch.
+                    let ensure = act.session.ensure_path(&act.config.queue);
+                    ctx.spawn(ensure.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
+                    return;
+                }
+                Err(err) => {
+                    debug!(parent: &act.span, error = %err, "listing failed; retrying");
+                    ctx.run_later(RETRY_DELAY, |act, ctx| act.fill(ctx));
+                }
+            }
+            if std::mem::take(&mut act.relist) {
+                act.fill(ctx);
+            }
+        }));
+    }
+
+    /// Foreign nodes in the queue directory are reported once and skipped.
+    fn report_strays(&mut self, names: &[String]) {
+        for name in names {
+            let item = name.starts_with(super::ITEM_PREFIX) && path::sequence(name).is_some();
+            if !item && name != "claims" && self.reported.insert(name.clone()) {
+                warn!(parent: &self.span, node = %name, "not a queue item (expected qn-<10 digits>); skipping it");
+            }
+        }
+    }
+
+    fn claim_some(&mut self, items: Vec<String>, claimed: HashSet<String>, ctx: &mut Context<Self>) {
+        let mut held_elsewhere = false;
+        for id in items {
+            if self.free() == 0 {
+                break;
+            }
+            if self.in_flight.contains_key(&id) || self.claiming.contains(&id) {
+                continue;
+            }
+            if claimed.contains(&id) {
+                held_elsewhere = true;
+                continue;
+            }
+            self.claim(id, ctx);
+        }
+        if held_elsewhere && self.free() > 0 {
+            // Items held by other consumers come back when their claims go: watch the claims.
+            let watch = self.session.children_watched(&self.config.claims(), ctx.address().recipient());
+            ctx.spawn(watch.into_actor(self).map(|_, _, _| ()));
+        }
+    }
+
+    fn claim(&mut self, id: String, ctx: &mut Context<Self>) {
+        self.claiming.insert(id.clone());
+        let item = self.item_path(&id);
+        let generation = self.generation;
+        match self.config.mode {
+            DeliveryMode::AtLeastOnce => {
+                // Claim and read in one round trip: the session sends both before either returns.
+                let claim_path = path::join(&self.config.claims(), &id);
+                let create = self.session.create(&claim_path, self.config.consumer_id.clone(), CreateMode::Ephemeral);
+                let read = self.session.get_data(&item);
+                let both = async move { (create.await, read.await) };
+                ctx.spawn(both.into_actor(self).map(move |(created, read), act, ctx| {
+                    act.claiming.remove(&id);
+                    if act.generation != generation {
+                        return; // the session ended meanwhile; the claim went with it
+                    }
+                    match (created, read) {
+                        (Ok(claim), Ok(node)) => {
+                            act.deliver(id, Some(claim_path), node, FencingToken(claim.stat.czxid), ctx)
+                        }
+                        (Ok(_), Err(_)) => {
+                            // Taken and finished by someone else meanwhile: give the claim back.
+                            let release = act.session.delete(&claim_path, None);
+                            ctx.spawn(release.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
+                        }
+                        (Err(Error::NodeExists { .. }), _) => act.fill(ctx),
+                        (Err(Error::NoNode { .. }), _) => {
+                            let ensure = act.session.ensure_path(&act.config.claims());
+                            ctx.spawn(ensure.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
+                        }
+                        (Err(err), _) => {
+                            debug!(parent: &act.span, %id, error = %err, "claim failed; retrying");
+                            ctx.run_later(RETRY_DELAY, |act, ctx| act.fill(ctx));
+                        }
+                    }
+                }));
+            }
+            DeliveryMode::AtMostOnce => {
+                // Read then delete, back to back: whoever's delete succeeds has the item.
+                let read = self.session.get_data(&item);
+                let take = self.session.delete(&item, None);
+                let both = async move { (read.await, take.await) };
+                ctx.spawn(both.into_actor(self).map(move |(read, taken), act, ctx| {
+                    act.claiming.remove(&id);
+                    match (read, taken) {
+                        (Ok(node), Ok(())) => {
+                            let token = FencingToken(node.stat.mzxid);
+                            act.deliver(id, None, node, token, ctx)
+                        }
+                        (_, Err(err)) if !matches!(err, Error::NoNode { .. }) => {
+                            debug!(parent: &act.span, %id, error = %err, "take failed; retrying");
+                            ctx.run_later(RETRY_DELAY, |act, ctx| act.fill(ctx));
+                        }
+                        _ => act.fill(ctx), // someone else took it
+                    }
+                }));
+            }
+        }
+    }
+
+    fn deliver(
+        &mut self,
+        id: String,
+        claim: Option<String>,
+        node: NodeData,
+        token: FencingToken,
+        ctx: &mut Context<Self>,
+    ) {
+        let workers = self.config.workers.len();
+        let Some(worker) = (0..workers)
+            .map(|i| (self.next_worker + i) % workers)
+            .find(|&w| self.config.workers[w].deliver.connected())
+        else {
+            warn!(parent: &self.span, %id, "no worker is running; giving the item back");
+            self.give_back(id, claim, ctx);
+            return;
+        };
+        self.next_worker = worker + 1;
+        let attempt = u32::try_from(node.stat.version).unwrap_or(0) + 1;
+        debug!(parent: &self.span, %id, attempt, %token, worker, "delivering");
+        let delivery =
+            Delivery { id: id.clone(), data: node.data.clone(), attempt, token, settle: ctx.address().recipient() };
+        self.in_flight.insert(
+            id,
+            InFlight { claim, data: node.data, version: node.stat.version, generation: self.generation, worker },
+        );
+        self.config.workers[worker].deliver.do_send(delivery);
+        self.fill(ctx);
+    }
+
+    /// Releases a claim without counting an attempt.
+    fn give_back(&mut self, id: String, claim: Option<String>, ctx: &mut Context<Self>) {
+        if let Some(claim) = claim {
+            let release = self.session.delete(&claim, None);
+            ctx.spawn(release.into_actor(self).map(|_, _, _| ()));
+        } else {
+            warn!(parent: &self.span, %id, "at-most-once item could not be delivered and is lost");
+        }
+    }
+
+    /// The operations that settle `id` as `outcome`.
+    fn settle_ops(&self, id: &str, flight: &InFlight, outcome: Outcome) -> Vec<Op> {
+        let Some(claim) = flight.claim.clone() else { return Vec::new() };
+        let item = self.item_path(id);
+        let mut ops = vec![Op::Delete { path: claim, version: None }];
+        let attempt = u32::try_from(flight.version).unwrap_or(0) + 1;
+        match outcome {
+            Outcome::Ack => ops.push(Op::Delete { path: item, version: None }),
+            Outcome::Nack if self.config.max_attempts.is_some_and(|max| attempt >= max) => {
+                if let Some(dead) = &self.config.dead_letter {
+                    ops.push(Op::Create {
+                        path: path::join(dead, id),
+                        data: flight.data.clone(),
+                        mode: CreateMode::Persistent,
+                    });
+                }
+                ops.push(Op::Delete { path: item, version: None });
+            }
+            // Rewriting the same data bumps the version, which counts the attempts.
+            Outcome::Nack => {
+                ops.push(Op::SetData { path: item, data: flight.data.clone(), version: Some(flight.version) })
+            }
+        }
+        ops
+    }
+
+    /// Workers that stopped without settling: their items count as failed attempts.
+    fn sweep_workers(&mut self, ctx: &mut Context<Self>) {
+        let orphaned: Vec<String> = self
+            .in_flight
+            .iter()
+            .filter(|(_, f)| !self.config.workers[f.worker].deliver.connected())
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in orphaned {
+            info!(parent: &self.span, %id, "its worker stopped; the item will be delivered again");
+            let me = ctx.address();
+            ctx.spawn(
+                async move { me.send(Settle { id, outcome: Outcome::Nack }).await }.into_actor(self).map(|_, _, _| ()),
+            );
+        }
+    }
+
+    fn revoke_all(&mut self) {
+        const REMEMBERED: usize = 10_000;
+        if self.revoked.len() > REMEMBERED {
+            self.revoked.clear();
+        }
+        for (id, flight) in self.in_flight.drain() {
+            self.revoked.insert(id.clone());
+            self.config.workers[flight.worker].revoke.do_send(Revoked { id });
+        }
+        self.claiming.clear();
+        self.listing = false;
+    }
+}
+
+impl Actor for QueueConsumerActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(1024);
+        self.session.subscribe(ctx.address().recipient());
+        ctx.run_interval(WORKER_SWEEP, |act, ctx| act.sweep_workers(ctx));
+        if let Some(dead) = self.config.dead_letter.clone() {
+            let ensure = self.session.ensure_path(&dead);
+            ctx.spawn(ensure.into_actor(self).map(|ensured, act, _| {
+                if let Err(error) = ensured {
+                    warn!(parent: &act.span, %error, "cannot create the dead-letter path");
+                }
+            }));
+        }
+    }
+
+    fn stopped(&mut self, _: &mut Self::Context) {
+        // Give claimed items back at once rather than when the session ends.
+        for (id, flight) in self.in_flight.drain() {
+            if let Some(claim) = flight.claim {
+                let _ = self.session.delete(&claim, None);
+            }
+            self.config.workers[flight.worker].revoke.do_send(Revoked { id });
+        }
+    }
+}
+
+impl Handler<Settle> for QueueConsumerActor {
+    type Result = ResponseActFuture<Self, Result<(), QueueError>>;
+
+    fn handle(&mut self, msg: Settle, _: &mut Context<Self>) -> Self::Result {
+        let Settle { id, outcome } = msg;
+        let Some(flight) = self.in_flight.get(&id) else {
+            let error =
+                if self.revoked.remove(&id) { QueueError::Revoked { id } } else { QueueError::UnknownDelivery { id } };
+            return Box::pin(actix::fut::ready(Err(error)));
+        };
+        if flight.generation != self.generation {
+            self.in_flight.remove(&id);
+            return Box::pin(actix::fut::ready(Err(QueueError::Revoked { id })));
+        }
+        let ops = self.settle_ops(&id, flight, outcome);
+        if ops.is_empty() {
+            // At-most-once: the item left the queue before it was delivered.
+            self.in_flight.remove(&id);
+            return Box::pin(actix::fut::ready(Ok(())).map(|r, act: &mut Self, ctx| {
+                act.fill(ctx);
+                r
+            }));
+        }
+        let claim = flight.claim.clone().unwrap_or_default();
+        let settled = settle_until_known(self.session.clone(), ops, claim);
+        Box::pin(settled.into_actor(self).map(move |settled, act, ctx| {
+            let outcome = match settled {
+                Ok(()) => Ok(()),
+                Err(Error::Multi { index: 0, source }) if matches!(*source, Error::NoNode { .. }) => {
+                    Err(QueueError::ClaimLost { id: id.clone() })
+                }
+                Err(Error::SessionLost { .. }) => Err(QueueError::Revoked { id: id.clone() }),
+                Err(err) => Err(QueueError::ZooKeeper(err)),
+            };
+            act.in_flight.remove(&id);
+            act.fill(ctx);
+            outcome
+        }))
+    }
+}
+
+/// Applies a settlement, riding out connection loss: when the outcome of an attempt is unknown,
+/// our claim tells. Only the settlement (or the end of our session) removes it, so a claim that
+/// is gone means the settlement was applied; one that is still there means try again.
+async fn settle_until_known(session: SessionHandle, ops: Vec<Op>, claim: String) -> Result<(), Error> {
+    loop {
+        match session.multi(ops.clone()).await {
+            Ok(_) => return Ok(()),
+            Err(err) if err.is_connection_problem() && !matches!(err, Error::SessionLost { .. }) => loop {
+                tokio::time::sleep(RETRY_DELAY).await;
+                match session.exists(&claim).await {
+                    Ok(None) => return Ok(()),
+                    Ok(Some(_)) => break,
+                    Err(_) => continue,
+                }
+            },
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+impl Handler<SessionEvent> for QueueConsumerActor {
+    type Result = ();
+
+    fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
+        match event {
+            SessionEvent::Connected { generation, .. } => {
+                self.generation = generation;
+                self.fill(ctx);
+            }
+            SessionEvent::Expired { .. } => {
+                warn!(parent: &self.span, in_flight = self.in_flight.len(), "session expired; revoking deliveries");
+                self.revoke_all();
+            }
+            // Events may have been missed while away: look again.
+            SessionEvent::Reconnected { .. } => self.fill(ctx),
+            _ => {}
+        }
+    }
+}
+
+impl Handler<WatchEvent> for QueueConsumerActor {
+    type Result = ();
+
+    fn handle(&mut self, event: WatchEvent, ctx: &mut Context<Self>) {
+        if event.kind != WatchEventKind::DataChanged {
+            self.fill(ctx);
+        }
+    }
+}

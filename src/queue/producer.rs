@@ -1,0 +1,218 @@
+//! [`Queue`]: put items, and the official recipe's `peek` / `element` / `remove` / `take`.
+//!
+//! Owns: the item layout (`<queue>/qn-<seq>`, persistent sequential, data = the item) and the
+//! plain-async producer API. Does not own consuming with claims and workers: see
+//! [`QueueConsumerActor`](super::QueueConsumerActor).
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use futures::channel::oneshot;
+
+use super::QueueError;
+use crate::error::Error;
+use crate::path;
+use crate::session::requests::{CreateMode, Op, OpResult};
+use crate::session::{SessionHandle, WatchEvent};
+
+/// The name prefix of items: the same as ZooKeeper's own `DistributedQueue` recipe and Curator's
+/// `SimpleDistributedQueue`, so either can read (and write) this queue.
+pub const ITEM_PREFIX: &str = "qn-";
+
+/// Items of `names` in queue order (by sequence number), skipping names that are not items.
+pub(crate) fn items_in_order(names: Vec<String>) -> Vec<String> {
+    let mut items: Vec<String> =
+        names.into_iter().filter(|n| n.starts_with(ITEM_PREFIX) && path::sequence(n).is_some()).collect();
+    path::sort_by_sequence(&mut items);
+    items
+}
+
+/// A distributed FIFO queue at one path; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Queue {
+    session: SessionHandle,
+    path: String,
+}
+
+impl Queue {
+    /// The queue at `path` (created on the first `put`).
+    pub fn new(session: SessionHandle, path: impl Into<String>) -> Self {
+        Queue { session, path: path.into() }
+    }
+
+    /// The queue's path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    fn item_prefix(&self) -> String {
+        path::join(&self.path, ITEM_PREFIX)
+    }
+
+    /// Appends an item; returns its node name (`qn-<seq>`). Over the size limit: a typed error,
+    /// nothing written.
+    pub async fn put(&self, data: impl Into<Vec<u8>>) -> Result<String, QueueError> {
+        let data = data.into();
+        loop {
+            match self.session.create(&self.item_prefix(), data.clone(), CreateMode::PersistentSequential).await {
+                Ok(created) => return Ok(path::name(&created.path).to_string()),
+                Err(Error::NoNode { .. }) => self.session.ensure_path(&self.path).await?,
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+
+    /// Appends all `items` atomically (one `multi`): all are enqueued, in order, or none.
+    pub async fn put_all(&self, items: Vec<Vec<u8>>) -> Result<Vec<String>, QueueError> {
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ops: Vec<Op> = items
+            .into_iter()
+            .map(|data| Op::Create { path: self.item_prefix(), data, mode: CreateMode::PersistentSequential })
+            .collect();
+        loop {
+            match self.session.multi(ops.clone()).await {
+                Ok(results) => {
+                    return Ok(results
+                        .into_iter()
+                        .filter_map(|r| match r {
+                            OpResult::Created { path: p, .. } => Some(path::name(&p).to_string()),
+                            _ => None,
+                        })
+                        .collect());
+                }
+                Err(Error::Multi { source, .. }) if matches!(*source, Error::NoNode { .. }) => {
+                    self.session.ensure_path(&self.path).await?
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+
+    /// The head item's data without removing it; `None` when empty (the recipe's `peek`).
+    pub async fn peek(&self) -> Result<Option<Vec<u8>>, QueueError> {
+        loop {
+            let Some(head) = self.items().await?.into_iter().next() else { return Ok(None) };
+            match self.session.get_data(&path::join(&self.path, &head)).await {
+                Ok(node) => return Ok(Some(node.data)),
+                Err(Error::NoNode { .. }) => continue, // taken meanwhile: look again
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+
+    /// Like [`peek`](Self::peek), but an empty queue is an error (the recipe's `element`).
+    pub async fn element(&self) -> Result<Vec<u8>, QueueError> {
+        self.peek().await?.ok_or_else(|| QueueError::Empty { queue: self.path.clone() })
+    }
+
+    /// Removes and returns the head item; `None` when empty (the recipe's `poll`).
+    pub async fn poll(&self) -> Result<Option<Vec<u8>>, QueueError> {
+        loop {
+            let items = self.items().await?;
+            if items.is_empty() {
+                return Ok(None);
+            }
+            for name in items {
+                if let Some(data) = self.try_take(&name).await? {
+                    return Ok(Some(data));
+                }
+            }
+        }
+    }
+
+    /// Like [`poll`](Self::poll), but an empty queue is an error (the recipe's `remove`).
+    pub async fn remove(&self) -> Result<Vec<u8>, QueueError> {
+        self.poll().await?.ok_or_else(|| QueueError::Empty { queue: self.path.clone() })
+    }
+
+    /// Removes and returns the head item, waiting (with a watch, not polling) until there is one,
+    /// at most `timeout` (the recipe's blocking `take`).
+    pub async fn take(&self, timeout: Option<Duration>) -> Result<Vec<u8>, QueueError> {
+        let wait = async {
+            loop {
+                let (changed, watcher) = ChildrenWatch::start();
+                let listing = self.session.children_watched(&self.path, watcher).await;
+                let names = match listing {
+                    Ok(children) => items_in_order(children.names),
+                    Err(Error::NoNode { .. }) => {
+                        self.session.ensure_path(&self.path).await?;
+                        continue;
+                    }
+                    Err(err) => return Err(err.into()),
+                };
+                for name in names {
+                    if let Some(data) = self.try_take(&name).await? {
+                        return Ok(data);
+                    }
+                }
+                let _ = changed.await;
+            }
+        };
+        match timeout {
+            None => wait.await,
+            Some(after) => tokio::time::timeout(after, wait)
+                .await
+                .unwrap_or_else(|_| Err(QueueError::Empty { queue: self.path.clone() })),
+        }
+    }
+
+    /// Number of items now.
+    pub async fn len(&self) -> Result<usize, QueueError> {
+        Ok(self.items().await?.len())
+    }
+
+    /// True when no item is queued now.
+    pub async fn is_empty(&self) -> Result<bool, QueueError> {
+        Ok(self.len().await? == 0)
+    }
+
+    async fn items(&self) -> Result<Vec<String>, QueueError> {
+        match self.session.children(&self.path).await {
+            Ok(children) => Ok(items_in_order(children.names)),
+            Err(Error::NoNode { .. }) => Ok(Vec::new()),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// Reads and deletes one item at its read version: `None` when someone else took it first.
+    async fn try_take(&self, name: &str) -> Result<Option<Vec<u8>>, QueueError> {
+        let item = path::join(&self.path, name);
+        let node = match self.session.get_data(&item).await {
+            Ok(node) => node,
+            Err(Error::NoNode { .. }) => return Ok(None),
+            Err(err) => return Err(err.into()),
+        };
+        match self.session.delete(&item, Some(node.stat.version)).await {
+            Ok(()) => Ok(Some(node.data)),
+            Err(Error::NoNode { .. } | Error::BadVersion { .. }) => Ok(None),
+            Err(err) => Err(err.into()),
+        }
+    }
+}
+
+/// A one-shot children watch for plain async code: resolves once the children change.
+struct ChildrenWatch(Option<oneshot::Sender<()>>);
+
+impl ChildrenWatch {
+    fn start() -> (oneshot::Receiver<()>, Recipient<WatchEvent>) {
+        let (tx, rx) = oneshot::channel();
+        (rx, ChildrenWatch(Some(tx)).start().recipient())
+    }
+}
+
+impl Actor for ChildrenWatch {
+    type Context = Context<Self>;
+}
+
+impl Handler<WatchEvent> for ChildrenWatch {
+    type Result = ();
+
+    fn handle(&mut self, _: WatchEvent, ctx: &mut Context<Self>) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+        ctx.stop();
+    }
+}

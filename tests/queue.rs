@@ -1,0 +1,357 @@
+//! The distributed queue against a real ZooKeeper: nothing lost, nothing done twice in normal
+//! operation, redelivery after a consumer's session ends, dead letters, backpressure, faults.
+#![cfg(feature = "testkit")]
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use actix_zookeeper::prelude::*;
+use actix_zookeeper::queue::*;
+use actix_zookeeper::testkit::{TestZooKeeper, ZkServer, expire_session, unique_root};
+use common::*;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// What the workers saw, shared by a test's workers.
+#[derive(Clone, Default)]
+struct Ledger {
+    /// Deliveries per item data.
+    seen: Arc<Mutex<HashMap<Vec<u8>, Vec<u32>>>>,
+    acked: Arc<AtomicUsize>,
+    running: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+    revoked: Arc<Mutex<Vec<String>>>,
+    held: Arc<Mutex<Vec<Delivery>>>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Behaviour {
+    Ack,
+    AckAfter(Duration),
+    Nack,
+    /// Keeps the first `n` deliveries unsettled (to be acked later by the test), acks the rest.
+    Hold(usize),
+}
+
+struct TestWorker {
+    ledger: Ledger,
+    behaviour: Behaviour,
+}
+
+impl Actor for TestWorker {
+    type Context = Context<Self>;
+}
+
+impl Handler<Delivery> for TestWorker {
+    type Result = ();
+
+    fn handle(&mut self, delivery: Delivery, ctx: &mut Context<Self>) {
+        self.ledger.seen.lock().expect("ledger").entry(delivery.data.clone()).or_default().push(delivery.attempt);
+        let now = self.ledger.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.ledger.most.fetch_max(now, Ordering::SeqCst);
+        let ledger = self.ledger.clone();
+        let delay = match self.behaviour {
+            Behaviour::Hold(n) => {
+                let mut held = ledger.held.lock().expect("held");
+                if held.len() < n {
+                    held.push(delivery);
+                    return;
+                }
+                Duration::ZERO
+            }
+            Behaviour::AckAfter(d) => d,
+            _ => Duration::ZERO,
+        };
+        let nack = self.behaviour == Behaviour::Nack;
+        ctx.spawn(
+            async move {
+                if !delay.is_zero() {
+                    actix_rt::time::sleep(delay).await;
+                }
+                ledger.running.fetch_sub(1, Ordering::SeqCst);
+                let settled = if nack { delivery.nack().await } else { delivery.ack().await };
+                if settled.is_ok() && !nack {
+                    ledger.acked.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+            .into_actor(self),
+        );
+    }
+}
+
+impl Handler<Revoked> for TestWorker {
+    type Result = ();
+    fn handle(&mut self, msg: Revoked, _: &mut Context<Self>) {
+        self.ledger.revoked.lock().expect("revoked").push(msg.id);
+    }
+}
+
+fn workers(config: ConsumerConfig, n: usize, ledger: &Ledger, behaviour: Behaviour) -> ConsumerConfig {
+    let ledger = ledger.clone();
+    config.with_workers(n, move |_| TestWorker { ledger: ledger.clone(), behaviour })
+}
+
+async fn session_at(connect: &str, root: &str) -> SessionHandle {
+    connected(SessionConfig::new(connect).with_chroot(root).with_session_timeout(Duration::from_secs(4))).await.0
+}
+
+async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what} did not happen within {WAIT:?}");
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn children(s: &SessionHandle, dir: &str) -> Vec<String> {
+    match s.children(dir).await {
+        Ok(c) => c.names,
+        Err(Error::NoNode { .. }) => Vec::new(),
+        Err(e) => panic!("{dir}: {e}"),
+    }
+}
+
+async fn items_left(s: &SessionHandle) -> Vec<String> {
+    children(s, "/q").await.into_iter().filter(|n| n.starts_with(ITEM_PREFIX)).collect()
+}
+
+#[actix_rt::test]
+async fn four_consumers_two_producers_every_item_exactly_once() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("queue");
+    let ledger = Ledger::default();
+    let mut sessions = Vec::new();
+    let mut consumers = Vec::new();
+    for i in 0..4 {
+        let s = session_at(&zk.connect_string(), &root).await;
+        let config = workers(ConsumerConfig::new("/q").with_consumer_id(format!("c{i}")), 2, &ledger, Behaviour::Ack)
+            .with_concurrency(8);
+        consumers.push(QueueConsumerActor::new(s.clone(), config).start());
+        sessions.push(s);
+    }
+    let mut producers = Vec::new();
+    for p in 0..2 {
+        let queue = Queue::new(sessions[p].clone(), "/q");
+        producers.push(actix_rt::spawn(async move {
+            for batch in 0..20 {
+                let items = (0..50).map(|n| format!("p{p}-{}", batch * 50 + n).into_bytes()).collect();
+                queue.put_all(items).await.expect("put_all");
+            }
+        }));
+    }
+    for p in producers {
+        p.await.expect("producer");
+    }
+    wait_until("2000 acks", || ledger.acked.load(Ordering::SeqCst) >= 2000).await;
+    let seen = ledger.seen.lock().expect("ledger").clone();
+    assert_eq!(seen.len(), 2000, "every item was delivered");
+    let twice: Vec<_> = seen.iter().filter(|(_, attempts)| attempts.len() != 1).collect();
+    assert!(twice.is_empty(), "delivered more than once: {twice:?}");
+    for p in 0..2 {
+        for n in 0..1000 {
+            assert!(seen.contains_key(format!("p{p}-{n}").as_bytes()), "p{p}-{n} lost");
+        }
+    }
+    assert!(items_left(&sessions[0]).await.is_empty(), "no item left");
+    assert!(children(&sessions[0], "/q/claims").await.is_empty(), "no claim left");
+    drop(consumers);
+    for s in sessions {
+        s.close().await;
+    }
+}
+
+#[actix_rt::test]
+async fn an_expired_consumers_items_go_to_another_and_its_late_ack_fails() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("queue-expiry");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let (holding, acking) = (Ledger::default(), Ledger::default());
+    let queue = Queue::new(a.clone(), "/q");
+    queue.put_all((0..20).map(|n| format!("item-{n}").into_bytes()).collect()).await.expect("put");
+    let _holder = QueueConsumerActor::new(
+        a.clone(),
+        workers(ConsumerConfig::new("/q").with_consumer_id("a"), 1, &holding, Behaviour::Hold(3)).with_concurrency(3),
+    )
+    .start();
+    wait_until("a holds 3 items", || holding.held.lock().expect("held").len() == 3).await;
+    let _other = QueueConsumerActor::new(
+        b.clone(),
+        workers(ConsumerConfig::new("/q").with_consumer_id("b"), 2, &acking, Behaviour::Ack),
+    )
+    .start();
+
+    let info = a.session().await.expect("session").info;
+    expire_session(&zk.connect_string(), &info).await.expect("expire");
+    wait_until("a's deliveries revoked", || holding.revoked.lock().expect("revoked").len() == 3).await;
+    wait_until("everything done", || holding.acked.load(Ordering::SeqCst) + acking.acked.load(Ordering::SeqCst) >= 20)
+        .await;
+    let held: Vec<Delivery> = holding.held.lock().expect("held").clone();
+    for delivery in &held {
+        let seen_by_b = acking.seen.lock().expect("ledger").contains_key(&delivery.data);
+        let seen_again_by_a = holding.seen.lock().expect("ledger").get(&delivery.data).is_some_and(|v| v.len() > 1);
+        assert!(seen_by_b || seen_again_by_a, "{} was delivered again", delivery.id);
+        let err = delivery.ack().await.unwrap_err();
+        assert!(matches!(err, QueueError::Revoked { .. } | QueueError::ClaimLost { .. }), "{err:?}");
+    }
+    wait_until("queue drained", || true).await;
+    assert!(items_left(&b).await.is_empty(), "nothing lost, nothing left");
+    a.close().await;
+    b.close().await;
+}
+
+#[actix_rt::test]
+async fn nacked_items_are_retried_then_dead_lettered() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("queue-dlq");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let ledger = Ledger::default();
+    Queue::new(s.clone(), "/q").put_all(vec![b"poison-1".to_vec(), b"poison-2".to_vec()]).await.expect("put");
+    let _consumer = QueueConsumerActor::new(
+        s.clone(),
+        workers(ConsumerConfig::new("/q"), 1, &ledger, Behaviour::Nack).with_max_attempts(3).with_dead_letter("/dlq"),
+    )
+    .start();
+    let deadline = Instant::now() + WAIT;
+    while children(&s, "/dlq").await.len() < 2 {
+        assert!(Instant::now() < deadline, "items never reached the dead-letter path");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    let seen = ledger.seen.lock().expect("ledger").clone();
+    for item in [b"poison-1".to_vec(), b"poison-2".to_vec()] {
+        assert_eq!(seen[&item], vec![1, 2, 3], "three attempts, numbered");
+    }
+    let dead = children(&s, "/dlq").await;
+    let data = s.get_data(&format!("/dlq/{}", dead[0])).await.expect("dead letter").data;
+    assert!(data.starts_with(b"poison-"), "the dead letter keeps the item's data");
+    assert!(items_left(&s).await.is_empty());
+    s.close().await;
+}
+
+#[actix_rt::test]
+async fn never_more_deliveries_in_flight_than_the_concurrency() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("queue-concurrency");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let ledger = Ledger::default();
+    Queue::new(s.clone(), "/q").put_all((0..30).map(|n| vec![n]).collect()).await.expect("put");
+    let _consumer = QueueConsumerActor::new(
+        s.clone(),
+        workers(ConsumerConfig::new("/q"), 5, &ledger, Behaviour::AckAfter(Duration::from_millis(30)))
+            .with_concurrency(3),
+    )
+    .start();
+    wait_until("30 acks", || ledger.acked.load(Ordering::SeqCst) == 30).await;
+    assert_eq!(ledger.most.load(Ordering::SeqCst), 3, "at most 3 in flight, and the limit is used");
+    s.close().await;
+}
+
+#[actix_rt::test]
+async fn a_server_restart_mid_run_loses_nothing_and_leaves_no_claim() {
+    init_tracing();
+    let mut server = ZkServer::start().expect("ZooKeeper");
+    let root = unique_root("queue-restart");
+    let cfg =
+        SessionConfig::new(server.connect_string()).with_chroot(root).with_session_timeout(Duration::from_secs(10));
+    let (s, _) = connected(cfg).await;
+    let ledger = Ledger::default();
+    let queue = Queue::new(s.clone(), "/q");
+    queue.put_all((0..300u32).map(|n| n.to_be_bytes().to_vec()).collect()).await.expect("put");
+    let _consumer = QueueConsumerActor::new(
+        s.clone(),
+        workers(ConsumerConfig::new("/q"), 4, &ledger, Behaviour::AckAfter(Duration::from_millis(2))),
+    )
+    .start();
+    wait_until("some progress", || ledger.acked.load(Ordering::SeqCst) >= 50).await;
+    server.stop().expect("stop");
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    server.restart().expect("restart");
+    let deadline = Instant::now() + WAIT;
+    while !items_left(&s).await.is_empty() {
+        assert!(Instant::now() < deadline, "items left after the restart");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    let seen = ledger.seen.lock().expect("ledger").clone();
+    for n in 0..300u32 {
+        assert!(seen.contains_key(&n.to_be_bytes().to_vec()), "item {n} lost");
+    }
+    let deadline = Instant::now() + WAIT;
+    while !children(&s, "/q/claims").await.is_empty() {
+        assert!(Instant::now() < deadline, "orphan claims left");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    s.close().await;
+}
+
+#[actix_rt::test]
+async fn oversize_and_foreign_items_are_reported_not_fatal() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("queue-bad");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let queue = Queue::new(s.clone(), "/q");
+    let err = queue.put(vec![0u8; 2 * 1024 * 1024]).await.unwrap_err();
+    assert!(matches!(err, QueueError::ZooKeeper(Error::DataTooLarge { .. })), "{err:?}");
+    assert_eq!(queue.len().await.expect("len"), 0, "nothing written");
+    let err = queue.put_all(vec![b"ok".to_vec(), vec![0u8; 2 * 1024 * 1024]]).await.unwrap_err();
+    assert!(matches!(err, QueueError::ZooKeeper(Error::Multi { index: 1, .. })), "{err:?}");
+    assert_eq!(queue.len().await.expect("len"), 0, "put_all is all or nothing");
+
+    // Nodes a foreign client left in the queue directory are skipped, and work goes on.
+    s.ensure_path("/q").await.expect("queue");
+    s.create("/q/foreign", "?", CreateMode::Persistent).await.expect("foreign node");
+    s.create("/q/qn-garbage", "?", CreateMode::Persistent).await.expect("malformed name");
+    queue.put("real").await.expect("put");
+    let ledger = Ledger::default();
+    let _consumer =
+        QueueConsumerActor::new(s.clone(), workers(ConsumerConfig::new("/q"), 1, &ledger, Behaviour::Ack)).start();
+    wait_until("the real item", || ledger.acked.load(Ordering::SeqCst) == 1).await;
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(ledger.seen.lock().expect("ledger").len(), 1, "foreign nodes are not delivered");
+    let mut left = children(&s, "/q").await;
+    left.sort();
+    assert_eq!(left, ["claims", "foreign", "qn-garbage"]);
+    s.close().await;
+}
+
+#[actix_rt::test]
+async fn the_official_recipe_api() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("queue-api");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let queue = Queue::new(s.clone(), "/q");
+    assert_eq!(queue.peek().await.expect("peek"), None);
+    assert!(matches!(queue.element().await, Err(QueueError::Empty { .. })));
+    assert!(matches!(queue.remove().await, Err(QueueError::Empty { .. })));
+    for item in ["a", "b", "c"] {
+        let name = queue.put(item).await.expect("put");
+        assert!(name.starts_with(ITEM_PREFIX) && name.len() == 13, "{name}");
+    }
+    assert_eq!(queue.peek().await.expect("peek").as_deref(), Some(&b"a"[..]));
+    assert_eq!(queue.element().await.expect("element"), b"a");
+    assert_eq!(queue.poll().await.expect("poll").as_deref(), Some(&b"a"[..]));
+    assert_eq!(queue.remove().await.expect("remove"), b"b");
+    assert_eq!(queue.len().await.expect("len"), 1);
+    assert_eq!(queue.take(None).await.expect("take"), b"c");
+    assert!(matches!(queue.take(Some(Duration::from_millis(200))).await, Err(QueueError::Empty { .. })));
+
+    // A blocked take wakes up on a watch when an item arrives.
+    let waiting = {
+        let queue = queue.clone();
+        actix_rt::spawn(async move { queue.take(Some(WAIT)).await })
+    };
+    actix_rt::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiting.is_finished());
+    queue.put("d").await.expect("put");
+    assert_eq!(bounded("take", waiting).await.expect("task").expect("take"), b"d");
+    s.close().await;
+}
