@@ -556,3 +556,19 @@ async fn an_expired_lease_holder_frees_its_lease_for_a_waiter() {
     a.close().await;
     b.close().await;
 }
+
+#[actix_rt::test]
+async fn a_holder_stopped_right_after_release_leaves_no_node() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("release-stop");
+    let s = session_at(&zk.connect_string(), &root).await;
+    for _ in 0..5 {
+        let lock = LockActor::new(s.clone(), LockConfig::new("/l")).start();
+        lock.send(Acquire::default()).await.expect("actor").expect("acquire");
+        lock.do_send(Release);
+        drop(lock); // the actor stops at once; its release must still happen
+    }
+    wait_until_nodes(&s, "/l", 0).await;
+    s.close().await;
+}

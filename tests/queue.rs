@@ -136,8 +136,8 @@ async fn four_consumers_two_producers_every_item_exactly_once() {
         sessions.push(s);
     }
     let mut producers = Vec::new();
-    for p in 0..2 {
-        let queue = Queue::new(sessions[p].clone(), "/q");
+    for (p, session) in sessions.iter().take(2).enumerate() {
+        let queue = Queue::new(session.clone(), "/q");
         producers.push(actix_rt::spawn(async move {
             for batch in 0..20 {
                 let items = (0..50).map(|n| format!("p{p}-{}", batch * 50 + n).into_bytes()).collect();
@@ -281,7 +281,7 @@ async fn a_server_restart_mid_run_loses_nothing_and_leaves_no_claim() {
     }
     let seen = ledger.seen.lock().expect("ledger").clone();
     for n in 0..300u32 {
-        assert!(seen.contains_key(&n.to_be_bytes().to_vec()), "item {n} lost");
+        assert!(seen.contains_key(n.to_be_bytes().as_slice()), "item {n} lost");
     }
     let deadline = Instant::now() + WAIT;
     while !children(&s, "/q/claims").await.is_empty() {

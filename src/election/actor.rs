@@ -206,13 +206,16 @@ impl ElectionActor {
                 }
                 // The delete is sent now, ahead of anything we send next (a new contender's
                 // create, an observation): the successor's hand-off starts as early as it can.
+                // Detached, so that it completes even when we are stopping (a dropped request is
+                // never handled by the session).
                 let deleted = delete_until_gone(self.session.clone(), node);
                 contender.do_send(Abandon);
-                ctx.spawn(deleted.into_actor(self).map(|outcome, act, _| {
-                    if let Err(error) = outcome {
-                        warn!(parent: &act.span, %error, "could not delete our leader node");
+                let span = self.span.clone();
+                actix::spawn(async move {
+                    if let Err(error) = deleted.await {
+                        warn!(parent: &span, %error, "could not delete our leader node");
                     }
-                }));
+                });
                 Some(token)
             }
         }

@@ -401,16 +401,20 @@ impl Handler<Release> for LockActor {
                 }
                 // The delete is sent now and we are idle at once: a following `Acquire` queues
                 // its create right behind the delete on the session.
+                // Detached, so that the delete completes even if we stop right after (a dropped
+                // request is never handled by the session).
                 let deleted = delete_until_gone(self.session.clone(), grant.node.clone());
                 contender.do_send(Abandon);
-                ctx.spawn(deleted.into_actor(self).map(move |outcome, act, _| {
-                    let outcome = outcome.map_err(LockError::ZooKeeper);
+                let me = ctx.address().downgrade();
+                actix::spawn(async move {
+                    let outcome = deleted.await.map_err(LockError::ZooKeeper);
                     if outcome.is_ok() {
-                        info!(parent: &act.span, node = %grant.node, "lock released");
-                        act.broadcast(LockEvent::Released { node: grant.node });
+                        if let Some(me) = me.upgrade() {
+                            me.do_send(Announce(LockEvent::Released { node: grant.node }));
+                        }
                     }
                     let _ = tx.send(outcome);
-                }));
+                });
             }
         }
         Box::pin(async move { rx.await.unwrap_or(Ok(())) })
@@ -475,5 +479,21 @@ impl Handler<Subscribe> for LockActor {
 
     fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
         self.subscribers.push(msg.recipient);
+    }
+}
+
+/// An event to tell subscribers from outside the actor's context (a detached task).
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Announce(LockEvent);
+
+impl Handler<Announce> for LockActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Announce, _: &mut Context<Self>) {
+        if let LockEvent::Released { node } = &msg.0 {
+            info!(parent: &self.span, %node, "lock released");
+        }
+        self.broadcast(msg.0);
     }
 }

@@ -24,8 +24,8 @@ use super::QueueError;
 use super::producer::items_in_order;
 use crate::error::Error;
 use crate::path;
-use crate::recipe::FencingToken;
 use crate::recipe::naming::default_participant_id;
+use crate::recipe::{FencingToken, delete_until_gone};
 use crate::session::requests::{CreateMode, NodeData, Op};
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
@@ -534,7 +534,9 @@ impl Actor for QueueConsumerActor {
         // Give claimed items back at once rather than when the session ends.
         for (id, flight) in self.in_flight.drain() {
             if let Some(claim) = flight.claim {
-                let _ = self.session.delete(&claim, None);
+                // Detached: futures of a stopped actor are dropped, and a dropped request is
+                // never handled by the session.
+                actix::spawn(delete_until_gone(self.session.clone(), claim));
             }
             self.config.workers[flight.worker].revoke.do_send(Revoked { id });
         }
