@@ -355,3 +355,33 @@ async fn the_official_recipe_api() {
     assert_eq!(bounded("take", waiting).await.expect("task").expect("take"), b"d");
     s.close().await;
 }
+
+#[actix_rt::test]
+async fn at_most_once_consumers_never_deliver_twice() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("queue-amo");
+    let ledger = Ledger::default();
+    let mut sessions = Vec::new();
+    let mut consumers = Vec::new();
+    for _ in 0..2 {
+        let s = session_at(&zk.connect_string(), &root).await;
+        let config = workers(ConsumerConfig::new("/q").with_mode(DeliveryMode::AtMostOnce), 2, &ledger, Behaviour::Ack);
+        consumers.push(QueueConsumerActor::new(s.clone(), config).start());
+        sessions.push(s);
+    }
+    Queue::new(sessions[0].clone(), "/q")
+        .put_all((0..200u32).map(|n| n.to_be_bytes().to_vec()).collect())
+        .await
+        .expect("put");
+    wait_until("200 deliveries", || ledger.acked.load(Ordering::SeqCst) >= 200).await;
+    let seen = ledger.seen.lock().expect("ledger").clone();
+    assert_eq!(seen.len(), 200);
+    assert!(seen.values().all(|attempts| attempts.len() == 1), "delivered twice");
+    assert!(items_left(&sessions[0]).await.is_empty());
+    assert!(children(&sessions[0], "/q/claims").await.is_empty(), "at-most-once needs no claims");
+    drop(consumers);
+    for s in sessions {
+        s.close().await;
+    }
+}
