@@ -200,7 +200,6 @@ async fn an_expired_consumers_items_go_to_another_and_its_late_ack_fails() {
         let err = delivery.ack().await.unwrap_err();
         assert!(matches!(err, QueueError::Revoked { .. } | QueueError::ClaimLost { .. }), "{err:?}");
     }
-    wait_until("queue drained", || true).await;
     assert!(items_left(&b).await.is_empty(), "nothing lost, nothing left");
     a.close().await;
     b.close().await;
@@ -384,4 +383,27 @@ async fn at_most_once_consumers_never_deliver_twice() {
     for s in sessions {
         s.close().await;
     }
+}
+
+#[actix_rt::test]
+async fn a_stopped_consumer_gives_its_items_back_at_once() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("queue-stop");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let (holding, acking) = (Ledger::default(), Ledger::default());
+    Queue::new(s.clone(), "/q").put_all((0..5u8).map(|n| vec![n]).collect()).await.expect("put");
+    let holder = QueueConsumerActor::new(
+        s.clone(),
+        workers(ConsumerConfig::new("/q"), 1, &holding, Behaviour::Hold(2)).with_concurrency(2),
+    )
+    .start();
+    wait_until("two items held", || holding.held.lock().expect("held").len() == 2).await;
+    holder.do_send(Stop);
+    wait_until("revoked", || holding.revoked.lock().expect("revoked").len() == 2).await;
+    let _other =
+        QueueConsumerActor::new(s.clone(), workers(ConsumerConfig::new("/q"), 2, &acking, Behaviour::Ack)).start();
+    wait_until("all five done by the other consumer", || acking.acked.load(Ordering::SeqCst) == 5).await;
+    assert!(items_left(&s).await.is_empty());
+    s.close().await;
 }

@@ -202,6 +202,20 @@ pub struct Revoked {
     pub id: String,
 }
 
+/// Stop consuming: claimed items go back to the queue at once, workers get [`Revoked`].
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct Stop;
+
+impl Handler<Stop> for QueueConsumerActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
+        info!(parent: &self.span, in_flight = self.in_flight.len(), "stopping");
+        ctx.stop();
+    }
+}
+
 /// How a delivery ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -230,7 +244,10 @@ struct InFlight {
     worker: usize,
 }
 
-/// Consumes one queue; see the [module docs](self) and `docs/recipes/queue.md`.
+/// Consumes one queue and feeds a pool of workers; see `docs/recipes/queue.md`.
+///
+/// It runs until sent [`Stop`] (or until its System stops): pending watches hold its address,
+/// so dropping yours does not stop it.
 pub struct QueueConsumerActor {
     session: SessionHandle,
     config: ConsumerConfig,

@@ -8,7 +8,9 @@
 mod consumer;
 mod producer;
 
-pub use consumer::{ConsumerConfig, Delivery, DeliveryMode, Outcome, QueueConsumerActor, Revoked, Settle, Worker};
+pub use consumer::{
+    ConsumerConfig, Delivery, DeliveryMode, Outcome, QueueConsumerActor, Revoked, Settle, Stop, Worker,
+};
 pub use producer::{ITEM_PREFIX, Queue};
 
 use crate::error::Error;
