@@ -1,7 +1,7 @@
-//! Lock and leader election benchmark against a real ZooKeeper server (see `docs/performance.md`).
+//! Lock, leader election and queue benchmark against a real ZooKeeper server (see `docs/performance.md`).
 //!
 //! ```text
-//! cargo bench --features testkit --bench recipes -- [W1|W2|W3|all]
+//! cargo bench --features testkit --bench recipes -- [W1|W2|W3|W4|all]
 //! ```
 //!
 //! - **W1**: one session, one [`LockActor`], 500 warm-up then 2000 × (acquire; release), once with
@@ -11,6 +11,12 @@
 //! - **W3**: leader election hand-off: 3 [`ElectionActor`]s on 3 sessions; the leader resigns
 //!   (`Resign { requeue: true }`) 5 warm-up then 50 measured times, each timed from just before
 //!   the `Resign` is sent to the next leader's `LeadershipAcquired` reaching its subscriber.
+//! - **W4**: distributed queue: one producer session puts 5000 items of 100 bytes (`put_all`,
+//!   100 per call) while 4 [`QueueConsumerActor`]s on 4 sessions consume them (4 workers each,
+//!   128 in flight per consumer; `W4_WORKERS`, `W4_CONCURRENCY`, `W4_BATCH` override these), once
+//!   at-least-once and once at-most-once, each on a fresh queue. Timed from the first put to the
+//!   last item acked (at-least-once) or delivered (at-most-once); every item carries its index,
+//!   so duplicates and losses are counted.
 //!
 //! Each workload also measures raw `zookeeper_client` round trips (ephemeral create, delete,
 //! `exists`) in the same run, as the yardstick; W3 also measures the raw floor of a hand-off (one
@@ -18,13 +24,14 @@
 //! per result goes to stdout; progress goes to stderr. With `ZK=host:port` set, that server is
 //! used instead of starting one.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use actix::{Actor, Addr, Context, Handler};
+use actix::{Actor, Addr, AsyncContext, Context, Handler, WrapFuture};
 use actix_zookeeper::election::{ElectionActor, ElectionConfig, ElectionEvent, FencingToken, Resign, Subscribe};
 use actix_zookeeper::lock::{Acquire, LockActor, LockConfig, Release};
+use actix_zookeeper::queue::{ConsumerConfig, Delivery, DeliveryMode, ITEM_PREFIX, Queue, QueueConsumerActor, Revoked};
 use actix_zookeeper::testkit::{self, ServerOptions, ZkServer};
 use actix_zookeeper::{SessionConfig, SessionHandle};
 
@@ -41,6 +48,21 @@ const W3_ROUNDS: usize = 50;
 const W3_SETTLE: Duration = Duration::from_millis(20);
 /// A hand-off that takes longer than this is a bug, not a slow run.
 const W3_TIMEOUT: Duration = Duration::from_secs(10);
+const W4_ITEMS: usize = 5000;
+const W4_ITEM_BYTES: usize = 100;
+const W4_BATCH: usize = 100;
+const W4_CONSUMERS: usize = 4;
+const W4_WORKERS: usize = 4;
+/// In flight per consumer: the best at-least-once setting of 8, 16, 32, 64, 128 and 256 tried
+/// (see `docs/performance.md`).
+const W4_CONCURRENCY: usize = 128;
+/// Pause after starting the consumers, so that they have listed the empty queue and wait on
+/// its watch when the clock starts.
+const W4_SETTLE: Duration = Duration::from_millis(300);
+/// After the last item is done: time for a late duplicate to show up.
+const W4_LINGER: Duration = Duration::from_millis(500);
+/// A run that takes longer than this is a bug, not a slow run.
+const W4_TIMEOUT: Duration = Duration::from_secs(120);
 const RAW_HANDOFF_WARMUP: usize = 50;
 const RAW_HANDOFF_OPS: usize = 300;
 const RAW_WARMUP: usize = 200;
@@ -52,6 +74,7 @@ enum Workload {
     W1,
     W2,
     W3,
+    W4,
     All,
 }
 
@@ -116,12 +139,17 @@ fn main() {
         if workload.runs(Workload::W3) {
             println!("{}", w3(&connect).await);
         }
+        if workload.runs(Workload::W4) {
+            for line in w4(&connect).await {
+                println!("{line}");
+            }
+        }
     });
 
     drop(server);
 }
 
-/// `W1`, `W2`, `W3` or `all` (default); cargo's own flags (`--bench`, ...) are ignored.
+/// `W1`, `W2`, `W3`, `W4` or `all` (default); cargo's own flags (`--bench`, ...) are ignored.
 fn parse_workload() -> Workload {
     let mut workload = Workload::All;
     for arg in std::env::args().skip(1) {
@@ -132,9 +160,10 @@ fn parse_workload() -> Workload {
             "w1" => Workload::W1,
             "w2" => Workload::W2,
             "w3" => Workload::W3,
+            "w4" => Workload::W4,
             "all" => Workload::All,
             other => {
-                eprintln!("unknown workload {other:?}; expected W1, W2, W3 or all");
+                eprintln!("unknown workload {other:?}; expected W1, W2, W3, W4 or all");
                 std::process::exit(2);
             }
         };
@@ -542,4 +571,248 @@ async fn w3(connect: &str) -> String {
         terms.violations,
         raw.rtt_p50,
     )
+}
+
+// ---- W4 -----------------------------------------------------------------------------------------
+
+/// What the W4 workers saw, shared by all workers of one run.
+struct W4Ledger {
+    mode: DeliveryMode,
+    /// Deliveries per item index.
+    deliveries: Mutex<Vec<u32>>,
+    /// Per item index: acked (at-least-once) or delivered (at-most-once).
+    done: Mutex<Vec<bool>>,
+    done_count: AtomicUsize,
+    /// When the last item was done.
+    finished: Mutex<Option<Instant>>,
+    all_done: tokio::sync::Notify,
+    ack_errors: AtomicUsize,
+    revoked: AtomicUsize,
+    malformed: AtomicUsize,
+}
+
+impl W4Ledger {
+    fn new(mode: DeliveryMode) -> Self {
+        W4Ledger {
+            mode,
+            deliveries: Mutex::new(vec![0; W4_ITEMS]),
+            done: Mutex::new(vec![false; W4_ITEMS]),
+            done_count: AtomicUsize::new(0),
+            finished: Mutex::new(None),
+            all_done: tokio::sync::Notify::new(),
+            ack_errors: AtomicUsize::new(0),
+            revoked: AtomicUsize::new(0),
+            malformed: AtomicUsize::new(0),
+        }
+    }
+
+    fn delivered(&self, index: usize) {
+        self.deliveries.lock().expect("ledger")[index] += 1;
+    }
+
+    fn complete(&self, index: usize) {
+        let first = !std::mem::replace(&mut self.done.lock().expect("ledger")[index], true);
+        if first && self.done_count.fetch_add(1, Ordering::SeqCst) + 1 == W4_ITEMS {
+            *self.finished.lock().expect("ledger") = Some(Instant::now());
+            self.all_done.notify_one();
+        }
+    }
+
+    /// (duplicates, lost): deliveries beyond the first of an index; indices never delivered.
+    fn tally(&self) -> (usize, usize) {
+        let deliveries = self.deliveries.lock().expect("ledger");
+        let duplicates = deliveries.iter().map(|&n| n.saturating_sub(1) as usize).sum();
+        let lost = deliveries.iter().filter(|&&n| n == 0).count();
+        (duplicates, lost)
+    }
+}
+
+/// Item `index` of W4: its index (big-endian `u32`), then filler up to `W4_ITEM_BYTES`.
+fn w4_item(index: usize) -> Vec<u8> {
+    let mut item = vec![b'.'; W4_ITEM_BYTES];
+    item[..4].copy_from_slice(&u32::try_from(index).expect("index fits u32").to_be_bytes());
+    item
+}
+
+fn w4_index(data: &[u8]) -> Option<usize> {
+    let bytes: [u8; 4] = data.get(..4)?.try_into().ok()?;
+    let index = u32::from_be_bytes(bytes) as usize;
+    (index < W4_ITEMS && data.len() == W4_ITEM_BYTES).then_some(index)
+}
+
+/// Records each delivery and acks it at once. In at-most-once mode the item counts as done on
+/// delivery (the ack only frees the in-flight slot); in at-least-once mode when the ack succeeds.
+struct W4Worker {
+    ledger: Arc<W4Ledger>,
+}
+
+impl Actor for W4Worker {
+    type Context = Context<Self>;
+}
+
+impl Handler<Delivery> for W4Worker {
+    type Result = ();
+
+    fn handle(&mut self, delivery: Delivery, ctx: &mut Context<Self>) {
+        let ledger = self.ledger.clone();
+        let Some(index) = w4_index(&delivery.data) else {
+            ledger.malformed.fetch_add(1, Ordering::SeqCst);
+            ctx.spawn(
+                async move {
+                    let _ = delivery.ack().await;
+                }
+                .into_actor(self),
+            );
+            return;
+        };
+        ledger.delivered(index);
+        if ledger.mode == DeliveryMode::AtMostOnce {
+            ledger.complete(index);
+        }
+        ctx.spawn(
+            async move {
+                match delivery.ack().await {
+                    Ok(()) => {
+                        if ledger.mode == DeliveryMode::AtLeastOnce {
+                            ledger.complete(index);
+                        }
+                    }
+                    Err(_) => {
+                        ledger.ack_errors.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            }
+            .into_actor(self),
+        );
+    }
+}
+
+impl Handler<Revoked> for W4Worker {
+    type Result = ();
+
+    fn handle(&mut self, _: Revoked, _: &mut Context<Self>) {
+        self.ledger.revoked.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A `usize` from the environment variable `name`, or `default`.
+fn env_usize(name: &str, default: usize) -> usize {
+    match std::env::var(name) {
+        Ok(value) => value.trim().parse().unwrap_or_else(|_| panic!("{name}={value:?} is not a number")),
+        Err(_) => default,
+    }
+}
+
+/// `zk_packets_received` from the server's `mntr` (the first host of `connect`), if it answers.
+fn packets_received(connect: &str) -> Option<u64> {
+    let host = connect.split(',').next()?.split('/').next()?;
+    let mntr = testkit::mntr(host).ok()?;
+    mntr.lines().find_map(|line| line.strip_prefix("zk_packets_received")?.trim().parse().ok())
+}
+
+fn mode_name(mode: DeliveryMode) -> &'static str {
+    match mode {
+        DeliveryMode::AtLeastOnce => "at_least_once",
+        DeliveryMode::AtMostOnce => "at_most_once",
+    }
+}
+
+async fn w4(connect: &str) -> Vec<String> {
+    let root = testkit::unique_root("bench-w4");
+    eprintln!("W4: root {root}");
+    let raw = raw_baseline(connect, &root).await;
+    let workers = env_usize("W4_WORKERS", W4_WORKERS);
+    let concurrency = env_usize("W4_CONCURRENCY", W4_CONCURRENCY);
+    let batch = env_usize("W4_BATCH", W4_BATCH).max(1);
+
+    let mut lines = Vec::new();
+    for mode in [DeliveryMode::AtLeastOnce, DeliveryMode::AtMostOnce] {
+        let name = mode_name(mode);
+        let queue_path = format!("/bench/q-{name}");
+        let producer = start_session(connect, &root);
+        let sessions: Vec<SessionHandle> = (0..W4_CONSUMERS).map(|_| start_session(connect, &root)).collect();
+        producer.ensure_path(&format!("{queue_path}/claims")).await.expect("ensure the queue");
+        for session in &sessions {
+            session.exists(&queue_path).await.expect("session up");
+        }
+
+        let ledger = Arc::new(W4Ledger::new(mode));
+        let consumers: Vec<Addr<QueueConsumerActor>> = sessions
+            .iter()
+            .enumerate()
+            .map(|(c, session)| {
+                let ledger = ledger.clone();
+                let config = ConsumerConfig::new(queue_path.clone())
+                    .with_consumer_id(format!("c{c}"))
+                    .with_workers(workers, move |_| W4Worker { ledger: ledger.clone() })
+                    .with_concurrency(concurrency)
+                    .with_mode(mode);
+                QueueConsumerActor::new(session.clone(), config).start()
+            })
+            .collect();
+        // Let every consumer list the (empty) queue and set its watch before the clock starts.
+        tokio::time::sleep(W4_SETTLE).await;
+        eprintln!(
+            "W4 ({name}): {W4_ITEMS} items of {W4_ITEM_BYTES} bytes in batches of {batch}, {W4_CONSUMERS} consumers \
+             x {workers} workers, concurrency {concurrency}"
+        );
+
+        let packets_before = packets_received(connect);
+        let queue = Queue::new(producer.clone(), queue_path.clone());
+        let started = Instant::now();
+        let put = actix::spawn(async move {
+            let indices: Vec<usize> = (0..W4_ITEMS).collect();
+            for chunk in indices.chunks(batch) {
+                queue.put_all(chunk.iter().map(|&i| w4_item(i)).collect()).await.expect("put_all");
+            }
+            started.elapsed()
+        });
+        let completed = tokio::time::timeout(W4_TIMEOUT, ledger.all_done.notified()).await.is_ok();
+        let put_elapsed = put.await.expect("producer finished");
+        let elapsed = ledger.finished.lock().expect("ledger").map_or_else(|| started.elapsed(), |t| t - started);
+        let packets = packets_before.zip(packets_received(connect)).map(|(before, after)| after - before);
+        if !completed {
+            eprintln!("W4 ({name}): only {} of {W4_ITEMS} items done after {W4_TIMEOUT:?}", {
+                ledger.done_count.load(Ordering::SeqCst)
+            });
+        }
+        // Late duplicates would show up now.
+        tokio::time::sleep(W4_LINGER).await;
+        let (duplicates, lost) = ledger.tally();
+        let left = producer
+            .children(&queue_path)
+            .await
+            .map(|c| c.names.iter().filter(|n| n.starts_with(ITEM_PREFIX)).count())
+            .unwrap_or(usize::MAX);
+        let items_per_s = per_second(W4_ITEMS, elapsed);
+        let packets_per_item = packets.map_or(-1.0, |p| p as f64 / W4_ITEMS as f64);
+        eprintln!(
+            "W4 ({name}): {items_per_s:.1} items/s ({:.0} ms; producer done after {:.0} ms); duplicates {duplicates}, \
+             lost {lost}, left {left}, ack errors {}, revoked {}, malformed {}; {packets_per_item:.2} requests \
+             received by the server per item",
+            elapsed.as_secs_f64() * 1e3,
+            put_elapsed.as_secs_f64() * 1e3,
+            ledger.ack_errors.load(Ordering::SeqCst),
+            ledger.revoked.load(Ordering::SeqCst),
+            ledger.malformed.load(Ordering::SeqCst),
+        );
+
+        drop(consumers);
+        for session in &sessions {
+            session.close().await;
+        }
+        producer.close().await;
+
+        lines.push(format!(
+            "{{\"lib\":\"{LIB}\",\"workload\":\"W4\",\"items\":{W4_ITEMS},\"consumers\":{W4_CONSUMERS},\
+             \"mode\":\"{name}\",\"items_per_s\":{items_per_s:.1},\"duplicates\":{duplicates},\"lost\":{lost},\
+             \"zk_rtt_p50_us\":{},\"workers_per_consumer\":{workers},\"concurrency\":{concurrency},\"batch\":{batch},\
+             \"elapsed_ms\":{:.1},\"put_ms\":{:.1},\"left\":{left},\"ack_errors\":{},\"zk_requests_per_item\":{packets_per_item:.2}}}",
+            raw.rtt_p50,
+            elapsed.as_secs_f64() * 1e3,
+            put_elapsed.as_secs_f64() * 1e3,
+            ledger.ack_errors.load(Ordering::SeqCst),
+        ));
+    }
+    lines
 }
