@@ -407,3 +407,41 @@ async fn a_stopped_consumer_gives_its_items_back_at_once() {
     assert!(items_left(&s).await.is_empty());
     s.close().await;
 }
+
+#[actix_rt::test]
+async fn killing_a_consumers_ensemble_member_loses_nothing() {
+    init_tracing();
+    let mut ensemble = actix_zookeeper::testkit::ZkEnsemble::start(3).expect("ensemble");
+    let root = unique_root("queue-ensemble");
+    let cfg = || {
+        SessionConfig::new(ensemble.connect_string())
+            .with_chroot(root.clone())
+            .with_session_timeout(Duration::from_secs(10))
+    };
+    let (a, _) = connected(cfg()).await;
+    let (b, _) = connected(cfg()).await;
+    let ledger = Ledger::default();
+    let _consumers: Vec<_> = [&a, &b]
+        .into_iter()
+        .map(|s| {
+            let config = workers(ConsumerConfig::new("/q"), 2, &ledger, Behaviour::AckAfter(Duration::from_millis(2)));
+            QueueConsumerActor::new(s.clone(), config).start()
+        })
+        .collect();
+    Queue::new(a.clone(), "/q").put_all((0..200u32).map(|n| n.to_be_bytes().to_vec()).collect()).await.expect("put");
+    wait_until("some progress", || ledger.acked.load(Ordering::SeqCst) >= 30).await;
+    let sid = a.session().await.expect("session").session_id.0;
+    let member = ensemble.member_serving(sid).expect("a member serves a");
+    ensemble.kill_member(member).expect("kill -9");
+    let deadline = Instant::now() + WAIT;
+    while !items_left(&b).await.is_empty() {
+        assert!(Instant::now() < deadline, "items left after the member was killed");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    let seen = ledger.seen.lock().expect("ledger").clone();
+    for n in 0..200u32 {
+        assert!(seen.contains_key(n.to_be_bytes().as_slice()), "item {n} lost");
+    }
+    a.close().await;
+    b.close().await;
+}
