@@ -109,10 +109,17 @@ async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 }
 
 async fn children(s: &SessionHandle, dir: &str) -> Vec<String> {
-    match s.children(dir).await {
-        Ok(c) => c.names,
-        Err(Error::NoNode { .. }) => Vec::new(),
-        Err(e) => panic!("{dir}: {e}"),
+    let deadline = Instant::now() + WAIT;
+    loop {
+        match s.children(dir).await {
+            Ok(c) => return c.names,
+            Err(Error::NoNode { .. }) => return Vec::new(),
+            // A fault test may be reading while its own connection moves to another server.
+            Err(e) if e.is_connection_problem() && Instant::now() < deadline => {
+                actix_rt::time::sleep(Duration::from_millis(50)).await
+            }
+            Err(e) => panic!("{dir}: {e}"),
+        }
     }
 }
 

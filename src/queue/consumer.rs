@@ -18,6 +18,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use actix::prelude::*;
+use futures::channel::oneshot;
 use tracing::{debug, info, warn};
 
 use super::QueueError;
@@ -263,6 +264,9 @@ pub struct QueueConsumerActor {
     reported: HashSet<String>,
     /// Deliveries revoked by a session's end, so that their late settlement says so.
     revoked: HashSet<String>,
+    /// Settlements waiting to go out together in one `multi`.
+    settling: Vec<PendingSettle>,
+    flush_scheduled: bool,
     span: tracing::Span,
 }
 
@@ -281,6 +285,8 @@ impl QueueConsumerActor {
             next_worker: 0,
             reported: HashSet::new(),
             revoked: HashSet::new(),
+            settling: Vec::new(),
+            flush_scheduled: false,
             span,
         }
     }
@@ -394,8 +400,10 @@ impl QueueConsumerActor {
                             act.deliver(id, Some(claim_path), node, FencingToken(claim.stat.czxid), ctx)
                         }
                         (Ok(_), Err(_)) => {
-                            // Taken and finished by someone else meanwhile: give the claim back.
-                            let release = act.session.delete(&claim_path, None);
+                            // Finished by someone else meanwhile, or unreadable now: give the claim
+                            // back (through connection loss too: a claim we forget about would
+                            // block the item for as long as our session lives).
+                            let release = delete_until_gone(act.session.clone(), claim_path);
                             ctx.spawn(release.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
                         }
                         (Err(Error::NodeExists { .. }), _) => act.fill(ctx),
@@ -404,8 +412,12 @@ impl QueueConsumerActor {
                             ctx.spawn(ensure.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
                         }
                         (Err(err), _) => {
-                            debug!(parent: &act.span, %id, error = %err, "claim failed; retrying");
-                            ctx.run_later(RETRY_DELAY, |act, ctx| act.fill(ctx));
+                            // The create may have happened: if the claim is ours, give it back.
+                            debug!(parent: &act.span, %id, error = %err, "claim outcome unknown; checking");
+                            let release = release_if_ours(act.session.clone(), claim_path);
+                            ctx.spawn(release.into_actor(act).map(|_, _, ctx| {
+                                ctx.run_later(RETRY_DELAY, |act, ctx| act.fill(ctx));
+                            }));
                         }
                     }
                 }));
@@ -466,7 +478,7 @@ impl QueueConsumerActor {
     /// Releases a claim without counting an attempt.
     fn give_back(&mut self, id: String, claim: Option<String>, ctx: &mut Context<Self>) {
         if let Some(claim) = claim {
-            let release = self.session.delete(&claim, None);
+            let release = delete_until_gone(self.session.clone(), claim);
             ctx.spawn(release.into_actor(self).map(|_, _, _| ()));
         } else {
             warn!(parent: &self.span, %id, "at-most-once item could not be delivered and is lost");
@@ -561,43 +573,144 @@ impl Actor for QueueConsumerActor {
 }
 
 impl Handler<Settle> for QueueConsumerActor {
-    type Result = ResponseActFuture<Self, Result<(), QueueError>>;
+    type Result = ResponseFuture<Result<(), QueueError>>;
 
-    fn handle(&mut self, msg: Settle, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Settle, ctx: &mut Context<Self>) -> Self::Result {
         let Settle { id, outcome } = msg;
         let Some(flight) = self.in_flight.get(&id) else {
             let error =
                 if self.revoked.remove(&id) { QueueError::Revoked { id } } else { QueueError::UnknownDelivery { id } };
-            return Box::pin(actix::fut::ready(Err(error)));
+            return Box::pin(futures::future::ready(Err(error)));
         };
         if flight.generation != self.generation {
             self.in_flight.remove(&id);
-            return Box::pin(actix::fut::ready(Err(QueueError::Revoked { id })));
+            return Box::pin(futures::future::ready(Err(QueueError::Revoked { id })));
         }
         let ops = self.settle_ops(&id, flight, outcome);
-        if ops.is_empty() {
+        let Some(claim) = flight.claim.clone() else {
             // At-most-once: the item left the queue before it was delivered.
             self.in_flight.remove(&id);
-            return Box::pin(actix::fut::ready(Ok(())).map(|r, act: &mut Self, ctx| {
-                act.fill(ctx);
-                r
-            }));
+            self.fill(ctx);
+            return Box::pin(futures::future::ready(Ok(())));
+        };
+        // Settlements that arrive together go out together, in one `multi`.
+        let (answer, answered) = oneshot::channel();
+        self.settling.push(PendingSettle { id: id.clone(), ops, claim, answer });
+        if !std::mem::replace(&mut self.flush_scheduled, true) {
+            ctx.notify(Flush);
         }
-        let claim = flight.claim.clone().unwrap_or_default();
-        let settled = settle_until_known(self.session.clone(), ops, claim);
-        Box::pin(settled.into_actor(self).map(move |settled, act, ctx| {
-            let outcome = match settled {
-                Ok(()) => Ok(()),
-                Err(Error::Multi { index: 0, source }) if matches!(*source, Error::NoNode { .. }) => {
-                    Err(QueueError::ClaimLost { id: id.clone() })
+        Box::pin(async move { answered.await.unwrap_or(Err(QueueError::Revoked { id })) })
+    }
+}
+
+/// A settlement waiting for the next batch.
+struct PendingSettle {
+    id: String,
+    ops: Vec<Op>,
+    claim: String,
+    answer: oneshot::Sender<Result<(), QueueError>>,
+}
+
+/// Sends the settlements gathered so far (queued behind the `Settle`s already in the mailbox,
+/// so a burst of acks becomes one `multi`).
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Flush;
+
+/// Largest number of settlements in one `multi` (its request must stay under the server's
+/// 1 MB limit; a nack carries the item's data).
+const MAX_BATCH: usize = 64;
+
+impl Handler<Flush> for QueueConsumerActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Flush, ctx: &mut Context<Self>) {
+        self.flush_scheduled = false;
+        while !self.settling.is_empty() {
+            let rest = self.settling.split_off(self.settling.len().min(MAX_BATCH));
+            let batch = std::mem::replace(&mut self.settling, rest);
+            self.send_batch(batch, ctx);
+        }
+    }
+}
+
+impl QueueConsumerActor {
+    fn send_batch(&mut self, batch: Vec<PendingSettle>, ctx: &mut Context<Self>) {
+        let ops: Vec<Op> = batch.iter().flat_map(|p| p.ops.iter().cloned()).collect();
+        // The batch is atomic: its first claim is gone exactly when the whole batch applied.
+        let settled = settle_until_known(self.session.clone(), ops, batch[0].claim.clone());
+        ctx.spawn(settled.into_actor(self).map(move |settled, act, ctx| {
+            match settled {
+                Ok(()) => {
+                    for pending in batch {
+                        act.finish(pending, Ok(()));
+                    }
                 }
-                Err(Error::SessionLost { .. }) => Err(QueueError::Revoked { id: id.clone() }),
-                Err(err) => Err(QueueError::ZooKeeper(err)),
-            };
-            act.in_flight.remove(&id);
+                Err(Error::Multi { index, source }) => {
+                    // One settlement failed and none was applied: answer that one, send the rest again.
+                    let mut batch = batch;
+                    let mut start = 0;
+                    let culprit = batch
+                        .iter()
+                        .position(|p| {
+                            let found = index < start + p.ops.len();
+                            if !found {
+                                start += p.ops.len();
+                            }
+                            found
+                        })
+                        .unwrap_or(0);
+                    let failed = batch.remove(culprit);
+                    let error = if index == start && matches!(*source, Error::NoNode { .. }) {
+                        QueueError::ClaimLost { id: failed.id.clone() }
+                    } else {
+                        // Give the item back rather than keep it claimed.
+                        let release = act.session.delete(&failed.claim, None);
+                        ctx.spawn(release.into_actor(act).map(|_, _, _| ()));
+                        QueueError::ZooKeeper(*source)
+                    };
+                    act.finish(failed, Err(error));
+                    if !batch.is_empty() {
+                        act.send_batch(batch, ctx);
+                    }
+                }
+                Err(Error::SessionLost { .. }) => {
+                    for pending in batch {
+                        let id = pending.id.clone();
+                        act.finish(pending, Err(QueueError::Revoked { id }));
+                    }
+                }
+                Err(err) => {
+                    for pending in batch {
+                        act.finish(pending, Err(QueueError::ZooKeeper(err.clone())));
+                    }
+                }
+            }
             act.fill(ctx);
-            outcome
-        }))
+        }));
+    }
+
+    fn finish(&mut self, pending: PendingSettle, result: Result<(), QueueError>) {
+        self.in_flight.remove(&pending.id);
+        let _ = pending.answer.send(result);
+    }
+}
+
+/// Deletes `claim` if it exists and belongs to the current session (a claim whose create
+/// reply was lost). Retries reading through connection loss.
+async fn release_if_ours(session: SessionHandle, claim: String) {
+    loop {
+        let current = session.session();
+        let stat = session.exists(&claim);
+        match (current.await, stat.await) {
+            (Some(current), Ok(Some(stat))) if stat.ephemeral_owner == current.session_id.0 => {
+                let _ = delete_until_gone(session, claim).await;
+                return;
+            }
+            (_, Ok(_)) => return,
+            (_, Err(err)) if err.is_final() => return,
+            _ => tokio::time::sleep(RETRY_DELAY).await,
+        }
     }
 }
 
