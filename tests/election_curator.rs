@@ -12,21 +12,9 @@ use actix::prelude::*;
 use actix_zookeeper::election::*;
 use actix_zookeeper::testkit::{TestZooKeeper, unique_root};
 use common::*;
-use curator::CuratorPeer;
+use curator::{CuratorPeer, off_thread as peer};
 
 const REPLY: Duration = Duration::from_secs(20);
-
-async fn peer<T: Send + 'static>(
-    mut p: CuratorPeer,
-    call: impl FnOnce(&mut CuratorPeer) -> T + Send + 'static,
-) -> (CuratorPeer, T) {
-    actix_rt::task::spawn_blocking(move || {
-        let out = call(&mut p);
-        (p, out)
-    })
-    .await
-    .expect("peer call")
-}
 
 async fn start_latch(connect: String, id: &'static str) -> CuratorPeer {
     actix_rt::task::spawn_blocking(move || CuratorPeer::start_latch(&connect, "/election", id))

@@ -13,23 +13,10 @@ use actix::prelude::*;
 use actix_zookeeper::lock::*;
 use actix_zookeeper::testkit::{TestZooKeeper, unique_root};
 use common::*;
-use curator::CuratorPeer;
+use curator::{CuratorPeer, off_thread as peer};
 
 const REPLY: Duration = Duration::from_secs(20);
 const STILL_BLOCKED: Duration = Duration::from_secs(1);
-
-/// Runs a blocking peer call off the actor thread (the lock actors live on this thread).
-async fn peer<T: Send + 'static>(
-    mut p: CuratorPeer,
-    call: impl FnOnce(&mut CuratorPeer) -> T + Send + 'static,
-) -> (CuratorPeer, T) {
-    actix_rt::task::spawn_blocking(move || {
-        let out = call(&mut p);
-        (p, out)
-    })
-    .await
-    .expect("peer call")
-}
 
 async fn start_peer(connect: String, path: &'static str, kind: &'static str) -> CuratorPeer {
     actix_rt::task::spawn_blocking(move || CuratorPeer::start(&connect, path, kind))
