@@ -174,7 +174,7 @@ async fn expired_holder_loses_the_lock_and_its_guarded_write_fails() {
     let grant_b = bounded("b gets the lock", waiting_b).await.expect("actor").expect("b acquires");
     assert!(grant_b.token > grant_a.token, "fencing token grows");
     // The old holder's guarded write fails (its node is gone) and lands nothing.
-    let err = grant_a.guarded_write(&a, write("by a, stale")).await.unwrap_err();
+    let err = guarded_until_known(&grant_a, &a, write("by a, stale")).await.unwrap_err();
     assert_eq!(err, LockError::NoLongerHeld { node: grant_a.node.clone() });
     grant_b.guarded_write(&b, write("by b")).await.expect("b writes");
     assert_eq!(b.get_data("/data").await.expect("data").data, b"by b");
@@ -548,7 +548,7 @@ async fn an_expired_lease_holder_frees_its_lease_for_a_waiter() {
         .await;
     let second = bounded("waiter gets the lease", waiting).await.expect("task").expect("actor").expect("lease");
     assert!(second.token > lease.token);
-    let err = lease.guarded_write(&a, vec![]).await.unwrap_err();
+    let err = guarded_until_known(&lease, &a, vec![]).await.unwrap_err();
     assert!(matches!(err, LockError::NoLongerHeld { .. }));
     waiter.send(Release).await.expect("actor").expect("release");
     wait_until_nodes(&b, "/sem/leases", 0).await;
@@ -571,4 +571,18 @@ async fn a_holder_stopped_right_after_release_leaves_no_node() {
     }
     wait_until_nodes(&s, "/l", 0).await;
     s.close().await;
+}
+
+/// A guarded write, tried again while its outcome is unknown (the session that just expired may
+/// still be reconnecting when the test writes).
+async fn guarded_until_known(grant: &LockGrant, s: &SessionHandle, ops: Vec<Op>) -> Result<Vec<OpResult>, LockError> {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        match grant.guarded_write(s, ops.clone()).await {
+            Err(LockError::ZooKeeper(e)) if e.is_connection_problem() && std::time::Instant::now() < deadline => {
+                actix_rt::time::sleep(Duration::from_millis(50)).await
+            }
+            outcome => return outcome,
+        }
+    }
 }

@@ -46,6 +46,9 @@ impl LockGrant {
                 {
                     Err(LockError::NoLongerHeld { node })
                 }
+                // Sent on a session that has just expired: the grant's node was ephemeral to that
+                // session (or an older one), so it is gone too.
+                Err(Error::SessionLost { .. }) => Err(LockError::NoLongerHeld { node }),
                 Err(err) => Err(LockError::ZooKeeper(err)),
             }
         }
