@@ -98,6 +98,13 @@ pub fn sort_by_sequence<S: AsRef<str>>(names: &mut [S]) {
     });
 }
 
+/// The sequential names among `names` (those ending in a sequence number), in sequence order.
+pub fn sequential_in_order(names: Vec<String>) -> Vec<String> {
+    let mut sequential: Vec<String> = names.into_iter().filter(|n| sequence(n).is_some()).collect();
+    sort_by_sequence(&mut sequential);
+    sequential
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +155,7 @@ mod tests {
         let mut names = vec!["a-0000000002", "z-0000000001", "stray", "m-0000000010"];
         sort_by_sequence(&mut names);
         assert_eq!(names, ["z-0000000001", "a-0000000002", "m-0000000010", "stray"]);
+        let owned = names.iter().map(|n| n.to_string()).collect();
+        assert_eq!(sequential_in_order(owned), ["z-0000000001", "a-0000000002", "m-0000000010"]);
     }
 }

@@ -261,7 +261,7 @@ impl ElectionActor {
     fn observe(&mut self, ctx: &mut Context<Self>) {
         let list = self.session.children(&self.config.path);
         ctx.spawn(list.into_actor(self).map(|listed, act, ctx| {
-            let mut names = match listed {
+            let names = match listed {
                 Ok(children) => children.names,
                 Err(crate::Error::NoNode { .. }) => Vec::new(),
                 Err(err) => {
@@ -275,8 +275,7 @@ impl ElectionActor {
             if let ElectionState::Contending { contender, .. } = &act.state {
                 contender.do_send(Relisted { names: names.clone() });
             }
-            names.retain(|n| path::sequence(n).is_some());
-            path::sort_by_sequence(&mut names);
+            let names = path::sequential_in_order(names);
             let Some(first) = names.first() else {
                 act.watched_leader = None;
                 act.report_leader(None);
@@ -360,15 +359,12 @@ impl ElectionActor {
     fn read_participants(&self) -> impl std::future::Future<Output = Result<Vec<String>, ElectionError>> + 'static {
         let session = self.session.clone();
         let dir = self.config.path.clone();
-        let list = session.children(&dir);
         async move {
-            let mut names = match list.await {
-                Ok(children) => children.names,
+            let names = match session.children(&dir).await {
+                Ok(children) => path::sequential_in_order(children.names),
                 Err(crate::Error::NoNode { .. }) => return Ok(Vec::new()),
                 Err(err) => return Err(err.into()),
             };
-            names.retain(|n| path::sequence(n).is_some());
-            path::sort_by_sequence(&mut names);
             // All reads are sent before any is awaited: one round trip for all of them.
             let reads: Vec<_> = names.iter().map(|n| session.get_data(&path::join(&dir, n))).collect();
             let mut ids = Vec::with_capacity(reads.len());
@@ -380,6 +376,27 @@ impl ElectionActor {
                 }
             }
             Ok(ids)
+        }
+    }
+
+    /// Reads the leader's id only (the first node's data), looking again if it left meanwhile.
+    fn read_leader(&self) -> impl std::future::Future<Output = Result<Option<String>, ElectionError>> + 'static {
+        let session = self.session.clone();
+        let dir = self.config.path.clone();
+        async move {
+            loop {
+                let names = match session.children(&dir).await {
+                    Ok(children) => path::sequential_in_order(children.names),
+                    Err(crate::Error::NoNode { .. }) => return Ok(None),
+                    Err(err) => return Err(err.into()),
+                };
+                let Some(first) = names.first() else { return Ok(None) };
+                match session.get_data(&path::join(&dir, first)).await {
+                    Ok(node) => return Ok(Some(String::from_utf8_lossy(&node.data).into_owned())),
+                    Err(crate::Error::NoNode { .. }) => continue,
+                    Err(err) => return Err(err.into()),
+                }
+            }
         }
     }
 }
@@ -488,8 +505,7 @@ impl Handler<CurrentLeader> for ElectionActor {
     type Result = ResponseFuture<Result<Option<String>, ElectionError>>;
 
     fn handle(&mut self, _: CurrentLeader, _: &mut Context<Self>) -> Self::Result {
-        let all = self.read_participants();
-        Box::pin(async move { Ok(all.await?.into_iter().next()) })
+        Box::pin(self.read_leader())
     }
 }
 

@@ -21,10 +21,7 @@ pub const ITEM_PREFIX: &str = "qn-";
 
 /// Items of `names` in queue order (by sequence number), skipping names that are not items.
 pub(crate) fn items_in_order(names: Vec<String>) -> Vec<String> {
-    let mut items: Vec<String> =
-        names.into_iter().filter(|n| n.starts_with(ITEM_PREFIX) && path::sequence(n).is_some()).collect();
-    path::sort_by_sequence(&mut items);
-    items
+    path::sequential_in_order(names.into_iter().filter(|n| n.starts_with(ITEM_PREFIX)).collect())
 }
 
 /// A distributed FIFO queue at one path; cheap to clone.

@@ -439,7 +439,6 @@ impl Drop for CuratorPeer {
 
 /// Runs a blocking peer call off the calling thread (in the tests, actors live on that thread
 /// and must keep running while Curator blocks), handing the peer back with the result.
-#[allow(dead_code)] // not every test binary that includes this module calls it
 pub async fn off_thread<T: Send + 'static>(
     mut peer: CuratorPeer,
     call: impl FnOnce(&mut CuratorPeer) -> T + Send + 'static,
