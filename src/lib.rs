@@ -40,6 +40,7 @@ pub mod path;
 pub mod queue;
 pub mod recipe;
 pub mod session;
+pub mod tasks;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 

@@ -101,6 +101,7 @@ enum ElectionState {
         contender: Addr<Contender>,
         node: String,
         token: FencingToken,
+        version: i32,
         link: Link,
         leader: Option<Recipient<StopLeading>>,
     },
@@ -177,9 +178,9 @@ impl ElectionActor {
     }
 
     fn start_leader(&mut self) {
-        let ElectionState::Leading { node, token, leader, .. } = &mut self.state else { return };
+        let ElectionState::Leading { node, token, version, leader, .. } = &mut self.state else { return };
         if let (None, Some(factory)) = (&leader, &self.config.leader) {
-            *leader = Some(factory(LeaderTerm { token: *token, node: node.clone() }));
+            *leader = Some(factory(LeaderTerm { token: *token, node: node.clone(), version: *version }));
         }
     }
 
@@ -231,14 +232,21 @@ impl ElectionActor {
         self.observe(ctx);
     }
 
-    fn on_granted(&mut self, node: String, token: FencingToken) {
+    fn on_granted(&mut self, node: String, token: FencingToken, version: i32) {
         let ElectionState::Contending { attempt, contender } = std::mem::replace(&mut self.state, ElectionState::Idle)
         else {
             return;
         };
         info!(parent: &self.span, %node, %token, "leadership acquired");
-        self.state =
-            ElectionState::Leading { attempt, contender, node: node.clone(), token, link: Link::Up, leader: None };
+        self.state = ElectionState::Leading {
+            attempt,
+            contender,
+            node: node.clone(),
+            token,
+            version,
+            link: Link::Up,
+            leader: None,
+        };
         self.broadcast(ElectionEvent::LeadershipAcquired { token });
         self.start_leader();
         // Our own node is watched by our contender, not by the observer.
@@ -410,7 +418,9 @@ impl Actor for ElectionActor {
     }
 
     fn stopped(&mut self, ctx: &mut Self::Context) {
-        self.leave(ctx);
+        if let Some(token) = self.leave(ctx) {
+            self.broadcast(ElectionEvent::LeadershipLost { token, reason: LeadershipLostReason::Resigned });
+        }
     }
 }
 
@@ -422,7 +432,7 @@ impl Handler<ContenderReport> for ElectionActor {
             return;
         }
         match report.event {
-            ContenderEvent::Granted { node, token, .. } => self.on_granted(node, token),
+            ContenderEvent::Granted { node, token, version, .. } => self.on_granted(node, token, version),
             ContenderEvent::Waiting { .. } => self.observe(ctx),
             // The contender has stopped already; withdrawing it again is harmless.
             ContenderEvent::Lost { reason, .. } => self.lose(reason.into(), ctx),
@@ -480,6 +490,15 @@ impl Handler<Resign> for ElectionActor {
         }
         self.observe(ctx);
         Ok(())
+    }
+}
+
+impl Handler<Stop> for ElectionActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
+        // `stopped` leaves the election (and tells a leader it resigned).
+        ctx.stop();
     }
 }
 

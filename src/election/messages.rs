@@ -14,6 +14,11 @@ pub struct Resign {
     pub requeue: bool,
 }
 
+/// Leave the election (as [`Resign`] without requeue) and stop the actor.
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "()")]
+pub struct Stop;
+
 /// Enter the election (after a `Resign` without requeue). Entering while already in it is fine.
 #[derive(Message, Debug, Clone, Copy, Default)]
 #[rtype(result = "()")]
@@ -113,6 +118,9 @@ pub struct LeaderTerm {
     pub token: FencingToken,
     /// Our leader node.
     pub node: String,
+    /// Its version when leadership was won: a write guarded by a check of `node` at `version`
+    /// fails once this term has ended (see `tasks`, whose master fences every write this way).
+    pub version: i32,
 }
 
 /// Why an election request failed.

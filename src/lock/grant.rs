@@ -3,8 +3,8 @@
 use std::future::Future;
 
 use super::error::LockError;
-use crate::error::Error;
 use crate::recipe::FencingToken;
+use crate::recipe::fencing::{GuardFailure, guarded_multi};
 use crate::session::SessionHandle;
 use crate::session::requests::{Op, OpResult};
 
@@ -37,19 +37,12 @@ impl LockGrant {
         ops: Vec<Op>,
     ) -> impl Future<Output = Result<Vec<OpResult>, LockError>> + 'static {
         let node = self.node.clone();
-        let reply = session.multi(self.guard(ops));
+        let write = guarded_multi(session, &self.node, self.version, ops);
         async move {
-            match reply.await {
-                Ok(results) => Ok(results.into_iter().skip(1).collect()),
-                Err(Error::Multi { index: 0, source })
-                    if matches!(*source, Error::NoNode { .. } | Error::BadVersion { .. }) =>
-                {
-                    Err(LockError::NoLongerHeld { node })
-                }
-                // Sent on a session that has just expired: the grant's node was ephemeral to that
-                // session (or an older one), so it is gone too.
-                Err(Error::SessionLost { .. }) => Err(LockError::NoLongerHeld { node }),
-                Err(err) => Err(LockError::ZooKeeper(err)),
+            match write.await {
+                Ok(results) => Ok(results),
+                Err(GuardFailure::Ended) => Err(LockError::NoLongerHeld { node }),
+                Err(GuardFailure::ZooKeeper(err)) => Err(LockError::ZooKeeper(err)),
             }
         }
     }

@@ -15,3 +15,47 @@ impl fmt::Display for FencingToken {
         write!(f, "{:#x}", self.0)
     }
 }
+
+/// Why a guarded write did not apply.
+#[derive(Debug)]
+pub(crate) enum GuardFailure {
+    /// The guarding node is gone (or changed): the grant it stood for has ended.
+    Ended,
+    /// The write failed for another reason.
+    ZooKeeper(crate::Error),
+}
+
+/// Applies `ops` atomically only while `node` exists at `version`: the multi's first op is a
+/// check, so a holder whose grant ended (its node deleted with its session) writes nothing.
+/// The check's own result is dropped from the results, and a failing op's index counts the
+/// caller's ops only.
+pub(crate) fn guarded_multi(
+    session: &crate::session::SessionHandle,
+    node: &str,
+    version: i32,
+    ops: Vec<crate::Op>,
+) -> impl std::future::Future<Output = Result<Vec<crate::OpResult>, GuardFailure>> + 'static + use<> {
+    use crate::Error;
+    let mut guarded = Vec::with_capacity(ops.len() + 1);
+    guarded.push(crate::Op::Check { path: node.to_owned(), version });
+    guarded.extend(ops);
+    let reply = session.multi(guarded);
+    async move {
+        match reply.await {
+            Ok(results) => Ok(results.into_iter().skip(1).collect()),
+            Err(Error::Multi { index: 0, source })
+                if matches!(*source, Error::NoNode { .. } | Error::BadVersion { .. }) =>
+            {
+                Err(GuardFailure::Ended)
+            }
+            // Sent on a session that has just expired: the guarding node was ephemeral to that
+            // session (or an older one), so it is gone too.
+            Err(Error::SessionLost { .. }) => Err(GuardFailure::Ended),
+            // Index the caller's ops, not the check we put in front of them.
+            Err(Error::Multi { index, source }) => {
+                Err(GuardFailure::ZooKeeper(Error::Multi { index: index.saturating_sub(1), source }))
+            }
+            Err(err) => Err(GuardFailure::ZooKeeper(err)),
+        }
+    }
+}

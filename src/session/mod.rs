@@ -10,7 +10,7 @@ mod config;
 mod events;
 mod handle;
 pub mod requests;
-mod watch;
+pub(crate) mod watch;
 
 pub(crate) use actor::IntoActorFree;
 pub use actor::SessionActor;

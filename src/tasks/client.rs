@@ -1,0 +1,191 @@
+//! [`TaskClient`]: submit tasks and wait for their results.
+//!
+//! Owns: submitting (`tasks/<task>` and an empty `status/<task>` in one transaction, retried
+//! safely after a lost reply), waiting for a result with a watch on the status node, forgetting
+//! a result, and a read-only [`Overview`] of an installation. Not an actor: a client is a cheap
+//! handle, used from any actor or task inside an actix `System`.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tracing::debug;
+
+use super::error::TaskError;
+use super::layout::{Layout, TaskId};
+use crate::error::Error;
+use crate::path;
+use crate::session::SessionHandle;
+use crate::session::watch::watch_once;
+use crate::{CreateMode, Op};
+
+/// How long to wait before asking again when ZooKeeper cannot be reached.
+const RETRY: Duration = Duration::from_millis(200);
+
+/// What an installation looks like right now (read from ZooKeeper).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overview {
+    /// The master's id, if there is a master.
+    pub master: Option<String>,
+    /// Registered workers, by id.
+    pub workers: Vec<String>,
+    /// Tasks waiting for a worker.
+    pub pending: usize,
+    /// Tasks assigned and not finished.
+    pub assigned: usize,
+}
+
+/// Submits tasks to one master–worker installation and waits for their results.
+///
+/// ```no_run
+/// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::tasks::TaskError> {
+/// use std::time::Duration;
+/// use actix_zookeeper::tasks::TaskClient;
+///
+/// let client = TaskClient::new(session, "/jobs")?;
+/// let task = client.submit("resize photo 42").await?;
+/// let result = client.result(&task, Duration::from_secs(30)).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct TaskClient {
+    session: SessionHandle,
+    layout: Layout,
+    root: String,
+}
+
+impl TaskClient {
+    /// A client of the installation at `root`.
+    pub fn new(session: SessionHandle, root: &str) -> Result<TaskClient, TaskError> {
+        Ok(TaskClient { session, layout: Layout::new(root)?, root: root.to_owned() })
+    }
+
+    /// Submits a task; resolves to its id once it is stored. A submission whose reply was lost
+    /// is sent again with the same id, and the transaction cannot apply twice (the status node
+    /// it creates already exists), so one call never makes two tasks.
+    pub fn submit<D: Into<Vec<u8>>>(&self, data: D) -> impl Future<Output = Result<TaskId, TaskError>> + 'static {
+        let id = TaskId::generate();
+        let ops = vec![
+            Op::Create { path: self.layout.task(id.as_str()), data: data.into(), mode: CreateMode::Persistent },
+            Op::Create { path: self.layout.status_of(id.as_str()), data: Vec::new(), mode: CreateMode::Persistent },
+        ];
+        // Sent now, so that submissions leave in the order they were made.
+        let first = self.session.multi(ops.clone());
+        let session = self.session.clone();
+        let layout = self.layout.clone();
+        async move {
+            let mut reply = first;
+            let mut unsure = false;
+            let mut ensured = false;
+            loop {
+                match reply.await {
+                    Ok(_) => return Ok(id),
+                    // Our own earlier attempt applied after all: the task exists (perhaps already
+                    // moved on to a worker), and so does its status.
+                    Err(Error::Multi { source, .. }) if unsure && matches!(*source, Error::NodeExists { .. }) => {
+                        debug!(task = %id, "submission had applied before its reply was lost");
+                        return Ok(id);
+                    }
+                    Err(Error::Multi { source, .. }) if !ensured && matches!(*source, Error::NoNode { .. }) => {
+                        // First use of this root: make the directories.
+                        ensured = true;
+                        layout.ensure(&session).await?;
+                    }
+                    Err(error) if error.is_connection_problem() => {
+                        unsure = true;
+                        tokio::time::sleep(RETRY).await;
+                    }
+                    Err(error) => return Err(error.into()),
+                }
+                reply = session.multi(ops.clone());
+            }
+        }
+    }
+
+    /// Waits up to `timeout` for the task's result (a watch on its status node, not polling).
+    /// The result stays stored until [`forget`](Self::forget), so asking twice is fine.
+    pub fn result(
+        &self,
+        task: &TaskId,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Vec<u8>, TaskError>> + 'static {
+        let session = self.session.clone();
+        let status = self.layout.status_of(task.as_str());
+        let root = self.root.clone();
+        let id = task.clone();
+        let wait = async move {
+            loop {
+                let (watcher, fired) = watch_once();
+                match session.get_data_watched(&status, watcher).await {
+                    Ok(node) if node.stat.version > 0 => return Ok(node.data),
+                    Ok(_) => {
+                        // Not finished: the watch fires when the result is written (or the
+                        // connection state changes); then read again.
+                        let _ = fired.await;
+                    }
+                    Err(Error::NoNode { .. }) => {
+                        return Err(TaskError::UnknownTask { id: id.as_str().to_owned(), root });
+                    }
+                    Err(error) if error.is_connection_problem() => tokio::time::sleep(RETRY).await,
+                    Err(error) => return Err(error.into()),
+                }
+            }
+        };
+        let id = task.clone();
+        async move {
+            match tokio::time::timeout(timeout, wait).await {
+                Ok(result) => result,
+                Err(_) => Err(TaskError::Timeout { id: id.as_str().to_owned(), waited: timeout }),
+            }
+        }
+    }
+
+    /// Deletes a task's status (and so its result). A task not yet finished is still run; its
+    /// result is then dropped.
+    pub fn forget(&self, task: &TaskId) -> impl Future<Output = Result<(), TaskError>> + 'static {
+        let deleted = self.session.delete(&self.layout.status_of(task.as_str()), None);
+        async move {
+            match deleted.await {
+                Ok(()) | Err(Error::NoNode { .. }) => Ok(()),
+                Err(error) => Err(error.into()),
+            }
+        }
+    }
+
+    /// Reads who is master, which workers are registered, and how many tasks wait or run.
+    pub fn overview(&self) -> impl Future<Output = Result<Overview, TaskError>> + 'static {
+        let session = self.session.clone();
+        let layout = self.layout.clone();
+        async move {
+            let (masters, workers, tasks, dirs) = (
+                session.children(&layout.master()),
+                session.children(&layout.workers()),
+                session.children(&layout.tasks()),
+                session.children(&layout.assign()),
+            );
+            let or_empty = |listed: Result<crate::Children, Error>| match listed {
+                Ok(children) => Ok(children.names),
+                Err(Error::NoNode { .. }) => Ok(Vec::new()),
+                Err(error) => Err(error),
+            };
+            let masters = path::sequential_in_order(or_empty(masters.await)?);
+            let mut workers = or_empty(workers.await)?;
+            workers.sort();
+            let pending = or_empty(tasks.await)?.len();
+            let dirs = or_empty(dirs.await)?;
+            let contents: Vec<_> = dirs.iter().map(|d| session.children(&layout.assign_dir(d))).collect();
+            let master = match masters.first() {
+                Some(first) => match session.get_data(&path::join(&layout.master(), first)).await {
+                    Ok(node) => Some(String::from_utf8_lossy(&node.data).into_owned()),
+                    Err(Error::NoNode { .. }) => None,
+                    Err(error) => return Err(error.into()),
+                },
+                None => None,
+            };
+            let mut assigned = 0;
+            for listed in contents {
+                assigned += or_empty(listed.await)?.len();
+            }
+            Ok(Overview { master, workers, pending, assigned })
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! Why a master–worker operation failed.
+
+use crate::error::Error;
+
+/// Why a master–worker operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskError {
+    /// A task id that this recipe did not make.
+    #[error("invalid task id {id:?}: {reason}")]
+    InvalidTaskId {
+        /// The id given.
+        id: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A worker id that cannot be a node name.
+    #[error("invalid worker id {id:?}: {reason}")]
+    InvalidWorkerId {
+        /// The id given.
+        id: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// No such task: never submitted here, or its result was forgotten.
+    #[error("no task {id} under {root}")]
+    UnknownTask {
+        /// The task.
+        id: String,
+        /// The installation's root.
+        root: String,
+    },
+    /// The result did not come within the time asked for (the task may still finish).
+    #[error("task {id} has no result after {waited:?}")]
+    Timeout {
+        /// The task.
+        id: String,
+        /// How long we waited.
+        waited: std::time::Duration,
+    },
+    /// A master's write was refused because its term has ended (its election node is gone):
+    /// another master may be in charge, so nothing was written.
+    #[error("this master's term (node {node}) has ended; the write was not applied")]
+    Deposed {
+        /// The election node of the ended term.
+        node: String,
+    },
+    /// Another live session is registered with this worker id.
+    #[error("worker id {id} is registered by another session")]
+    WorkerIdTaken {
+        /// The worker id.
+        id: String,
+    },
+    /// A ZooKeeper request failed (e.g. `DataTooLarge` for an oversize payload).
+    #[error(transparent)]
+    ZooKeeper(#[from] Error),
+}

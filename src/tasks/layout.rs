@@ -1,0 +1,170 @@
+//! Where the master–worker recipe keeps things in ZooKeeper, and what a task id is.
+//!
+//! Owns: the paths under a root (`master/`, `workers/`, `tasks/`, `assign/`, `status/`) and the
+//! rules for task and worker ids. Does not own any I/O beyond creating the directories.
+//!
+//! ```text
+//! <root>/master/_c_<uuid>-latch-<seq>   election (Curator LeaderLatch layout), data = master id
+//! <root>/workers/<worker>               ephemeral registration, data = capacity (decimal)
+//! <root>/tasks/<task>                   a task waiting for a worker, data = payload
+//! <root>/assign/<worker>/<task>         a task assigned to a worker, data = payload
+//! <root>/status/<task>                  created empty (version 0) with the task; the result
+//!                                       is written into it once (version 1)
+//! ```
+
+use std::fmt;
+use std::future::Future;
+
+use super::error::TaskError;
+use crate::path;
+use crate::session::SessionHandle;
+
+/// The id of a submitted task: `task-<uuid>`, chosen by the client before the submission so
+/// that a submission retried after a lost reply finds its own first attempt.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TaskId(String);
+
+impl TaskId {
+    pub(crate) fn generate() -> TaskId {
+        TaskId(format!("task-{}", crate::recipe::naming::new_guid()))
+    }
+
+    /// Checks an id received from elsewhere (a message, a log): `task-` followed by a valid node
+    /// name.
+    pub fn parse(id: impl Into<String>) -> Result<TaskId, TaskError> {
+        let id = id.into();
+        if !id.starts_with("task-") || id.len() == "task-".len() {
+            return Err(TaskError::InvalidTaskId { id, reason: "a task id is \"task-\" followed by a name" });
+        }
+        check_name(&id).map_err(|reason| TaskError::InvalidTaskId { id: id.clone(), reason })?;
+        Ok(TaskId(id))
+    }
+
+    /// The id as text (also the node name under `tasks/`, `assign/<worker>/` and `status/`).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A node name must be one path segment that ZooKeeper accepts.
+fn check_name(name: &str) -> Result<(), &'static str> {
+    if name.is_empty() {
+        return Err("it is empty");
+    }
+    if name.contains('/') {
+        return Err("it contains '/'");
+    }
+    if name == "." || name == ".." {
+        return Err("it is a relative name");
+    }
+    path::validate(&format!("/{name}"), false).map_err(|_| "it contains a character ZooKeeper does not allow")
+}
+
+/// Checks a worker id (it becomes a node name under `workers/` and `assign/`).
+pub(crate) fn check_worker_id(id: &str) -> Result<(), TaskError> {
+    check_name(id).map_err(|reason| TaskError::InvalidWorkerId { id: id.to_owned(), reason })
+}
+
+/// The paths of one master–worker installation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Layout {
+    root: String,
+}
+
+impl Layout {
+    pub(crate) fn new(root: &str) -> Result<Layout, TaskError> {
+        path::validate(root, false)?;
+        Ok(Layout { root: root.trim_end_matches('/').to_owned() })
+    }
+
+    fn under(&self, name: &str) -> String {
+        if self.root.is_empty() { format!("/{name}") } else { path::join(&self.root, name) }
+    }
+
+    pub(crate) fn master(&self) -> String {
+        self.under("master")
+    }
+
+    pub(crate) fn workers(&self) -> String {
+        self.under("workers")
+    }
+
+    pub(crate) fn worker(&self, worker: &str) -> String {
+        path::join(&self.workers(), worker)
+    }
+
+    pub(crate) fn tasks(&self) -> String {
+        self.under("tasks")
+    }
+
+    pub(crate) fn task(&self, task: &str) -> String {
+        path::join(&self.tasks(), task)
+    }
+
+    pub(crate) fn assign(&self) -> String {
+        self.under("assign")
+    }
+
+    pub(crate) fn assign_dir(&self, worker: &str) -> String {
+        path::join(&self.assign(), worker)
+    }
+
+    pub(crate) fn assignment(&self, worker: &str, task: &str) -> String {
+        path::join(&self.assign_dir(worker), task)
+    }
+
+    pub(crate) fn status(&self) -> String {
+        self.under("status")
+    }
+
+    pub(crate) fn status_of(&self, task: &str) -> String {
+        path::join(&self.status(), task)
+    }
+
+    /// Creates the directories that are missing (all requests sent at once).
+    pub(crate) fn ensure(&self, session: &SessionHandle) -> impl Future<Output = Result<(), TaskError>> + 'static {
+        let created: Vec<_> = [self.master(), self.workers(), self.tasks(), self.assign(), self.status()]
+            .iter()
+            .map(|dir| session.ensure_path(dir))
+            .collect();
+        async move {
+            for done in created {
+                done.await?;
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_ids_are_checked() {
+        assert!(TaskId::parse("task-1").is_ok());
+        assert!(matches!(TaskId::parse("job-1"), Err(TaskError::InvalidTaskId { .. })));
+        assert!(matches!(TaskId::parse("task-"), Err(TaskError::InvalidTaskId { .. })));
+        assert!(matches!(TaskId::parse("task-a/b"), Err(TaskError::InvalidTaskId { .. })));
+        assert!(TaskId::generate().as_str().starts_with("task-"));
+        assert_ne!(TaskId::generate(), TaskId::generate());
+    }
+
+    #[test]
+    fn layout_paths() {
+        let layout = Layout::new("/jobs").expect("valid root");
+        assert_eq!(layout.assignment("w1", "task-1"), "/jobs/assign/w1/task-1");
+        assert_eq!(layout.status_of("task-1"), "/jobs/status/task-1");
+        let at_root = Layout::new("/").expect("valid root");
+        assert_eq!(at_root.worker("w1"), "/workers/w1");
+        assert!(Layout::new("jobs").is_err());
+        assert!(check_worker_id("w/1").is_err());
+        assert!(check_worker_id("").is_err());
+    }
+}

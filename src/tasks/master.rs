@@ -1,0 +1,236 @@
+//! [`TaskMaster`]: a candidate for master of one master–worker installation.
+//!
+//! Owns: the candidate's election (an [`ElectionActor`] at `<root>/master`, Curator
+//! `LeaderLatch` layout) and relaying what happens to subscribers. Does not own the master's
+//! work: each term of office is a fresh [`MasterTerm`] that the election starts and stops.
+
+use std::rc::Rc;
+
+use actix::prelude::*;
+use tracing::{debug, info, warn};
+
+use super::error::TaskError;
+use super::fence::MasterFence;
+use super::layout::Layout;
+use super::messages::*;
+use super::strategy::{AssignStrategy, LeastLoaded};
+use super::term::MasterTerm;
+use crate::election::{self, ElectionActor, ElectionConfig, ElectionEvent};
+use crate::recipe::ConnectionPolicy;
+use crate::recipe::naming::default_participant_id;
+use crate::session::SessionHandle;
+
+/// How long to wait before trying again when ZooKeeper cannot be reached.
+const RETRY: std::time::Duration = std::time::Duration::from_millis(500);
+
+type StrategyFactory = Rc<dyn Fn() -> Box<dyn AssignStrategy>>;
+
+/// How a [`TaskMaster`] candidate takes part.
+#[derive(Clone)]
+pub struct TaskMasterConfig {
+    root: String,
+    master_id: String,
+    policy: ConnectionPolicy,
+    strategy: StrategyFactory,
+}
+
+impl std::fmt::Debug for TaskMasterConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskMasterConfig")
+            .field("root", &self.root)
+            .field("master_id", &self.master_id)
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TaskMasterConfig {
+    /// A candidate for the installation at `root`, assigning least-loaded first.
+    pub fn new(root: impl Into<String>) -> Self {
+        TaskMasterConfig {
+            root: root.into(),
+            master_id: default_participant_id(),
+            policy: ConnectionPolicy::default(),
+            strategy: Rc::new(|| Box::new(LeastLoaded)),
+        }
+    }
+
+    /// Stored in the election node; what others see in `MasterChanged`.
+    pub fn with_master_id(mut self, id: impl Into<String>) -> Self {
+        self.master_id = id.into();
+        self
+    }
+
+    /// What a master assumes when its connection drops (default: conservative, so a master
+    /// stops assigning while disconnected).
+    pub fn with_policy(mut self, policy: ConnectionPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// How tasks are spread: `factory` makes a fresh strategy for every term, e.g.
+    /// `|| RoundRobin::default()`.
+    pub fn with_strategy<S: AssignStrategy, F: Fn() -> S + 'static>(mut self, factory: F) -> Self {
+        self.strategy = Rc::new(move || Box::new(factory()));
+        self
+    }
+}
+
+/// A master candidate; see `docs/recipes/master-worker.md`.
+///
+/// ```no_run
+/// # fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::tasks::TaskError> {
+/// use actix::Actor;
+/// use actix_zookeeper::tasks::{RoundRobin, TaskMaster, TaskMasterConfig};
+///
+/// let config = TaskMasterConfig::new("/jobs").with_master_id("master-1").with_strategy(RoundRobin::default);
+/// let master = TaskMaster::new(session, config)?.start();
+/// # Ok(()) }
+/// ```
+pub struct TaskMaster {
+    session: SessionHandle,
+    layout: Layout,
+    config: TaskMasterConfig,
+    election: Option<Addr<ElectionActor>>,
+    term: Option<MasterFence>,
+    subscribers: Vec<Recipient<MasterEvent>>,
+    master_id: Option<String>,
+    span: tracing::Span,
+}
+
+impl TaskMaster {
+    /// A candidate; start it with `.start()`. It enters the election at once.
+    pub fn new(session: SessionHandle, config: TaskMasterConfig) -> Result<TaskMaster, TaskError> {
+        let layout = Layout::new(&config.root)?;
+        let span = tracing::info_span!("zk.tasks.master", root = %config.root, id = %config.master_id);
+        Ok(TaskMaster {
+            session,
+            layout,
+            config,
+            election: None,
+            term: None,
+            subscribers: Vec::new(),
+            master_id: None,
+            span,
+        })
+    }
+
+    fn broadcast(&mut self, event: MasterEvent) {
+        self.subscribers.retain(|s| s.connected());
+        for subscriber in &self.subscribers {
+            subscriber.do_send(event.clone());
+        }
+    }
+
+    /// Creates the directories (a term watches them), then joins the election.
+    fn prepare(&mut self, ctx: &mut Context<Self>) {
+        let ensured = self.layout.ensure(&self.session);
+        ctx.wait(ensured.into_actor(self).map(|ensured, act, ctx| match ensured {
+            Ok(()) => act.join_election(ctx),
+            Err(TaskError::ZooKeeper(error)) if error.is_final() => {
+                warn!(parent: &act.span, %error, "cannot create the master-worker directories");
+                act.broadcast(MasterEvent::MasterFailed { error });
+            }
+            Err(error) => {
+                debug!(parent: &act.span, %error, "cannot create the directories yet; trying again");
+                ctx.run_later(RETRY, |act, ctx| act.prepare(ctx));
+            }
+        }));
+    }
+
+    fn join_election(&mut self, ctx: &mut Context<Self>) {
+        let session = self.session.clone();
+        let layout = self.layout.clone();
+        let strategy = self.config.strategy.clone();
+        let report = ctx.address().recipient::<MasterEvent>();
+        let config = ElectionConfig::new(self.layout.master())
+            .with_participant_id(self.config.master_id.clone())
+            .with_policy(self.config.policy)
+            .with_leader_actor(move |term| {
+                let fence = MasterFence { node: term.node, version: term.version, token: term.token };
+                MasterTerm::new(session.clone(), layout.clone(), fence, strategy(), report.clone())
+            });
+        let election = ElectionActor::new(self.session.clone(), config).start();
+        election.do_send(election::Subscribe { recipient: ctx.address().recipient() });
+        self.election = Some(election);
+    }
+}
+
+impl Actor for TaskMaster {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        info!(parent: &self.span, "standing for master");
+        self.prepare(ctx);
+    }
+
+    fn stopped(&mut self, _: &mut Context<Self>) {
+        if let Some(election) = self.election.take() {
+            election.do_send(election::Stop);
+        }
+    }
+}
+
+impl Handler<ElectionEvent> for TaskMaster {
+    type Result = ();
+
+    fn handle(&mut self, event: ElectionEvent, _: &mut Context<Self>) {
+        match event {
+            ElectionEvent::LeaderChanged { leader_id } => {
+                self.master_id = leader_id.clone();
+                self.broadcast(MasterEvent::MasterChanged { master_id: leader_id });
+            }
+            ElectionEvent::ElectionFailed { error } => self.broadcast(MasterEvent::MasterFailed { error }),
+            // The term actor tells when a term starts and ends.
+            _ => {}
+        }
+    }
+}
+
+/// Events from the current term, relayed to subscribers.
+impl Handler<MasterEvent> for TaskMaster {
+    type Result = ();
+
+    fn handle(&mut self, event: MasterEvent, _: &mut Context<Self>) {
+        match &event {
+            MasterEvent::BecameMaster { fence } => self.term = Some(fence.clone()),
+            MasterEvent::MastershipEnded { token } if self.term.as_ref().is_some_and(|f| f.token == *token) => {
+                self.term = None
+            }
+            _ => {}
+        }
+        self.broadcast(event);
+    }
+}
+
+impl Handler<SubscribeMaster> for TaskMaster {
+    type Result = ();
+
+    fn handle(&mut self, msg: SubscribeMaster, _: &mut Context<Self>) {
+        // A late subscriber learns the current state at once.
+        if let Some(id) = &self.master_id {
+            msg.recipient.do_send(MasterEvent::MasterChanged { master_id: Some(id.clone()) });
+        }
+        if let Some(fence) = &self.term {
+            msg.recipient.do_send(MasterEvent::BecameMaster { fence: fence.clone() });
+        }
+        self.subscribers.push(msg.recipient);
+    }
+}
+
+impl Handler<CurrentTerm> for TaskMaster {
+    type Result = Option<MasterFence>;
+
+    fn handle(&mut self, _: CurrentTerm, _: &mut Context<Self>) -> Option<MasterFence> {
+        self.term.clone()
+    }
+}
+
+impl Handler<StopMaster> for TaskMaster {
+    type Result = ();
+
+    fn handle(&mut self, _: StopMaster, ctx: &mut Context<Self>) {
+        info!(parent: &self.span, "leaving the election");
+        ctx.stop();
+    }
+}

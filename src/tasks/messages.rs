@@ -1,0 +1,169 @@
+//! What the master–worker actors are asked, and what they tell.
+
+use actix::{Message, Recipient};
+
+use super::error::TaskError;
+use super::fence::MasterFence;
+use super::layout::TaskId;
+use crate::error::Error;
+use crate::recipe::FencingToken;
+
+/// Sent by a [`TaskWorker`](super::TaskWorker) to the user's actor: run this task. The
+/// handler's reply is the task's result, written to `status/<task>` for the client.
+#[derive(Message, Debug, Clone, PartialEq, Eq)]
+#[rtype(result = "Vec<u8>")]
+pub struct TaskAssigned {
+    /// The task.
+    pub task_id: TaskId,
+    /// Its payload, as submitted.
+    pub data: Vec<u8>,
+}
+
+/// Send every [`MasterEvent`] of this candidate to `recipient`.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct SubscribeMaster {
+    /// Who gets the events.
+    pub recipient: Recipient<MasterEvent>,
+}
+
+/// The fence of the current term if this candidate is master now.
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "Option<MasterFence>")]
+pub struct CurrentTerm;
+
+/// Leave the election (a master hands over at once) and stop the candidate.
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "()")]
+pub struct StopMaster;
+
+/// What happened to a master candidate, told in the past tense.
+#[derive(Message, Debug, Clone, PartialEq, Eq)]
+#[rtype(result = "()")]
+pub enum MasterEvent {
+    /// Somebody (perhaps us) is master now; `None`: no candidate is in line.
+    MasterChanged {
+        /// The master's id.
+        master_id: Option<String>,
+    },
+    /// We are master: a term started. Nothing is assigned before the view is rebuilt.
+    BecameMaster {
+        /// Fences every write of this term.
+        fence: MasterFence,
+    },
+    /// The term's view was read from ZooKeeper (not from any earlier master's memory).
+    Rebuilt {
+        /// Registered workers.
+        workers: usize,
+        /// Tasks waiting in `tasks/`.
+        pending: usize,
+        /// Tasks under `assign/`.
+        assigned: usize,
+    },
+    /// A worker registered.
+    WorkerJoined {
+        /// Its id.
+        worker_id: String,
+    },
+    /// A worker's registration disappeared (it stopped, died or its session expired).
+    WorkerLeft {
+        /// Its id.
+        worker_id: String,
+    },
+    /// A task was moved from `tasks/` to a worker.
+    Assigned {
+        /// The task.
+        task_id: TaskId,
+        /// The worker.
+        worker_id: String,
+    },
+    /// An unfinished task of a worker that left was put back in `tasks/`, to be assigned again.
+    Requeued {
+        /// The task.
+        task_id: TaskId,
+        /// The worker that left.
+        from_worker: String,
+    },
+    /// The term ended (leadership suspended or lost, or we stopped); writes of that term fail.
+    MastershipEnded {
+        /// The ended term's token.
+        token: FencingToken,
+    },
+    /// This candidate cannot take part (bad path, no permission, ...).
+    MasterFailed {
+        /// What went wrong.
+        error: Error,
+    },
+}
+
+/// Send every [`WorkerEvent`] of this worker to `recipient`.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct SubscribeWorker {
+    /// Who gets the events.
+    pub recipient: Recipient<WorkerEvent>,
+}
+
+/// Stop taking tasks, let the running ones finish, then deregister and stop. Resolves when the
+/// worker has stopped. Unstarted assignments go back to the master.
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "()")]
+pub struct StopWorker;
+
+/// Why a finished run's result was not recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiscardReason {
+    /// The task was taken from this worker (its registration was lost meanwhile) and given to
+    /// another.
+    Reassigned,
+    /// Another run of the task finished first; its result stands.
+    AlreadyFinished,
+    /// The client forgot the task (its status node is gone).
+    Forgotten,
+}
+
+/// What happened at a worker, told in the past tense.
+#[derive(Message, Debug, Clone, PartialEq, Eq)]
+#[rtype(result = "()")]
+pub enum WorkerEvent {
+    /// Registered under `workers/<id>` for session `generation`.
+    Registered {
+        /// The session generation registered in.
+        generation: u64,
+    },
+    /// The registration is gone with its session; the master will re-assign our unfinished
+    /// tasks. Running tasks go on; a new registration follows on the new session.
+    RegistrationLost,
+    /// Could not register (e.g. the id is taken by another live session); retried.
+    RegistrationFailed {
+        /// What went wrong.
+        error: TaskError,
+    },
+    /// A task was handed to the user's actor.
+    TaskStarted {
+        /// The task.
+        task_id: TaskId,
+    },
+    /// A task's result was written and its assignment removed, in one transaction.
+    TaskFinished {
+        /// The task.
+        task_id: TaskId,
+    },
+    /// A run finished but its result was not recorded.
+    TaskDiscarded {
+        /// The task.
+        task_id: TaskId,
+        /// Why.
+        reason: DiscardReason,
+    },
+    /// A result could not be written (e.g. larger than the server accepts); the assignment is
+    /// left in place for an operator, and this worker does not run the task again.
+    TaskFailed {
+        /// The task.
+        task_id: TaskId,
+        /// What went wrong.
+        error: TaskError,
+    },
+    /// The worker deregistered and stopped.
+    Stopped,
+}

@@ -1,0 +1,45 @@
+//! Master–worker task assignment: an elected master assigns submitted tasks to registered
+//! workers, puts back the tasks of workers that leave, and clients wait for results.
+//!
+//! Owns: [`TaskMaster`] (a candidate; while elected, a fresh term assigns and re-assigns),
+//! [`TaskWorker`] (registration, running assigned tasks through the user's actor, recording
+//! results), [`TaskClient`] (submit, wait for a result, forget), the assignment strategies and
+//! [`MasterFence`]. Does not own the election itself ([`crate::election`]) or the session.
+//!
+//! Layout under a root (the classic design of "ZooKeeper: Distributed Process Coordination"):
+//!
+//! ```text
+//! <root>/master/_c_<uuid>-latch-<seq>   election (Curator LeaderLatch layout), data = master id
+//! <root>/workers/<worker>               ephemeral registration, data = capacity (decimal)
+//! <root>/tasks/task-<uuid>              waiting for a worker, data = payload
+//! <root>/assign/<worker>/task-<uuid>    assigned, data = payload
+//! <root>/status/task-<uuid>             empty (version 0) until the result is written (version 1)
+//! ```
+//!
+//! Every move is one transaction: `tasks → assign` (master, fenced), `assign → tasks` (master,
+//! fenced, when the worker left), `assign → status` (worker). A task is therefore always in
+//! exactly one place, and its result is written once. See `docs/recipes/master-worker.md`.
+
+mod client;
+mod error;
+mod fence;
+mod layout;
+mod master;
+mod messages;
+mod strategy;
+mod term;
+mod worker;
+
+pub use client::{Overview, TaskClient};
+pub use error::TaskError;
+pub use fence::MasterFence;
+pub use layout::TaskId;
+pub use master::{TaskMaster, TaskMasterConfig};
+pub use messages::{
+    CurrentTerm, DiscardReason, MasterEvent, StopMaster, StopWorker, SubscribeMaster, SubscribeWorker, TaskAssigned,
+    WorkerEvent,
+};
+pub use strategy::{AssignStrategy, LeastLoaded, Random, RoundRobin, WorkerLoad};
+pub use worker::{TaskWorker, TaskWorkerConfig};
+
+pub use crate::recipe::{ConnectionPolicy, FencingToken};

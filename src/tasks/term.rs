@@ -1,0 +1,692 @@
+//! [`MasterTerm`]: the master's work during one term of office.
+//!
+//! Owns: the master's view of workers, pending tasks and assignments, and the writes that
+//! assign tasks and put back those of workers that left. Does not own the election: the
+//! [`TaskMaster`](super::TaskMaster) runs one, and a fresh `MasterTerm` is started for every
+//! term and stopped when it ends, so a term never inherits a view from an earlier one.
+//!
+//! The term is a level-triggered reconcile loop, in the style of a Kubernetes controller:
+//! watch events only mark parts of the view *dirty*; one *pass* at a time re-reads what is
+//! dirty, then writes what the view calls for (assign pending tasks to workers with room, put
+//! back the tasks of workers that left). The first pass reads everything before writing
+//! anything. Every write is fenced by the term ([`MasterFence`]), so a deposed master writes
+//! nothing.
+//!
+//! State machine: `Rebuilding → Assigning → Ended`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use actix::prelude::*;
+use futures::future::join_all;
+use tracing::{debug, info, warn};
+
+use super::error::TaskError;
+use super::fence::MasterFence;
+use super::layout::{Layout, TaskId};
+use super::messages::MasterEvent;
+use super::strategy::{AssignStrategy, WorkerLoad};
+use crate::election::StopLeading;
+use crate::error::Error;
+use crate::session::{IntoActorFree, SessionEvent, SessionHandle, WatchEvent, WatchId};
+use crate::{CreateMode, Op, OpResult, PersistentWatchMode};
+
+/// How long to wait before reading again after a request failed (disconnected, or a race).
+const RETRY: Duration = Duration::from_millis(200);
+
+/// What must be read again before the next writes.
+#[derive(Debug, Default)]
+struct Dirty {
+    workers: bool,
+    tasks: bool,
+    /// The set of assignment directories.
+    assign: bool,
+    /// Assignment directories whose contents changed.
+    dirs: BTreeSet<String>,
+}
+
+impl Dirty {
+    fn everything() -> Dirty {
+        Dirty { workers: true, tasks: true, assign: true, dirs: BTreeSet::new() }
+    }
+
+    fn any(&self) -> bool {
+        self.workers || self.tasks || self.assign || !self.dirs.is_empty()
+    }
+
+    fn merge(&mut self, other: Dirty) {
+        self.workers |= other.workers;
+        self.tasks |= other.tasks;
+        self.assign |= other.assign;
+        self.dirs.extend(other.dirs);
+    }
+}
+
+/// A task waiting in `tasks/`, read.
+#[derive(Debug)]
+struct Pending {
+    data: Vec<u8>,
+    /// Its `czxid`: tasks are assigned in the order they were submitted.
+    czxid: i64,
+}
+
+/// A worker's registration as read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Registration {
+    /// The registration node's `czxid`: assignments made before it belong to an earlier
+    /// registration (an earlier session) of the same worker id, and are put back.
+    czxid: i64,
+    capacity: usize,
+}
+
+/// An assignment whose reply has not come yet counts as made after every registration.
+const JUST_ASSIGNED: i64 = i64::MAX;
+
+/// The term's view, built from ZooKeeper only.
+#[derive(Debug, Default)]
+struct View {
+    /// Registered workers.
+    workers: BTreeMap<String, Registration>,
+    /// Assignment directories and the tasks in them, with each assignment's `czxid`.
+    dirs: BTreeMap<String, BTreeMap<String, i64>>,
+    /// Names under `tasks/` as last listed.
+    listed_tasks: BTreeSet<String>,
+    /// Pending tasks whose payload has been read.
+    pending: BTreeMap<String, Pending>,
+}
+
+/// An assignment directory's tasks, each with its `czxid` (`None`: gone before it was read).
+type DirContents = Vec<(String, Option<i64>)>;
+
+/// What one pass read.
+#[derive(Debug, Default)]
+struct Reads {
+    /// `workers/` children and each one's registration (`None`: left meanwhile).
+    workers: Option<Vec<(String, Option<Registration>)>>,
+    /// `assign/` children.
+    dirs: Option<Vec<String>>,
+    /// Contents of assignment directories (`None`: the directory is gone), with the `czxid` of
+    /// assignments not in the view before (`None`: gone meanwhile).
+    dir_contents: Vec<(String, Option<DirContents>)>,
+    /// `tasks/` children and each new task's payload (`None`: gone meanwhile).
+    tasks: Option<Vec<String>>,
+    payloads: Vec<(String, Option<Pending>)>,
+}
+
+/// What one write achieved.
+enum Outcome {
+    Assigned {
+        task: String,
+        worker: String,
+        czxid: Option<i64>,
+    },
+    Requeued {
+        task: String,
+        worker: String,
+    },
+    DirRemoved,
+    /// The term has ended: stop writing.
+    Deposed,
+    /// Something changed under us or the connection dropped: read again.
+    Retry {
+        dirty: Dirty,
+        error: TaskError,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Nothing is written before the first full read.
+    Rebuilding,
+    Assigning,
+    Ended,
+}
+
+/// The master's work for one term; started by the [`TaskMaster`](super::TaskMaster)'s
+/// election when leadership is won, sent [`StopLeading`] when it is suspended or lost.
+pub(crate) struct MasterTerm {
+    session: SessionHandle,
+    layout: Layout,
+    fence: MasterFence,
+    strategy: Box<dyn AssignStrategy>,
+    report: Recipient<MasterEvent>,
+    phase: Phase,
+    view: View,
+    dirty: Dirty,
+    pass_running: bool,
+    watches: Vec<WatchId>,
+    span: tracing::Span,
+}
+
+impl MasterTerm {
+    pub(crate) fn new(
+        session: SessionHandle,
+        layout: Layout,
+        fence: MasterFence,
+        strategy: Box<dyn AssignStrategy>,
+        report: Recipient<MasterEvent>,
+    ) -> MasterTerm {
+        let span = tracing::info_span!("zk.tasks.master_term", root = %layout.assign(), node = %fence.node, token = %fence.token);
+        MasterTerm {
+            session,
+            layout,
+            fence,
+            strategy,
+            report,
+            phase: Phase::Rebuilding,
+            view: View::default(),
+            dirty: Dirty::everything(),
+            pass_running: false,
+            watches: Vec::new(),
+            span,
+        }
+    }
+
+    fn tell(&self, event: MasterEvent) {
+        self.report.do_send(event);
+    }
+
+    /// Starts a pass unless one is running (it will look at the dirty marks when it ends).
+    fn kick(&mut self, ctx: &mut Context<Self>) {
+        if self.pass_running || self.phase == Phase::Ended || !self.dirty.any() {
+            return;
+        }
+        self.pass_running = true;
+        let dirty = std::mem::take(&mut self.dirty);
+        let reads = self.read(&dirty);
+        ctx.spawn(
+            reads
+                .into_actor_free()
+                .then(move |reads, act: &mut Self, ctx| {
+                    let writes = match reads {
+                        Ok(reads) => {
+                            act.apply_reads(reads);
+                            act.write()
+                        }
+                        Err(error) => {
+                            debug!(parent: &act.span, %error, "reading the view failed; will read again");
+                            act.dirty.merge(dirty);
+                            act.retry_later(ctx);
+                            Vec::new()
+                        }
+                    };
+                    join_all(writes).into_actor_free()
+                })
+                .map(|outcomes, act: &mut Self, ctx| {
+                    act.pass_running = false;
+                    let retry = act.apply_outcomes(outcomes);
+                    if retry {
+                        act.retry_later(ctx);
+                    } else {
+                        act.kick(ctx);
+                    }
+                }),
+        );
+    }
+
+    fn retry_later(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_later(RETRY, |act, ctx| act.kick(ctx));
+    }
+
+    /// Reads what `dirty` names: listings first (all sent at once), then every listed worker's
+    /// registration (a worker may have registered again under the same id), the payloads of
+    /// new tasks, and the `czxid`s of assignments not seen before.
+    fn read(&self, dirty: &Dirty) -> impl Future<Output = Result<Reads, Error>> + 'static + use<> {
+        let session = self.session.clone();
+        let layout = self.layout.clone();
+        let known_tasks: BTreeSet<String> = self.view.pending.keys().cloned().collect();
+        let known_assignments: BTreeMap<String, BTreeSet<String>> =
+            // An assignment whose reply never came is read again.
+            self.view
+                .dirs
+                .iter()
+                .map(|(d, tasks)| {
+                    (d.clone(), tasks.iter().filter(|(_, czxid)| **czxid != JUST_ASSIGNED).map(|(t, _)| t.clone()).collect())
+                })
+                .collect();
+        let list_workers = dirty.workers.then(|| session.children(&layout.workers()));
+        let list_dirs = dirty.assign.then(|| session.children(&layout.assign()));
+        let list_tasks = dirty.tasks.then(|| session.children(&layout.tasks()));
+        let dir_reads: Vec<_> =
+            dirty.dirs.iter().map(|d| (d.clone(), session.children(&layout.assign_dir(d)))).collect();
+        async move {
+            let mut reads = Reads::default();
+            let workers = match list_workers {
+                Some(list) => Some(list.await?.names),
+                None => None,
+            };
+            if let Some(list) = list_dirs {
+                reads.dirs = Some(list.await?.names);
+            }
+            if let Some(list) = list_tasks {
+                reads.tasks = Some(list.await?.names);
+            }
+            let mut listings = Vec::new();
+            for (dir, list) in dir_reads {
+                listings.push((dir, absent_as_none(list.await)?.map(|c| c.names)));
+            }
+            let listed: BTreeSet<String> = listings.iter().map(|(d, _)| d.clone()).collect();
+            let more_dirs: Vec<_> = reads
+                .dirs
+                .iter()
+                .flatten()
+                .filter(|d| !listed.contains(*d))
+                .map(|d| (d.clone(), session.children(&layout.assign_dir(d))))
+                .collect();
+            // Second round, again all sent before any is awaited.
+            let registrations: Vec<_> =
+                workers.iter().flatten().map(|w| (w.clone(), session.get_data(&layout.worker(w)))).collect();
+            let payloads: Vec<_> = reads
+                .tasks
+                .iter()
+                .flatten()
+                .filter(|t| !known_tasks.contains(*t))
+                .map(|t| (t.clone(), session.get_data(&layout.task(t))))
+                .collect();
+            for (dir, list) in more_dirs {
+                listings.push((dir, absent_as_none(list.await)?.map(|c| c.names)));
+            }
+            if workers.is_some() {
+                let mut read = Vec::with_capacity(registrations.len());
+                for (worker, node) in registrations {
+                    let registration = absent_as_none(node.await)?
+                        .map(|node| Registration { czxid: node.stat.czxid, capacity: parse_capacity(&node.data) });
+                    read.push((worker, registration));
+                }
+                reads.workers = Some(read);
+            }
+            for (task, read) in payloads {
+                let pending =
+                    absent_as_none(read.await)?.map(|node| Pending { data: node.data, czxid: node.stat.czxid });
+                reads.payloads.push((task, pending));
+            }
+            // Third round: when each new assignment was made.
+            let no_names = BTreeSet::new();
+            let stats: Vec<_> = listings
+                .into_iter()
+                .map(|(dir, names)| {
+                    let known = known_assignments.get(&dir).unwrap_or(&no_names);
+                    let names = names.map(|names| {
+                        names
+                            .into_iter()
+                            .map(|t| {
+                                let stat = (!known.contains(&t)).then(|| session.exists(&layout.assignment(&dir, &t)));
+                                (t, stat)
+                            })
+                            .collect::<Vec<_>>()
+                    });
+                    (dir, names)
+                })
+                .collect();
+            for (dir, names) in stats {
+                let Some(names) = names else {
+                    reads.dir_contents.push((dir, None));
+                    continue;
+                };
+                let mut contents = Vec::with_capacity(names.len());
+                for (task, stat) in names {
+                    let czxid = match stat {
+                        // Known already: keep the view's czxid.
+                        None => Some(JUST_ASSIGNED),
+                        Some(stat) => stat.await?.map(|s| s.czxid),
+                    };
+                    contents.push((task, czxid));
+                }
+                reads.dir_contents.push((dir, Some(contents)));
+            }
+            Ok(reads)
+        }
+    }
+
+    fn apply_reads(&mut self, reads: Reads) {
+        let span = self.span.clone();
+        let view = &mut self.view;
+        if let Some(listed) = reads.workers {
+            let listed: BTreeMap<String, Registration> =
+                listed.into_iter().filter_map(|(w, registration)| registration.map(|r| (w, r))).collect();
+            let previous = std::mem::replace(&mut view.workers, listed);
+            for (worker_id, before) in &previous {
+                if view.workers.get(worker_id).is_none_or(|now| now.czxid != before.czxid) {
+                    info!(parent: &span, worker = %worker_id, "worker left");
+                    self.report.do_send(MasterEvent::WorkerLeft { worker_id: worker_id.clone() });
+                }
+            }
+            for (worker_id, now) in &view.workers {
+                if previous.get(worker_id).is_none_or(|before| before.czxid != now.czxid) {
+                    info!(parent: &span, worker = %worker_id, capacity = now.capacity, "worker joined");
+                    self.report.do_send(MasterEvent::WorkerJoined { worker_id: worker_id.clone() });
+                }
+            }
+        }
+        if let Some(dirs) = reads.dirs {
+            let dirs: BTreeSet<String> = dirs.into_iter().collect();
+            view.dirs.retain(|d, _| dirs.contains(d));
+        }
+        for (dir, contents) in reads.dir_contents {
+            let Some(contents) = contents else {
+                view.dirs.remove(&dir);
+                continue;
+            };
+            let before = view.dirs.remove(&dir).unwrap_or_default();
+            let now = contents
+                .into_iter()
+                .filter_map(|(task, czxid)| {
+                    let czxid = match czxid? {
+                        JUST_ASSIGNED => before.get(&task).copied().unwrap_or(JUST_ASSIGNED),
+                        czxid => czxid,
+                    };
+                    Some((task, czxid))
+                })
+                .collect();
+            view.dirs.insert(dir, now);
+        }
+        if let Some(tasks) = reads.tasks {
+            view.listed_tasks = tasks.into_iter().collect();
+            view.pending.retain(|t, _| view.listed_tasks.contains(t));
+        }
+        for (task, pending) in reads.payloads {
+            if let Some(pending) = pending.filter(|_| view.listed_tasks.contains(&task)) {
+                view.pending.insert(task, pending);
+            }
+        }
+        if self.phase == Phase::Rebuilding {
+            self.phase = Phase::Assigning;
+            let assigned = view.dirs.values().map(BTreeMap::len).sum();
+            info!(parent: &span, workers = view.workers.len(), pending = view.listed_tasks.len(), assigned, "view rebuilt from ZooKeeper");
+            self.report.do_send(MasterEvent::Rebuilt {
+                workers: view.workers.len(),
+                pending: view.listed_tasks.len(),
+                assigned,
+            });
+        }
+    }
+
+    /// Sends the writes the view calls for (all at once) and returns their outcomes to await.
+    fn write(&mut self) -> Vec<std::pin::Pin<Box<dyn Future<Output = Outcome>>>> {
+        let mut writes: Vec<std::pin::Pin<Box<dyn Future<Output = Outcome>>>> = Vec::new();
+        // Assignments whose registration ended (the worker left, or registered again on a new
+        // session since): put them back; then remove directories of workers that left.
+        let mut stale = Vec::new();
+        let mut empty_orphans = Vec::new();
+        for (dir, tasks) in &self.view.dirs {
+            let registration = self.view.workers.get(dir);
+            if registration.is_none() && tasks.is_empty() {
+                empty_orphans.push(dir.clone());
+            }
+            for (task, czxid) in tasks {
+                if registration.is_none_or(|r| *czxid < r.czxid) {
+                    stale.push((dir.clone(), task.clone()));
+                }
+            }
+        }
+        for worker in empty_orphans {
+            writes.push(Box::pin(self.remove_dir(worker)));
+        }
+        for (worker, task) in stale {
+            writes.push(Box::pin(self.requeue(worker, task)));
+        }
+        // Pending tasks, oldest first, to workers with room.
+        let mut order: Vec<(i64, String)> = self.view.pending.iter().map(|(t, p)| (p.czxid, t.clone())).collect();
+        order.sort();
+        for (_, task) in order {
+            let candidates: Vec<WorkerLoad> = self
+                .view
+                .workers
+                .iter()
+                .map(|(w, registration)| WorkerLoad {
+                    worker_id: w.clone(),
+                    // Stale assignments are on their way back: they do not count.
+                    assigned: self
+                        .view
+                        .dirs
+                        .get(w)
+                        .map_or(0, |tasks| tasks.values().filter(|czxid| **czxid >= registration.czxid).count()),
+                    capacity: registration.capacity,
+                })
+                .filter(|w| w.assigned < w.capacity)
+                .collect();
+            if candidates.is_empty() {
+                break;
+            }
+            let choice = self.strategy.pick(&task, &candidates).min(candidates.len() - 1);
+            let worker = candidates[choice].worker_id.clone();
+            let Some(pending) = self.view.pending.remove(&task) else { continue };
+            writes.push(Box::pin(self.assign(task, worker, pending)));
+        }
+        writes
+    }
+
+    /// Moves `task` from `tasks/` to `assign/<worker>/` in one fenced transaction (creating the
+    /// worker's directory in it when the view has none), so it is never in both places or in
+    /// neither. The view counts it as assigned at once, so that capacity holds within a pass.
+    fn assign(&mut self, task: String, worker: String, pending: Pending) -> impl Future<Output = Outcome> + 'static {
+        let mut ops = vec![Op::Delete { path: self.layout.task(&task), version: None }];
+        if !self.view.dirs.contains_key(&worker) {
+            ops.push(Op::Create {
+                path: self.layout.assign_dir(&worker),
+                data: Vec::new(),
+                mode: CreateMode::Persistent,
+            });
+        }
+        self.view.dirs.entry(worker.clone()).or_default().insert(task.clone(), JUST_ASSIGNED);
+        self.view.listed_tasks.remove(&task);
+        ops.push(Op::Create {
+            path: self.layout.assignment(&worker, &task),
+            data: pending.data,
+            mode: CreateMode::Persistent,
+        });
+        debug!(parent: &self.span, %task, %worker, "assigning");
+        let write = self.fence.write(&self.session, ops);
+        async move {
+            match write.await {
+                Ok(results) => {
+                    let czxid = results.iter().rev().find_map(|r| match r {
+                        OpResult::Created { stat, .. } => Some(stat.czxid),
+                        _ => None,
+                    });
+                    Outcome::Assigned { task, worker, czxid }
+                }
+                Err(TaskError::Deposed { .. }) => Outcome::Deposed,
+                Err(error) => Outcome::Retry {
+                    dirty: Dirty { tasks: true, assign: true, dirs: [worker].into(), ..Dirty::default() },
+                    error,
+                },
+            }
+        }
+    }
+
+    /// Puts an unfinished task of a worker that left back in `tasks/` (payload and all), in one
+    /// fenced transaction with the assignment's removal.
+    fn requeue(&self, worker: String, task: String) -> impl Future<Output = Outcome> + 'static {
+        let session = self.session.clone();
+        let fence = self.fence.clone();
+        let assignment = self.layout.assignment(&worker, &task);
+        let back = self.layout.task(&task);
+        let read = session.get_data(&assignment);
+        async move {
+            let retry = |error: TaskError| Outcome::Retry {
+                dirty: Dirty { tasks: true, dirs: [worker.clone()].into(), ..Dirty::default() },
+                error,
+            };
+            let node = match read.await {
+                Ok(node) => node,
+                Err(error) => return retry(error.into()),
+            };
+            let ops = vec![
+                Op::Delete { path: assignment, version: Some(node.stat.version) },
+                Op::Create { path: back, data: node.data, mode: CreateMode::Persistent },
+            ];
+            match fence.write(&session, ops).await {
+                Ok(_) => Outcome::Requeued { task, worker },
+                Err(TaskError::Deposed { .. }) => Outcome::Deposed,
+                Err(error) => retry(error),
+            }
+        }
+    }
+
+    /// Removes the empty directory of a worker that left.
+    fn remove_dir(&self, worker: String) -> impl Future<Output = Outcome> + 'static {
+        let ops = vec![Op::Delete { path: self.layout.assign_dir(&worker), version: None }];
+        let write = self.fence.write(&self.session, ops);
+        async move {
+            match write.await {
+                Ok(_) => Outcome::DirRemoved,
+                // Its worker came back and was given a task meanwhile, or another master's
+                // cleanup got there first: the next read shows which.
+                Err(TaskError::Deposed { .. }) => Outcome::Deposed,
+                Err(error) => {
+                    Outcome::Retry { dirty: Dirty { assign: true, dirs: [worker].into(), ..Dirty::default() }, error }
+                }
+            }
+        }
+    }
+
+    /// Applies what the writes achieved; true when something must be read again after a pause.
+    fn apply_outcomes(&mut self, outcomes: Vec<Outcome>) -> bool {
+        let mut retry = false;
+        for outcome in outcomes {
+            match outcome {
+                Outcome::Assigned { task, worker, czxid } => {
+                    if let (Some(czxid), Some(dir)) = (czxid, self.view.dirs.get_mut(&worker)) {
+                        if let Some(made) = dir.get_mut(&task) {
+                            *made = czxid;
+                        }
+                    }
+                    if let Ok(task_id) = TaskId::parse(task) {
+                        self.tell(MasterEvent::Assigned { task_id, worker_id: worker });
+                    }
+                }
+                Outcome::Requeued { task, worker } => {
+                    info!(parent: &self.span, %task, %worker, "task put back: its worker left");
+                    if let Some(dir) = self.view.dirs.get_mut(&worker) {
+                        dir.remove(&task);
+                    }
+                    self.dirty.tasks = true;
+                    if let Ok(task_id) = TaskId::parse(task) {
+                        self.tell(MasterEvent::Requeued { task_id, from_worker: worker });
+                    }
+                }
+                Outcome::DirRemoved => self.dirty.assign = true,
+                Outcome::Deposed => {
+                    if self.phase != Phase::Ended {
+                        warn!(parent: &self.span, "a fenced write was refused: this term has ended");
+                        self.phase = Phase::Ended;
+                    }
+                }
+                Outcome::Retry { dirty, error } => {
+                    debug!(parent: &self.span, %error, "a write did not apply; reading again");
+                    self.dirty.merge(dirty);
+                    retry = true;
+                }
+            }
+        }
+        retry
+    }
+
+    fn on_watch(&mut self, event: &WatchEvent) {
+        let assign = self.layout.assign();
+        if event.path == self.layout.workers() {
+            self.dirty.workers = true;
+        } else if event.path == self.layout.tasks() {
+            self.dirty.tasks = true;
+        } else if let Some(rest) = event.path.strip_prefix(&assign).and_then(|r| r.strip_prefix('/')) {
+            match rest.split_once('/') {
+                Some((dir, _task)) => {
+                    self.dirty.dirs.insert(dir.to_owned());
+                }
+                None => {
+                    self.dirty.assign = true;
+                    self.dirty.dirs.insert(rest.to_owned());
+                }
+            }
+        } else if event.path == assign {
+            self.dirty.assign = true;
+        }
+    }
+}
+
+/// `NoNode` as `None`: a node that went between listing and reading is not an error.
+fn absent_as_none<T>(read: Result<T, Error>) -> Result<Option<T>, Error> {
+    match read {
+        Ok(value) => Ok(Some(value)),
+        Err(Error::NoNode { .. }) => Ok(None),
+        Err(err) => Err(err),
+    }
+}
+
+/// A worker's registration data is its capacity in decimal; anything else counts as 1, so a
+/// registration made by other software still gets work, one task at a time.
+pub(crate) fn parse_capacity(data: &[u8]) -> usize {
+    std::str::from_utf8(data).ok().and_then(|s| s.trim().parse::<usize>().ok()).filter(|&n| n > 0).unwrap_or(1)
+}
+
+impl Actor for MasterTerm {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        info!(parent: &self.span, "term started: rebuilding the view from ZooKeeper");
+        self.tell(MasterEvent::BecameMaster { fence: self.fence.clone() });
+        self.session.subscribe(ctx.address().recipient());
+        // The watches are in place before the first read, so nothing changes unseen.
+        let me = ctx.address().recipient::<WatchEvent>();
+        let watches = vec![
+            self.session.add_watch(&self.layout.workers(), PersistentWatchMode::Node, me.clone()),
+            self.session.add_watch(&self.layout.tasks(), PersistentWatchMode::Node, me.clone()),
+            self.session.add_watch(&self.layout.assign(), PersistentWatchMode::Recursive, me),
+        ];
+        ctx.wait(join_all(watches).into_actor_free().map(|added, act: &mut Self, ctx| {
+            for watch in added {
+                match watch {
+                    Ok(id) => act.watches.push(id),
+                    // Without the watch a change could go unseen: read periodically instead.
+                    Err(error) => {
+                        warn!(parent: &act.span, %error, "could not watch; reading every second instead");
+                        ctx.run_interval(Duration::from_secs(1), |act, ctx| {
+                            act.dirty.merge(Dirty::everything());
+                            act.kick(ctx);
+                        });
+                    }
+                }
+            }
+            act.kick(ctx);
+        }));
+    }
+
+    fn stopped(&mut self, _: &mut Context<Self>) {
+        for id in self.watches.drain(..) {
+            self.session.remove_watch(id);
+        }
+        info!(parent: &self.span, "term ended");
+        self.tell(MasterEvent::MastershipEnded { token: self.fence.token });
+    }
+}
+
+impl Handler<WatchEvent> for MasterTerm {
+    type Result = ();
+
+    fn handle(&mut self, event: WatchEvent, ctx: &mut Context<Self>) {
+        self.on_watch(&event);
+        self.kick(ctx);
+    }
+}
+
+impl Handler<SessionEvent> for MasterTerm {
+    type Result = ();
+
+    fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
+        // Persistent watches can miss events while disconnected: read everything again.
+        if matches!(event, SessionEvent::Reconnected { .. } | SessionEvent::Connected { .. }) {
+            self.dirty.merge(Dirty::everything());
+            self.kick(ctx);
+        }
+    }
+}
+
+impl Handler<StopLeading> for MasterTerm {
+    type Result = ();
+
+    fn handle(&mut self, _: StopLeading, ctx: &mut Context<Self>) {
+        self.phase = Phase::Ended;
+        ctx.stop();
+    }
+}

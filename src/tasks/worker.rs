@@ -1,0 +1,514 @@
+//! [`TaskWorker`]: registers a worker, runs what is assigned to it, records the results.
+//!
+//! Owns: the worker's registration (`<root>/workers/<id>`, ephemeral, re-made on every new
+//! session), watching its assignment directory (`<root>/assign/<id>/`), handing each task to
+//! the user's actor as [`TaskAssigned`], at most `concurrency` at a time, and finishing a task
+//! (result into `status/<task>`, assignment removed) in one transaction. Does not own who gets
+//! which task: that is the master's.
+//!
+//! Registration state machine: `Unregistered → Registering → Registered{generation} → ...`,
+//! and `Draining → Stopped` after [`StopWorker`]. Running tasks are independent of it: a task
+//! that started under a session that expired still finishes, and its result counts if the task
+//! is still assigned here (the master may have moved it meanwhile; then the result is dropped
+//! and [`WorkerEvent::TaskDiscarded`] says so).
+
+use std::collections::{BTreeSet, HashSet};
+use std::time::Duration;
+
+use actix::prelude::*;
+use tracing::{debug, info, warn};
+
+use super::error::TaskError;
+use super::layout::{Layout, TaskId, check_worker_id};
+use super::messages::*;
+use crate::error::Error;
+use crate::session::{IntoActorFree, SessionEvent, SessionHandle, WatchEvent};
+use crate::{CreateMode, Op};
+
+/// How long to wait before trying again when ZooKeeper cannot be reached or the id is taken.
+const RETRY: Duration = Duration::from_millis(500);
+
+/// How a [`TaskWorker`] works.
+#[derive(Debug, Clone)]
+pub struct TaskWorkerConfig {
+    root: String,
+    worker_id: String,
+    concurrency: usize,
+}
+
+impl TaskWorkerConfig {
+    /// A worker `worker_id` of the installation at `root`, running one task at a time.
+    pub fn new(root: impl Into<String>, worker_id: impl Into<String>) -> Self {
+        TaskWorkerConfig { root: root.into(), worker_id: worker_id.into(), concurrency: 1 }
+    }
+
+    /// Runs at most `n` tasks at once (at least 1). Registered as the worker's capacity, so the
+    /// master assigns it no more than that.
+    pub fn with_concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Registration {
+    Unregistered,
+    Registering {
+        generation: u64,
+    },
+    Registered {
+        generation: u64,
+    },
+    /// Stopping: no new tasks; deregister once the running ones are done.
+    Draining,
+    Stopped,
+}
+
+/// One worker; see `docs/recipes/master-worker.md`.
+///
+/// ```no_run
+/// # fn demo(session: actix_zookeeper::SessionHandle, runner: actix::Recipient<actix_zookeeper::tasks::TaskAssigned>)
+/// # -> Result<(), actix_zookeeper::tasks::TaskError> {
+/// use actix::Actor;
+/// use actix_zookeeper::tasks::{TaskWorker, TaskWorkerConfig};
+///
+/// let config = TaskWorkerConfig::new("/jobs", "worker-1").with_concurrency(4);
+/// let worker = TaskWorker::new(session, config, runner)?.start(); // runner: your actor
+/// # Ok(()) }
+/// ```
+pub struct TaskWorker {
+    session: SessionHandle,
+    layout: Layout,
+    config: TaskWorkerConfig,
+    runner: Recipient<TaskAssigned>,
+    registration: Registration,
+    /// The newest session generation seen.
+    generation: u64,
+    /// Tasks handed to the runner and not yet settled.
+    running: HashSet<String>,
+    /// Assigned here and not started yet.
+    backlog: BTreeSet<String>,
+    /// Tasks whose result could not be written: not run again by this worker.
+    failed: HashSet<String>,
+    /// Assignments made to an earlier registration of ours: the master puts them back, so
+    /// they are not started here.
+    forfeit: HashSet<String>,
+    /// Our registration node's `czxid`: assignments older than it are forfeit.
+    registered_at: i64,
+    listing: bool,
+    list_again: bool,
+    subscribers: Vec<Recipient<WorkerEvent>>,
+    stop_waiters: Vec<futures::channel::oneshot::Sender<()>>,
+    span: tracing::Span,
+}
+
+impl TaskWorker {
+    /// A worker; start it with `.start()`. `runner` is the actor that runs the tasks.
+    pub fn new(
+        session: SessionHandle,
+        config: TaskWorkerConfig,
+        runner: Recipient<TaskAssigned>,
+    ) -> Result<TaskWorker, TaskError> {
+        let layout = Layout::new(&config.root)?;
+        check_worker_id(&config.worker_id)?;
+        let span = tracing::info_span!("zk.tasks.worker", root = %config.root, id = %config.worker_id);
+        Ok(TaskWorker {
+            session,
+            layout,
+            config,
+            runner,
+            registration: Registration::Unregistered,
+            generation: 0,
+            running: HashSet::new(),
+            backlog: BTreeSet::new(),
+            failed: HashSet::new(),
+            forfeit: HashSet::new(),
+            registered_at: 0,
+            listing: false,
+            list_again: false,
+            subscribers: Vec::new(),
+            stop_waiters: Vec::new(),
+            span,
+        })
+    }
+
+    fn tell(&mut self, event: WorkerEvent) {
+        self.subscribers.retain(|s| s.connected());
+        for subscriber in &self.subscribers {
+            subscriber.do_send(event.clone());
+        }
+    }
+
+    fn accepting(&self) -> bool {
+        matches!(self.registration, Registration::Registered { .. })
+    }
+
+    /// Makes sure our directories exist, then creates our ephemeral registration. A node left by
+    /// our own lost create is adopted; one of another live session means the id is taken.
+    fn register(&mut self, ctx: &mut Context<Self>) {
+        if matches!(self.registration, Registration::Draining | Registration::Stopped) {
+            return;
+        }
+        let generation = self.generation;
+        self.registration = Registration::Registering { generation };
+        let session = self.session.clone();
+        let node = self.layout.worker(&self.config.worker_id);
+        let workers = self.layout.workers();
+        let dir = self.layout.assign_dir(&self.config.worker_id);
+        let capacity = self.config.concurrency.to_string();
+        let worker_id = self.config.worker_id.clone();
+        let register = async move {
+            let ensured = (session.ensure_path(&workers), session.ensure_path(&dir));
+            ensured.0.await?;
+            ensured.1.await?;
+            let owner = session.session().await.map(|s| s.session_id);
+            match session.create(&node, capacity, CreateMode::Ephemeral).await {
+                Ok(created) => Ok(created.stat.czxid),
+                Err(Error::NodeExists { .. }) => {
+                    let stat = session.exists(&node).await?;
+                    match (stat, owner) {
+                        (Some(stat), Some(owner)) if stat.ephemeral_owner == owner.0 => Ok(stat.czxid),
+                        _ => Err(TaskError::WorkerIdTaken { id: worker_id }),
+                    }
+                }
+                Err(err) => Err(err.into()),
+            }
+        };
+        ctx.spawn(register.into_actor_free().map(move |registered, act: &mut Self, ctx| {
+            if act.registration != (Registration::Registering { generation }) {
+                return; // stopped, or a newer session is registering
+            }
+            match registered {
+                Ok(czxid) => {
+                    info!(parent: &act.span, generation, "registered");
+                    act.registration = Registration::Registered { generation };
+                    act.registered_at = czxid;
+                    act.tell(WorkerEvent::Registered { generation });
+                    act.list(ctx);
+                }
+                Err(TaskError::ZooKeeper(error)) if !error.is_final() => {
+                    debug!(parent: &act.span, %error, "cannot register yet; trying again");
+                    ctx.run_later(RETRY, move |act, ctx| {
+                        if act.registration == (Registration::Registering { generation }) {
+                            act.register(ctx);
+                        }
+                    });
+                }
+                Err(error) => {
+                    warn!(parent: &act.span, %error, "cannot register; trying again");
+                    act.tell(WorkerEvent::RegistrationFailed { error });
+                    ctx.run_later(RETRY * 2, move |act, ctx| {
+                        if act.registration == (Registration::Registering { generation }) {
+                            act.register(ctx);
+                        }
+                    });
+                }
+            }
+        }));
+    }
+
+    /// Lists our assignments, leaving a watch; one listing at a time.
+    fn list(&mut self, ctx: &mut Context<Self>) {
+        if self.listing {
+            self.list_again = true;
+            return;
+        }
+        if !self.accepting() {
+            return;
+        }
+        self.listing = true;
+        let dir = self.layout.assign_dir(&self.config.worker_id);
+        let listed = self.session.children_watched(&dir, ctx.address().recipient());
+        ctx.spawn(listed.into_actor(self).map(move |listed, act, ctx| {
+            act.listing = false;
+            match listed {
+                Ok(children) => {
+                    let assigned: BTreeSet<String> = children.names.into_iter().collect();
+                    // Moved away before we started them.
+                    act.backlog.retain(|t| assigned.contains(t));
+                    act.forfeit.retain(|t| assigned.contains(t));
+                    for task in assigned {
+                        if !act.running.contains(&task) && !act.failed.contains(&task) && !act.forfeit.contains(&task) {
+                            act.backlog.insert(task);
+                        }
+                    }
+                    act.start_tasks(ctx);
+                }
+                Err(Error::NoNode { .. }) => {
+                    // The master removed our directory while we were not registered: make it
+                    // again, then list.
+                    let made = act.session.ensure_path(&dir);
+                    act.listing = true;
+                    ctx.spawn(made.into_actor(act).map(|_, act, ctx| {
+                        act.listing = false;
+                        act.list(ctx);
+                    }));
+                    return;
+                }
+                Err(error) => {
+                    debug!(parent: &act.span, %error, "cannot list assignments; trying again");
+                    ctx.run_later(RETRY, |act, ctx| act.list(ctx));
+                }
+            }
+            if std::mem::take(&mut act.list_again) {
+                act.list(ctx);
+            }
+        }));
+    }
+
+    fn start_tasks(&mut self, ctx: &mut Context<Self>) {
+        while self.accepting() && self.running.len() < self.config.concurrency {
+            let Some(task) = self.backlog.pop_first() else { break };
+            self.start(task, ctx);
+        }
+    }
+
+    /// Reads the task's payload and hands it to the runner; its reply is the result.
+    fn start(&mut self, task: String, ctx: &mut Context<Self>) {
+        let Ok(task_id) = TaskId::parse(task.clone()) else {
+            warn!(parent: &self.span, %task, "not a task id; ignored");
+            self.failed.insert(task);
+            return;
+        };
+        self.running.insert(task.clone());
+        let read = self.session.get_data(&self.layout.assignment(&self.config.worker_id, &task));
+        let registered_at = self.registered_at;
+        ctx.spawn(read.into_actor(self).then(move |read, act, ctx| {
+            let handed = match read {
+                Ok(node) if node.stat.czxid < registered_at => {
+                    debug!(parent: &act.span, %task, "assigned to our previous registration; the master takes it back");
+                    act.forfeit.insert(task.clone());
+                    None
+                }
+                Ok(node) => {
+                    debug!(parent: &act.span, %task, "task started");
+                    act.tell(WorkerEvent::TaskStarted { task_id: task_id.clone() });
+                    Some(act.runner.send(TaskAssigned { task_id, data: node.data }))
+                }
+                Err(error) => {
+                    // Moved away (NoNode), or the connection dropped: the next listing
+                    // decides.
+                    debug!(parent: &act.span, %task, %error, "cannot read the task");
+                    if !matches!(error, Error::NoNode { .. }) {
+                        ctx.run_later(RETRY, |act, ctx| act.list(ctx));
+                    }
+                    None
+                }
+            };
+            async move {
+                match handed {
+                    Some(reply) => Run::Done(reply.await),
+                    None => Run::NotStarted,
+                }
+            }
+            .into_actor_free()
+            .map(move |run, act: &mut Self, ctx| match run {
+                Run::Done(Ok(result)) => act.finish(task, result, ctx),
+                Run::Done(Err(_)) => {
+                    warn!(parent: &act.span, "the task runner has stopped; the worker stops");
+                    act.running.remove(&task);
+                    act.registration = Registration::Draining;
+                    act.after_task(ctx);
+                }
+                Run::NotStarted => {
+                    act.running.remove(&task);
+                    act.after_task(ctx);
+                }
+            })
+        }));
+    }
+
+    /// Writes the result and removes the assignment in one transaction: the task is finished
+    /// exactly once (the status node is written only at version 0), and only while it is still
+    /// assigned here.
+    fn finish(&mut self, task: String, result: Vec<u8>, ctx: &mut Context<Self>) {
+        let session = self.session.clone();
+        let status = self.layout.status_of(&task);
+        let assignment = self.layout.assignment(&self.config.worker_id, &task);
+        let write = async move {
+            let mut unsure = false;
+            loop {
+                let ops = vec![
+                    Op::SetData { path: status.clone(), data: result.clone(), version: Some(0) },
+                    Op::Delete { path: assignment.clone(), version: None },
+                ];
+                match session.multi(ops).await {
+                    Ok(_) => return Finish::Recorded,
+                    Err(Error::Multi { index: 0, source }) => {
+                        let reason = match *source {
+                            // A lost reply of our own earlier attempt looks like this too.
+                            Error::BadVersion { .. } if unsure => return Finish::Recorded,
+                            Error::BadVersion { .. } => DiscardReason::AlreadyFinished,
+                            Error::NoNode { .. } => DiscardReason::Forgotten,
+                            other => return Finish::Failed(other.into()),
+                        };
+                        // Nobody needs the assignment any more.
+                        let _ = session.delete(&assignment, None).await;
+                        return Finish::Discarded(reason);
+                    }
+                    Err(Error::Multi { index: 1, .. }) => return Finish::Discarded(DiscardReason::Reassigned),
+                    Err(error) if error.is_connection_problem() => {
+                        unsure = true;
+                        tokio::time::sleep(RETRY).await;
+                    }
+                    Err(error) => return Finish::Failed(error.into()),
+                }
+            }
+        };
+        ctx.spawn(write.into_actor_free().map(move |finish, act: &mut Self, ctx| {
+            act.running.remove(&task);
+            if let Ok(task_id) = TaskId::parse(task.clone()) {
+                match finish {
+                    Finish::Recorded => {
+                        debug!(parent: &act.span, task = %task_id, "task finished");
+                        act.tell(WorkerEvent::TaskFinished { task_id });
+                    }
+                    Finish::Discarded(reason) => {
+                        info!(parent: &act.span, task = %task_id, ?reason, "result discarded");
+                        act.tell(WorkerEvent::TaskDiscarded { task_id, reason });
+                    }
+                    Finish::Failed(error) => {
+                        warn!(parent: &act.span, task = %task_id, %error, "cannot record the result");
+                        act.failed.insert(task);
+                        act.tell(WorkerEvent::TaskFailed { task_id, error });
+                    }
+                }
+            }
+            act.after_task(ctx);
+        }));
+    }
+
+    fn after_task(&mut self, ctx: &mut Context<Self>) {
+        if self.registration == Registration::Draining {
+            if self.running.is_empty() {
+                self.deregister(ctx);
+            }
+        } else {
+            self.start_tasks(ctx);
+        }
+    }
+
+    /// Removes the registration (the master then puts back what we did not start) and our
+    /// directory if it is empty, then stops.
+    fn deregister(&mut self, ctx: &mut Context<Self>) {
+        self.registration = Registration::Stopped;
+        let session = self.session.clone();
+        let node = self.layout.worker(&self.config.worker_id);
+        let dir = self.layout.assign_dir(&self.config.worker_id);
+        let gone = async move {
+            let _ = session.delete(&node, None).await;
+            // Fails (NotEmpty) when tasks are still assigned here: the master moves them and
+            // removes the directory.
+            let _ = session.delete(&dir, None).await;
+        };
+        ctx.wait(gone.into_actor_free().map(|(), act: &mut Self, ctx| {
+            info!(parent: &act.span, "deregistered and stopped");
+            act.tell(WorkerEvent::Stopped);
+            for waiter in act.stop_waiters.drain(..) {
+                let _ = waiter.send(());
+            }
+            ctx.stop();
+        }));
+    }
+}
+
+enum Run {
+    /// The runner's reply (an error: the runner has stopped).
+    Done(Result<Vec<u8>, MailboxError>),
+    /// Not handed to the runner (gone, forfeit, or unreadable).
+    NotStarted,
+}
+
+enum Finish {
+    Recorded,
+    Discarded(DiscardReason),
+    Failed(TaskError),
+}
+
+impl Actor for TaskWorker {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        self.session.subscribe(ctx.address().recipient());
+    }
+
+    fn stopped(&mut self, _: &mut Context<Self>) {
+        if self.registration != Registration::Stopped {
+            // Stopped without StopWorker: deregister anyway, so the master re-assigns our tasks
+            // now rather than after the session ends. Detached: a request dropped by a stopping
+            // actor would never be sent.
+            let deleted = self.session.delete(&self.layout.worker(&self.config.worker_id), None);
+            actix::spawn(async move {
+                let _ = deleted.await;
+            });
+        }
+    }
+}
+
+impl Handler<SessionEvent> for TaskWorker {
+    type Result = ();
+
+    fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
+        match event {
+            SessionEvent::Connected { generation, .. } if generation > self.generation => {
+                let was_registered = matches!(self.registration, Registration::Registered { .. });
+                self.generation = generation;
+                if was_registered {
+                    warn!(parent: &self.span, generation, "registration lost with the session; registering again");
+                    self.tell(WorkerEvent::RegistrationLost);
+                }
+                self.register(ctx);
+            }
+            SessionEvent::Expired { .. } => {
+                if matches!(self.registration, Registration::Registered { .. }) {
+                    warn!(parent: &self.span, "session expired: registration lost");
+                    self.registration = Registration::Unregistered;
+                    self.tell(WorkerEvent::RegistrationLost);
+                }
+            }
+            // A one-shot watch survives a reconnect, but a listing that failed meanwhile did not
+            // leave one.
+            SessionEvent::Reconnected { .. } => self.list(ctx),
+            _ => {}
+        }
+    }
+}
+
+impl Handler<WatchEvent> for TaskWorker {
+    type Result = ();
+
+    fn handle(&mut self, _: WatchEvent, ctx: &mut Context<Self>) {
+        self.list(ctx);
+    }
+}
+
+impl Handler<SubscribeWorker> for TaskWorker {
+    type Result = ();
+
+    fn handle(&mut self, msg: SubscribeWorker, _: &mut Context<Self>) {
+        if let Registration::Registered { generation } = self.registration {
+            msg.recipient.do_send(WorkerEvent::Registered { generation });
+        }
+        self.subscribers.push(msg.recipient);
+    }
+}
+
+impl Handler<StopWorker> for TaskWorker {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: StopWorker, ctx: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = futures::channel::oneshot::channel();
+        self.stop_waiters.push(tx);
+        if !matches!(self.registration, Registration::Draining | Registration::Stopped) {
+            info!(parent: &self.span, running = self.running.len(), "stopping: finishing running tasks first");
+            self.registration = Registration::Draining;
+            self.backlog.clear();
+            if self.running.is_empty() {
+                self.deregister(ctx);
+            }
+        }
+        Box::pin(async move {
+            let _ = rx.await;
+        })
+    }
+}
