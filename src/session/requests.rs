@@ -238,7 +238,8 @@ pub enum OpResult {
     Created {
         /// Actual path.
         path: String,
-        /// Its stat.
+        /// Its stat. ZooKeeper 3.8 answers a create inside a multi with an invalid stat (every
+        /// field -1, ZOOKEEPER-4026): read the node when its stat matters.
         stat: Stat,
     },
     /// The data was replaced.

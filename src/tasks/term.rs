@@ -480,8 +480,10 @@ impl MasterTerm {
         async move {
             match write.await {
                 Ok(results) => {
+                    // The server may answer a create inside a multi with an invalid stat
+                    // (ZOOKEEPER-4026); then the next read of the directory asks for it.
                     let czxid = results.iter().rev().find_map(|r| match r {
-                        OpResult::Created { stat, .. } => Some(stat.czxid),
+                        OpResult::Created { stat, .. } if stat.czxid > 0 => Some(stat.czxid),
                         _ => None,
                     });
                     Outcome::Assigned { task, worker, czxid }
