@@ -266,3 +266,261 @@ async fn two_masters_four_workers_two_clients_500_tasks_each_finished_once() {
         m.addr.send(StopMaster).await.expect("master stops");
     }
 }
+
+#[actix_rt::test]
+async fn the_masters_session_expires_mid_run_and_the_other_master_finishes_the_run() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "tasks-master-expiry");
+    let masters = [rig.master("m1").await, rig.master("m2").await];
+    for i in 0..3 {
+        rig.worker(&format!("w{i}"), 3, Duration::from_millis(5), 0).await;
+    }
+    let client = rig.client().await;
+    let tasks = submit(&client, "t", 300).await;
+
+    // Let part of the run happen under the first master.
+    wait_until("60 tasks done", || rig.ledger.runs.lock().expect("runs").len() >= 60).await;
+    let first = current_master(&[&masters[0], &masters[1]]).await;
+    let info = masters[first].session.session().await.expect("session").info;
+    expire_session(&zk.connect_string(), &info).await.expect("expire the master's session");
+
+    // The other one takes over, and builds its view from ZooKeeper before assigning.
+    let other = &masters[1 - first];
+    let (became, _) = other.events.wait_for(0, WAIT, |e| matches!(e, MasterEvent::BecameMaster { .. })).await;
+    let (rebuilt, _) = other.events.wait_for(became, WAIT, |e| matches!(e, MasterEvent::Rebuilt { .. })).await;
+    let first_assignment = other.events.wait_for(0, WAIT, |e| matches!(e, MasterEvent::Assigned { .. })).await.0;
+    assert!(rebuilt < first_assignment, "nothing assigned before the view was rebuilt");
+    masters[first].events.wait_for(0, WAIT, |e| matches!(e, MasterEvent::MastershipEnded { .. })).await;
+
+    expect_results(&client, &tasks).await;
+    for (id, _) in &tasks {
+        assert_eq!(rig.ledger.runs_of(id), 1, "{id} ran exactly once");
+    }
+    assert!(rig.ledger.overlaps.lock().expect("overlaps").is_empty(), "no task ran twice at once");
+    assert_finished_and_clean(&rig.session().await, &tasks).await;
+}
+
+#[actix_rt::test]
+async fn a_workers_session_expires_while_it_holds_tasks_and_they_finish_elsewhere() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "tasks-worker-expiry");
+    let master = rig.master("m").await;
+    // w1 holds its first three tasks until released; w2 works normally.
+    let w1 = rig.worker("w1", 3, Duration::from_millis(5), 3).await;
+    let client = rig.client().await;
+    let tasks = submit(&client, "t", 30).await;
+    let (mut held, mut from) = (Vec::new(), 0);
+    while held.len() < 3 {
+        let (i, e) = w1.events.wait_for(from, WAIT, |e| matches!(e, WorkerEvent::TaskStarted { .. })).await;
+        if let WorkerEvent::TaskStarted { task_id } = e {
+            held.push(task_id);
+        }
+        from = i + 1;
+    }
+    let w2 = rig.worker("w2", 2, Duration::from_millis(5), 0).await;
+
+    let info = w1.session.session().await.expect("session").info;
+    expire_session(&zk.connect_string(), &info).await.expect("expire w1's session");
+    w1.events.wait_for(0, WAIT, |e| *e == WorkerEvent::RegistrationLost).await;
+    w1.events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::Registered { generation: 2 })).await;
+
+    // The master takes back exactly the held tasks (assigned to w1's ended registration).
+    for task in &held {
+        master
+            .events
+            .wait_for(0, WAIT, |e| {
+                matches!(e, MasterEvent::Requeued { task_id, from_worker } if task_id == task && from_worker == "w1")
+            })
+            .await;
+    }
+    expect_results(&client, &tasks).await;
+    for task in &held {
+        assert!(rig.ledger.runs_of(task) >= 1, "{task} finished elsewhere");
+    }
+
+    // The held runs end now; their results are not recorded a second time.
+    for _ in 0..3 {
+        w1.release.notify_one();
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    for task in &held {
+        w1.events
+            .wait_for(0, WAIT, |e| matches!(e, WorkerEvent::TaskDiscarded { task_id, .. } if task_id == task))
+            .await;
+    }
+    assert_finished_and_clean(&rig.session().await, &tasks).await;
+    w2.addr.send(StopWorker).await.expect("w2 stops");
+}
+
+#[actix_rt::test]
+async fn a_deposed_masters_fenced_write_fails() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "tasks-fence");
+    let a = rig.master("a").await;
+    let (_, became) = a.events.wait_for(0, WAIT, |e| matches!(e, MasterEvent::BecameMaster { .. })).await;
+    let MasterEvent::BecameMaster { fence } = became else { unreachable!() };
+    assert_eq!(a.addr.send(CurrentTerm).await.expect("master"), Some(fence.clone()));
+    let b = rig.master("b").await;
+
+    // While in office, fenced writes apply.
+    let create = |path: &str| Op::Create { path: path.into(), data: b"x".to_vec(), mode: CreateMode::Persistent };
+    fence.write(&a.session, vec![create("/in-office")]).await.expect("a fenced write in office applies");
+
+    let info = a.session.session().await.expect("session").info;
+    expire_session(&zk.connect_string(), &info).await.expect("expire a's session");
+    a.events.wait_for(0, WAIT, |e| matches!(e, MasterEvent::MastershipEnded { .. })).await;
+    let (_, b_became) = b.events.wait_for(0, WAIT, |e| matches!(e, MasterEvent::BecameMaster { .. })).await;
+    let MasterEvent::BecameMaster { fence: b_fence } = b_became else { unreachable!() };
+    assert!(b_fence.token > fence.token, "a later term has a larger token");
+
+    // a still holds its old fence (as a paused master would): its write must not apply.
+    let deposed = fence.write(&a.session, vec![create("/after-deposed")]).await;
+    assert!(matches!(deposed, Err(TaskError::Deposed { ref node }) if *node == fence.node), "{deposed:?}");
+    assert_eq!(a.session.exists("/after-deposed").await.expect("exists"), None, "nothing was written");
+    assert_eq!(a.addr.send(CurrentTerm).await.expect("master"), None);
+    b_fence.write(&b.session, vec![create("/new-term")]).await.expect("the new master's write applies");
+}
+
+#[actix_rt::test]
+async fn the_server_restarts_mid_run_and_the_run_completes() {
+    init_tracing();
+    let mut server = ZkServer::start().expect("ZooKeeper");
+    let mut rig = Rig::new(server.connect_string(), "tasks-restart");
+    rig.timeout = Duration::from_secs(10);
+    let _master = rig.master("m").await;
+    for i in 0..2 {
+        rig.worker(&format!("w{i}"), 2, Duration::from_millis(5), 0).await;
+    }
+    let client = rig.client().await;
+    let tasks = submit(&client, "t", 150).await;
+    wait_until("30 tasks done", || rig.ledger.runs.lock().expect("runs").len() >= 30).await;
+    server.stop().expect("stop");
+    server.restart().expect("restart");
+    expect_results(&client, &tasks).await;
+    assert!(rig.ledger.overlaps.lock().expect("overlaps").is_empty(), "no task ran twice at once");
+    assert_finished_and_clean(&rig.session().await, &tasks).await;
+}
+
+#[actix_rt::test]
+async fn a_submission_whose_reply_is_lost_makes_exactly_one_task() {
+    init_tracing();
+    let mut server = ZkServer::start().expect("ZooKeeper");
+    let mut rig = Rig::new(server.connect_string(), "tasks-lost-submit");
+    rig.timeout = Duration::from_secs(10);
+    let client = rig.client().await;
+    let observer = rig.session().await;
+    client.submit("warm-up").await.expect("directories made");
+    let mut ids = Vec::new();
+    for round in 0..5u64 {
+        // The multi is sent by the time the session has handled it; stopping the server then
+        // loses either the request or its reply.
+        let submitting = actix_rt::spawn(client.submit(format!("round-{round}")));
+        actix_rt::time::sleep(Duration::from_millis(round)).await;
+        server.stop().expect("stop");
+        server.restart().expect("restart");
+        let id = bounded("submit across a lost reply", submitting).await.expect("task").expect("submitted");
+        ids.push(id);
+    }
+    // No master runs: every task is still waiting, exactly once each.
+    let waiting = children(&observer, &format!("{ROOT}/tasks")).await;
+    assert_eq!(waiting.len(), 6, "one task per submission: {waiting:?}");
+    for (round, id) in ids.iter().enumerate() {
+        assert!(waiting.contains(&id.to_string()), "{id} stored");
+        let task = observer.get_data(&format!("{ROOT}/tasks/{id}")).await.expect("task");
+        assert_eq!(task.data, format!("round-{round}").into_bytes());
+    }
+    assert_eq!(children(&observer, &format!("{ROOT}/status")).await.len(), 6, "one status per task");
+}
+
+#[actix_rt::test]
+async fn three_node_ensemble_loses_a_member_mid_run_and_the_run_completes() {
+    init_tracing();
+    let mut ensemble = ZkEnsemble::start(3).expect("ensemble");
+    let mut rig = Rig::new(ensemble.connect_string(), "tasks-ensemble");
+    rig.timeout = Duration::from_secs(10);
+    let masters = [rig.master("m1").await, rig.master("m2").await];
+    for i in 0..3 {
+        rig.worker(&format!("w{i}"), 2, Duration::from_millis(5), 0).await;
+    }
+    let client = rig.client().await;
+    let tasks = submit(&client, "t", 150).await;
+    wait_until("30 tasks done", || rig.ledger.runs.lock().expect("runs").len() >= 30).await;
+    // Kill the member the current master talks to: its connection must move.
+    let first = current_master(&[&masters[0], &masters[1]]).await;
+    let id = masters[first].session.session().await.expect("session").session_id;
+    let member = ensemble.member_serving(id.0).unwrap_or(0);
+    ensemble.kill_member(member).expect("kill a member");
+    expect_results(&client, &tasks).await;
+    assert!(rig.ledger.overlaps.lock().expect("overlaps").is_empty(), "no task ran twice at once");
+    assert_finished_and_clean(&rig.session().await, &tasks).await;
+}
+
+#[actix_rt::test]
+async fn a_worker_runs_at_most_its_concurrency_and_tasks_spread_round_robin() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "tasks-concurrency");
+    let session = rig.session().await;
+    let events = Recorded::<MasterEvent>::start();
+    let config = TaskMasterConfig::new(ROOT).with_strategy(RoundRobin::default);
+    let master = TaskMaster::new(session, config).expect("config").start();
+    master.do_send(SubscribeMaster { recipient: events.recipient.clone() });
+    rig.worker("a", 2, Duration::from_millis(30), 0).await;
+    rig.worker("b", 2, Duration::from_millis(30), 0).await;
+    let client = rig.client().await;
+    let tasks = submit(&client, "t", 40).await;
+    expect_results(&client, &tasks).await;
+    let most = rig.ledger.most.lock().expect("most").clone();
+    assert!(most.values().all(|m| *m <= 2), "at most 2 at once per worker: {most:?}");
+    let assigned: Vec<String> = events
+        .snapshot()
+        .into_iter()
+        .filter_map(|e| match e {
+            MasterEvent::Assigned { worker_id, .. } => Some(worker_id),
+            _ => None,
+        })
+        .collect();
+    let to_a = assigned.iter().filter(|w| *w == "a").count();
+    assert_eq!(assigned.len(), 40);
+    assert!((15..=25).contains(&to_a), "round-robin spreads the work: {to_a} of 40 to a");
+}
+
+#[actix_rt::test]
+async fn bad_input_gets_typed_errors() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "tasks-bad-input");
+    let session = rig.session().await;
+    assert!(matches!(TaskClient::new(session.clone(), "jobs"), Err(TaskError::ZooKeeper(Error::InvalidPath { .. }))));
+    assert!(matches!(TaskMaster::new(session.clone(), TaskMasterConfig::new("/a//b")), Err(TaskError::ZooKeeper(_))));
+    let runner = Runner {
+        worker: "x".into(),
+        ledger: Ledger::default(),
+        delay: Duration::ZERO,
+        hold: Arc::new(AtomicUsize::new(0)),
+        release: Arc::new(tokio::sync::Notify::new()),
+    }
+    .start();
+    let bad_worker = TaskWorker::new(session.clone(), TaskWorkerConfig::new(ROOT, "a/b"), runner.recipient());
+    assert!(matches!(bad_worker, Err(TaskError::InvalidWorkerId { ref id, .. }) if id == "a/b"));
+    assert!(matches!(TaskId::parse("job-1"), Err(TaskError::InvalidTaskId { .. })));
+
+    let client = TaskClient::new(session.clone(), ROOT).expect("client");
+    let too_big = client.submit(vec![0u8; 2 * 1024 * 1024]).await;
+    assert!(matches!(too_big, Err(TaskError::ZooKeeper(Error::DataTooLarge { .. }))), "{too_big:?}");
+    assert!(children(&session, &format!("{ROOT}/tasks")).await.is_empty(), "nothing stored");
+
+    let unknown = TaskId::parse("task-never-submitted").expect("well-formed");
+    let asked = client.result(&unknown, Duration::from_secs(5)).await;
+    assert!(matches!(asked, Err(TaskError::UnknownTask { ref id, .. }) if *id == unknown.to_string()), "{asked:?}");
+
+    // No master: the result cannot come; the wait ends with a typed timeout.
+    let id = client.submit("nobody runs me").await.expect("submitted");
+    let waited = client.result(&id, Duration::from_millis(300)).await;
+    assert!(matches!(waited, Err(TaskError::Timeout { .. })), "{waited:?}");
+    client.forget(&id).await.expect("forget");
+    assert!(matches!(client.result(&id, Duration::from_secs(5)).await, Err(TaskError::UnknownTask { .. })));
+}

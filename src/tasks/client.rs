@@ -94,6 +94,9 @@ impl TaskClient {
                         unsure = true;
                         tokio::time::sleep(RETRY).await;
                     }
+                    // Name the real problem (e.g. `DataTooLarge` for the task's path), not the
+                    // transaction around it.
+                    Err(Error::Multi { source, .. }) => return Err((*source).into()),
                     Err(error) => return Err(error.into()),
                 }
                 reply = session.multi(ops.clone());
