@@ -3,7 +3,15 @@
 //! ZooKeeper coordination for actix: what Apache Curator is to Java and kazoo to Python, with
 //! every recipe an actor and every outcome a typed message.
 //!
-//! This release provides the foundation every recipe stands on:
+//! Recipes, each an actor (or a cheap handle) with a document in `docs/recipes/`:
+//! - [`lock`]: exclusive, read/write and semaphore locks (Curator's layout), fencing tokens,
+//!   guarded writes;
+//! - [`election`]: leader election (Curator's `LeaderLatch` layout), leader-actor mode;
+//! - [`queue`]: a distributed queue with at-least-once consumers feeding worker actors;
+//! - [`tasks`]: master–worker task assignment — an elected, fenced master assigns submitted
+//!   tasks to registered workers and re-assigns those of workers that leave.
+//!
+//! They stand on the foundation:
 //! - [`SessionActor`] / [`SessionHandle`]: one ZooKeeper session on its own Arbiter, typed
 //!   requests that reach the server in the order sent, one-shot and persistent watches delivered
 //!   as [`WatchEvent`] messages, explicit [`SessionEvent`]s (`Connected`, `Suspended`,
