@@ -227,6 +227,7 @@ impl TaskWorker {
                     // Moved away before we started them.
                     act.backlog.retain(|t| assigned.contains(t));
                     act.forfeit.retain(|t| assigned.contains(t));
+                    act.failed.retain(|t| assigned.contains(t));
                     for task in assigned {
                         if !act.running.contains(&task) && !act.failed.contains(&task) && !act.forfeit.contains(&task) {
                             act.backlog.insert(task);
