@@ -197,25 +197,26 @@ impl MasterTerm {
         ctx.spawn(
             reads
                 .into_actor_free()
-                .then(move |reads, act: &mut Self, ctx| {
-                    let writes = match reads {
+                .then(move |reads, act: &mut Self, _| {
+                    let (writes, read_failed) = match reads {
                         Ok(reads) => {
                             act.apply_reads(reads);
-                            act.write()
+                            (act.write(), false)
                         }
                         Err(error) => {
                             debug!(parent: &act.span, %error, "reading the view failed; will read again");
                             act.dirty.merge(dirty);
-                            act.retry_later(ctx);
-                            Vec::new()
+                            (Vec::new(), true)
                         }
                     };
-                    join_all(writes).into_actor_free()
+                    join_all(writes).into_actor_free().map(move |outcomes, _, _| (outcomes, read_failed))
                 })
-                .map(|outcomes, act: &mut Self, ctx| {
+                .map(|(outcomes, read_failed), act: &mut Self, ctx| {
                     act.pass_running = false;
-                    let retry = act.apply_outcomes(outcomes);
-                    if retry {
+                    let write_failed = act.apply_outcomes(outcomes);
+                    // After a failure, pause before reading again: a closed or disconnected
+                    // session fails at once, and reading again at once would spin.
+                    if read_failed || write_failed {
                         act.retry_later(ctx);
                     } else {
                         act.kick(ctx);
