@@ -165,3 +165,20 @@ async fn the_rebuild_policy_gives_up_after_its_attempts() {
     assert!(!events.snapshot().iter().any(|e| matches!(e, SessionEvent::Connected { .. })));
     assert_eq!(s.exists("/x").await.unwrap_err(), Error::Closed);
 }
+
+#[actix_rt::test]
+async fn a_never_rebuild_policy_ends_the_actor_when_the_session_expires() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let cfg = config(&zk.connect_string(), "never-rebuild").with_rebuild_policy(RebuildPolicy::never());
+    let (s, events) = connected(cfg).await;
+    let info = s.session().await.expect("session").info;
+    expire_session(&zk.connect_string(), &info).await.expect("expire");
+    let (expired, _) = events.wait_for(0, WAIT, |e| matches!(e, SessionEvent::Expired { .. })).await;
+    events.wait_for(expired, WAIT, |e| *e == SessionEvent::Closed).await;
+    assert!(
+        !events.snapshot().iter().any(|e| matches!(e, SessionEvent::Connected { generation: 2, .. })),
+        "no second session"
+    );
+    assert_eq!(s.exists("/x").await.unwrap_err(), Error::Closed);
+}

@@ -243,12 +243,17 @@ impl SessionActor {
                 }
             }
             SessionState::Expired => {
-                warn!("session expired; building a new one");
+                warn!("session expired");
                 for task in self.watches.take_tasks() {
                     ctx.cancel_future(task);
                 }
                 self.broadcast(SessionEvent::Expired { session_id, generation });
-                self.connect(ctx, 0);
+                if self.config.rebuild_policy().rebuilds_after_expiry() {
+                    self.connect(ctx, 0);
+                } else {
+                    warn!("the rebuild policy says never: the session actor stops");
+                    self.finish(ctx);
+                }
             }
             SessionState::AuthFailed => self.auth_failed(ctx),
             SessionState::Closed => {

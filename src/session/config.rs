@@ -202,6 +202,8 @@ pub struct RebuildPolicy {
     initial_backoff: Duration,
     max_backoff: Duration,
     max_attempts: Option<u32>,
+    /// Build a new session after an expiry (false only for [`RebuildPolicy::never`]).
+    after_expiry: bool,
 }
 
 impl RebuildPolicy {
@@ -211,6 +213,7 @@ impl RebuildPolicy {
             initial_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(10),
             max_attempts: None,
+            after_expiry: true,
         }
     }
 
@@ -222,7 +225,12 @@ impl RebuildPolicy {
     /// Never rebuild: an expired session ends the actor (the first connection is still tried
     /// once).
     pub fn never() -> Self {
-        Self::attempts(1)
+        RebuildPolicy { after_expiry: false, ..Self::attempts(1) }
+    }
+
+    /// Whether a new session is built after the current one expires.
+    pub fn rebuilds_after_expiry(&self) -> bool {
+        self.after_expiry
     }
 
     /// Exponential backoff from `initial`, capped at `max`.
