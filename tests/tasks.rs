@@ -324,9 +324,9 @@ async fn a_workers_session_expires_while_it_holds_tasks_and_they_finish_elsewher
     let info = w1.session.session().await.expect("session").info;
     expire_session(&zk.connect_string(), &info).await.expect("expire w1's session");
     w1.events.wait_for(0, WAIT, |e| *e == WorkerEvent::RegistrationLost).await;
-    w1.events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::Registered { generation: 2 })).await;
 
-    // The master takes back exactly the held tasks (assigned to w1's ended registration).
+    // The master takes back exactly the held tasks (assigned to w1's ended registration), and
+    // they finish elsewhere while w1's old runs are still going.
     for task in &held {
         master
             .events
@@ -337,10 +337,14 @@ async fn a_workers_session_expires_while_it_holds_tasks_and_they_finish_elsewher
     }
     expect_results(&client, &tasks).await;
     for task in &held {
-        assert!(rig.ledger.runs_of(task) >= 1, "{task} finished elsewhere");
+        assert_eq!(rig.ledger.runs_of(task), 1, "{task} finished elsewhere");
     }
+    assert!(
+        !w1.events.snapshot().iter().any(|e| matches!(e, WorkerEvent::Registered { generation: 2 })),
+        "w1 does not register again while its old runs go on (it would run more than its concurrency)"
+    );
 
-    // The held runs end now; their results are not recorded a second time.
+    // The held runs end now; their results are not recorded a second time, and then w1 is back.
     for _ in 0..3 {
         w1.release.notify_one();
         actix_rt::time::sleep(Duration::from_millis(20)).await;
@@ -350,6 +354,11 @@ async fn a_workers_session_expires_while_it_holds_tasks_and_they_finish_elsewher
             .wait_for(0, WAIT, |e| matches!(e, WorkerEvent::TaskDiscarded { task_id, .. } if task_id == task))
             .await;
     }
+    w1.events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::Registered { generation: 2 })).await;
+    let most = rig.ledger.most.lock().expect("most").clone();
+    assert!(most.get("w1").is_some_and(|m| *m <= 3), "w1 ran at most its concurrency: {most:?}");
+    let more = submit(&client, "after", 6).await;
+    expect_results(&client, &more).await;
     assert_finished_and_clean(&rig.session().await, &tasks).await;
     w2.addr.send(StopWorker).await.expect("w2 stops");
 }

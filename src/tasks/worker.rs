@@ -6,11 +6,13 @@
 //! (result into `status/<task>`, assignment removed) in one transaction. Does not own who gets
 //! which task: that is the master's.
 //!
-//! Registration state machine: `Unregistered → Registering → Registered{generation} → ...`,
-//! and `Draining → Stopped` after [`StopWorker`]. Running tasks are independent of it: a task
-//! that started under a session that expired still finishes, and its result counts if the task
-//! is still assigned here (the master may have moved it meanwhile; then the result is dropped
-//! and [`WorkerEvent::TaskDiscarded`] says so).
+//! Registration state machine: `Unregistered → Registering → Registered{generation}`; when the
+//! session (and so the registration) ends: `→ WaitingForRuns → Registering → ...`; and
+//! `Draining → Stopped` after [`StopWorker`]. A task that started under a session that expired
+//! still finishes, and its result counts if the task is still assigned here (the master may
+//! have moved it meanwhile; then the result is dropped and [`WorkerEvent::TaskDiscarded`] says
+//! so). The worker registers again only once such runs are over, so it never runs more than
+//! its concurrency.
 
 use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
@@ -53,6 +55,10 @@ impl TaskWorkerConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Registration {
     Unregistered,
+    /// The registration ended while tasks were running: register again once they are done, so
+    /// that the worker never runs more than its concurrency (the master does not count runs of
+    /// an ended registration).
+    WaitingForRuns,
     Registering {
         generation: u64,
     },
@@ -380,12 +386,23 @@ impl TaskWorker {
     }
 
     fn after_task(&mut self, ctx: &mut Context<Self>) {
-        if self.registration == Registration::Draining {
-            if self.running.is_empty() {
-                self.deregister(ctx);
-            }
+        match self.registration {
+            Registration::Draining if self.running.is_empty() => self.deregister(ctx),
+            Registration::WaitingForRuns if self.running.is_empty() => self.register(ctx),
+            _ => self.start_tasks(ctx),
+        }
+    }
+
+    /// Registers now, or (while runs of an ended registration go on) once they are done.
+    fn register_when_idle(&mut self, ctx: &mut Context<Self>) {
+        if matches!(self.registration, Registration::Draining | Registration::Stopped) {
+            return;
+        }
+        if self.running.is_empty() {
+            self.register(ctx);
         } else {
-            self.start_tasks(ctx);
+            info!(parent: &self.span, running = self.running.len(), "registering again once the running tasks end");
+            self.registration = Registration::WaitingForRuns;
         }
     }
 
@@ -455,10 +472,10 @@ impl Handler<SessionEvent> for TaskWorker {
                 let was_registered = matches!(self.registration, Registration::Registered { .. });
                 self.generation = generation;
                 if was_registered {
-                    warn!(parent: &self.span, generation, "registration lost with the session; registering again");
+                    warn!(parent: &self.span, generation, "registration lost with the session");
                     self.tell(WorkerEvent::RegistrationLost);
                 }
-                self.register(ctx);
+                self.register_when_idle(ctx);
             }
             SessionEvent::Expired { .. } => {
                 if matches!(self.registration, Registration::Registered { .. }) {
@@ -466,6 +483,8 @@ impl Handler<SessionEvent> for TaskWorker {
                     self.registration = Registration::Unregistered;
                     self.tell(WorkerEvent::RegistrationLost);
                 }
+                // What was assigned to the ended registration is the master's again.
+                self.backlog.clear();
             }
             // A one-shot watch survives a reconnect, but a listing that failed meanwhile did not
             // leave one.
