@@ -1,0 +1,467 @@
+//! [`CacheActor`]: one cache, from its watch to its subscribers.
+//!
+//! Owns: the watch, the cached nodes, the initial load and every re-sync (a *walk*), and the
+//! order in which reads are applied. Does not own the session's reconnects: it only reacts to
+//! them.
+//!
+//! **Ordering.** Every read the cache makes — for a watch event or for a walk — is sent at once
+//! and its result applied in the order sent (one ordered pipeline). The server answers reads in
+//! the order it receives them, so applying them in send order never goes back in time for a
+//! node; a watch event therefore only triggers a read of its node (level-triggered), and
+//! a deletion is applied when the read says the node is gone.
+//!
+//! **Walks.** The initial load and every re-sync read the whole scope (children listed only
+//! where a node has children). A re-sync then removes what no read since the walk began has
+//! seen, and reports exactly the differences: like kube-runtime's watcher re-list.
+//!
+//! Phases: `Loading → Live → Resyncing → Live ...`; `Failed` ends the actor.
+
+use std::collections::BTreeMap;
+
+use actix::prelude::*;
+use futures::channel::mpsc;
+use futures::{FutureExt, StreamExt};
+use tracing::{debug, info, warn};
+
+use super::config::CacheConfig;
+use super::messages::*;
+use crate::error::Error;
+use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind, WatchId};
+use crate::{PersistentWatchMode, Stat, path};
+
+/// Reads in flight at most (they are all sent already; this bounds only what is polled).
+const PIPELINE: usize = 1 << 20;
+
+type PendingRead = futures::future::BoxFuture<'static, Read>;
+
+/// A node as read: its data (if kept) and stat.
+type NodeRead = (Option<Vec<u8>>, Stat);
+
+/// What a read found.
+enum Found {
+    /// The node; `None` when it does not exist.
+    Node(Result<Option<NodeRead>, Error>),
+    /// Its children; `None` when it does not exist.
+    Children(Result<Option<Vec<String>>, Error>),
+}
+
+/// A read, in the pipeline.
+struct Read {
+    path: String,
+    depth: usize,
+    /// The order it was sent in.
+    seq: u64,
+    /// The walk it belongs to, if any.
+    walk: Option<u64>,
+    found: Found,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Loading,
+    Live,
+    Resyncing,
+    Failed,
+}
+
+/// A walk in progress.
+struct Walk {
+    id: u64,
+    /// Reads sent before this one cannot confirm that a node still exists.
+    started_at: u64,
+    /// Reads of this walk not yet applied.
+    pending: usize,
+    /// A read failed (disconnected): the walk cannot tell what is gone; the next reconnect
+    /// starts another.
+    broken: bool,
+}
+
+/// A node held, with the read that last confirmed it.
+struct Held {
+    node: CachedNode,
+    confirmed_at: u64,
+}
+
+/// A cache of one node, its children, or a subtree; see `docs/recipes/cache.md`.
+///
+/// ```no_run
+/// # fn demo(session: actix_zookeeper::SessionHandle, me: actix::Recipient<actix_zookeeper::cache::CacheEvent>) {
+/// use actix::Actor;
+/// use actix_zookeeper::cache::{CacheActor, CacheConfig, CacheScope, Subscribe};
+///
+/// let config = CacheConfig::new("/services/billing/config").with_scope(CacheScope::Node);
+/// let cache = CacheActor::new(session, config).expect("a valid path").start();
+/// cache.do_send(Subscribe { recipient: me }); // NodeAdded, NodeUpdated, NodeRemoved, ...
+/// # }
+/// ```
+pub struct CacheActor {
+    session: SessionHandle,
+    config: CacheConfig,
+    phase: Phase,
+    nodes: BTreeMap<String, Held>,
+    subscribers: Vec<Recipient<CacheEvent>>,
+    pipeline: Option<mpsc::UnboundedSender<PendingRead>>,
+    next_seq: u64,
+    walks: u64,
+    walk: Option<Walk>,
+    watch: Option<WatchId>,
+    generation: u64,
+    span: tracing::Span,
+}
+
+impl CacheActor {
+    /// A cache; start it with `.start()`. It sets its watch, then loads.
+    pub fn new(session: SessionHandle, config: CacheConfig) -> Result<CacheActor, CacheError> {
+        config.validate()?;
+        let span = tracing::info_span!("zk.cache", path = %config.path, scope = ?config.scope);
+        Ok(CacheActor {
+            session,
+            config,
+            phase: Phase::Loading,
+            nodes: BTreeMap::new(),
+            subscribers: Vec::new(),
+            pipeline: None,
+            next_seq: 0,
+            walks: 0,
+            walk: None,
+            watch: None,
+            generation: 0,
+            span,
+        })
+    }
+
+    fn tell(&mut self, event: CacheEvent) {
+        self.subscribers.retain(|s| s.connected());
+        for subscriber in &self.subscribers {
+            subscriber.do_send(event.clone());
+        }
+    }
+
+    /// Sends a read of `path` now; its result is applied after every read sent before it.
+    fn read_node(&mut self, path: String, depth: usize, walk: Option<u64>) {
+        let found = if self.config.keep_data {
+            let read = self.session.get_data(&path);
+            async move {
+                Found::Node(match read.await {
+                    Ok(node) => Ok(Some((Some(node.data), node.stat))),
+                    Err(Error::NoNode { .. }) => Ok(None),
+                    Err(error) => Err(error),
+                })
+            }
+            .boxed()
+        } else {
+            let read = self.session.exists(&path);
+            async move { Found::Node(read.await.map(|stat| stat.map(|stat| (None, stat)))) }.boxed()
+        };
+        self.push(path, depth, walk, found);
+    }
+
+    fn list(&mut self, path: String, depth: usize, walk: Option<u64>) {
+        let read = self.session.children(&path);
+        let found = async move {
+            Found::Children(match read.await {
+                Ok(children) => Ok(Some(children.names)),
+                Err(Error::NoNode { .. }) => Ok(None),
+                Err(error) => Err(error),
+            })
+        }
+        .boxed();
+        self.push(path, depth, walk, found);
+    }
+
+    fn push(
+        &mut self,
+        path: String,
+        depth: usize,
+        walk: Option<u64>,
+        found: futures::future::BoxFuture<'static, Found>,
+    ) {
+        self.next_seq += 1;
+        let seq = self.next_seq;
+        if let (Some(id), Some(current)) = (walk, self.walk.as_mut()) {
+            if current.id == id {
+                current.pending += 1;
+            }
+        }
+        let read = found.map(move |found| Read { path, depth, seq, walk, found }).boxed();
+        if let Some(pipeline) = &self.pipeline {
+            let _ = pipeline.unbounded_send(read);
+        }
+    }
+
+    /// Reads the whole scope again.
+    fn start_walk(&mut self) {
+        self.walks += 1;
+        let id = self.walks;
+        self.walk = Some(Walk { id, started_at: self.next_seq, pending: 0, broken: false });
+        debug!(parent: &self.span, walk = id, "reading the whole scope");
+        let root = self.config.path.clone();
+        if self.config.holds(0) {
+            self.read_node(root, 0, Some(id));
+        } else {
+            self.list(root, 0, Some(id));
+        }
+    }
+
+    fn apply(&mut self, read: Read, ctx: &mut Context<Self>) {
+        let current_walk = self.walk.as_ref().map(|w| w.id);
+        let in_walk = read.walk.is_some() && read.walk == current_walk;
+        match read.found {
+            Found::Node(Ok(found)) => {
+                let expand = match &found {
+                    Some((_, stat)) => in_walk && stat.num_children > 0 && self.config.lists_below(read.depth),
+                    None => false,
+                };
+                self.apply_node(&read.path, found, read.seq);
+                if expand {
+                    self.list(read.path.clone(), read.depth, read.walk);
+                }
+            }
+            Found::Children(Ok(Some(names))) if in_walk => {
+                for name in names {
+                    let child = path::join(&read.path, &name);
+                    if self.config.holds(read.depth + 1) {
+                        self.read_node(child, read.depth + 1, read.walk);
+                    } else if self.config.lists_below(read.depth + 1) {
+                        self.list(child, read.depth + 1, read.walk);
+                    }
+                }
+            }
+            Found::Children(Ok(_)) => {}
+            Found::Node(Err(error)) | Found::Children(Err(error)) => {
+                debug!(parent: &self.span, path = %read.path, %error, "a read failed");
+                if in_walk {
+                    if let Some(walk) = self.walk.as_mut() {
+                        walk.broken = true;
+                    }
+                }
+                if error.is_final() && !error.is_connection_problem() {
+                    warn!(parent: &self.span, path = %read.path, %error, "cannot read a node; it is left as it was");
+                }
+            }
+        }
+        if in_walk {
+            self.walk_read_done(ctx);
+        }
+    }
+
+    /// Applies what a read says about one node, and tells subscribers what changed.
+    fn apply_node(&mut self, path: &str, found: Option<NodeRead>, seq: u64) {
+        let Some((data, stat)) = found else {
+            if self.nodes.contains_key(path) {
+                self.remove_subtree(path);
+            }
+            return;
+        };
+        let held = self.nodes.get(path).map(|held| (held.node.stat.czxid, held.node.stat.mzxid));
+        match held {
+            // Deleted and created again between two reads: first the removal, then the new node.
+            Some((czxid, _)) if czxid != stat.czxid => self.remove_subtree(path),
+            Some((_, mzxid)) => {
+                if let Some(held) = self.nodes.get_mut(path) {
+                    held.confirmed_at = held.confirmed_at.max(seq);
+                    if stat.mzxid > mzxid {
+                        held.node = CachedNode { data: data.clone(), stat };
+                        self.tell(CacheEvent::NodeUpdated { path: path.to_owned(), data, stat });
+                    }
+                }
+                return;
+            }
+            None => {}
+        }
+        self.nodes.insert(path.to_owned(), Held { node: CachedNode { data: data.clone(), stat }, confirmed_at: seq });
+        self.tell(CacheEvent::NodeAdded { path: path.to_owned(), data, stat });
+    }
+
+    /// Removes a node and whatever is held below it (a node cannot be deleted before its
+    /// children, so they are gone too), deepest first.
+    fn remove_subtree(&mut self, path: &str) {
+        let prefix = if path == "/" { "/".to_owned() } else { format!("{path}/") };
+        let below: Vec<String> = self
+            .nodes
+            .range(prefix.clone()..)
+            .take_while(|(p, _)| p.starts_with(&prefix))
+            .map(|(p, _)| p.clone())
+            .collect();
+        for gone in below.into_iter().rev().chain(std::iter::once(path.to_owned())) {
+            if self.nodes.remove(&gone).is_some() {
+                self.tell(CacheEvent::NodeRemoved { path: gone });
+            }
+        }
+    }
+
+    fn walk_read_done(&mut self, ctx: &mut Context<Self>) {
+        let Some(walk) = self.walk.as_mut() else { return };
+        walk.pending = walk.pending.saturating_sub(1);
+        if walk.pending > 0 {
+            return;
+        }
+        let Some(walk) = self.walk.take() else { return };
+        if walk.broken {
+            debug!(parent: &self.span, walk = walk.id, "the walk was cut short by the connection; the next reconnect walks again");
+            // A load that failed before any reconnect comes (e.g. a request timeout) tries again.
+            if self.phase == Phase::Loading {
+                ctx.run_later(std::time::Duration::from_millis(200), |act, _| act.start_walk());
+            }
+            return;
+        }
+        // Whatever no read since the walk began has seen is gone.
+        let stale: Vec<String> = self
+            .nodes
+            .iter()
+            .filter(|(_, held)| held.confirmed_at <= walk.started_at)
+            .map(|(p, _)| p.clone())
+            .collect();
+        for path in stale {
+            self.remove_subtree(&path);
+        }
+        match self.phase {
+            Phase::Loading => {
+                info!(parent: &self.span, nodes = self.nodes.len(), "cache loaded");
+                self.phase = Phase::Live;
+                self.tell(CacheEvent::CacheInitialized);
+            }
+            Phase::Resyncing => {
+                info!(parent: &self.span, nodes = self.nodes.len(), "cache re-synced");
+                self.phase = Phase::Live;
+                self.tell(CacheEvent::CacheResynced);
+            }
+            Phase::Live | Phase::Failed => {}
+        }
+    }
+
+    fn resync(&mut self) {
+        if self.phase == Phase::Failed || self.watch.is_none() {
+            return;
+        }
+        if self.phase == Phase::Live {
+            self.phase = Phase::Resyncing;
+        }
+        self.start_walk();
+    }
+
+    fn fail(&mut self, error: Error, ctx: &mut Context<Self>) {
+        warn!(parent: &self.span, %error, "the cache cannot work; it stops");
+        self.phase = Phase::Failed;
+        self.tell(CacheEvent::CacheFailed { error });
+        ctx.stop();
+    }
+}
+
+impl Actor for CacheActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        let (tx, rx) = mpsc::unbounded::<PendingRead>();
+        self.pipeline = Some(tx);
+        ctx.add_stream(rx.buffered(PIPELINE));
+        self.session.subscribe(ctx.address().recipient());
+        // One watch for the whole scope, in place before the first read so nothing changes
+        // unseen; the children and tree scopes need the recursive kind to see data changes of
+        // the nodes below.
+        let mode = if self.config.lists_below(0) { PersistentWatchMode::Recursive } else { PersistentWatchMode::Node };
+        let added = self.session.add_watch(&self.config.path, mode, ctx.address().recipient());
+        ctx.wait(added.into_actor(self).map(|added, act, ctx| match added {
+            Ok(id) => {
+                act.watch = Some(id);
+                act.start_walk();
+            }
+            Err(error) => act.fail(error, ctx),
+        }));
+    }
+
+    fn stopped(&mut self, _: &mut Context<Self>) {
+        if let Some(id) = self.watch.take() {
+            self.session.remove_watch(id);
+        }
+    }
+}
+
+impl StreamHandler<Read> for CacheActor {
+    fn handle(&mut self, read: Read, ctx: &mut Context<Self>) {
+        self.apply(read, ctx);
+    }
+
+    /// The pipeline ends only when the actor does.
+    fn finished(&mut self, _: &mut Context<Self>) {}
+}
+
+impl Handler<WatchEvent> for CacheActor {
+    type Result = ();
+
+    fn handle(&mut self, event: WatchEvent, _: &mut Context<Self>) {
+        let Some(depth) = self.config.depth_of(&event.path) else { return };
+        if !self.config.holds(depth) {
+            return;
+        }
+        match event.kind {
+            WatchEventKind::NodeCreated | WatchEventKind::DataChanged | WatchEventKind::NodeDeleted => {
+                self.read_node(event.path, depth, None)
+            }
+            WatchEventKind::ChildrenChanged | WatchEventKind::SessionEnded => {}
+        }
+    }
+}
+
+impl Handler<SessionEvent> for CacheActor {
+    type Result = ();
+
+    fn handle(&mut self, event: SessionEvent, _: &mut Context<Self>) {
+        match event {
+            // Events may have been missed while disconnected (or under the old session).
+            SessionEvent::Reconnected { .. } => self.resync(),
+            SessionEvent::Connected { generation, .. } => {
+                let first = self.generation == 0;
+                self.generation = generation;
+                if !first {
+                    self.resync();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Handler<Get> for CacheActor {
+    type Result = Option<CachedNode>;
+
+    fn handle(&mut self, msg: Get, _: &mut Context<Self>) -> Option<CachedNode> {
+        self.nodes.get(&msg.path).map(|held| held.node.clone())
+    }
+}
+
+impl Handler<Snapshot> for CacheActor {
+    type Result = MessageResult<Snapshot>;
+
+    fn handle(&mut self, _: Snapshot, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.nodes.iter().map(|(path, held)| (path.clone(), held.node.clone())).collect())
+    }
+}
+
+impl Handler<Subscribe> for CacheActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+        // What is held already, then (once loaded) that the load is complete: a late subscriber
+        // sees the same story as an early one.
+        for (path, held) in &self.nodes {
+            msg.recipient.do_send(CacheEvent::NodeAdded {
+                path: path.clone(),
+                data: held.node.data.clone(),
+                stat: held.node.stat,
+            });
+        }
+        if self.phase != Phase::Loading {
+            msg.recipient.do_send(CacheEvent::CacheInitialized);
+        }
+        self.subscribers.push(msg.recipient);
+    }
+}
+
+impl Handler<Stop> for CacheActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
+        ctx.stop();
+    }
+}

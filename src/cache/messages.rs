@@ -1,0 +1,95 @@
+//! What a cache is asked, and what it tells its subscribers.
+
+use std::collections::BTreeMap;
+
+use actix::{Message, Recipient};
+
+use crate::Stat;
+use crate::error::Error;
+
+/// A node as the cache holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachedNode {
+    /// Its data; `None` when the cache keeps stats only.
+    pub data: Option<Vec<u8>>,
+    /// Its stat as of its last read (after its last data change).
+    pub stat: Stat,
+}
+
+/// What changed in the cache, told in the past tense. For each node, events come in the order
+/// the server applied the changes (a quick series of changes may be seen as fewer updates, the
+/// last one carrying the latest data).
+#[derive(Message, Debug, Clone, PartialEq, Eq)]
+#[rtype(result = "()")]
+pub enum CacheEvent {
+    /// A node appeared in the cache (during the initial load, or created later).
+    NodeAdded {
+        /// Its full path (as the session sees it, i.e. under its chroot).
+        path: String,
+        /// Its data (`None`: stats only).
+        data: Option<Vec<u8>>,
+        /// Its stat.
+        stat: Stat,
+    },
+    /// A node's data changed.
+    NodeUpdated {
+        /// Its full path.
+        path: String,
+        /// The new data (`None`: stats only).
+        data: Option<Vec<u8>>,
+        /// The new stat.
+        stat: Stat,
+    },
+    /// A node left the cache (deleted).
+    NodeRemoved {
+        /// Its full path.
+        path: String,
+    },
+    /// The initial load is complete: every node present at the start was reported.
+    CacheInitialized,
+    /// After a reconnect or a new session, the cache re-read everything and reported exactly
+    /// the differences (what changed while events could have been missed).
+    CacheResynced,
+    /// The cache cannot work (e.g. no permission to watch its path); it stops.
+    CacheFailed {
+        /// What went wrong.
+        error: Error,
+    },
+}
+
+/// The cached node at `path`, answered from memory.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Option<CachedNode>")]
+pub struct Get {
+    /// The node's full path.
+    pub path: String,
+}
+
+/// Everything the cache holds, by path, answered from memory.
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "BTreeMap<String, CachedNode>")]
+pub struct Snapshot;
+
+/// Send every [`CacheEvent`] to `recipient`. A subscriber that comes after the initial load
+/// first gets `NodeAdded` for every node held and `CacheInitialized`, so that every subscriber
+/// sees the same story.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct Subscribe {
+    /// Who gets the events.
+    pub recipient: Recipient<CacheEvent>,
+}
+
+/// Stop the cache (its watch is removed).
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "()")]
+pub struct Stop;
+
+/// Why a cache cannot be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CacheError {
+    /// The path is invalid.
+    #[error(transparent)]
+    ZooKeeper(#[from] Error),
+}

@@ -1,0 +1,18 @@
+//! Caches of ZooKeeper data kept in memory and in sync: one node (Curator's `NodeCache`), its
+//! direct children (`PathChildrenCache`), or a whole subtree (`TreeCache` / `CuratorCache`).
+//!
+//! Owns: [`CacheActor`] — one persistent watch per cache (recursive for children and tree
+//! scopes), an initial load, events per node in the order the server applied them, queries
+//! answered from memory, and a re-sync (re-read and emit exactly the differences) after every
+//! reconnect or new session. Does not own what the data means: see the `group` module for a
+//! membership view built on a children cache.
+//!
+//! See `docs/recipes/cache.md`.
+
+mod actor;
+mod config;
+mod messages;
+
+pub use actor::CacheActor;
+pub use config::{CacheConfig, CacheScope};
+pub use messages::{CacheError, CacheEvent, CachedNode, Get, Snapshot, Stop, Subscribe};
