@@ -1,0 +1,369 @@
+//! The caches against a real ZooKeeper: a tree cache under concurrent writers converges to a
+//! full walk of the server with each node's events in order, also across a server restart and a
+//! server-side session expiry; a 10,000-node subtree loads and stays in sync; node and children
+//! scopes; stats-only mode; depth limit.
+#![cfg(feature = "testkit")]
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use actix_zookeeper::cache::*;
+use actix_zookeeper::prelude::*;
+use actix_zookeeper::testkit::{TestZooKeeper, ZkServer, expire_session, unique_root};
+use common::*;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+async fn session_at(connect: &str, root: &str, timeout: Duration) -> SessionHandle {
+    connected(SessionConfig::new(connect).with_chroot(root).with_session_timeout(timeout)).await.0
+}
+
+/// Every node under `root` (itself included) with its data, read from the server.
+async fn walk(s: &SessionHandle, root: &str) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut level = vec![root.to_owned()];
+    while !level.is_empty() {
+        let reads: Vec<_> = level.iter().map(|p| (p.clone(), s.get_data(p), s.children(p))).collect();
+        let mut next = Vec::new();
+        for (path, data, children) in reads {
+            let (Ok(data), Ok(children)) = (data.await, children.await) else { continue };
+            out.insert(path.clone(), data.data);
+            next.extend(children.names.iter().map(|c| actix_zookeeper::path::join(&path, c)));
+        }
+        level = next;
+    }
+    out
+}
+
+async fn cached(cache: &Addr<CacheActor>) -> BTreeMap<String, Vec<u8>> {
+    cache.send(Snapshot).await.expect("cache").into_iter().map(|(p, n)| (p, n.data.unwrap_or_default())).collect()
+}
+
+/// Waits until the cache holds exactly what the server holds.
+async fn converges(cache: &Addr<CacheActor>, s: &SessionHandle, root: &str) -> BTreeMap<String, Vec<u8>> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (server, held) = (walk(s, root).await, cached(cache).await);
+        if server == held {
+            return held;
+        }
+        if Instant::now() > deadline {
+            let missing: Vec<_> = server.keys().filter(|k| !held.contains_key(*k)).take(5).collect();
+            let stale: Vec<_> = held.keys().filter(|k| !server.contains_key(*k)).take(5).collect();
+            let differ: Vec<_> = server.iter().filter(|(k, v)| held.get(*k).is_some_and(|h| h != *v)).take(5).collect();
+            panic!("the cache did not converge: missing {missing:?}, stale {stale:?}, different {differ:?}");
+        }
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Checks the story told for each node: added before updated or removed, never updated while
+/// absent, and each event newer (mzxid) than the one before.
+fn check_per_node_order(events: &[CacheEvent]) {
+    let mut present: HashMap<&str, i64> = HashMap::new();
+    for event in events {
+        match event {
+            CacheEvent::NodeAdded { path, stat, .. } => {
+                assert!(!present.contains_key(path.as_str()), "{path} added twice without a removal");
+                present.insert(path, stat.mzxid);
+            }
+            CacheEvent::NodeUpdated { path, stat, .. } => {
+                let last = present.get_mut(path.as_str()).unwrap_or_else(|| panic!("{path} updated while absent"));
+                assert!(stat.mzxid > *last, "{path}: updates in the order applied");
+                *last = stat.mzxid;
+            }
+            CacheEvent::NodeRemoved { path } => {
+                assert!(present.remove(path.as_str()).is_some(), "{path} removed while absent");
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A writer: `ops` random creates, updates and deletes over `paths` leaf paths under `/t`.
+async fn write_randomly(s: SessionHandle, seed: u64, ops: usize, paths: usize, stop: Arc<AtomicBool>) -> usize {
+    let mut state = seed | 1;
+    let mut done = 0;
+    while done < ops && !stop.load(Ordering::SeqCst) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let n = (state % paths as u64) as usize;
+        let path = format!("/t/d{}/n{}", n % 10, n / 10);
+        let data = format!("{seed}-{done}").into_bytes();
+        let outcome = match state % 3 {
+            0 => s.create(&path, data, CreateMode::Persistent).await.map(|_| ()),
+            1 => s.set_data(&path, data, None).await.map(|_| ()),
+            _ => s.delete(&path, None).await,
+        };
+        match outcome {
+            Ok(()) | Err(Error::NoNode { .. }) | Err(Error::NodeExists { .. }) => done += 1,
+            // A fault in progress: try another op.
+            Err(e) if e.is_connection_problem() => actix_rt::time::sleep(Duration::from_millis(20)).await,
+            Err(e) => panic!("writer {seed}: {e}"),
+        }
+    }
+    done
+}
+
+async fn prepare_dirs(s: &SessionHandle) {
+    for d in 0..10 {
+        s.ensure_path(&format!("/t/d{d}")).await.expect("dir");
+    }
+}
+
+#[actix_rt::test]
+async fn a_tree_cache_under_three_writers_equals_the_server_with_each_nodes_events_in_order() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("cache-writers");
+    let timeout = Duration::from_secs(4);
+    let reader = session_at(&zk.connect_string(), &root, timeout).await;
+    prepare_dirs(&reader).await;
+    let events = Recorded::<CacheEvent>::start();
+    let cache = CacheActor::new(reader.clone(), CacheConfig::new("/t")).expect("config").start();
+    cache.do_send(Subscribe { recipient: events.recipient.clone() });
+    events.wait_for(0, WAIT, |e| *e == CacheEvent::CacheInitialized).await;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for w in 0..3u64 {
+        let s = session_at(&zk.connect_string(), &root, timeout).await;
+        writers.push(actix_rt::spawn(write_randomly(s, w + 1, 2000 / 3 + 1, 200, stop.clone())));
+    }
+    for writer in writers {
+        writer.await.expect("writer");
+    }
+    let held = converges(&cache, &reader, "/t").await;
+    assert!(held.len() > 11, "the writers left nodes behind to compare: {}", held.len());
+    // Give the last events time to arrive, then check the story told.
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    let told = events.snapshot();
+    check_per_node_order(&told);
+    let updates = told.iter().filter(|e| matches!(e, CacheEvent::NodeUpdated { .. })).count();
+    let removals = told.iter().filter(|e| matches!(e, CacheEvent::NodeRemoved { .. })).count();
+    assert!(updates > 100 && removals > 100, "the run exercised updates ({updates}) and removals ({removals})");
+
+    // Queries answer from memory.
+    let (any, data) = held.iter().find(|(p, _)| p.matches('/').count() == 3).expect("a leaf");
+    let node = cache.send(Get { path: any.clone() }).await.expect("cache").expect("held");
+    assert_eq!(node.data.as_ref(), Some(data));
+    assert_eq!(cache.send(Get { path: "/t/none".into() }).await.expect("cache"), None);
+}
+
+#[actix_rt::test]
+async fn the_cache_converges_across_a_server_restart_and_a_session_expiry_mid_run() {
+    init_tracing();
+    let mut server = ZkServer::start().expect("ZooKeeper");
+    let root = unique_root("cache-faults");
+    let timeout = Duration::from_secs(6);
+    let reader = session_at(&server.connect_string(), &root, timeout).await;
+    prepare_dirs(&reader).await;
+    let events = Recorded::<CacheEvent>::start();
+    let cache = CacheActor::new(reader.clone(), CacheConfig::new("/t")).expect("config").start();
+    cache.do_send(Subscribe { recipient: events.recipient.clone() });
+    let (init, _) = events.wait_for(0, WAIT, |e| *e == CacheEvent::CacheInitialized).await;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for w in 0..3u64 {
+        let s = session_at(&server.connect_string(), &root, timeout).await;
+        writers.push(actix_rt::spawn(write_randomly(s, w + 11, 2000 / 3 + 1, 200, stop.clone())));
+    }
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    server.stop().expect("stop");
+    // Writes the cache cannot see while the server is down cannot happen; make some by another
+    // session right after the restart, before the cache's session is back.
+    server.restart().expect("restart");
+    let (resynced, _) = events.wait_for(init, WAIT, |e| *e == CacheEvent::CacheResynced).await;
+
+    // Now the server ends the cache's own session while the writers go on.
+    let info = reader.session().await.expect("session").info;
+    expire_session(&server.connect_string(), &info).await.expect("expire");
+    events.wait_for(resynced + 1, WAIT, |e| *e == CacheEvent::CacheResynced).await;
+
+    for writer in writers {
+        writer.await.expect("writer");
+    }
+    let observer = session_at(&server.connect_string(), &root, timeout).await;
+    converges(&cache, &observer, "/t").await;
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    check_per_node_order(&events.snapshot());
+}
+
+#[actix_rt::test]
+async fn a_10000_node_subtree_loads_and_stays_in_sync() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("cache-10k");
+    let s = session_at(&zk.connect_string(), &root, Duration::from_secs(10)).await;
+    for d in 0..100 {
+        s.ensure_path(&format!("/big/d{d:02}")).await.expect("dir");
+    }
+    // 100 directories × 99 leaves + 100 directories + root = 10,001 nodes.
+    let mut creates = Vec::new();
+    for d in 0..100 {
+        let ops: Vec<Op> = (0..99)
+            .map(|n| Op::Create {
+                path: format!("/big/d{d:02}/n{n:02}"),
+                data: format!("v{d}-{n}").into_bytes(),
+                mode: CreateMode::Persistent,
+            })
+            .collect();
+        creates.push(s.multi(ops));
+    }
+    for created in creates {
+        created.await.expect("create a batch");
+    }
+    let reader = session_at(&zk.connect_string(), &root, Duration::from_secs(10)).await;
+    let events = Recorded::<CacheEvent>::start();
+    let cache = CacheActor::new(reader, CacheConfig::new("/big")).expect("config").start();
+    cache.do_send(Subscribe { recipient: events.recipient.clone() });
+    let (init, _) = events.wait_for(0, Duration::from_secs(120), |e| *e == CacheEvent::CacheInitialized).await;
+    assert_eq!(init, 10_001, "one NodeAdded per node, then CacheInitialized");
+    assert_eq!(cached(&cache).await.len(), 10_001);
+
+    // Changes after the load: updates, deletions, creations.
+    let mut writes = Vec::new();
+    for d in 0..50 {
+        writes.push(s.set_data(&format!("/big/d{d:02}/n00"), "changed", None).map_ok_unit());
+        writes.push(s.delete(&format!("/big/d{d:02}/n01"), None).map_ok_unit());
+        writes.push(s.create(&format!("/big/d{d:02}/new"), "fresh", CreateMode::Persistent).map_ok_unit());
+    }
+    for w in writes {
+        w.await.expect("write");
+    }
+    let held = converges(&cache, &s, "/big").await;
+    assert_eq!(held.len(), 10_001);
+    assert_eq!(held.get("/big/d07/n00").map(Vec::as_slice), Some(b"changed".as_slice()));
+    check_per_node_order(&events.snapshot());
+}
+
+trait MapOkUnit {
+    fn map_ok_unit(self) -> futures::future::BoxFuture<'static, Result<(), Error>>;
+}
+
+impl<F, T> MapOkUnit for F
+where
+    F: std::future::Future<Output = Result<T, Error>> + Send + 'static,
+{
+    fn map_ok_unit(self) -> futures::future::BoxFuture<'static, Result<(), Error>> {
+        use futures::FutureExt;
+        self.map(|r| r.map(|_| ())).boxed()
+    }
+}
+
+#[actix_rt::test]
+async fn node_and_children_scopes_stats_only_and_depth_limit() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("cache-scopes");
+    let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+
+    // Node scope on a node that does not exist yet.
+    let node_events = Recorded::<CacheEvent>::start();
+    let node =
+        CacheActor::new(s.clone(), CacheConfig::new("/cfg").with_scope(CacheScope::Node)).expect("config").start();
+    node.do_send(Subscribe { recipient: node_events.recipient.clone() });
+    node_events.wait_for(0, WAIT, |e| *e == CacheEvent::CacheInitialized).await;
+    s.create("/cfg", "v1", CreateMode::Persistent).await.expect("create");
+    node_events.wait_for(0, WAIT, |e| matches!(e, CacheEvent::NodeAdded { data: Some(d), .. } if d == b"v1")).await;
+    s.set_data("/cfg", "v2", None).await.expect("set");
+    node_events.wait_for(0, WAIT, |e| matches!(e, CacheEvent::NodeUpdated { data: Some(d), .. } if d == b"v2")).await;
+    s.create("/cfg/child", "x", CreateMode::Persistent).await.expect("child");
+    s.delete("/cfg/child", None).await.expect("delete child");
+    s.delete("/cfg", None).await.expect("delete");
+    node_events.wait_for(0, WAIT, |e| *e == CacheEvent::NodeRemoved { path: "/cfg".into() }).await;
+    assert!(
+        node_events.snapshot().iter().all(|e| !matches!(e, CacheEvent::NodeAdded { path, .. } if path == "/cfg/child")),
+        "a node cache holds its node only"
+    );
+
+    // Children scope, stats only: the parent and grandchildren are not held.
+    s.ensure_path("/members/a/deep").await.expect("tree");
+    s.create("/members/b", vec![7u8; 100], CreateMode::Persistent).await.expect("b");
+    let children =
+        CacheActor::new(s.clone(), CacheConfig::new("/members").with_scope(CacheScope::Children).with_data(false))
+            .expect("config")
+            .start();
+    let children_events = Recorded::<CacheEvent>::start();
+    children.do_send(Subscribe { recipient: children_events.recipient.clone() });
+    children_events.wait_for(0, WAIT, |e| *e == CacheEvent::CacheInitialized).await;
+    let held = children.send(Snapshot).await.expect("cache");
+    assert_eq!(held.keys().cloned().collect::<Vec<_>>(), ["/members/a", "/members/b"]);
+    assert!(held.values().all(|n| n.data.is_none()), "stats only");
+    assert_eq!(held["/members/b"].stat.data_length, 100);
+    s.create("/members/c", "", CreateMode::Ephemeral).await.expect("c");
+    s.create("/members/a/deep/er", "", CreateMode::Persistent).await.expect("grandchild");
+    children_events
+        .wait_for(0, WAIT, |e| matches!(e, CacheEvent::NodeAdded { path, .. } if path == "/members/c"))
+        .await;
+    let held = children.send(Snapshot).await.expect("cache");
+    assert_eq!(held.len(), 3, "{:?}", held.keys().collect::<Vec<_>>());
+
+    // Tree scope limited to one level below the path.
+    let shallow =
+        CacheActor::new(s.clone(), CacheConfig::new("/members").with_scope(CacheScope::Tree { max_depth: Some(1) }))
+            .expect("config")
+            .start();
+    let shallow_events = Recorded::<CacheEvent>::start();
+    shallow.do_send(Subscribe { recipient: shallow_events.recipient.clone() });
+    shallow_events.wait_for(0, WAIT, |e| *e == CacheEvent::CacheInitialized).await;
+    let held = shallow.send(Snapshot).await.expect("cache");
+    assert_eq!(held.keys().cloned().collect::<Vec<_>>(), ["/members", "/members/a", "/members/b", "/members/c"]);
+
+    // A late subscriber hears the same story.
+    let late = Recorded::<CacheEvent>::start();
+    shallow.do_send(Subscribe { recipient: late.recipient.clone() });
+    let (i, _) = late.wait_for(0, WAIT, |e| *e == CacheEvent::CacheInitialized).await;
+    assert_eq!(i, 4, "four NodeAdded first");
+
+    // Bad input.
+    assert!(matches!(
+        CacheActor::new(s.clone(), CacheConfig::new("no-slash")),
+        Err(CacheError::ZooKeeper(Error::InvalidPath { .. }))
+    ));
+    for cache in [node, children, shallow] {
+        cache.send(Stop).await.expect("stop");
+    }
+}
+
+#[actix_rt::test]
+async fn nodes_that_vanish_during_the_load_are_not_an_error() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("cache-vanish");
+    let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let mut creates = Vec::new();
+    for d in 0..20 {
+        let ops: Vec<Op> =
+            std::iter::once(Op::Create { path: format!("/v/d{d}"), data: vec![], mode: CreateMode::Persistent })
+                .chain((0..50).map(|n| Op::Create {
+                    path: format!("/v/d{d}/n{n}"),
+                    data: vec![],
+                    mode: CreateMode::Persistent,
+                }))
+                .collect();
+        s.ensure_path("/v").await.expect("root");
+        creates.push(s.multi(ops));
+    }
+    for c in creates {
+        c.await.expect("create");
+    }
+    let reader = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let events = Recorded::<CacheEvent>::start();
+    let cache = CacheActor::new(reader, CacheConfig::new("/v")).expect("config").start();
+    cache.do_send(Subscribe { recipient: events.recipient.clone() });
+    // Delete whole directories while the cache is loading them.
+    for d in 0..20 {
+        s.delete_recursive(&format!("/v/d{d}")).await.expect("delete");
+    }
+    events.wait_for(0, WAIT, |e| *e == CacheEvent::CacheInitialized).await;
+    converges(&cache, &s, "/v").await;
+    check_per_node_order(&events.snapshot());
+}
