@@ -44,6 +44,7 @@
 pub mod cache;
 pub mod election;
 pub mod error;
+pub mod group;
 pub mod lock;
 pub mod path;
 pub mod queue;

@@ -1,0 +1,326 @@
+//! [`GroupMember`]: our membership in one group, and the view of the others.
+//!
+//! Membership state machine: `Joining{generation} → Joined{generation}`, again on every new
+//! session (the server deleted our ephemeral node with the old one), `→ Left` after [`Leave`].
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use tracing::{debug, info, warn};
+
+use super::messages::*;
+use crate::CreateMode;
+use crate::cache::{self, CacheActor, CacheConfig, CacheEvent, CacheScope};
+use crate::error::Error;
+use crate::path;
+use crate::session::IntoActorFree;
+use crate::session::{SessionEvent, SessionHandle};
+
+/// How long to wait before trying to join again.
+const RETRY: Duration = Duration::from_millis(500);
+
+/// How a [`GroupMember`] joins.
+#[derive(Debug, Clone)]
+pub struct GroupConfig {
+    group: String,
+    id: String,
+    data: Vec<u8>,
+}
+
+impl GroupConfig {
+    /// Join the group at `group` as `id` (a node name), with empty data.
+    pub fn new(group: impl Into<String>, id: impl Into<String>) -> Self {
+        GroupConfig { group: group.into(), id: id.into(), data: Vec::new() }
+    }
+
+    /// Our member node's data (what the others see in `MemberJoined`).
+    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.data = data.into();
+        self
+    }
+
+    fn validate(&self) -> Result<(), GroupError> {
+        path::validate(&self.group, false)?;
+        let invalid = |reason| GroupError::InvalidId { id: self.id.clone(), reason };
+        if self.id.is_empty() {
+            return Err(invalid("it is empty"));
+        }
+        if self.id.contains('/') {
+            return Err(invalid("it contains '/'"));
+        }
+        if self.id == "." || self.id == ".." {
+            return Err(invalid("it is a relative name"));
+        }
+        path::validate(&path::join(&self.group, &self.id), false)
+            .map_err(|_| invalid("it contains a character ZooKeeper does not allow"))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Membership {
+    Joining { generation: u64 },
+    Joined { generation: u64 },
+    Left,
+}
+
+/// A member of one group; see `docs/recipes/group.md`.
+///
+/// ```no_run
+/// # fn demo(session: actix_zookeeper::SessionHandle, me: actix::Recipient<actix_zookeeper::group::GroupEvent>)
+/// # -> Result<(), actix_zookeeper::group::GroupError> {
+/// use actix::Actor;
+/// use actix_zookeeper::group::{GroupConfig, GroupMember, Subscribe};
+///
+/// let config = GroupConfig::new("/services/billing/members", "host-a:8080").with_data("v1.4");
+/// let member = GroupMember::new(session, config)?.start();
+/// member.do_send(Subscribe { recipient: me }); // MemberJoined, MemberLeft, ...
+/// # Ok(()) }
+/// ```
+pub struct GroupMember {
+    session: SessionHandle,
+    config: GroupConfig,
+    node: String,
+    membership: Membership,
+    generation: u64,
+    view: Option<Addr<CacheActor>>,
+    ready: bool,
+    subscribers: Vec<Recipient<GroupEvent>>,
+    span: tracing::Span,
+}
+
+impl GroupMember {
+    /// A member; start it with `.start()`. It joins at once, and watches the group.
+    pub fn new(session: SessionHandle, config: GroupConfig) -> Result<GroupMember, GroupError> {
+        config.validate()?;
+        let node = path::join(&config.group, &config.id);
+        let span = tracing::info_span!("zk.group", group = %config.group, id = %config.id);
+        Ok(GroupMember {
+            session,
+            config,
+            node,
+            membership: Membership::Joining { generation: 0 },
+            generation: 0,
+            view: None,
+            ready: false,
+            subscribers: Vec::new(),
+            span,
+        })
+    }
+
+    fn tell(&mut self, event: GroupEvent) {
+        self.subscribers.retain(|s| s.connected());
+        for subscriber in &self.subscribers {
+            subscriber.do_send(event.clone());
+        }
+    }
+
+    fn id_of(&self, node: &str) -> Option<String> {
+        path::parent(node).filter(|p| *p == self.config.group).map(|_| path::name(node).to_owned())
+    }
+
+    /// Creates our ephemeral member node (and the group's node if missing). A node left by our
+    /// own lost create is ours; one of another live session means the id is taken.
+    fn join(&mut self, ctx: &mut Context<Self>) {
+        if self.membership == Membership::Left {
+            return;
+        }
+        let generation = self.generation;
+        self.membership = Membership::Joining { generation };
+        let session = self.session.clone();
+        let group = self.config.group.clone();
+        let node = self.node.clone();
+        let data = self.config.data.clone();
+        let id = self.config.id.clone();
+        let joined = async move {
+            session.ensure_path(&group).await?;
+            let owner = session.session().await.map(|s| s.session_id);
+            match session.create(&node, data, CreateMode::Ephemeral).await {
+                Ok(_) => Ok(()),
+                Err(Error::NodeExists { .. }) => match (session.exists(&node).await?, owner) {
+                    (Some(stat), Some(owner)) if stat.ephemeral_owner == owner.0 => Ok(()),
+                    _ => Err(GroupError::IdTaken { id }),
+                },
+                Err(error) => Err(error.into()),
+            }
+        };
+        ctx.spawn(joined.into_actor_free().map(move |joined, act: &mut Self, ctx| {
+            if act.membership != (Membership::Joining { generation }) {
+                return;
+            }
+            match joined {
+                Ok(()) => {
+                    info!(parent: &act.span, generation, "joined the group");
+                    act.membership = Membership::Joined { generation };
+                    act.tell(GroupEvent::Joined { generation });
+                }
+                Err(GroupError::ZooKeeper(error)) if !error.is_final() => {
+                    debug!(parent: &act.span, %error, "cannot join yet; trying again");
+                    ctx.run_later(RETRY, move |act, ctx| {
+                        if act.membership == (Membership::Joining { generation }) {
+                            act.join(ctx);
+                        }
+                    });
+                }
+                Err(error) => {
+                    warn!(parent: &act.span, %error, "cannot join; trying again");
+                    act.tell(GroupEvent::JoinFailed { error });
+                    ctx.run_later(RETRY * 2, move |act, ctx| {
+                        if act.membership == (Membership::Joining { generation }) {
+                            act.join(ctx);
+                        }
+                    });
+                }
+            }
+        }));
+    }
+}
+
+impl Actor for GroupMember {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        self.session.subscribe(ctx.address().recipient());
+        let config = CacheConfig::new(self.config.group.clone()).with_scope(CacheScope::Children);
+        match CacheActor::new(self.session.clone(), config) {
+            Ok(cache) => {
+                let view = cache.start();
+                view.do_send(cache::Subscribe { recipient: ctx.address().recipient() });
+                self.view = Some(view);
+            }
+            // The group path was validated in `new`.
+            Err(error) => warn!(parent: &self.span, %error, "cannot watch the group"),
+        }
+    }
+
+    fn stopped(&mut self, _: &mut Context<Self>) {
+        if let Some(view) = self.view.take() {
+            view.do_send(cache::Stop);
+        }
+        if self.membership != Membership::Left {
+            // Detached: a request dropped by a stopping actor would never be sent.
+            let deleted = self.session.delete(&self.node, None);
+            actix::spawn(async move {
+                let _ = deleted.await;
+            });
+        }
+    }
+}
+
+impl Handler<SessionEvent> for GroupMember {
+    type Result = ();
+
+    fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
+        if let SessionEvent::Connected { generation, .. } = event {
+            if generation > self.generation {
+                self.generation = generation;
+                self.join(ctx);
+            }
+        }
+    }
+}
+
+impl Handler<CacheEvent> for GroupMember {
+    type Result = ();
+
+    fn handle(&mut self, event: CacheEvent, ctx: &mut Context<Self>) {
+        let told = match event {
+            CacheEvent::NodeAdded { path, data, .. } => {
+                self.id_of(&path).map(|id| GroupEvent::MemberJoined { id, data: data.unwrap_or_default() })
+            }
+            CacheEvent::NodeUpdated { path, data, .. } => {
+                self.id_of(&path).map(|id| GroupEvent::MemberUpdated { id, data: data.unwrap_or_default() })
+            }
+            CacheEvent::NodeRemoved { path } => {
+                let id = self.id_of(&path);
+                // Our own node went while we think we are in: the server ended our session
+                // (a new one follows and we join again), or someone deleted it: join again.
+                if id.as_deref() == Some(self.config.id.as_str()) {
+                    if let Membership::Joined { generation } = self.membership {
+                        if generation == self.generation {
+                            debug!(parent: &self.span, "our member node is gone; joining again");
+                            self.join(ctx);
+                        }
+                    }
+                }
+                id.map(|id| GroupEvent::MemberLeft { id })
+            }
+            CacheEvent::CacheInitialized => {
+                self.ready = true;
+                Some(GroupEvent::ViewReady)
+            }
+            CacheEvent::CacheResynced => Some(GroupEvent::ViewResynced),
+            CacheEvent::CacheFailed { error } => Some(GroupEvent::JoinFailed { error: error.into() }),
+        };
+        if let Some(event) = told {
+            self.tell(event);
+        }
+    }
+}
+
+impl Handler<Subscribe> for GroupMember {
+    type Result = ResponseActFuture<Self, ()>;
+
+    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) -> Self::Result {
+        // The view as it is now, then live events: the same story a first subscriber heard.
+        let snapshot = self.view.as_ref().map(|view| view.send(cache::Snapshot));
+        Box::pin(
+            async move {
+                match snapshot {
+                    Some(snapshot) => snapshot.await.unwrap_or_default(),
+                    None => Default::default(),
+                }
+            }
+            .into_actor(self)
+            .map(move |held, act, _| {
+                for (path, node) in held {
+                    if let Some(id) = act.id_of(&path) {
+                        msg.recipient.do_send(GroupEvent::MemberJoined { id, data: node.data.unwrap_or_default() });
+                    }
+                }
+                if act.ready {
+                    msg.recipient.do_send(GroupEvent::ViewReady);
+                }
+                if let Membership::Joined { generation } = act.membership {
+                    msg.recipient.do_send(GroupEvent::Joined { generation });
+                }
+                act.subscribers.push(msg.recipient);
+            }),
+        )
+    }
+}
+
+impl Handler<Members> for GroupMember {
+    type Result = ResponseFuture<std::collections::BTreeMap<String, Vec<u8>>>;
+
+    fn handle(&mut self, _: Members, _: &mut Context<Self>) -> Self::Result {
+        let snapshot = self.view.as_ref().map(|view| view.send(cache::Snapshot));
+        let group = self.config.group.clone();
+        Box::pin(async move {
+            let Some(snapshot) = snapshot else { return Default::default() };
+            snapshot
+                .await
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|(p, _)| path::parent(p) == Some(group.as_str()))
+                .map(|(p, node)| (path::name(&p).to_owned(), node.data.unwrap_or_default()))
+                .collect()
+        })
+    }
+}
+
+impl Handler<Leave> for GroupMember {
+    type Result = ResponseActFuture<Self, Result<(), GroupError>>;
+
+    fn handle(&mut self, _: Leave, _: &mut Context<Self>) -> Self::Result {
+        self.membership = Membership::Left;
+        info!(parent: &self.span, "leaving the group");
+        let deleted = self.session.delete(&self.node, None);
+        Box::pin(async move { deleted.await }.into_actor(self).map(|deleted, _, ctx| {
+            ctx.stop();
+            match deleted {
+                Ok(()) | Err(Error::NoNode { .. }) => Ok(()),
+                Err(error) => Err(error.into()),
+            }
+        }))
+    }
+}

@@ -1,0 +1,154 @@
+//! Group membership against a real ZooKeeper: everyone sees everyone, a member whose session
+//! expires leaves everywhere and joins again on its new session, a server restart changes
+//! nothing, leaving is seen, bad ids get typed errors.
+#![cfg(feature = "testkit")]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use actix_zookeeper::group::*;
+use actix_zookeeper::prelude::*;
+use actix_zookeeper::testkit::{TestZooKeeper, ZkServer, expire_session, unique_root};
+use common::*;
+
+const WAIT: Duration = Duration::from_secs(30);
+const GROUP: &str = "/svc/members";
+
+struct Member {
+    addr: Addr<GroupMember>,
+    session: SessionHandle,
+    events: Recorded<GroupEvent>,
+}
+
+async fn member(connect: &str, root: &str, id: &str, timeout: Duration) -> Member {
+    let cfg = SessionConfig::new(connect).with_chroot(root).with_session_timeout(timeout);
+    let (session, _) = connected(cfg).await;
+    let events = Recorded::<GroupEvent>::start();
+    let config = GroupConfig::new(GROUP, id).with_data(format!("data-of-{id}"));
+    let addr = GroupMember::new(session.clone(), config).expect("valid config").start();
+    addr.do_send(Subscribe { recipient: events.recipient.clone() });
+    Member { addr, session, events }
+}
+
+async fn sees(m: &Member, ids: &[&str]) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let members: BTreeMap<String, Vec<u8>> = m.addr.send(Members).await.expect("member");
+        let got: Vec<&str> = members.keys().map(String::as_str).collect();
+        if got == ids {
+            for (id, data) in &members {
+                assert_eq!(data, format!("data-of-{id}").as_bytes());
+            }
+            return;
+        }
+        assert!(Instant::now() < deadline, "expected members {ids:?}, have {got:?}");
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[actix_rt::test]
+async fn a_members_session_expires_it_leaves_everywhere_and_joins_again() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("group-expiry");
+    let timeout = Duration::from_secs(4);
+    let a = member(&zk.connect_string(), &root, "a", timeout).await;
+    let b = member(&zk.connect_string(), &root, "b", timeout).await;
+    let c = member(&zk.connect_string(), &root, "c", timeout).await;
+    for m in [&a, &b, &c] {
+        m.events.wait_for(0, WAIT, |e| matches!(e, GroupEvent::Joined { generation: 1 })).await;
+        sees(m, &["a", "b", "c"]).await;
+    }
+    for m in [&a, &b] {
+        m.events.wait_for(0, WAIT, |e| matches!(e, GroupEvent::MemberJoined { id, .. } if id == "c")).await;
+    }
+
+    let before: Vec<usize> = [&a, &b].iter().map(|m| m.events.snapshot().len()).collect();
+    let info = c.session.session().await.expect("session").info;
+    expire_session(&zk.connect_string(), &info).await.expect("expire c");
+    for (m, from) in [&a, &b].into_iter().zip(before) {
+        let (left, _) = m.events.wait_for(from, WAIT, |e| *e == GroupEvent::MemberLeft { id: "c".into() }).await;
+        m.events.wait_for(left, WAIT, |e| matches!(e, GroupEvent::MemberJoined { id, .. } if id == "c")).await;
+    }
+    c.events.wait_for(0, WAIT, |e| matches!(e, GroupEvent::Joined { generation: 2 })).await;
+    for m in [&a, &b, &c] {
+        sees(m, &["a", "b", "c"]).await;
+    }
+    let owner = c.session.session().await.expect("session").session_id;
+    let node = a.session.exists(&format!("{GROUP}/c")).await.expect("exists").expect("c's node");
+    assert_eq!(node.ephemeral_owner, owner.0, "c's node belongs to its new session");
+
+    // Leaving is seen by the others; nothing is left of the one who left.
+    b.addr.send(Leave).await.expect("member").expect("leave");
+    a.events.wait_for(0, WAIT, |e| *e == GroupEvent::MemberLeft { id: "b".into() }).await;
+    sees(&a, &["a", "c"]).await;
+    assert_eq!(a.session.exists(&format!("{GROUP}/b")).await.expect("exists"), None);
+}
+
+#[actix_rt::test]
+async fn a_server_restart_keeps_the_group_and_late_subscribers_see_it() {
+    init_tracing();
+    let mut server = ZkServer::start().expect("ZooKeeper");
+    let root = unique_root("group-restart");
+    let timeout = Duration::from_secs(10);
+    let a = member(&server.connect_string(), &root, "a", timeout).await;
+    let b = member(&server.connect_string(), &root, "b", timeout).await;
+    sees(&a, &["a", "b"]).await;
+    server.stop().expect("stop");
+    server.restart().expect("restart");
+    a.events.wait_for(0, WAIT, |e| *e == GroupEvent::ViewResynced).await;
+    let c = member(&server.connect_string(), &root, "c", timeout).await;
+    for m in [&a, &b, &c] {
+        sees(m, &["a", "b", "c"]).await;
+    }
+    assert!(
+        !a.events.snapshot().iter().any(|e| matches!(e, GroupEvent::MemberLeft { .. })),
+        "nobody left across the restart"
+    );
+    let late = Recorded::<GroupEvent>::start();
+    a.addr.do_send(Subscribe { recipient: late.recipient.clone() });
+    let (ready, _) = late.wait_for(0, WAIT, |e| *e == GroupEvent::ViewReady).await;
+    let joined: Vec<_> = late.snapshot()[..ready]
+        .iter()
+        .filter_map(|e| match e {
+            GroupEvent::MemberJoined { id, .. } => Some(id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(joined, ["a", "b", "c"]);
+}
+
+#[actix_rt::test]
+async fn bad_ids_and_a_taken_id_get_typed_errors() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("group-bad");
+    let cfg = SessionConfig::new(zk.connect_string()).with_chroot(root.clone());
+    let (s, _) = connected(cfg).await;
+    for bad in ["", "a/b", ".."] {
+        assert!(
+            matches!(GroupMember::new(s.clone(), GroupConfig::new(GROUP, bad)), Err(GroupError::InvalidId { .. })),
+            "{bad:?}"
+        );
+    }
+    assert!(matches!(GroupMember::new(s.clone(), GroupConfig::new("svc", "a")), Err(GroupError::ZooKeeper(_))));
+
+    // The same id from a second live session: refused with a typed event, not stolen.
+    let first = member(&zk.connect_string(), &root, "same", Duration::from_secs(4)).await;
+    first.events.wait_for(0, WAIT, |e| matches!(e, GroupEvent::Joined { .. })).await;
+    let second = member(&zk.connect_string(), &root, "same", Duration::from_secs(4)).await;
+    second
+        .events
+        .wait_for(
+            0,
+            WAIT,
+            |e| matches!(e, GroupEvent::JoinFailed { error: GroupError::IdTaken { id } } if id == "same"),
+        )
+        .await;
+    // Once the first leaves, the second gets in.
+    first.addr.send(Leave).await.expect("member").expect("leave");
+    second.events.wait_for(0, WAIT, |e| matches!(e, GroupEvent::Joined { .. })).await;
+}
