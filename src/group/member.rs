@@ -315,7 +315,7 @@ impl Handler<Leave> for GroupMember {
         self.membership = Membership::Left;
         info!(parent: &self.span, "leaving the group");
         let deleted = self.session.delete(&self.node, None);
-        Box::pin(async move { deleted.await }.into_actor(self).map(|deleted, _, ctx| {
+        Box::pin(deleted.into_actor(self).map(|deleted, _, ctx| {
             ctx.stop();
             match deleted {
                 Ok(()) | Err(Error::NoNode { .. }) => Ok(()),
