@@ -367,3 +367,35 @@ async fn nodes_that_vanish_during_the_load_are_not_an_error() {
     converges(&cache, &s, "/v").await;
     check_per_node_order(&events.snapshot());
 }
+
+#[actix_rt::test]
+async fn three_node_ensemble_loses_the_caches_member_mid_run_and_the_cache_converges() {
+    init_tracing();
+    let mut ensemble = actix_zookeeper::testkit::ZkEnsemble::start(3).expect("ensemble");
+    let root = unique_root("cache-ensemble");
+    let timeout = Duration::from_secs(10);
+    let reader = session_at(&ensemble.connect_string(), &root, timeout).await;
+    prepare_dirs(&reader).await;
+    let events = Recorded::<CacheEvent>::start();
+    let cache = CacheActor::new(reader.clone(), CacheConfig::new("/t")).expect("config").start();
+    cache.do_send(Subscribe { recipient: events.recipient.clone() });
+    let (init, _) = events.wait_for(0, WAIT, |e| *e == CacheEvent::CacheInitialized).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for w in 0..2u64 {
+        let s = session_at(&ensemble.connect_string(), &root, timeout).await;
+        writers.push(actix_rt::spawn(write_randomly(s, w + 21, 400, 200, stop.clone())));
+    }
+    actix_rt::time::sleep(Duration::from_millis(200)).await;
+    let id = reader.session().await.expect("session").session_id;
+    let member = ensemble.member_serving(id.0).unwrap_or(0);
+    ensemble.kill_member(member).expect("kill the cache's member");
+    events.wait_for(init, WAIT, |e| *e == CacheEvent::CacheResynced).await;
+    for writer in writers {
+        writer.await.expect("writer");
+    }
+    let observer = session_at(&ensemble.connect_string(), &root, timeout).await;
+    converges(&cache, &observer, "/t").await;
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    check_per_node_order(&events.snapshot());
+}

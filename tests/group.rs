@@ -152,3 +152,26 @@ async fn bad_ids_and_a_taken_id_get_typed_errors() {
     first.addr.send(Leave).await.expect("member").expect("leave");
     second.events.wait_for(0, WAIT, |e| matches!(e, GroupEvent::Joined { .. })).await;
 }
+
+#[actix_rt::test]
+async fn three_node_ensemble_loses_a_member_and_the_group_is_unchanged() {
+    init_tracing();
+    let mut ensemble = actix_zookeeper::testkit::ZkEnsemble::start(3).expect("ensemble");
+    let root = unique_root("group-ensemble");
+    let timeout = Duration::from_secs(10);
+    let a = member(&ensemble.connect_string(), &root, "a", timeout).await;
+    let b = member(&ensemble.connect_string(), &root, "b", timeout).await;
+    sees(&a, &["a", "b"]).await;
+    sees(&b, &["a", "b"]).await;
+    let id = a.session.session().await.expect("session").session_id;
+    let killed = ensemble.member_serving(id.0).unwrap_or(0);
+    ensemble.kill_member(killed).expect("kill a's server");
+    a.events.wait_for(0, WAIT, |e| *e == GroupEvent::ViewResynced).await;
+    let c = member(&ensemble.connect_string(), &root, "c", timeout).await;
+    for m in [&a, &b, &c] {
+        sees(m, &["a", "b", "c"]).await;
+    }
+    for m in [&a, &b] {
+        assert!(!m.events.snapshot().iter().any(|e| matches!(e, GroupEvent::MemberLeft { .. })), "nobody left");
+    }
+}
