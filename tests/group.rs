@@ -175,3 +175,38 @@ async fn three_node_ensemble_loses_a_member_and_the_group_is_unchanged() {
         assert!(!m.events.snapshot().iter().any(|e| matches!(e, GroupEvent::MemberLeft { .. })), "nobody left");
     }
 }
+
+#[actix_rt::test]
+async fn recipes_created_while_the_session_is_suspended_join_and_resync_later() {
+    use actix_zookeeper::cache::{self, CacheActor, CacheConfig, CacheEvent};
+    init_tracing();
+    let mut server = ZkServer::start().expect("ZooKeeper");
+    let root = unique_root("group-suspended");
+    let cfg =
+        SessionConfig::new(server.connect_string()).with_chroot(root).with_session_timeout(Duration::from_secs(10));
+    let (s, session_events) = connected(cfg).await;
+    s.ensure_path("/cfg").await.expect("dir");
+    s.create("/cfg/a", "1", CreateMode::Persistent).await.expect("a");
+    server.stop().expect("stop");
+    session_events.wait_for(0, WAIT, |e| matches!(e, SessionEvent::Suspended { .. })).await;
+
+    // Both are made while the session is suspended.
+    let events = Recorded::<GroupEvent>::start();
+    let member =
+        GroupMember::new(s.clone(), GroupConfig::new(GROUP, "m").with_data("data-of-m")).expect("config").start();
+    member.do_send(Subscribe { recipient: events.recipient.clone() });
+    let cache_events = Recorded::<CacheEvent>::start();
+    let cache = CacheActor::new(s.clone(), CacheConfig::new("/cfg")).expect("config").start();
+    cache.do_send(cache::Subscribe { recipient: cache_events.recipient.clone() });
+
+    server.restart().expect("restart");
+    events.wait_for(0, WAIT, |e| matches!(e, GroupEvent::Joined { generation: 1 })).await;
+    cache_events.wait_for(0, WAIT, |e| *e == CacheEvent::CacheInitialized).await;
+
+    // After an expiry, the member joins again and the cache re-syncs.
+    let info = s.session().await.expect("session").info;
+    expire_session(&server.connect_string(), &info).await.expect("expire");
+    events.wait_for(0, WAIT, |e| matches!(e, GroupEvent::Joined { generation: 2 })).await;
+    cache_events.wait_for(0, WAIT, |e| *e == CacheEvent::CacheResynced).await;
+    sees(&Member { addr: member.clone(), session: s.clone(), events: Recorded::<GroupEvent>::start() }, &["m"]).await;
+}

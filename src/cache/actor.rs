@@ -409,13 +409,22 @@ impl Handler<SessionEvent> for CacheActor {
     fn handle(&mut self, event: SessionEvent, _: &mut Context<Self>) {
         match event {
             // Events may have been missed while disconnected (or under the old session).
-            SessionEvent::Reconnected { .. } => self.resync(),
+            SessionEvent::Reconnected { generation, .. } => {
+                self.generation = generation;
+                self.resync();
+            }
+            // The first session we see needs no re-sync: the initial load reads it. (A cache
+            // created while its session is suspended first hears `Suspended`/`Reconnected`,
+            // which tell the generation too.)
             SessionEvent::Connected { generation, .. } => {
                 let first = self.generation == 0;
                 self.generation = generation;
                 if !first {
                     self.resync();
                 }
+            }
+            SessionEvent::Suspended { generation, .. } | SessionEvent::Expired { generation, .. } => {
+                self.generation = self.generation.max(generation);
             }
             _ => {}
         }

@@ -210,7 +210,9 @@ impl Handler<SessionEvent> for GroupMember {
     type Result = ();
 
     fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
-        if let SessionEvent::Connected { generation, .. } = event {
+        // A member created while its session is suspended first hears `Reconnected`: the first
+        // sight of a live session, whichever event brings it, is when to join.
+        if let SessionEvent::Connected { generation, .. } | SessionEvent::Reconnected { generation, .. } = event {
             if generation > self.generation {
                 self.generation = generation;
                 self.join(ctx);

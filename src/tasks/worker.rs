@@ -468,7 +468,11 @@ impl Handler<SessionEvent> for TaskWorker {
 
     fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
         match event {
-            SessionEvent::Connected { generation, .. } if generation > self.generation => {
+            // A worker created while its session is suspended first hears `Reconnected`: the
+            // first sight of a live session, whichever event brings it, is when to register.
+            SessionEvent::Connected { generation, .. } | SessionEvent::Reconnected { generation, .. }
+                if generation > self.generation =>
+            {
                 let was_registered = matches!(self.registration, Registration::Registered { .. });
                 self.generation = generation;
                 if was_registered {
