@@ -5,6 +5,8 @@
 #![cfg(feature = "testkit")]
 
 mod common;
+#[path = "common/curator.rs"]
+mod curator;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -426,4 +428,249 @@ async fn timeouts_and_dropped_waits_leave_no_member_node_behind() {
     assert_eq!(nodes(&observer, "/pair").await, [b.member_id()], "a's node is gone (and `ready`, as Curator)");
     bounded("b leaves", b.leave(Some(WAIT))).await.expect("b leaves alone");
     assert_eq!(nodes(&observer, "/pair").await, Vec::<String>::new());
+}
+
+#[actix_rt::test]
+async fn a_member_that_finished_leaving_and_entered_again_does_not_hold_back_a_slow_leaver() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "barrier-next-round");
+    let (sa, sb, observer) = (rig.session().await, rig.session().await, rig.session().await);
+    let a = DistributedDoubleBarrier::new(sa, "/reuse", 2).expect("valid barrier");
+    let b = DistributedDoubleBarrier::new(sb, "/reuse", 2).expect("valid barrier");
+    let (entered_a, entered_b) = futures::join!(a.enter(Some(WAIT)), b.enter(Some(WAIT)));
+    entered_a.expect("a enters");
+    entered_b.expect("b enters");
+    let (low, high) = if a.member_id() < b.member_id() { (&a, &b) } else { (&b, &a) };
+
+    // The higher member leaves first: it deletes its node and waits for the lowest.
+    let high_leaving = actix_rt::spawn(high.leave(Some(WAIT)));
+    let high_node = format!("/reuse/{}", high.member_id());
+    wait_until("the higher member's node is deleted", || async { owner_of(&observer, &high_node).await.is_none() })
+        .await;
+    // Two members of the next round arrive (named to sort first) before the lowest leaves. With
+    // Curator's algorithm the higher member would now wait for them: they are not in its round.
+    for next in ["00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002"] {
+        observer.create(&format!("/reuse/{next}"), "", CreateMode::Ephemeral).await.expect("next-round member");
+    }
+    let low_leaving = actix_rt::spawn(low.leave(Some(WAIT)));
+    bounded("the higher member's leave", high_leaving).await.expect("task").expect("it left: its round is over");
+    // The lowest saw the next-round members when it began leaving (Curator's threshold semantics:
+    // late members count), so it waits for them.
+    actix_rt::time::sleep(SHORT).await;
+    assert!(!low_leaving.is_finished());
+    for next in ["00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002"] {
+        observer.delete(&format!("/reuse/{next}"), None).await.expect("next-round member leaves");
+    }
+    bounded("the lowest member's leave", low_leaving).await.expect("task").expect("it left");
+    assert_eq!(nodes(&observer, "/reuse").await, Vec::<String>::new());
+}
+
+/// A Curator 5.4 `DistributedDoubleBarrier` member and `DistributedBarrier` user in a JVM,
+/// driven line by line: commands `enter`, `leave` (60 s timeouts), `set`, `remove`, `wait`;
+/// replies `ENTERED` / `LEFT` / `SET` / `REMOVED` / `OPEN`, `TIMEOUT` or `ERROR <message>`.
+const CURATOR_BARRIER_PEER: &str = r#"
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.barriers.DistributedBarrier;
+import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
+import org.apache.curator.retry.RetryNTimes;
+
+public class BarrierPeer {
+    public static void main(String[] args) throws Exception {
+        CuratorFramework client = CuratorFrameworkFactory.newClient(args[0], 10000, 10000, new RetryNTimes(20, 200));
+        client.start();
+        if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
+            System.out.println("ERROR not connected");
+            System.exit(1);
+        }
+        DistributedDoubleBarrier members = new DistributedDoubleBarrier(client, args[1], Integer.parseInt(args[2]));
+        DistributedBarrier barrier = new DistributedBarrier(client, args[3]);
+        System.out.println("READY");
+        System.out.flush();
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            String reply;
+            try {
+                switch (line.trim()) {
+                    case "enter": reply = members.enter(60, TimeUnit.SECONDS) ? "ENTERED" : "TIMEOUT"; break;
+                    case "leave": reply = members.leave(60, TimeUnit.SECONDS) ? "LEFT" : "TIMEOUT"; break;
+                    case "set": barrier.setBarrier(); reply = "SET"; break;
+                    case "remove": barrier.removeBarrier(); reply = "REMOVED"; break;
+                    case "wait": reply = barrier.waitOnBarrier(60, TimeUnit.SECONDS) ? "OPEN" : "TIMEOUT"; break;
+                    case "quit": client.close(); return;
+                    default: reply = "ERROR unknown command " + line;
+                }
+            } catch (Exception e) {
+                reply = "ERROR " + e;
+            }
+            System.out.println(reply);
+            System.out.flush();
+        }
+        client.close();
+    }
+}
+"#;
+
+/// The JVM running [`CURATOR_BARRIER_PEER`]; killed (and reaped) when dropped.
+struct CuratorBarrierPeer {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+    stderr: std::path::PathBuf,
+}
+
+impl CuratorBarrierPeer {
+    /// Starts the peer (Java's single-file source launcher compiles it) and waits for `READY`.
+    fn start(connect: &str, double: &str, count: usize, single: &str) -> CuratorBarrierPeer {
+        use std::io::BufRead;
+        use std::process::{Command, Stdio};
+        let classpath = curator::curator_classpath().expect("Curator jars (apt-get install libcurator-recipes-java)");
+        let dir = std::env::temp_dir()
+            .join(format!("actix-zookeeper-barrier-peer-{}", unique_root("p").trim_start_matches('/')));
+        std::fs::create_dir_all(&dir).expect("peer directory");
+        let source = dir.join("BarrierPeer.java");
+        std::fs::write(&source, CURATOR_BARRIER_PEER).expect("peer source");
+        let stderr = dir.join("stderr");
+        let mut child = Command::new("java")
+            .args(["-XX:TieredStopAtLevel=1", "-Xmx128m", "-XX:+UseSerialGC"])
+            .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+            .arg("-cp")
+            .arg(&classpath)
+            .arg(&source)
+            .args([connect, double, &count.to_string(), single])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).expect("peer stderr"))
+            .spawn()
+            .expect("java");
+        let (stdin, stdout) = (child.stdin.take().expect("stdin"), child.stdout.take().expect("stdout"));
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut peer = CuratorBarrierPeer { child, stdin, lines, stderr };
+        assert_eq!(peer.next_line(), "READY");
+        peer
+    }
+
+    fn next_line(&mut self) -> String {
+        match self.lines.recv_timeout(Duration::from_secs(90)) {
+            Ok(line) => line,
+            Err(e) => panic!(
+                "Curator peer: no reply ({e}); stderr: {}",
+                std::fs::read_to_string(&self.stderr).unwrap_or_default()
+            ),
+        }
+    }
+
+    /// Sends `command` and waits for its reply (blocking: call from `spawn_blocking`).
+    fn ask(mut self, command: &str) -> (CuratorBarrierPeer, String) {
+        use std::io::Write;
+        writeln!(self.stdin, "{command}").and_then(|()| self.stdin.flush()).expect("peer stdin");
+        let reply = self.next_line();
+        (self, reply)
+    }
+}
+
+impl Drop for CuratorBarrierPeer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(dir) = self.stderr.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// Runs `command` on the peer off the actix thread; the handle yields the peer and the reply.
+fn ask(peer: CuratorBarrierPeer, command: &'static str) -> actix_rt::task::JoinHandle<(CuratorBarrierPeer, String)> {
+    actix_rt::task::spawn_blocking(move || peer.ask(command))
+}
+
+#[actix_rt::test]
+async fn curator_and_rust_members_share_a_double_barrier_and_a_barrier() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "barrier-curator");
+    let (sa, sb, observer) = (rig.session().await, rig.session().await, rig.session().await);
+    // The chroot exists now (the sessions made it); Curator uses it as its connect string's chroot.
+    let connect = format!("{}{}", zk.connect_string(), rig.chroot);
+    let mut peer = actix_rt::task::spawn_blocking(move || CuratorBarrierPeer::start(&connect, "/shared", 3, "/gate"))
+        .await
+        .expect("Curator peer");
+    let a = DistributedDoubleBarrier::new(sa.clone(), "/shared", 3).expect("valid barrier");
+    let b = DistributedDoubleBarrier::new(sb, "/shared", 3).expect("valid barrier");
+
+    for round in 0..2 {
+        let curator_first = round == 0;
+        // enter: in round 0 Curator arrives first and Rust completes the count; then the reverse.
+        let (mut curator, a_entering);
+        if curator_first {
+            curator = ask(peer, "enter");
+            actix_rt::time::sleep(SHORT).await;
+            a_entering = actix_rt::spawn(a.enter(Some(WAIT)));
+        } else {
+            a_entering = actix_rt::spawn(a.enter(Some(WAIT)));
+            actix_rt::time::sleep(SHORT).await;
+            curator = ask(peer, "enter");
+        }
+        actix_rt::time::sleep(SHORT).await;
+        assert!(!curator.is_finished() && !a_entering.is_finished(), "round {round}: 2 of 3 must wait");
+        bounded("b enters", b.enter(Some(WAIT))).await.expect("b enters");
+        bounded("a enters", a_entering).await.expect("task").expect("a enters");
+        let (back, reply) = bounded("Curator enters", curator).await.expect("peer");
+        assert_eq!(reply, "ENTERED", "round {round}");
+        peer = back;
+
+        // leave: the Rust members wait for Curator's member (round 0), then the reverse.
+        let (a_leaving, b_leaving);
+        if curator_first {
+            a_leaving = actix_rt::spawn(a.leave(Some(WAIT)));
+            b_leaving = actix_rt::spawn(b.leave(Some(WAIT)));
+            actix_rt::time::sleep(SHORT).await;
+            assert!(!a_leaving.is_finished() && !b_leaving.is_finished(), "Rust members wait for Curator's");
+            curator = ask(peer, "leave");
+        } else {
+            curator = ask(peer, "leave");
+            a_leaving = actix_rt::spawn(a.leave(Some(WAIT)));
+            actix_rt::time::sleep(SHORT).await;
+            assert!(!curator.is_finished() && !a_leaving.is_finished(), "Curator's member waits for b");
+            b_leaving = actix_rt::spawn(b.leave(Some(WAIT)));
+        }
+        bounded("a leaves", a_leaving).await.expect("task").expect("a leaves");
+        bounded("b leaves", b_leaving).await.expect("task").expect("b leaves");
+        let (back, reply) = bounded("Curator leaves", curator).await.expect("peer");
+        assert_eq!(reply, "LEFT", "round {round}");
+        peer = back;
+        assert_eq!(nodes(&observer, "/shared").await, Vec::<String>::new(), "round {round}: nothing left");
+    }
+
+    // DistributedBarrier: Curator sets, Rust waits; Rust sets, Curator waits.
+    let (back, reply) = ask(peer, "set").await.expect("peer");
+    assert_eq!(reply, "SET");
+    let gate = DistributedBarrier::new(sa, "/gate").expect("valid barrier");
+    let waiting = actix_rt::spawn(gate.wait(Some(WAIT)));
+    actix_rt::time::sleep(SHORT).await;
+    assert!(!waiting.is_finished(), "Curator's barrier holds a Rust waiter");
+    let (back, reply) = ask(back, "remove").await.expect("peer");
+    assert_eq!(reply, "REMOVED");
+    bounded("Rust waiter released", waiting).await.expect("task").expect("open");
+
+    gate.set().await.expect("set");
+    let curator = ask(back, "wait");
+    actix_rt::time::sleep(SHORT).await;
+    assert!(!curator.is_finished(), "a Rust barrier holds Curator's waiter");
+    gate.remove().await.expect("remove");
+    let (_peer, reply) = bounded("Curator waiter released", curator).await.expect("peer");
+    assert_eq!(reply, "OPEN");
 }
