@@ -1,0 +1,492 @@
+//! [`DistributedDoubleBarrier`]: members enter together and leave together.
+//!
+//! Owns: this member's node (`<path>/<uuid>`, ephemeral) from `enter` to `leave`, the `ready`
+//! node's creation (when the count is complete) and deletion (after leaving), and the removal of
+//! the member node after a timeout, an error or a dropped future. Not an actor: a handle whose
+//! operations are serialized (one `enter` or `leave` at a time per member, like Curator's
+//! `synchronized` methods).
+//!
+//! The algorithms are Curator's (`DistributedDoubleBarrier` 5.x, after GH-1290):
+//! - **enter**: `exists(ready)` with a watch, create our ephemeral node (parents as containers);
+//!   if `ready` existed we are through; otherwise count the members, and if there are enough,
+//!   create `ready`; else wait for the watch on `ready`.
+//! - **leave** (`internalLeave`): list the members (sorted by name, `ready` left out); none left:
+//!   done; only we are left: delete our node, done; we are the lowest: watch the highest and
+//!   wait; otherwise watch the lowest, delete our node, and wait. Finally delete `ready`.
+//!
+//! Where this differs from Curator, it is to keep a promise Curator's code can break (see
+//! `docs/recipes/barrier.md`): a `ready` creation seen by the watch opens the barrier without a
+//! second count; after our own node is gone, `leave` waits only for members whose nodes existed
+//! when we began leaving (a member already in the next round is not waited for), and waits for
+//! the last remaining member rather than returning; a new session re-enters on its own; a timeout
+//! removes our node.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tracing::{Instrument, debug, debug_span, info};
+
+use super::{BarrierError, CLEANUP_GRACE, READY_NODE, pause, validate, within};
+use crate::error::Error;
+use crate::path;
+use crate::recipe::delete_until_gone;
+use crate::recipe::naming::new_guid;
+use crate::session::SessionHandle;
+use crate::session::requests::{Delete, EnsurePath};
+use crate::session::watch::watch_once;
+use crate::{CreateMode, WatchEventKind};
+
+/// Curator's `DistributedDoubleBarrier`: `member_count` members [`enter`](Self::enter) and wait
+/// until all of them are there, do their work, then [`leave`](Self::leave) and wait until all of
+/// them have left.
+///
+/// Each instance is one member, with a fresh id (a UUID: the name of its node). `member_count`
+/// is a threshold, not a limit: more members may enter. Reuse an instance for round after round
+/// (`enter`, `leave`, `enter`, ...), as with Curator.
+///
+/// ```no_run
+/// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::barrier::BarrierError> {
+/// use std::time::Duration;
+/// use actix_zookeeper::barrier::DistributedDoubleBarrier;
+///
+/// let barrier = DistributedDoubleBarrier::new(session, "/jobs/phase", 5)?;
+/// barrier.enter(Some(Duration::from_secs(60))).await?; // all 5 are here
+/// // ... the work of this phase ...
+/// barrier.leave(Some(Duration::from_secs(60))).await?; // all 5 are done
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct DistributedDoubleBarrier {
+    member: Arc<Member>,
+}
+
+/// One member: what its operations need, shared with the futures they return.
+#[derive(Debug)]
+struct Member {
+    session: SessionHandle,
+    path: String,
+    member_count: usize,
+    id: String,
+    our_path: String,
+    ready_path: String,
+    /// Held for the whole of an `enter` or `leave`: true between a successful `enter` and the
+    /// end of the next `leave`.
+    entered: tokio::sync::Mutex<bool>,
+}
+
+impl DistributedDoubleBarrier {
+    /// Member of the double barrier at `path` (relative to the session's chroot) that opens
+    /// when `member_count` members have entered. Fails with [`BarrierError::InvalidPath`] for a
+    /// path ZooKeeper would refuse (and for the root), and with
+    /// [`BarrierError::InvalidMemberCount`] for a count of 0.
+    pub fn new(
+        session: SessionHandle,
+        path: &str,
+        member_count: usize,
+    ) -> Result<DistributedDoubleBarrier, BarrierError> {
+        validate(path)?;
+        if member_count == 0 {
+            return Err(BarrierError::InvalidMemberCount { path: path.to_owned(), member_count });
+        }
+        let id = new_guid();
+        let member = Member {
+            session,
+            path: path.to_owned(),
+            member_count,
+            our_path: path::join(path, &id),
+            ready_path: path::join(path, READY_NODE),
+            id,
+            entered: tokio::sync::Mutex::new(false),
+        };
+        Ok(DistributedDoubleBarrier { member: Arc::new(member) })
+    }
+
+    /// The barrier's path.
+    pub fn path(&self) -> &str {
+        &self.member.path
+    }
+
+    /// This member's id: the name of its node under the barrier's path.
+    pub fn member_id(&self) -> &str {
+        &self.member.id
+    }
+
+    /// How many members open the barrier.
+    pub fn member_count(&self) -> usize {
+        self.member.member_count
+    }
+
+    /// Enters the barrier and waits until `member_count` members have entered (or the barrier
+    /// is already open). With `timeout`, fails with [`BarrierError::Timeout`] when it elapses
+    /// first, after removing our member node, so that nobody counts us. Connection trouble is
+    /// waited out; after a session expiry our (ephemeral) node is created again on the new
+    /// session and the wait goes on. Dropping the future also removes our node.
+    pub fn enter(&self, timeout: Option<Duration>) -> impl Future<Output = Result<(), BarrierError>> + 'static {
+        let member = self.member.clone();
+        let span = debug_span!("barrier.enter", path = %member.path, member = %member.id, count = member.member_count);
+        let deadline = timeout.map(|t| Instant::now() + t);
+        async move {
+            let Some(mut entered) = within(deadline, member.entered.lock()).await else {
+                return Err(member.timeout(timeout));
+            };
+            let mut guard = DropGuard::arm(&member);
+            let outcome = within(deadline, member.enter()).await;
+            guard.disarm();
+            match outcome {
+                Some(Ok(())) => {
+                    debug!("entered");
+                    *entered = true;
+                    Ok(())
+                }
+                Some(Err(error)) => {
+                    debug!(%error, "enter failed; removing our node");
+                    *entered = false;
+                    member.clean_up(false).await;
+                    Err(error)
+                }
+                None => {
+                    info!("the barrier did not open in time; removing our node");
+                    *entered = false;
+                    member.clean_up(false).await;
+                    Err(member.timeout(timeout))
+                }
+            }
+        }
+        .instrument(span)
+    }
+
+    /// Leaves the barrier and waits until every member has left. With `timeout`, fails with
+    /// [`BarrierError::Timeout`] when it elapses first; our node is removed then too (Curator
+    /// leaves it in place when we were the lowest member). Fails with
+    /// [`BarrierError::NotEntered`] without a successful [`enter`](Self::enter) before it. If our
+    /// node vanished meanwhile (our session expired), we count as having left and still wait for
+    /// the others. Dropping the future also removes our node.
+    pub fn leave(&self, timeout: Option<Duration>) -> impl Future<Output = Result<(), BarrierError>> + 'static {
+        let member = self.member.clone();
+        let span = debug_span!("barrier.leave", path = %member.path, member = %member.id, count = member.member_count);
+        let deadline = timeout.map(|t| Instant::now() + t);
+        async move {
+            let Some(mut entered) = within(deadline, member.entered.lock()).await else {
+                return Err(member.timeout(timeout));
+            };
+            if !*entered {
+                return Err(BarrierError::NotEntered { path: member.path.clone(), member: member.id.clone() });
+            }
+            let mut guard = DropGuard::arm(&member);
+            let outcome = within(deadline, member.leave()).await;
+            guard.disarm();
+            *entered = false;
+            match outcome {
+                Some(Ok(())) => {
+                    debug!("left");
+                    Ok(())
+                }
+                Some(Err(error)) => {
+                    debug!(%error, "leave failed; removing our node");
+                    member.clean_up(true).await;
+                    Err(error)
+                }
+                None => {
+                    info!("the others did not leave in time; removing our node");
+                    member.clean_up(true).await;
+                    Err(member.timeout(timeout))
+                }
+            }
+        }
+        .instrument(span)
+    }
+}
+
+impl Member {
+    fn timeout(&self, waited: Option<Duration>) -> BarrierError {
+        BarrierError::Timeout { path: self.path.clone(), waited: waited.unwrap_or_default() }
+    }
+
+    /// Curator's `enter` and `internalEnter`, restarted from the top whenever the outcome of a
+    /// request is unknown or the session ended (every step is safe to repeat).
+    async fn enter(&self) -> Result<(), BarrierError> {
+        let session = &self.session;
+        'top: loop {
+            // Sent in this order, in one round trip: the watch on `ready` is in place before our
+            // node can complete anybody's count.
+            let (watcher, fired) = watch_once();
+            let ready = session.exists_watched(&self.ready_path, watcher);
+            let created = session.create(&self.our_path, Vec::new(), CreateMode::Ephemeral);
+            let (ready, created) = futures::join!(ready, created);
+            let ready = match ready {
+                Ok(stat) => stat.is_some(),
+                Err(error) if error.is_connection_problem() => {
+                    debug!(%error, "reading `ready` failed; starting again");
+                    pause().await;
+                    continue 'top;
+                }
+                Err(error) => return Err(error.into()),
+            };
+            match created {
+                Ok(_) => debug!("member node created"),
+                Err(Error::NodeExists { .. }) => {
+                    if !self.adopt().await? {
+                        continue 'top;
+                    }
+                }
+                Err(Error::NoNode { .. }) => {
+                    // First use of this path: create it and its parents as containers, as
+                    // Curator's `creatingParentContainersIfNeeded` does.
+                    let ensured = session.request(EnsurePath { path: self.path.clone(), containers: true }).await;
+                    match ensured {
+                        Ok(()) => {}
+                        Err(error) if error.is_connection_problem() => pause().await,
+                        Err(error) => return Err(error.into()),
+                    }
+                    continue 'top;
+                }
+                Err(error) if error.is_connection_problem() => {
+                    debug!(%error, "creating our node: outcome unknown; starting again");
+                    pause().await;
+                    continue 'top;
+                }
+                Err(error) => return Err(error.into()),
+            }
+            if ready {
+                debug!("`ready` exists: the barrier is open");
+                return Ok(());
+            }
+            let mut fired = fired;
+            loop {
+                let members = match session.children(&self.path).await {
+                    Ok(children) => children.names.iter().filter(|name| *name != READY_NODE).count(),
+                    Err(error) if error.is_connection_problem() => {
+                        pause().await;
+                        continue 'top;
+                    }
+                    // The directory went, and our node with it (a new session came meanwhile).
+                    Err(Error::NoNode { .. }) => continue 'top,
+                    Err(error) => return Err(error.into()),
+                };
+                if members >= self.member_count {
+                    match session.create(&self.ready_path, Vec::new(), CreateMode::Persistent).await {
+                        Ok(_) => {
+                            debug!(members, "count complete: created `ready`");
+                            return Ok(());
+                        }
+                        Err(Error::NodeExists { .. }) => return Ok(()),
+                        Err(error) if error.is_connection_problem() => {
+                            pause().await;
+                            continue 'top;
+                        }
+                        Err(error) => return Err(error.into()),
+                    }
+                }
+                debug!(members, "waiting for `ready`");
+                match fired.await {
+                    Ok(event) if matches!(event.kind, WatchEventKind::NodeCreated | WatchEventKind::DataChanged) => {
+                        debug!("`ready` created: the barrier is open");
+                        return Ok(());
+                    }
+                    Ok(event) if event.kind == WatchEventKind::SessionEnded => {
+                        info!("session ended while waiting to enter; entering again on the new session");
+                        continue 'top;
+                    }
+                    Ok(event) => debug!(kind = ?event.kind, "`ready` watch fired; checking again"),
+                    Err(_) => continue 'top,
+                }
+                // Watch again; `ready` existing now means the barrier is open.
+                let (watcher, again) = watch_once();
+                match session.exists_watched(&self.ready_path, watcher).await {
+                    Ok(Some(_)) => return Ok(()),
+                    Ok(None) => fired = again,
+                    Err(error) if error.is_connection_problem() => {
+                        pause().await;
+                        continue 'top;
+                    }
+                    Err(error) => return Err(error.into()),
+                }
+            }
+        }
+    }
+
+    /// Our node already exists: keep it if the current session owns it (a create whose reply
+    /// was lost, or a second `enter`), otherwise delete it (a node of an ended session of
+    /// ours) so that it can be created again. `Ok(true)`: adopted.
+    async fn adopt(&self) -> Result<bool, BarrierError> {
+        let (stat, current) = futures::join!(self.session.exists(&self.our_path), self.session.session());
+        match (stat, current) {
+            (Ok(Some(stat)), Some(current)) if stat.ephemeral_owner == current.session_id.0 => {
+                debug!("our node exists under the current session: adopted");
+                Ok(true)
+            }
+            (Ok(Some(stat)), Some(_)) => {
+                debug!(owner = stat.ephemeral_owner, "our node belongs to an ended session: replacing it");
+                match self.session.delete(&self.our_path, Some(stat.version)).await {
+                    Ok(()) | Err(Error::NoNode { .. }) | Err(Error::BadVersion { .. }) => {}
+                    Err(error) if error.is_connection_problem() => pause().await,
+                    Err(error) => return Err(error.into()),
+                }
+                Ok(false)
+            }
+            (Ok(None), _) => Ok(false),
+            (Err(error), _) if !error.is_connection_problem() => Err(error.into()),
+            _ => {
+                pause().await;
+                Ok(false)
+            }
+        }
+    }
+
+    /// Curator's `internalLeave`, then the deletion of `ready`.
+    async fn leave(&self) -> Result<(), BarrierError> {
+        let session = &self.session;
+        // The barrier's pzxid at our first listing: every member node that existed when we
+        // began leaving has a czxid at most this.
+        let mut began: Option<i64> = None;
+        loop {
+            let listing = match session.children(&self.path).await {
+                Ok(children) => children,
+                Err(Error::NoNode { .. }) => break,
+                Err(error) if error.is_connection_problem() => {
+                    pause().await;
+                    continue;
+                }
+                Err(error) => return Err(error.into()),
+            };
+            let began = *began.get_or_insert(listing.stat.pzxid);
+            let mut members: Vec<String> = listing.names.into_iter().filter(|name| name != READY_NODE).collect();
+            members.sort();
+            let present = members.contains(&self.id);
+            if !present {
+                // We have left (deleted our node, or the session that owned it ended). Wait only
+                // for those who were members when we began: a node created since belongs to a
+                // member that already finished leaving and entered the next round.
+                members = match self.created_by(members, began).await {
+                    Ok(members) => members,
+                    Err(error) if error.is_connection_problem() => {
+                        pause().await;
+                        continue;
+                    }
+                    Err(error) => return Err(error.into()),
+                };
+            }
+            if members.is_empty() {
+                break;
+            }
+            if present && members.len() == 1 {
+                debug!("we are the last member: deleting our node");
+                match session.delete(&self.our_path, None).await {
+                    Ok(()) | Err(Error::NoNode { .. }) => break,
+                    Err(error) if error.is_connection_problem() => {
+                        pause().await;
+                        continue;
+                    }
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            let lowest = present && members[0] == self.id;
+            let watched = if lowest { &members[members.len() - 1] } else { &members[0] };
+            let (watcher, fired) = watch_once();
+            let stat = session.exists_watched(&path::join(&self.path, watched), watcher);
+            let deleted = (present && !lowest).then(|| session.delete(&self.our_path, None));
+            let stat = stat.await;
+            if let Some(deleted) = deleted {
+                match deleted.await {
+                    Ok(()) | Err(Error::NoNode { .. }) => debug!("our node deleted"),
+                    Err(error) if error.is_connection_problem() => {
+                        // Do not wait while our node may still be there (someone may be waiting
+                        // for it): list again, and delete again if it is still there.
+                        debug!(%error, "deleting our node: outcome unknown");
+                        pause().await;
+                        continue;
+                    }
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            match stat {
+                Ok(Some(_)) => {
+                    debug!(node = %watched, lowest, members = members.len(), "waiting for a member to leave");
+                    // Whatever fired (deletion, session change), list again.
+                    let _ = fired.await;
+                }
+                Ok(None) => {}
+                Err(error) if error.is_connection_problem() => pause().await,
+                Err(error) => return Err(error.into()),
+            }
+        }
+        // As Curator does: the round is over, so `ready` goes (every member tries; the first wins).
+        loop {
+            match session.delete(&self.ready_path, None).await {
+                Ok(()) | Err(Error::NoNode { .. }) => return Ok(()),
+                Err(error) if error.is_connection_problem() => pause().await,
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+
+    /// The names among `members` whose nodes still exist and were created no later than
+    /// `zxid` (one round trip: the reads are pipelined).
+    async fn created_by(&self, members: Vec<String>, zxid: i64) -> Result<Vec<String>, Error> {
+        if members.is_empty() {
+            return Ok(members);
+        }
+        let reads: Vec<_> = members.iter().map(|name| self.session.exists(&path::join(&self.path, name))).collect();
+        let mut kept = Vec::new();
+        for (name, read) in members.into_iter().zip(reads) {
+            match read.await? {
+                Some(stat) if stat.czxid <= zxid => kept.push(name),
+                Some(_) => debug!(node = %name, "a member of the next round: not waited for"),
+                None => {}
+            }
+        }
+        Ok(kept)
+    }
+
+    /// After a timeout or an error: remove our node (and, after `leave`, `ready`, as Curator
+    /// does). Waits up to [`CLEANUP_GRACE`]; what is not done by then goes on in the background.
+    async fn clean_up(&self, after_leave: bool) {
+        let session = self.session.clone();
+        let ours = self.our_path.clone();
+        let ready = after_leave.then(|| self.ready_path.clone());
+        let cleanup = async move {
+            if let Err(error) = delete_until_gone(session.clone(), ours).await {
+                debug!(%error, "could not remove our node");
+            }
+            if let Some(ready) = ready {
+                match session.delete(&ready, None).await {
+                    Ok(()) | Err(Error::NoNode { .. }) => {}
+                    Err(error) => debug!(%error, "could not delete `ready`"),
+                }
+            }
+        };
+        let running = actix::spawn(cleanup.in_current_span());
+        if tokio::time::timeout(CLEANUP_GRACE, running).await.is_err() {
+            info!("cleanup still running; it goes on in the background");
+        }
+    }
+}
+
+/// Removes our node if an `enter` or `leave` future is dropped before it ends. `do_send`, so
+/// that it works from `Drop` (no runtime needed) and is not skipped because nobody waits for it.
+struct DropGuard {
+    session: SessionHandle,
+    our_path: String,
+    armed: bool,
+}
+
+impl DropGuard {
+    fn arm(member: &Member) -> DropGuard {
+        DropGuard { session: member.session.clone(), our_path: member.our_path.clone(), armed: true }
+    }
+
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            debug!(node = %self.our_path, "barrier operation dropped: removing our node");
+            self.session.addr().do_send(Delete { path: self.our_path.clone(), version: None });
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! [`DistributedBarrier`]: one node; while it exists, waiters wait.
+//!
+//! Owns: setting the barrier (create the node, and its missing parents as persistent nodes, like
+//! Curator's `creatingParentsIfNeeded`), removing it, and waiting with an `exists` watch until it
+//! is gone. Not an actor: a cheap handle, cloned freely.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tracing::{Instrument, debug, debug_span};
+
+use super::{BarrierError, OUTAGE_BUDGET, pause, validate, within};
+use crate::error::Error;
+use crate::path;
+use crate::session::SessionHandle;
+use crate::session::watch::watch_once;
+use crate::{CreateMode, WatchEventKind};
+
+/// Curator's `DistributedBarrier`: processes wait until the node at the barrier's path is gone.
+///
+/// ```no_run
+/// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::barrier::BarrierError> {
+/// use std::time::Duration;
+/// use actix_zookeeper::barrier::DistributedBarrier;
+///
+/// let barrier = DistributedBarrier::new(session, "/deploy/hold")?;
+/// barrier.set().await?;
+/// // elsewhere: processes block here until someone calls `remove`
+/// barrier.wait(Some(Duration::from_secs(30))).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct DistributedBarrier {
+    session: SessionHandle,
+    path: String,
+}
+
+impl DistributedBarrier {
+    /// A barrier at `path` (relative to the session's chroot). Fails with
+    /// [`BarrierError::InvalidPath`] for a path ZooKeeper would refuse, and for the root.
+    pub fn new(session: SessionHandle, path: &str) -> Result<DistributedBarrier, BarrierError> {
+        validate(path)?;
+        Ok(DistributedBarrier { session, path: path.to_owned() })
+    }
+
+    /// The barrier's path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Sets the barrier: creates its node (and missing parents). Setting a barrier that is
+    /// already set is fine. A request whose outcome was lost is sent again (for up to 30 s of
+    /// connection trouble), which is safe because creating an existing node changes nothing.
+    pub fn set(&self) -> impl Future<Output = Result<(), BarrierError>> + 'static {
+        let session = self.session.clone();
+        let barrier = self.path.clone();
+        let span = debug_span!("barrier.set", path = %barrier);
+        async move {
+            let budget = Instant::now() + OUTAGE_BUDGET;
+            let mut ensured = false;
+            loop {
+                match session.create(&barrier, Vec::new(), CreateMode::Persistent).await {
+                    Ok(_) | Err(Error::NodeExists { .. }) => return Ok(()),
+                    Err(Error::NoNode { .. }) if !ensured => {
+                        ensured = true;
+                        if let Some(parent) = path::parent(&barrier).filter(|p| *p != "/") {
+                            match session.ensure_path(parent).await {
+                                Ok(()) => {}
+                                Err(error) if error.is_connection_problem() && Instant::now() < budget => pause().await,
+                                Err(error) => return Err(error.into()),
+                            }
+                        }
+                    }
+                    Err(error) if error.is_connection_problem() && Instant::now() < budget => {
+                        debug!(%error, "set: outcome unknown; sending again");
+                        ensured = false;
+                        pause().await;
+                    }
+                    Err(error) => return Err(error.into()),
+                }
+            }
+        }
+        .instrument(span)
+    }
+
+    /// Removes the barrier: deletes its node, which releases every waiter. Removing a barrier
+    /// that is not set is fine. Fails with `NotEmpty` (in [`BarrierError::ZooKeeper`]) if
+    /// someone created nodes under it. Retried through connection trouble like [`set`](Self::set).
+    pub fn remove(&self) -> impl Future<Output = Result<(), BarrierError>> + 'static {
+        let session = self.session.clone();
+        let barrier = self.path.clone();
+        let span = debug_span!("barrier.remove", path = %barrier);
+        async move {
+            let budget = Instant::now() + OUTAGE_BUDGET;
+            loop {
+                match session.delete(&barrier, None).await {
+                    Ok(()) | Err(Error::NoNode { .. }) => return Ok(()),
+                    Err(error) if error.is_connection_problem() && Instant::now() < budget => {
+                        debug!(%error, "remove: outcome unknown; sending again");
+                        pause().await;
+                    }
+                    Err(error) => return Err(error.into()),
+                }
+            }
+        }
+        .instrument(span)
+    }
+
+    /// Waits until the barrier is gone: at once if it is not set, otherwise until its node is
+    /// deleted (an `exists` watch, no polling). With `timeout`, fails with
+    /// [`BarrierError::Timeout`] if the barrier is still set when it elapses; without, waits as
+    /// long as it takes. Connection trouble and a new session are waited out (the watch is set
+    /// again), so a removal while disconnected is still seen.
+    pub fn wait(&self, timeout: Option<Duration>) -> impl Future<Output = Result<(), BarrierError>> + 'static {
+        let session = self.session.clone();
+        let barrier = self.path.clone();
+        let span = debug_span!("barrier.wait", path = %barrier);
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let waiting = async move {
+            loop {
+                let (watcher, fired) = watch_once();
+                match session.exists_watched(&barrier, watcher).await {
+                    Ok(None) => return Ok(()),
+                    Ok(Some(_)) => match fired.await {
+                        Ok(event) if event.kind == WatchEventKind::NodeDeleted => return Ok(()),
+                        // Created again, changed, or the session ended: look again.
+                        Ok(event) => debug!(kind = ?event.kind, "barrier watch fired; checking again"),
+                        Err(_) => debug!("barrier watch dropped; checking again"),
+                    },
+                    Err(error) if error.is_connection_problem() => pause().await,
+                    Err(error) => return Err(BarrierError::from(error)),
+                }
+            }
+        };
+        let barrier = self.path.clone();
+        async move {
+            match within(deadline, waiting).await {
+                Some(outcome) => outcome,
+                None => {
+                    debug!("barrier still set at the deadline");
+                    Err(BarrierError::Timeout { path: barrier, waited: timeout.unwrap_or_default() })
+                }
+            }
+        }
+        .instrument(span)
+    }
+}
