@@ -41,6 +41,7 @@
 //! See `docs/architecture.md` for the actors, the data flow and the message catalogue.
 #![deny(missing_docs)]
 
+pub mod counter;
 pub mod election;
 pub mod error;
 pub mod lock;
