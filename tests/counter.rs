@@ -509,3 +509,21 @@ async fn bad_input_gets_a_typed_error_naming_the_path() {
     assert_eq!(add(&max, 1).await, Err(CounterError::Stopped));
     s.close().await;
 }
+
+#[actix_rt::test]
+async fn dropping_the_last_address_stops_the_counter() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("counter-drop");
+    let (s, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(10))).await;
+    let count = start_count(&s, "/c", 3);
+    let changes = watched(&count);
+    changes.wait_for(0, WAIT, |c| c.value == 3).await;
+    // Its watch is armed, and still it stops: the watch holds it only weakly.
+    drop(count);
+    actix_rt::time::sleep(Duration::from_millis(200)).await;
+    s.set_data("/c", encode_count(4), None).await.expect("write");
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(changes.snapshot(), [CountChanged { value: 3, version: 0 }], "a stopped counter reports nothing");
+    s.close().await;
+}
