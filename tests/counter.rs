@@ -400,6 +400,9 @@ async fn a_crash_during_writes_gives_typed_errors_and_never_loses_count_of_what_
         .collect();
     let crash = async {
         actix_rt::time::sleep(Duration::from_millis(300)).await;
+        while won.get() < 10 {
+            actix_rt::time::sleep(Duration::from_millis(10)).await;
+        }
         let server = actix_rt::task::spawn_blocking(move || {
             let mut server = server;
             server.kill().expect("kill");
