@@ -43,6 +43,7 @@
 
 pub mod barrier;
 pub mod cache;
+pub mod counter;
 pub mod election;
 pub mod error;
 pub mod group;

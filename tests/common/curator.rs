@@ -10,6 +10,8 @@
 //! [`CuratorPeer::next_leadership_event`], never returned as replies. All calls here block, so
 //! from async tests call them via `spawn_blocking` (a peer is `Send`).
 //!
+//! With kind `count:<seed>` it holds a started `SharedCount` (see [`CuratorPeer::start_count`]).
+//!
 //! Requirements: a JDK (`java`, `javac` on `PATH`) and Debian's Curator jars
 //! (`apt-get install libcurator-recipes-java`), or a full classpath in `CURATOR_CLASSPATH`.
 #![allow(dead_code)]
@@ -216,6 +218,44 @@ impl CuratorPeer {
     /// free of whitespace, so that [`leader_id`](Self::leader_id) can report it.
     pub fn start_latch(connect: &str, latch_path: &str, id: &str) -> Result<CuratorPeer, String> {
         CuratorPeer::start(connect, latch_path, &format!("latch:{id}"))
+    }
+
+    /// Starts a `SharedCount` peer (`count:<seed>`) on `count_path`: Curator creates the node
+    /// with `seed` if it is missing, then reads and watches it, before `READY`.
+    pub fn start_count(connect: &str, count_path: &str, seed: i32) -> Result<CuratorPeer, String> {
+        CuratorPeer::start(connect, count_path, &format!("count:{seed}"))
+    }
+
+    /// Count `get`: Curator's own (watched, local) view of the count, as `(value, version)`.
+    pub fn count_get(&mut self, within: Duration) -> Result<(i32, i32), String> {
+        self.send("get")?;
+        let line = self.next_line(within)?;
+        let parsed = line.strip_prefix("COUNT ").and_then(|rest| {
+            let (value, version) = rest.split_once(' ')?;
+            Some((value.parse().ok()?, version.parse().ok()?))
+        });
+        parsed.ok_or_else(|| self.failure(&format!("get: expected COUNT <value> <version>, got {line:?}")))
+    }
+
+    /// Count `set <value>`: Curator's unconditional `setCount`.
+    pub fn count_set(&mut self, value: i32, within: Duration) -> Result<(), String> {
+        self.send(&format!("set {value}"))?;
+        match self.next_line(within)? {
+            line if line == "SET" => Ok(()),
+            line => Err(self.failure(&format!("set: expected SET, got {line:?}"))),
+        }
+    }
+
+    /// Count `increment <n> <threads>`: `n` increments by Curator's `trySetCount`, retried until
+    /// each applies, spread over `threads` threads. Returns `(successes, failed attempts)`.
+    pub fn count_increment(&mut self, n: u32, threads: u32, within: Duration) -> Result<(u64, u64), String> {
+        self.send(&format!("increment {n} {threads}"))?;
+        let line = self.next_line(within)?;
+        let parsed = line.strip_prefix("INCREMENTED ").and_then(|rest| {
+            let (successes, failures) = rest.split_once(' ')?;
+            Some((successes.parse().ok()?, failures.parse().ok()?))
+        });
+        parsed.ok_or_else(|| self.failure(&format!("increment: expected INCREMENTED <n> <n>, got {line:?}")))
     }
 
     /// Sends one command line (`acquire`, `acquire <ms>`, `release`, `start`, `close`,

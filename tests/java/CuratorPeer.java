@@ -10,6 +10,11 @@
 //   `hasLeadership`; replies `STARTED <node path>`, `CLOSED`, `LEADER_ID <id or ->`,
 //   `HAS_LEADERSHIP <true|false>`, `ERROR <message>`. Independently of commands, the latch's
 //   listener prints `LEADER` / `NOT_LEADER` whenever Curator reports gaining / losing leadership.
+// count:SEED (a SharedCount started with seed SEED once connected): commands `get` (Curator's
+//   local, watched value), `set <n>` (setCount), `increment <n> <threads>` (n increments spread
+//   over that many threads, each a trySetCount(getVersionedValue(), value + 1) retried until it
+//   applies); replies `COUNT <value> <version>`, `SET`, `INCREMENTED <successes> <failures>`,
+//   `ERROR <message>`.
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -19,6 +24,8 @@ import java.util.Deque;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
@@ -29,6 +36,8 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.shared.SharedCount;
+import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.data.Stat;
 
@@ -38,6 +47,7 @@ public class CuratorPeer {
     private static InterProcessMutex mutex; // mutex, read and write kinds
     private static InterProcessSemaphoreV2 semaphore; // semaphore kind
     private static LeaderLatch latch; // latch kind
+    private static SharedCount count; // count kind
     // A semaphore peer may hold several leases; `release` returns the newest.
     private static final Deque<Lease> leases = new ArrayDeque<>();
 
@@ -76,6 +86,8 @@ public class CuratorPeer {
                     reply("NOT_LEADER");
                 }
             });
+        } else if (kind.startsWith("count:")) {
+            count = new SharedCount(client, lockPath, Integer.parseInt(kind.substring("count:".length())));
         } else {
             reply("ERROR unknown kind " + kind);
             System.exit(2);
@@ -84,6 +96,10 @@ public class CuratorPeer {
         if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
             reply("ERROR not connected to " + args[0] + " after 30 s");
             System.exit(1);
+        }
+        if (count != null) {
+            // Creates the node with the seed if it is missing, then reads and watches it.
+            count.start();
         }
 
         // stdin is read on its own thread so that `quit`, or EOF when the test process dies,
@@ -127,6 +143,10 @@ public class CuratorPeer {
     private static void handle(String command) throws Exception {
         if (latch != null) {
             handleLatch(command);
+            return;
+        }
+        if (count != null) {
+            handleCount(command);
             return;
         }
         String[] words = command.split("\\s+");
@@ -197,6 +217,55 @@ public class CuratorPeer {
             reply("HAS_LEADERSHIP " + latch.hasLeadership());
         } else {
             reply("ERROR unknown latch command: " + command);
+        }
+    }
+
+    private static void handleCount(String command) throws Exception {
+        String[] words = command.split("\\s+");
+        if (words[0].equals("get") && words.length == 1) {
+            VersionedValue<Integer> seen = count.getVersionedValue();
+            reply("COUNT " + seen.getValue() + " " + seen.getVersion());
+        } else if (words[0].equals("set") && words.length == 2) {
+            count.setCount(Integer.parseInt(words[1]));
+            reply("SET");
+        } else if (words[0].equals("increment") && words.length == 3) {
+            int n = Integer.parseInt(words[1]);
+            int threads = Integer.parseInt(words[2]);
+            AtomicLong successes = new AtomicLong();
+            AtomicLong failures = new AtomicLong();
+            AtomicReference<Exception> error = new AtomicReference<>();
+            Thread[] workers = new Thread[threads];
+            for (int t = 0; t < threads; t++) {
+                int share = n / threads + (t < n % threads ? 1 : 0);
+                workers[t] = new Thread(() -> {
+                    try {
+                        for (int i = 0; i < share; i++) {
+                            // The documented pattern: false means someone else wrote first, and
+                            // Curator has read the node again before returning it.
+                            while (true) {
+                                VersionedValue<Integer> seen = count.getVersionedValue();
+                                if (count.trySetCount(seen, seen.getValue() + 1)) {
+                                    successes.incrementAndGet();
+                                    break;
+                                }
+                                failures.incrementAndGet();
+                            }
+                        }
+                    } catch (Exception e) {
+                        error.compareAndSet(null, e);
+                    }
+                }, "increment-" + t);
+                workers[t].start();
+            }
+            for (Thread worker : workers) {
+                worker.join();
+            }
+            if (error.get() != null) {
+                throw error.get();
+            }
+            reply("INCREMENTED " + successes.get() + " " + failures.get());
+        } else {
+            reply("ERROR unknown count command: " + command);
         }
     }
 

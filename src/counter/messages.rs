@@ -1,0 +1,100 @@
+//! What a shared count is asked, and what it tells its subscribers.
+
+use std::future::Future;
+
+use actix::{Addr, Message, Recipient};
+
+use super::actor::SharedCount;
+use super::error::CounterError;
+
+/// A count and the version of the node it was read from (ZooKeeper's data version: it grows by
+/// one with every write to the node). Curator's `VersionedValue<Integer>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct VersionedCount {
+    /// The count.
+    pub value: i32,
+    /// The node's data version when the count was read (or written).
+    pub version: i32,
+}
+
+/// The current count: from the actor's watched copy while that is known to be current (a
+/// connected session, a watch armed, no change announced since the last read), else read from
+/// ZooKeeper now.
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "Result<VersionedCount, CounterError>")]
+pub struct GetCount;
+
+/// Write `value` only if the node is still at `expected.version` (Curator's
+/// `trySetCount(previous, newCount)`). `Ok(false)`: someone wrote first; read again and retry.
+///
+/// `Ok(false)` may also come without a request to ZooKeeper, when the answer is already known:
+/// `expected` is older than a version this actor has seen, its value disagrees with the value
+/// seen at that version, or another `TrySetCount` at the same version is in flight from this
+/// actor (one of them can win, and that one is already on its way).
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Result<bool, CounterError>")]
+pub struct TrySetCount {
+    /// The new count.
+    pub value: i32,
+    /// The count (and version) this write replaces.
+    pub expected: VersionedCount,
+}
+
+/// Write `value` whatever the count is now (Curator's `setCount`). Returns what was written and
+/// the version it got. Also repairs a node that does not hold a count.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Result<VersionedCount, CounterError>")]
+pub struct SetCount {
+    /// The new count.
+    pub value: i32,
+}
+
+/// Add `by` to the count: [`GetCount`] and [`TrySetCount`], again until a write applies.
+/// Returns the count written. Stops at the first error; after
+/// [`CounterError::OutcomeUnknown`] the addition may have been applied.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Result<VersionedCount, CounterError>")]
+pub struct AddCount {
+    /// What to add (may be negative).
+    pub by: i32,
+}
+
+/// Send every [`CountChanged`] to `recipient`, starting with the current count if it is known.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct SubscribeCount {
+    /// Who gets the notifications.
+    pub recipient: Recipient<CountChanged>,
+}
+
+/// Stop the actor. The node stays (a count outlives its users).
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "()")]
+pub struct StopCount;
+
+/// The count changed. Sent in version order, never twice for one version; when changes come
+/// faster than a read, intermediate versions are skipped (the newest is always sent).
+#[derive(Message, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[rtype(result = "()")]
+pub struct CountChanged {
+    /// The new count.
+    pub value: i32,
+    /// The node's version holding it.
+    pub version: i32,
+}
+
+impl From<CountChanged> for VersionedCount {
+    fn from(changed: CountChanged) -> Self {
+        VersionedCount { value: changed.value, version: changed.version }
+    }
+}
+
+/// Adds `by` to the count of `counter` ([`AddCount`]); a stopped actor is
+/// [`CounterError::Stopped`].
+pub fn add(
+    counter: &Addr<SharedCount>,
+    by: i32,
+) -> impl Future<Output = Result<VersionedCount, CounterError>> + 'static + use<> {
+    let reply = counter.send(AddCount { by });
+    async move { reply.await.map_err(|_| CounterError::Stopped)? }
+}

@@ -1,0 +1,27 @@
+//! A shared counter: Curator's `SharedCount` as an actor.
+//!
+//! Owns: [`SharedCount`] (one counter node: created with a seed when missing, a watched copy of
+//! the count, versioned compare-and-set, unconditional set, add-with-retry, change
+//! notifications), its messages, [`CountChanged`], the stored format ([`encode_count`],
+//! [`decode_count`]) and [`CounterError`]. Does not own the session.
+//!
+//! Layout and format = Curator's `SharedCount` and kazoo's `Counter(support_curator=True)`:
+//!
+//! ```text
+//! <path>    persistent node, data = the count as 4 bytes, big-endian two's complement
+//!           (missing parents are created as containers, as Curator does)
+//! ```
+//!
+//! So Java, Python and Rust services can count together. See `docs/recipes/counter.md`.
+
+mod actor;
+mod error;
+mod format;
+mod messages;
+
+pub use actor::{SharedCount, SharedCountConfig};
+pub use error::CounterError;
+pub use format::{COUNT_LEN, decode_count, encode_count};
+pub use messages::{
+    AddCount, CountChanged, GetCount, SetCount, StopCount, SubscribeCount, TrySetCount, VersionedCount, add,
+};
