@@ -6,13 +6,14 @@
 use std::time::Duration;
 
 use actix::prelude::*;
+use futures::FutureExt;
 use tracing::{debug, info, warn};
 
 use super::messages::*;
-use crate::CreateMode;
 use crate::cache::{self, CacheActor, CacheConfig, CacheEvent, CacheScope};
 use crate::error::Error;
 use crate::path;
+use crate::recipe::registration::{RegisterError, register_ephemeral};
 use crate::session::IntoActorFree;
 use crate::session::{SessionEvent, SessionHandle};
 
@@ -126,23 +127,15 @@ impl GroupMember {
         }
         let generation = self.generation;
         self.membership = Membership::Joining { generation };
-        let session = self.session.clone();
-        let group = self.config.group.clone();
-        let node = self.node.clone();
-        let data = self.config.data.clone();
+        let parents = vec![self.config.group.clone()];
         let id = self.config.id.clone();
-        let joined = async move {
-            session.ensure_path(&group).await?;
-            let owner = session.session().await.map(|s| s.session_id);
-            match session.create(&node, data, CreateMode::Ephemeral).await {
+        let joined = register_ephemeral(&self.session, parents, self.node.clone(), self.config.data.clone()).map(
+            move |joined| match joined {
                 Ok(_) => Ok(()),
-                Err(Error::NodeExists { .. }) => match (session.exists(&node).await?, owner) {
-                    (Some(stat), Some(owner)) if stat.ephemeral_owner == owner.0 => Ok(()),
-                    _ => Err(GroupError::IdTaken { id }),
-                },
-                Err(error) => Err(error.into()),
-            }
-        };
+                Err(RegisterError::Taken) => Err(GroupError::IdTaken { id }),
+                Err(RegisterError::ZooKeeper(error)) => Err(error.into()),
+            },
+        );
         ctx.spawn(joined.into_actor_free().map(move |joined, act: &mut Self, ctx| {
             if act.membership != (Membership::Joining { generation }) {
                 return;

@@ -18,14 +18,16 @@ use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
 
 use actix::prelude::*;
+use futures::FutureExt;
 use tracing::{debug, info, warn};
 
 use super::error::TaskError;
 use super::layout::{Layout, TaskId, check_worker_id};
 use super::messages::*;
+use crate::Op;
 use crate::error::Error;
+use crate::recipe::registration::{RegisterError, register_ephemeral};
 use crate::session::{IntoActorFree, SessionEvent, SessionHandle, WatchEvent};
-use crate::{CreateMode, Op};
 
 /// How long to wait before trying again when ZooKeeper cannot be reached or the id is taken.
 const RETRY: Duration = Duration::from_millis(500);
@@ -157,29 +159,16 @@ impl TaskWorker {
         }
         let generation = self.generation;
         self.registration = Registration::Registering { generation };
-        let session = self.session.clone();
+        let parents = vec![self.layout.workers(), self.layout.assign_dir(&self.config.worker_id)];
         let node = self.layout.worker(&self.config.worker_id);
-        let workers = self.layout.workers();
-        let dir = self.layout.assign_dir(&self.config.worker_id);
-        let capacity = self.config.concurrency.to_string();
+        let capacity = self.config.concurrency.to_string().into_bytes();
         let worker_id = self.config.worker_id.clone();
-        let register = async move {
-            let ensured = (session.ensure_path(&workers), session.ensure_path(&dir));
-            ensured.0.await?;
-            ensured.1.await?;
-            let owner = session.session().await.map(|s| s.session_id);
-            match session.create(&node, capacity, CreateMode::Ephemeral).await {
-                Ok(created) => Ok(created.stat.czxid),
-                Err(Error::NodeExists { .. }) => {
-                    let stat = session.exists(&node).await?;
-                    match (stat, owner) {
-                        (Some(stat), Some(owner)) if stat.ephemeral_owner == owner.0 => Ok(stat.czxid),
-                        _ => Err(TaskError::WorkerIdTaken { id: worker_id }),
-                    }
-                }
-                Err(err) => Err(err.into()),
-            }
-        };
+        let register = register_ephemeral(&self.session, parents, node, capacity).map(move |registered| {
+            registered.map_err(|error| match error {
+                RegisterError::Taken => TaskError::WorkerIdTaken { id: worker_id },
+                RegisterError::ZooKeeper(error) => error.into(),
+            })
+        });
         ctx.spawn(register.into_actor_free().map(move |registered, act: &mut Self, ctx| {
             if act.registration != (Registration::Registering { generation }) {
                 return; // stopped, or a newer session is registering
