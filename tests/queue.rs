@@ -100,29 +100,6 @@ async fn session_at(connect: &str, root: &str) -> SessionHandle {
     connected(SessionConfig::new(connect).with_chroot(root).with_session_timeout(Duration::from_secs(4))).await.0
 }
 
-async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what} did not happen within {WAIT:?}");
-        actix_rt::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-async fn children(s: &SessionHandle, dir: &str) -> Vec<String> {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        match s.children(dir).await {
-            Ok(c) => return c.names,
-            Err(Error::NoNode { .. }) => return Vec::new(),
-            // A fault test may be reading while its own connection moves to another server.
-            Err(e) if e.is_connection_problem() && Instant::now() < deadline => {
-                actix_rt::time::sleep(Duration::from_millis(50)).await
-            }
-            Err(e) => panic!("{dir}: {e}"),
-        }
-    }
-}
-
 async fn items_left(s: &SessionHandle) -> Vec<String> {
     children(s, "/q").await.into_iter().filter(|n| n.starts_with(ITEM_PREFIX)).collect()
 }

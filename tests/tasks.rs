@@ -171,20 +171,6 @@ async fn expect_results(client: &TaskClient, tasks: &[(TaskId, Vec<u8>)]) {
     }
 }
 
-async fn children(s: &SessionHandle, dir: &str) -> Vec<String> {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        match s.children(dir).await {
-            Ok(c) => return c.names,
-            Err(Error::NoNode { .. }) => return Vec::new(),
-            Err(e) if e.is_connection_problem() && Instant::now() < deadline => {
-                actix_rt::time::sleep(Duration::from_millis(50)).await
-            }
-            Err(e) => panic!("{dir}: {e}"),
-        }
-    }
-}
-
 /// Every task's status was written exactly once (version 1), and nothing is left waiting or
 /// assigned.
 async fn assert_finished_and_clean(s: &SessionHandle, tasks: &[(TaskId, Vec<u8>)]) {
@@ -196,14 +182,6 @@ async fn assert_finished_and_clean(s: &SessionHandle, tasks: &[(TaskId, Vec<u8>)
     for dir in children(s, &format!("{ROOT}/assign")).await {
         let left = children(s, &format!("{ROOT}/assign/{dir}")).await;
         assert!(left.is_empty(), "nothing left assigned to {dir}: {left:?}");
-    }
-}
-
-async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what} did not happen within {WAIT:?}");
-        actix_rt::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

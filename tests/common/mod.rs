@@ -96,3 +96,31 @@ pub async fn bounded<F: std::future::Future>(what: &str, fut: F) -> F::Output {
         Err(_) => panic!("{what} did not finish within 20 s"),
     }
 }
+
+/// How long the shared helpers below wait before failing the test.
+const HELPER_WAIT: Duration = Duration::from_secs(60);
+
+/// Waits until `done` holds; fails the test (naming `what`) after a minute.
+pub async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + HELPER_WAIT;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what} did not happen within {HELPER_WAIT:?}");
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The children of `dir` (none if it does not exist). A fault test may be reading while its own
+/// connection moves to another server: connection problems are retried for a minute.
+pub async fn children(s: &SessionHandle, dir: &str) -> Vec<String> {
+    let deadline = Instant::now() + HELPER_WAIT;
+    loop {
+        match s.children(dir).await {
+            Ok(c) => return c.names,
+            Err(Error::NoNode { .. }) => return Vec::new(),
+            Err(e) if e.is_connection_problem() && Instant::now() < deadline => {
+                actix_rt::time::sleep(Duration::from_millis(50)).await
+            }
+            Err(e) => panic!("{dir}: {e}"),
+        }
+    }
+}
