@@ -7,8 +7,6 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
@@ -86,10 +84,10 @@ fn check_per_node_order(events: &[CacheEvent]) {
 }
 
 /// A writer: `ops` random creates, updates and deletes over `paths` leaf paths under `/t`.
-async fn write_randomly(s: SessionHandle, seed: u64, ops: usize, paths: usize, stop: Arc<AtomicBool>) -> usize {
+async fn write_randomly(s: SessionHandle, seed: u64, ops: usize, paths: usize) -> usize {
     let mut state = seed | 1;
     let mut done = 0;
-    while done < ops && !stop.load(Ordering::SeqCst) {
+    while done < ops {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
@@ -117,25 +115,46 @@ async fn prepare_dirs(s: &SessionHandle) {
     }
 }
 
+/// A session with the `/t/d*` directories and a tree cache on `/t` that has loaded; returns the
+/// session, the cache, its events and the index of `CacheInitialized`.
+async fn watched_tree(
+    connect: &str,
+    root: &str,
+    timeout: Duration,
+) -> (SessionHandle, Addr<CacheActor>, Recorded<CacheEvent>, usize) {
+    let reader = session_at(connect, root, timeout).await;
+    prepare_dirs(&reader).await;
+    let events = Recorded::<CacheEvent>::start();
+    let cache = CacheActor::new(reader.clone(), CacheConfig::new("/t")).expect("config").start();
+    cache.do_send(Subscribe { recipient: events.recipient.clone() });
+    let (init, _) = events.wait_for(0, WAIT, |e| *e == CacheEvent::CacheInitialized).await;
+    (reader, cache, events, init)
+}
+
+/// One writer per seed, each on its own session, each making `ops` random changes.
+async fn start_writers(
+    connect: &str,
+    root: &str,
+    timeout: Duration,
+    seeds: std::ops::Range<u64>,
+    ops: usize,
+) -> Vec<actix_rt::task::JoinHandle<usize>> {
+    let mut writers = Vec::new();
+    for seed in seeds {
+        let s = session_at(connect, root, timeout).await;
+        writers.push(actix_rt::spawn(write_randomly(s, seed, ops, 200)));
+    }
+    writers
+}
+
 #[actix_rt::test]
 async fn a_tree_cache_under_three_writers_equals_the_server_with_each_nodes_events_in_order() {
     init_tracing();
     let zk = TestZooKeeper::from_env().expect("ZooKeeper");
     let root = unique_root("cache-writers");
     let timeout = Duration::from_secs(4);
-    let reader = session_at(&zk.connect_string(), &root, timeout).await;
-    prepare_dirs(&reader).await;
-    let events = Recorded::<CacheEvent>::start();
-    let cache = CacheActor::new(reader.clone(), CacheConfig::new("/t")).expect("config").start();
-    cache.do_send(Subscribe { recipient: events.recipient.clone() });
-    events.wait_for(0, WAIT, |e| *e == CacheEvent::CacheInitialized).await;
-
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut writers = Vec::new();
-    for w in 0..3u64 {
-        let s = session_at(&zk.connect_string(), &root, timeout).await;
-        writers.push(actix_rt::spawn(write_randomly(s, w + 1, 2000 / 3 + 1, 200, stop.clone())));
-    }
+    let (reader, cache, events, _) = watched_tree(&zk.connect_string(), &root, timeout).await;
+    let writers = start_writers(&zk.connect_string(), &root, timeout, 1..4, 2000 / 3 + 1).await;
     for writer in writers {
         writer.await.expect("writer");
     }
@@ -162,19 +181,8 @@ async fn the_cache_converges_across_a_server_restart_and_a_session_expiry_mid_ru
     let mut server = ZkServer::start().expect("ZooKeeper");
     let root = unique_root("cache-faults");
     let timeout = Duration::from_secs(6);
-    let reader = session_at(&server.connect_string(), &root, timeout).await;
-    prepare_dirs(&reader).await;
-    let events = Recorded::<CacheEvent>::start();
-    let cache = CacheActor::new(reader.clone(), CacheConfig::new("/t")).expect("config").start();
-    cache.do_send(Subscribe { recipient: events.recipient.clone() });
-    let (init, _) = events.wait_for(0, WAIT, |e| *e == CacheEvent::CacheInitialized).await;
-
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut writers = Vec::new();
-    for w in 0..3u64 {
-        let s = session_at(&server.connect_string(), &root, timeout).await;
-        writers.push(actix_rt::spawn(write_randomly(s, w + 11, 2000 / 3 + 1, 200, stop.clone())));
-    }
+    let (reader, cache, events, init) = watched_tree(&server.connect_string(), &root, timeout).await;
+    let writers = start_writers(&server.connect_string(), &root, timeout, 11..14, 2000 / 3 + 1).await;
     actix_rt::time::sleep(Duration::from_millis(300)).await;
     server.stop().expect("stop");
     // Writes the cache cannot see while the server is down cannot happen; make some by another
@@ -374,18 +382,8 @@ async fn three_node_ensemble_loses_the_caches_member_mid_run_and_the_cache_conve
     let mut ensemble = actix_zookeeper::testkit::ZkEnsemble::start(3).expect("ensemble");
     let root = unique_root("cache-ensemble");
     let timeout = Duration::from_secs(10);
-    let reader = session_at(&ensemble.connect_string(), &root, timeout).await;
-    prepare_dirs(&reader).await;
-    let events = Recorded::<CacheEvent>::start();
-    let cache = CacheActor::new(reader.clone(), CacheConfig::new("/t")).expect("config").start();
-    cache.do_send(Subscribe { recipient: events.recipient.clone() });
-    let (init, _) = events.wait_for(0, WAIT, |e| *e == CacheEvent::CacheInitialized).await;
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut writers = Vec::new();
-    for w in 0..2u64 {
-        let s = session_at(&ensemble.connect_string(), &root, timeout).await;
-        writers.push(actix_rt::spawn(write_randomly(s, w + 21, 400, 200, stop.clone())));
-    }
+    let (reader, cache, events, init) = watched_tree(&ensemble.connect_string(), &root, timeout).await;
+    let writers = start_writers(&ensemble.connect_string(), &root, timeout, 21..23, 400).await;
     actix_rt::time::sleep(Duration::from_millis(200)).await;
     let id = reader.session().await.expect("session").session_id;
     let member = ensemble.member_serving(id.0).unwrap_or(0);
