@@ -9,7 +9,10 @@
 //! - [`election`]: leader election (Curator's `LeaderLatch` layout), leader-actor mode;
 //! - [`queue`]: a distributed queue with at-least-once consumers feeding worker actors;
 //! - [`tasks`]: master–worker task assignment — an elected, fenced master assigns submitted
-//!   tasks to registered workers and re-assigns those of workers that leave.
+//!   tasks to registered workers and re-assigns those of workers that leave;
+//! - [`cache`]: node, children and tree caches kept in sync (re-synced after every reconnect);
+//! - [`group`]: group membership; [`counter`]: a shared counter (Curator's format);
+//!   [`barrier`]: Curator's barrier and double barrier.
 //!
 //! They stand on the foundation:
 //! - [`SessionActor`] / [`SessionHandle`]: one ZooKeeper session on its own Arbiter, typed
