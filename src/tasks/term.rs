@@ -28,7 +28,7 @@ use super::messages::MasterEvent;
 use super::strategy::{AssignStrategy, WorkerLoad};
 use crate::election::StopLeading;
 use crate::error::Error;
-use crate::session::{IntoActorFree, SessionEvent, SessionHandle, WatchEvent, WatchId};
+use crate::session::{IntoActorFree, SessionEvent, SessionHandle, WatchEvent, WatchEventKind, WatchId};
 use crate::{CreateMode, Op, OpResult, PersistentWatchMode};
 
 /// How long to wait before reading again after a request failed (disconnected, or a race).
@@ -38,7 +38,10 @@ const RETRY: Duration = Duration::from_millis(200);
 #[derive(Debug, Default)]
 struct Dirty {
     workers: bool,
+    /// List all of `tasks/` (at the start, after a reconnect, after a failed write).
     tasks: bool,
+    /// Tasks whose creation was seen: read just these.
+    new_tasks: BTreeSet<String>,
     /// The set of assignment directories.
     assign: bool,
     /// Assignment directories whose contents changed.
@@ -47,16 +50,17 @@ struct Dirty {
 
 impl Dirty {
     fn everything() -> Dirty {
-        Dirty { workers: true, tasks: true, assign: true, dirs: BTreeSet::new() }
+        Dirty { workers: true, tasks: true, assign: true, ..Dirty::default() }
     }
 
     fn any(&self) -> bool {
-        self.workers || self.tasks || self.assign || !self.dirs.is_empty()
+        self.workers || self.tasks || self.assign || !self.dirs.is_empty() || !self.new_tasks.is_empty()
     }
 
     fn merge(&mut self, other: Dirty) {
         self.workers |= other.workers;
         self.tasks |= other.tasks;
+        self.new_tasks.extend(other.new_tasks);
         self.assign |= other.assign;
         self.dirs.extend(other.dirs);
     }
@@ -248,6 +252,7 @@ impl MasterTerm {
         let list_workers = dirty.workers.then(|| session.children(&layout.workers()));
         let list_dirs = dirty.assign.then(|| session.children(&layout.assign()));
         let list_tasks = dirty.tasks.then(|| session.children(&layout.tasks()));
+        let seen_tasks: Vec<String> = dirty.new_tasks.iter().filter(|t| !known_tasks.contains(*t)).cloned().collect();
         let dir_reads: Vec<_> =
             dirty.dirs.iter().map(|d| (d.clone(), session.children(&layout.assign_dir(d)))).collect();
         async move {
@@ -281,7 +286,8 @@ impl MasterTerm {
                 .tasks
                 .iter()
                 .flatten()
-                .filter(|t| !known_tasks.contains(*t))
+                .filter(|t| !known_tasks.contains(*t) && !seen_tasks.contains(*t))
+                .chain(&seen_tasks)
                 .map(|t| (t.clone(), session.get_data(&layout.task(t))))
                 .collect();
             for (dir, list) in more_dirs {
@@ -385,8 +391,11 @@ impl MasterTerm {
             view.listed_tasks = tasks.into_iter().collect();
             view.pending.retain(|t, _| view.listed_tasks.contains(t));
         }
+        // Only this term's own assignments delete tasks, and not before reading them: a task
+        // read now is still waiting.
         for (task, pending) in reads.payloads {
-            if let Some(pending) = pending.filter(|_| view.listed_tasks.contains(&task)) {
+            if let Some(pending) = pending {
+                view.listed_tasks.insert(task.clone());
                 view.pending.insert(task, pending);
             }
         }
@@ -564,7 +573,7 @@ impl MasterTerm {
                     if let Some(dir) = self.view.dirs.get_mut(&worker) {
                         dir.remove(&task);
                     }
-                    self.dirty.tasks = true;
+                    self.dirty.new_tasks.insert(task.clone());
                     if let Ok(task_id) = TaskId::parse(task) {
                         self.tell(MasterEvent::Requeued { task_id, from_worker: worker });
                     }
@@ -592,6 +601,19 @@ impl MasterTerm {
             self.dirty.workers = true;
         } else if event.path == self.layout.tasks() {
             self.dirty.tasks = true;
+        } else if let Some(task) = event.path.strip_prefix(&self.layout.tasks()).and_then(|r| r.strip_prefix('/')) {
+            // The recursive watch names the task: read just it, rather than listing them all
+            // (this term's own assignments delete tasks too).
+            match event.kind {
+                WatchEventKind::NodeCreated => {
+                    self.dirty.new_tasks.insert(task.to_owned());
+                }
+                WatchEventKind::NodeDeleted => {
+                    self.view.listed_tasks.remove(task);
+                    self.view.pending.remove(task);
+                }
+                _ => {}
+            }
         } else if let Some(rest) = event.path.strip_prefix(&assign).and_then(|r| r.strip_prefix('/')) {
             match rest.split_once('/') {
                 Some((dir, _task)) => {
@@ -634,7 +656,7 @@ impl Actor for MasterTerm {
         let me = ctx.address().recipient::<WatchEvent>();
         let watches = vec![
             self.session.add_watch(&self.layout.workers(), PersistentWatchMode::Node, me.clone()),
-            self.session.add_watch(&self.layout.tasks(), PersistentWatchMode::Node, me.clone()),
+            self.session.add_watch(&self.layout.tasks(), PersistentWatchMode::Recursive, me.clone()),
             self.session.add_watch(&self.layout.assign(), PersistentWatchMode::Recursive, me),
         ];
         ctx.wait(join_all(watches).into_actor_free().map(|added, act: &mut Self, ctx| {
