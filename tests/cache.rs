@@ -397,3 +397,28 @@ async fn three_node_ensemble_loses_the_caches_member_mid_run_and_the_cache_conve
     actix_rt::time::sleep(Duration::from_millis(300)).await;
     check_per_node_order(&events.snapshot());
 }
+
+#[actix_rt::test]
+async fn dropping_the_last_address_stops_the_cache_and_removes_its_watch() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("cache-drop");
+    let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    s.ensure_path("/d/x").await.expect("tree");
+    let events = Recorded::<CacheEvent>::start();
+    let cache = CacheActor::new(s.clone(), CacheConfig::new("/d")).expect("config").start();
+    cache.do_send(Subscribe { recipient: events.recipient.clone() });
+    events.wait_for(0, WAIT, |e| *e == CacheEvent::CacheInitialized).await;
+    let watched = || actix_zookeeper::testkit::wchp(&zk.connect_string()).expect("wchp").contains(&format!("{root}/d"));
+    assert!(watched(), "the cache's watch is on the server");
+
+    let weak = cache.downgrade();
+    drop(cache);
+    wait_until("the cache stopped", || weak.upgrade().is_none()).await;
+    wait_until("its watch is gone from the server", || !watched()).await;
+    // Nothing more is told after it stopped.
+    let told = events.snapshot().len();
+    s.set_data("/d/x", "after", None).await.expect("set");
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(events.snapshot().len(), told);
+}

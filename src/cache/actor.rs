@@ -26,6 +26,7 @@ use tracing::{debug, info, warn};
 use super::config::CacheConfig;
 use super::messages::*;
 use crate::error::Error;
+use crate::session::watch::weak_watcher;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind, WatchId};
 use crate::{PersistentWatchMode, Stat, path};
 
@@ -46,6 +47,8 @@ enum Found {
 }
 
 /// A read, in the pipeline.
+#[derive(Message)]
+#[rtype(result = "()")]
 struct Read {
     path: String,
     depth: usize,
@@ -354,13 +357,23 @@ impl Actor for CacheActor {
     fn started(&mut self, ctx: &mut Context<Self>) {
         let (tx, rx) = mpsc::unbounded::<PendingRead>();
         self.pipeline = Some(tx);
-        ctx.add_stream(rx.buffered(PIPELINE));
+        // The pipeline runs as a task of its own that hands each result to the cache in order,
+        // holding the cache only weakly: dropping the cache's last address stops it (and its
+        // watch goes), as with the lock actors. A stream added to the context would keep it
+        // alive forever.
+        let cache = ctx.address().downgrade();
+        actix::spawn(rx.buffered(PIPELINE).for_each(move |read| {
+            if let Some(cache) = cache.upgrade() {
+                cache.do_send(read);
+            }
+            futures::future::ready(())
+        }));
         self.session.subscribe(ctx.address().recipient());
         // One watch for the whole scope, in place before the first read so nothing changes
         // unseen; the children and tree scopes need the recursive kind to see data changes of
         // the nodes below.
         let mode = if self.config.lists_below(0) { PersistentWatchMode::Recursive } else { PersistentWatchMode::Node };
-        let added = self.session.add_watch(&self.config.path, mode, ctx.address().recipient());
+        let added = self.session.add_watch(&self.config.path, mode, weak_watcher(ctx.address().downgrade()));
         ctx.wait(added.into_actor(self).map(|added, act, ctx| match added {
             Ok(id) => {
                 act.watch = Some(id);
@@ -377,13 +390,12 @@ impl Actor for CacheActor {
     }
 }
 
-impl StreamHandler<Read> for CacheActor {
+impl Handler<Read> for CacheActor {
+    type Result = ();
+
     fn handle(&mut self, read: Read, ctx: &mut Context<Self>) {
         self.apply(read, ctx);
     }
-
-    /// The pipeline ends only when the actor does.
-    fn finished(&mut self, _: &mut Context<Self>) {}
 }
 
 impl Handler<WatchEvent> for CacheActor {

@@ -15,7 +15,6 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::time::Duration;
 
-use actix::WeakRecipient;
 use actix::prelude::*;
 use futures::channel::oneshot;
 use tracing::{debug, info, warn};
@@ -27,6 +26,7 @@ use crate::error::Error;
 use crate::path;
 use crate::recipe::Reply;
 use crate::session::requests::{CreateMode, EnsurePath, NodeData, Stat};
+use crate::session::watch::weak_watcher;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
 /// Pause before reading again after a read failed and nothing else will trigger one.
@@ -414,8 +414,7 @@ impl Actor for SharedCount {
             self.invalid = Some(err);
             return;
         }
-        let relay = WatchRelay { target: ctx.address().downgrade().recipient() }.start();
-        self.relay = Some(relay.recipient());
+        self.relay = Some(weak_watcher(ctx.address().downgrade()));
         self.session.subscribe(ctx.address().recipient());
         self.refresh(true, ctx);
     }
@@ -609,26 +608,6 @@ impl Handler<SessionEvent> for SharedCount {
                 self.connected = false;
                 self.watches_gone();
             }
-        }
-    }
-}
-
-/// Passes watch events on to a counter that may have stopped (then it stops too).
-struct WatchRelay {
-    target: WeakRecipient<WatchEvent>,
-}
-
-impl Actor for WatchRelay {
-    type Context = Context<Self>;
-}
-
-impl Handler<WatchEvent> for WatchRelay {
-    type Result = ();
-
-    fn handle(&mut self, event: WatchEvent, ctx: &mut Context<Self>) {
-        match self.target.upgrade() {
-            Some(target) => target.do_send(event),
-            None => ctx.stop(),
         }
     }
 }

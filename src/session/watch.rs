@@ -137,3 +137,35 @@ impl actix::Handler<WatchEvent> for OnceForwarder {
         ctx.stop();
     }
 }
+
+/// A watch recipient that holds `target` weakly, so that a pending or persistent watch does not
+/// keep its owner alive: events reach the owner while it runs; after it stops, the relay stops
+/// at the next event (and the session then drops the watch as an orphan).
+pub(crate) fn weak_watcher<A>(target: actix::WeakAddr<A>) -> Recipient<WatchEvent>
+where
+    A: actix::Actor<Context = actix::Context<A>> + actix::Handler<WatchEvent>,
+{
+    use actix::Actor;
+    WeakRelay { target: target.recipient() }.start().recipient()
+}
+
+/// Passes watch events on to an owner that may have stopped (then it stops too).
+struct WeakRelay {
+    target: actix::WeakRecipient<WatchEvent>,
+}
+
+impl actix::Actor for WeakRelay {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<WatchEvent> for WeakRelay {
+    type Result = ();
+
+    fn handle(&mut self, event: WatchEvent, ctx: &mut actix::Context<Self>) {
+        use actix::ActorContext;
+        match self.target.upgrade() {
+            Some(target) => target.do_send(event),
+            None => ctx.stop(),
+        }
+    }
+}
