@@ -251,8 +251,10 @@ async fn the_masters_session_expires_mid_run_and_the_other_master_finishes_the_r
     let zk = TestZooKeeper::from_env().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "tasks-master-expiry");
     let masters = [rig.master("m1").await, rig.master("m2").await];
+    // Bound: a worker whose last address is dropped stops (and its tasks go elsewhere).
+    let mut workers = Vec::new();
     for i in 0..3 {
-        rig.worker(&format!("w{i}"), 3, Duration::from_millis(5), 0).await;
+        workers.push(rig.worker(&format!("w{i}"), 3, Duration::from_millis(5), 0).await);
     }
     let client = rig.client().await;
     let tasks = submit(&client, "t", 300).await;
@@ -364,7 +366,18 @@ async fn a_deposed_masters_fenced_write_fails() {
     assert!(b_fence.token > fence.token, "a later term has a larger token");
 
     // a still holds its old fence (as a paused master would): its write must not apply.
-    let deposed = fence.write(&a.session, vec![create("/after-deposed")]).await;
+    // a's connection may still be settling after the expiry (the testkit's expiry makes the two
+    // connections push each other off the server): a write whose outcome is unknown is retried.
+    let mut deposed = fence.write(&a.session, vec![create("/after-deposed")]).await;
+    for _ in 0..50 {
+        match &deposed {
+            Err(TaskError::ZooKeeper(e)) if e.is_connection_problem() => {
+                actix_rt::time::sleep(Duration::from_millis(100)).await;
+                deposed = fence.write(&a.session, vec![create("/after-deposed")]).await;
+            }
+            _ => break,
+        }
+    }
     assert!(matches!(deposed, Err(TaskError::Deposed { ref node }) if *node == fence.node), "{deposed:?}");
     assert_eq!(a.session.exists("/after-deposed").await.expect("exists"), None, "nothing was written");
     assert_eq!(a.addr.send(CurrentTerm).await.expect("master"), None);
@@ -378,8 +391,10 @@ async fn the_server_restarts_mid_run_and_the_run_completes() {
     let mut rig = Rig::new(server.connect_string(), "tasks-restart");
     rig.timeout = Duration::from_secs(10);
     let _master = rig.master("m").await;
+    // Bound: a worker whose last address is dropped stops (and its tasks go elsewhere).
+    let mut workers = Vec::new();
     for i in 0..2 {
-        rig.worker(&format!("w{i}"), 2, Duration::from_millis(5), 0).await;
+        workers.push(rig.worker(&format!("w{i}"), 2, Duration::from_millis(5), 0).await);
     }
     let client = rig.client().await;
     let tasks = submit(&client, "t", 150).await;
@@ -429,8 +444,10 @@ async fn three_node_ensemble_loses_a_member_mid_run_and_the_run_completes() {
     let mut rig = Rig::new(ensemble.connect_string(), "tasks-ensemble");
     rig.timeout = Duration::from_secs(10);
     let masters = [rig.master("m1").await, rig.master("m2").await];
+    // Bound: a worker whose last address is dropped stops (and its tasks go elsewhere).
+    let mut workers = Vec::new();
     for i in 0..3 {
-        rig.worker(&format!("w{i}"), 2, Duration::from_millis(5), 0).await;
+        workers.push(rig.worker(&format!("w{i}"), 2, Duration::from_millis(5), 0).await);
     }
     let client = rig.client().await;
     let tasks = submit(&client, "t", 150).await;
@@ -455,8 +472,8 @@ async fn a_worker_runs_at_most_its_concurrency_and_tasks_spread_round_robin() {
     let config = TaskMasterConfig::new(ROOT).with_strategy(RoundRobin::default);
     let master = TaskMaster::new(session, config).expect("config").start();
     master.do_send(SubscribeMaster { recipient: events.recipient.clone() });
-    rig.worker("a", 2, Duration::from_millis(30), 0).await;
-    rig.worker("b", 2, Duration::from_millis(30), 0).await;
+    let _a = rig.worker("a", 2, Duration::from_millis(30), 0).await;
+    let _b = rig.worker("b", 2, Duration::from_millis(30), 0).await;
     let client = rig.client().await;
     let tasks = submit(&client, "t", 40).await;
     expect_results(&client, &tasks).await;
@@ -471,7 +488,14 @@ async fn a_worker_runs_at_most_its_concurrency_and_tasks_spread_round_robin() {
         })
         .collect();
     let to_a = assigned.iter().filter(|w| *w == "a").count();
-    assert_eq!(assigned.len(), 40);
+    // Seen once in many runs: 42 `Assigned` for 40 tasks. Say everything the master told, so
+    // that the next failure shows why.
+    assert_eq!(
+        assigned.len(),
+        40,
+        "{:#?}",
+        events.snapshot().iter().filter(|e| !matches!(e, MasterEvent::Assigned { .. })).collect::<Vec<_>>()
+    );
     assert!((15..=25).contains(&to_a), "round-robin spreads the work: {to_a} of 40 to a");
 }
 
@@ -510,4 +534,22 @@ async fn bad_input_gets_typed_errors() {
     assert!(matches!(waited, Err(TaskError::Timeout { .. })), "{waited:?}");
     client.forget(&id).await.expect("forget");
     assert!(matches!(client.result(&id, Duration::from_secs(5)).await, Err(TaskError::UnknownTask { .. })));
+}
+
+#[actix_rt::test]
+async fn dropping_a_workers_last_address_deregisters_it() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "tasks-drop-worker");
+    let observer = rig.session().await;
+    let worker = rig.worker("gone", 1, Duration::ZERO, 0).await;
+    assert_eq!(children(&observer, &format!("{ROOT}/workers")).await, ["gone"]);
+    let weak = worker.addr.downgrade();
+    drop(worker);
+    wait_until("the worker stopped", || weak.upgrade().is_none()).await;
+    let deadline = Instant::now() + WAIT;
+    while !children(&observer, &format!("{ROOT}/workers")).await.is_empty() {
+        assert!(Instant::now() < deadline, "the registration is still there");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -93,9 +93,7 @@ struct View {
     workers: BTreeMap<String, Registration>,
     /// Assignment directories and the tasks in them, with each assignment's `czxid`.
     dirs: BTreeMap<String, BTreeMap<String, i64>>,
-    /// Names under `tasks/` as last listed.
-    listed_tasks: BTreeSet<String>,
-    /// Pending tasks whose payload has been read.
+    /// Tasks waiting in `tasks/`, read (payload and `czxid`).
     pending: BTreeMap<String, Pending>,
 }
 
@@ -388,24 +386,23 @@ impl MasterTerm {
             view.dirs.insert(dir, now);
         }
         if let Some(tasks) = reads.tasks {
-            view.listed_tasks = tasks.into_iter().collect();
-            view.pending.retain(|t, _| view.listed_tasks.contains(t));
+            let listed: BTreeSet<String> = tasks.into_iter().collect();
+            view.pending.retain(|t, _| listed.contains(t));
         }
         // Only this term's own assignments delete tasks, and not before reading them: a task
         // read now is still waiting.
         for (task, pending) in reads.payloads {
             if let Some(pending) = pending {
-                view.listed_tasks.insert(task.clone());
                 view.pending.insert(task, pending);
             }
         }
         if self.phase == Phase::Rebuilding {
             self.phase = Phase::Assigning;
             let assigned = view.dirs.values().map(BTreeMap::len).sum();
-            info!(parent: &span, workers = view.workers.len(), pending = view.listed_tasks.len(), assigned, "view rebuilt from ZooKeeper");
+            info!(parent: &span, workers = view.workers.len(), pending = view.pending.len(), assigned, "view rebuilt from ZooKeeper");
             self.report.do_send(MasterEvent::Rebuilt {
                 workers: view.workers.len(),
-                pending: view.listed_tasks.len(),
+                pending: view.pending.len(),
                 assigned,
             });
         }
@@ -479,7 +476,6 @@ impl MasterTerm {
             });
         }
         self.view.dirs.entry(worker.clone()).or_default().insert(task.clone(), JUST_ASSIGNED);
-        self.view.listed_tasks.remove(&task);
         ops.push(Op::Create {
             path: self.layout.assignment(&worker, &task),
             data: pending.data,
@@ -609,7 +605,6 @@ impl MasterTerm {
                     self.dirty.new_tasks.insert(task.to_owned());
                 }
                 WatchEventKind::NodeDeleted => {
-                    self.view.listed_tasks.remove(task);
                     self.view.pending.remove(task);
                 }
                 _ => {}

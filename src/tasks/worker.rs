@@ -27,6 +27,7 @@ use super::messages::*;
 use crate::Op;
 use crate::error::Error;
 use crate::recipe::registration::{RegisterError, register_ephemeral};
+use crate::session::watch::weak_watcher;
 use crate::session::{IntoActorFree, SessionEvent, SessionHandle, WatchEvent};
 
 /// How long to wait before trying again when ZooKeeper cannot be reached or the id is taken.
@@ -213,7 +214,7 @@ impl TaskWorker {
         }
         self.listing = true;
         let dir = self.layout.assign_dir(&self.config.worker_id);
-        let listed = self.session.children_watched(&dir, ctx.address().recipient());
+        let listed = self.session.children_watched(&dir, weak_watcher(ctx.address().downgrade()));
         ctx.spawn(listed.into_actor(self).map(move |listed, act, ctx| {
             act.listing = false;
             match listed {
