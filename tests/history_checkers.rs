@@ -218,7 +218,8 @@ fn election_clean_history_passes() {
         term_write("c", 30, 1, Unknown),
     ];
     // b's unknown write landed, c's did not.
-    let history = [term_accepted(10, "a", 1), term_accepted(10, "a", 2), term_accepted(20, "b", 1), term_accepted(20, "b", 2)];
+    let history =
+        [term_accepted(10, "a", 1), term_accepted(10, "a", 2), term_accepted(20, "b", 1), term_accepted(20, "b", 2)];
     assert_clean("election", &check_election(&attempts, &history));
     assert_clean("no writes", &check_election(&[], &[]));
 }
@@ -468,8 +469,7 @@ fn tasks_finished_by_two_workers_is_caught() {
 #[test]
 fn tasks_and_assignments_left_are_caught() {
     let submitted = strings(&["t1"]);
-    let v =
-        check_tasks(&submitted, &results(&[("t1", Some("w1"))]), &[], &strings(&["t1"]), &strings(&["w1/t1"]));
+    let v = check_tasks(&submitted, &results(&[("t1", Some("w1"))]), &[], &strings(&["t1"]), &strings(&["w1/t1"]));
     assert_kinds(&v, &[Leftover]);
     assert_eq!(v.len(), 2, "{v:#?}");
 }

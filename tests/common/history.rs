@@ -15,8 +15,8 @@
 //! node naming the value written, the holder's fencing token and the holder. In commit order:
 //! - each accepted write's value is the previous one's plus one, starting at 1. A value not above
 //!   its predecessor ([`LostUpdate`](ViolationKind::LostUpdate)) was computed from a counter that
-//!   another holder had already changed: two holders were inside the critical section at once, and
-//!   an increment that was acknowledged is gone. A value above it plus one
+//!   another holder had already changed: two holders acted in the critical section at once (one
+//!   wrote after its grant had passed on), and an increment that was acknowledged is gone. A value above it plus one
 //!   ([`CounterGap`](ViolationKind::CounterGap)) was computed from a counter value that no
 //!   recorded write produced: a write changed the counter without its history node (`multi` is
 //!   atomic, so the history lost a node or something else wrote the counter);
@@ -56,12 +56,13 @@
 //!
 //! **Queue, at-least-once** ([`check_queue`]). Consumers report deliveries and the outcomes of
 //! their acks; the scenario names the consumers that met a fault (paused, partitioned, killed, or
-//! stopped early) and lists what is left in the queue and its claims. An item leaves the queue only
-//! through an ack, and a claim is given up for redelivery only when its holder's session ends,
-//! which only a fault does. So:
-//! - every item put was delivered, and an item that no ack removed with `Ok` went to at least one
-//!   consumer that met a fault, whose ack may have applied unseen
-//!   ([`ItemLost`](ViolationKind::ItemLost)): otherwise the item vanished;
+//! stopped early) and lists what is left in the queue and its claims. The roles never nack and
+//! nothing is dead-lettered, so an item leaves the queue only through an ack, and a claim is given
+//! up for redelivery only when its holder's session ends, which only a fault does. So:
+//! - every item put that is no longer in the queue or its claims was delivered, and if no ack of
+//!   it returned `Ok`, it went to at least one consumer that met a fault, whose ack may have
+//!   applied unseen ([`ItemLost`](ViolationKind::ItemLost)): otherwise the item vanished (an item
+//!   still there is a leftover, not a loss);
 //! - no item is acked `Ok` twice ([`DoubleAck`](ViolationKind::DoubleAck)): `Ok` means this ack
 //!   removed the item, and an item is removed once;
 //! - an item delivered more than once went to at most one consumer that met no fault, and if
@@ -74,12 +75,14 @@
 //! - no item is delivered that was never put ([`UnknownItem`](ViolationKind::UnknownItem));
 //! - nothing is left in the queue or its claims ([`Leftover`](ViolationKind::Leftover)).
 //!
-//! **Master–worker** ([`check_tasks`]).
-//! - every submitted task has exactly one recorded result, and no result exists for a task that
-//!   was not submitted ([`TaskResultCount`](ViolationKind::TaskResultCount));
+//! **Master–worker** ([`check_tasks`]). The scenario reads each task's result (the layout keeps
+//! one per task, in `status/<task>`) and names its writer with [`result_writer`].
+//! - every submitted task has a recorded result, and no result exists for a task that was not
+//!   submitted ([`TaskResultCount`](ViolationKind::TaskResultCount)): a task without one was
+//!   dropped, a result without a task was made up;
 //! - `TaskFinished` is reported only by the worker whose result was recorded
-//!   ([`WrongFinisher`](ViolationKind::WrongFinisher)): a worker told its result was taken while
-//!   another's is the one kept was lied to;
+//!   ([`WrongFinisher`](ViolationKind::WrongFinisher)): `TaskFinished` tells a worker that its
+//!   result is the recorded one, so any other worker receiving it was told a lie;
 //! - no task is reported finished twice ([`FinishedTwice`](ViolationKind::FinishedTwice)): one
 //!   task, one result, one `TaskFinished`;
 //! - nothing is left under `tasks/` or `assign/` ([`Leftover`](ViolationKind::Leftover)).
@@ -278,7 +281,11 @@ fn counter_chain(accepted: &[AcceptedWrite]) -> Vec<Violation> {
         } else if w.value > counter + 1 {
             out.push(Violation::new(
                 ViolationKind::CounterGap,
-                format!("{} committed when the counter was {counter}: no accepted write set {}", w.describe(), w.value - 1),
+                format!(
+                    "{} committed when the counter was {counter}: no accepted write set {}",
+                    w.describe(),
+                    w.value - 1
+                ),
             ));
         }
         counter = w.value;
@@ -370,7 +377,9 @@ pub fn check_election(attempts: &[TermWrite], accepted: &[AcceptedTermWrite]) ->
     }
     let attempts: Vec<_> = attempts.iter().map(|a| ((a.writer.clone(), a.term, a.n), a.outcome)).collect();
     let accepted: Vec<_> = accepted.iter().map(|w| (w.writer.clone(), w.term, w.n)).collect();
-    out.extend(match_writes(&attempts, &accepted, |(writer, term, n)| format!("write n={n} by {writer} in term {term}")));
+    out.extend(match_writes(&attempts, &accepted, |(writer, term, n)| {
+        format!("write n={n} by {writer} in term {term}")
+    }));
     out
 }
 
@@ -422,11 +431,18 @@ fn match_writes<K: Ord + Clone>(
             out.push(Violation::new(ViolationKind::FailedWriteApplied, format!("{what} failed but is in the history")));
         }
         if unmatched > 0 && t.ok + t.unknown + t.failed == 0 {
-            out.push(Violation::new(ViolationKind::PhantomWrite, format!("{what} is in the history, nobody attempted it")));
+            out.push(Violation::new(
+                ViolationKind::PhantomWrite,
+                format!("{what} is in the history, nobody attempted it"),
+            ));
         } else if unmatched > 0 {
             out.push(Violation::new(
                 ViolationKind::WriteAppliedTwice,
-                format!("{what} is in the history {} time(s), attempted {} time(s)", t.accepted, t.ok + t.unknown + t.failed),
+                format!(
+                    "{what} is in the history {} time(s), attempted {} time(s)",
+                    t.accepted,
+                    t.ok + t.unknown + t.failed
+                ),
             ));
         }
     }
@@ -578,7 +594,10 @@ fn unexplained_duplicate(item: &str, h: &ItemHistory, faulted: &BTreeSet<String>
         )),
         _ => Some(Violation::new(
             ViolationKind::UnexplainedDuplicate,
-            format!("item {item} delivered to {all}; {} of these deliveries went to consumers that met no fault", healthy.len()),
+            format!(
+                "item {item} delivered to {all}; {} of these deliveries went to consumers that met no fault",
+                healthy.len()
+            ),
         )),
     }
 }
