@@ -1,6 +1,9 @@
-//! Helpers shared by the integration tests: a recorder actor for events, and session set-up.
+//! Helpers shared by the integration tests: a recorder actor for events, session set-up, and the
+//! fault scenarios' history checkers (`history`, pure functions).
 //! Every test talks to a real ZooKeeper started by the testkit (or `ZK_CONNECT`).
 #![allow(dead_code)]
+
+pub mod history;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
