@@ -60,7 +60,8 @@ impl Place {
         for name in path::sequential_in_order(children(&self.session, dir).await) {
             let node = self.session.get_data(&path::join(dir, &name)).await.expect("read a history entry");
             let text = String::from_utf8(node.data).expect("utf-8 history entry");
-            entries.push(text.split(' ').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.into(), v.into())).collect());
+            entries
+                .push(text.split(' ').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.into(), v.into())).collect());
         }
         entries
     }
@@ -99,9 +100,13 @@ fn sh(script: &str) -> RoleProcess {
 
 #[test]
 fn lines_are_read_as_they_come_and_kept_when_malformed() {
-    let p = sh("echo '17 ready'; echo 'oops: not a line'; echo '18 write value=1 outcome=ok'; while read -r _; do :; done");
+    let p =
+        sh("echo '17 ready'; echo 'oops: not a line'; echo '18 write value=1 outcome=ok'; while read -r _; do :; done");
     let write = p.wait_for(|l| l.kind == "write", WAIT).expect("write line");
-    assert_eq!((write.index, write.at_ms, write.num::<u64>("value"), write.get("outcome")), (2, 18, Some(1), Some("ok")));
+    assert_eq!(
+        (write.index, write.at_ms, write.num::<u64>("value"), write.get("outcome")),
+        (2, 18, Some(1), Some("ok"))
+    );
     let lines = p.lines();
     assert_eq!(lines.iter().map(|l| l.kind.as_str()).collect::<Vec<_>>(), ["ready", "?", "write"]);
     assert_eq!(lines[1].raw, "oops: not a line");
@@ -238,40 +243,81 @@ async fn two_lock_processes_keep_a_counter_exact() {
     place.session.close().await;
 }
 
-#[actix_rt::test]
-async fn a_holder_paused_past_its_session_timeout_is_fenced() {
-    init_tracing();
-    let place = place("role-lock-pause").await;
-    let a = place.spawn("lock", "a", &["--hold-ms", "1500", "--session-timeout-ms", "2000"]);
+/// What a pause past the session timeout leaves behind.
+struct PausedHolder {
+    /// The paused holder's write, after it resumed.
+    a_write: RoleLine,
+    /// The token of the holder that took over meanwhile.
+    b_token: i64,
+    /// `/history`, in commit order.
+    history: Vec<BTreeMap<String, String>>,
+    counter: String,
+}
+
+/// `a` holds the lock, reads the counter (0) and is paused 4.5 s, more than its 2 s session
+/// timeout, while `b` takes the lock and writes 1. `a` holds for 6 s, so its write is sent
+/// after it has resumed, seen its session expire and built a new one: only the fence stands
+/// between it and the counter. (With a hold shorter than the pause, the write goes out on the
+/// dead connection the moment the process resumes, and fails with a connection loss, fenced
+/// or not.)
+async fn pause_a_holder(place: &Place, fencing: &[&str]) -> PausedHolder {
+    let a_options = [&["--hold-ms", "6000", "--session-timeout-ms", "2000"], fencing].concat();
+    let a = place.spawn("lock", "a", &a_options);
     let read = line(&a, "read");
     a.pause().expect("SIGSTOP");
     let paused = Instant::now();
     assert_eq!(read.num::<u64>("value"), Some(0));
     let a_token = token(&line(&a, "acquired"));
-    assert!(all(&a, "write").is_empty(), "paused between its read and its write");
 
-    let b = place.spawn("lock", "b", &["--hold-ms", "50", "--session-timeout-ms", "2000"]);
-    let b_acquired = line(&b, "acquired");
-    assert!(token(&b_acquired) > a_token, "a later grant has a larger token");
+    let b_options = [&["--hold-ms", "50", "--session-timeout-ms", "2000"], fencing].concat();
+    let b = place.spawn("lock", "b", &b_options);
+    let b_token = token(&line(&b, "acquired"));
+    assert!(b_token > a_token, "a later grant has a larger token");
     let b_write = line(&b, "write");
     assert_eq!((b_write.get("outcome"), b_write.num::<u64>("value")), (Some("ok"), Some(1)));
     line(&b, "done");
+    assert!(paused.elapsed() < Duration::from_millis(4500), "b was done within the pause");
 
     std::thread::sleep(Duration::from_millis(4500).saturating_sub(paused.elapsed()));
     a.resume().expect("SIGCONT");
     let a_write = line(&a, "write");
-    assert!(matches!(a_write.get("outcome"), Some("failed" | "unknown")), "the fenced write did not land: {a_write}");
-    assert!(a_write.get("error").is_some(), "{a_write}");
-    a.wait_for(|l| l.kind == "session" && l.get("state") == Some("expired"), WAIT).unwrap_or_else(|e| panic!("{e}"));
+    let expired = a
+        .wait_for(|l| l.kind == "session" && l.get("state") == Some("expired"), WAIT)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let renewed =
+        a.wait_for(|l| l.kind == "session" && l.get("generation") == Some("2"), WAIT).unwrap_or_else(|e| panic!("{e}"));
+    assert!(expired.index < renewed.index && renewed.index < a_write.index, "{:#?}", a.lines());
+    assert_eq!(a_write.num::<i64>("token"), Some(a_token));
     line(&a, "done");
-
-    let history = place.history("/history").await;
-    assert_eq!(history.len(), 1, "only b's write: {history:?}");
-    assert_eq!((history[0]["writer"].as_str(), history[0]["value"].as_str()), ("b", "1"));
-    assert_eq!(history[0]["token"], token(&b_acquired).to_string());
-    assert_eq!(place.text("/counter").await, "1");
     finish(&a);
     finish(&b);
+    PausedHolder { a_write, b_token, history: place.history("/history").await, counter: place.text("/counter").await }
+}
+
+#[actix_rt::test]
+async fn a_holder_paused_past_its_session_timeout_is_fenced() {
+    init_tracing();
+    let place = place("role-lock-pause").await;
+    let run = pause_a_holder(&place, &[]).await;
+    assert_eq!(run.a_write.get("outcome"), Some("failed"), "{}", run.a_write);
+    assert!(run.a_write.get("error").is_some_and(|e| e.contains("no_longer_held")), "{}", run.a_write);
+    assert_eq!(run.history.len(), 1, "only b's write: {:?}", run.history);
+    assert_eq!((run.history[0]["writer"].as_str(), run.history[0]["value"].as_str()), ("b", "1"));
+    assert_eq!(run.history[0]["token"], run.b_token.to_string());
+    assert_eq!(run.counter, "1");
+    place.session.close().await;
+}
+
+/// The control: the same fault without fencing loses an update, so the fault does bite.
+#[actix_rt::test]
+async fn without_fencing_the_paused_holder_loses_an_update() {
+    init_tracing();
+    let place = place("role-lock-pause-unfenced").await;
+    let run = pause_a_holder(&place, &["--unfenced"]).await;
+    assert_eq!(run.a_write.get("outcome"), Some("ok"), "{}", run.a_write);
+    let writes: Vec<(&str, &str)> = run.history.iter().map(|e| (e["writer"].as_str(), e["value"].as_str())).collect();
+    assert_eq!(writes, [("b", "1"), ("a", "1")], "two writes of 1: one update lost");
+    assert_eq!(run.counter, "1");
     place.session.close().await;
 }
 
@@ -318,7 +364,8 @@ async fn leadership_moves_when_the_leading_process_is_killed() {
     let t1 = token(&line(&e1, "leader"));
     e1.wait_for(|l| l.kind == "write" && l.num::<u64>("n") == Some(2), WAIT).unwrap_or_else(|e| panic!("{e}"));
     let e2 = place.spawn("election", "e2", &options("3"));
-    e2.wait_for(|l| l.kind == "leader-changed" && l.get("leader") == Some("e1"), WAIT).unwrap_or_else(|e| panic!("{e}"));
+    e2.wait_for(|l| l.kind == "leader-changed" && l.get("leader") == Some("e1"), WAIT)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(all(&e2, "leader").is_empty());
 
     e1.kill().expect("SIGKILL");
@@ -337,7 +384,8 @@ async fn leadership_moves_when_the_leading_process_is_killed() {
     let history = place.history("/history").await;
     for (p, term) in [(&e1, t1), (&e2, t2)] {
         for w in all(p, "write").into_iter().filter(|w| w.get("outcome") == Some("ok")) {
-            let found = history.iter().filter(|e| e["writer"] == p.name() && e.get("n").map(String::as_str) == w.get("n"));
+            let found =
+                history.iter().filter(|e| e["writer"] == p.name() && e.get("n").map(String::as_str) == w.get("n"));
             assert_eq!(found.map(|e| e["term"].clone()).collect::<Vec<_>>(), [term.to_string()], "{w}");
         }
     }
@@ -401,7 +449,8 @@ async fn task_master_and_worker_processes_complete_tasks() {
     let timeout = ["--session-timeout-ms", "4000"];
     let master = place.spawn("task-master", "m1", &timeout);
     let worker_options = ["--concurrency", "2", "--work-ms", "30", "--session-timeout-ms", "4000"];
-    let workers = [place.spawn("task-worker", "w1", &worker_options), place.spawn("task-worker", "w2", &worker_options)];
+    let workers =
+        [place.spawn("task-worker", "w1", &worker_options), place.spawn("task-worker", "w2", &worker_options)];
     let term = line(&master, "term");
     assert!(token(&term) > 0);
     for w in &workers {
@@ -425,7 +474,9 @@ async fn task_master_and_worker_processes_complete_tasks() {
         assert_eq!(data, payload);
         // The client may see the result before the worker has printed that it finished it.
         let finisher = workers.iter().find(|w| w.name() == by).unwrap_or_else(|| panic!("no worker {by}"));
-        finisher.wait_for(|l| l.kind == "finished" && l.get("task") == Some(id.as_str()), WAIT).unwrap_or_else(|e| panic!("{e}"));
+        finisher
+            .wait_for(|l| l.kind == "finished" && l.get("task") == Some(id.as_str()), WAIT)
+            .unwrap_or_else(|e| panic!("{e}"));
         for w in &workers {
             let finished = all(w, "finished").iter().filter(|l| l.get("task") == Some(id.as_str())).count();
             assert_eq!(finished, usize::from(w.name() == by), "{} finished {id} (result by {by})", w.name());

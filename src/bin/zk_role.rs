@@ -332,7 +332,9 @@ async fn play(role: Role, common: &Common, session: &SessionHandle) -> Result<()
         Role::Election { path, history, writes, interval, unfenced } => {
             election_role(session, &id, ElectionPlan { path, history, writes, interval, unfenced }).await
         }
-        Role::QueueConsumer { queue, concurrency, work } => queue_consumer_role(session, &id, &queue, concurrency, work).await,
+        Role::QueueConsumer { queue, concurrency, work } => {
+            queue_consumer_role(session, &id, &queue, concurrency, work).await
+        }
         Role::TaskWorker { root, concurrency, work } => task_worker_role(session, &id, &root, concurrency, work).await,
         Role::TaskMaster { root } => task_master_role(session, &id, &root).await,
     }

@@ -125,7 +125,9 @@ pub enum TestkitError {
         last: String,
     },
     /// No line of a role process matched within the time allowed.
-    #[error("role {name}: no matching line within {waited:?}; its last lines:\n{last_lines}\nits stderr:\n{stderr_tail}")]
+    #[error(
+        "role {name}: no matching line within {waited:?}; its last lines:\n{last_lines}\nits stderr:\n{stderr_tail}"
+    )]
     RoleTimeout {
         /// The role's name.
         name: String,
@@ -137,7 +139,9 @@ pub enum TestkitError {
         stderr_tail: String,
     },
     /// A role process's output ended (it exited) without a matching line.
-    #[error("role {name} ended ({status}) without a matching line; its last lines:\n{last_lines}\nits stderr:\n{stderr_tail}")]
+    #[error(
+        "role {name} ended ({status}) without a matching line; its last lines:\n{last_lines}\nits stderr:\n{stderr_tail}"
+    )]
     RoleOutputEnded {
         /// The role's name.
         name: String,
@@ -157,7 +161,9 @@ pub enum TestkitError {
         status: String,
     },
     /// A role process did not exit in time after its stdin was closed; it was killed.
-    #[error("role {name} did not exit within {waited:?} of its stdin closing (killed); its last lines:\n{last_lines}\nits stderr:\n{stderr_tail}")]
+    #[error(
+        "role {name} did not exit within {waited:?} of its stdin closing (killed); its last lines:\n{last_lines}\nits stderr:\n{stderr_tail}"
+    )]
     RoleDidNotExit {
         /// The role's name.
         name: String,

@@ -192,8 +192,9 @@ impl Collected {
 /// stdout (see the [module documentation](self) for the protocol).
 ///
 /// Every method takes `&self`, so that a process can be shared between threads (e.g. in an
-/// `Arc`). Dropping it kills (SIGKILL) and reaps the process and deletes its directory (kept,
-/// and its path printed, while the thread is panicking, for the post-mortem).
+/// `Arc`). Dropping it kills (SIGKILL) and reaps the process and deletes its directory; while
+/// the thread is panicking (a failed test), the directory is kept, and the process's last lines
+/// and the path of its stderr are printed, for the post-mortem.
 pub struct RoleProcess {
     name: String,
     pid: u32,
@@ -228,8 +229,8 @@ impl RoleProcess {
         let name = role_name(program, &args);
         let dir = fresh_temp_dir_in(None)?;
         let stderr_path = dir.join(format!("{}.stderr", file_safe(&name)));
-        let stderr = File::create(&stderr_path)
-            .map_err(|e| TestkitError::io(format!("create {}", stderr_path.display()), e))?;
+        let stderr =
+            File::create(&stderr_path).map_err(|e| TestkitError::io(format!("create {}", stderr_path.display()), e))?;
         let mut command = Command::new(program);
         command.args(&args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::from(stderr));
         let spawned = spawn_command(command)
@@ -257,15 +258,7 @@ impl RoleProcess {
             return Err(e);
         }
         tracing::debug!(%name, pid, "spawned role process");
-        Ok(RoleProcess {
-            name,
-            pid,
-            dir,
-            stderr_path,
-            child: Mutex::new(child),
-            stdin: Mutex::new(stdin),
-            collected,
-        })
+        Ok(RoleProcess { name, pid, dir, stderr_path, child: Mutex::new(child), stdin: Mutex::new(stdin), collected })
     }
 
     /// The `--id` it was given (or the program's file name).
@@ -458,7 +451,14 @@ impl Drop for RoleProcess {
             let _ = child.wait();
         }
         if std::thread::panicking() {
-            eprintln!("role {} (pid {}): its stderr is kept in {}", self.name, self.pid, self.stderr_path.display());
+            // What every process of a failed test said is usually what explains the failure.
+            eprintln!(
+                "role {} (pid {}), its last lines:\n{}\nits stderr is kept in {}",
+                self.name,
+                self.pid,
+                self.last_lines(),
+                self.stderr_path.display()
+            );
         } else {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
@@ -467,9 +467,7 @@ impl Drop for RoleProcess {
 
 fn role_name(program: &OsStr, args: &[OsString]) -> String {
     let id = args.windows(2).find(|pair| pair[0] == "--id").map(|pair| pair[1].to_string_lossy().into_owned());
-    id.unwrap_or_else(|| {
-        Path::new(program).file_name().unwrap_or(program).to_string_lossy().into_owned()
-    })
+    id.unwrap_or_else(|| Path::new(program).file_name().unwrap_or(program).to_string_lossy().into_owned())
 }
 
 /// `name` with everything but ASCII letters, digits, `-`, `_` and `.` replaced by `-`.
