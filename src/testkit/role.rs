@@ -7,44 +7,7 @@
 //! its stdout line by line, keeping its stderr in a log file, the signals, and reaping it (also
 //! on drop). It does not own what the process does: the crate's `zk-role` binary
 //! (`src/bin/zk_role.rs`, feature `testkit`) runs the crate's recipes, but any program that
-//! follows the line protocol below works, and nothing here knows about ZooKeeper.
-//!
-//! # Writing a role program of your own
-//! A role program prints one line per event on stdout, and nothing else there:
-//!
-//! ```text
-//! <unix time in ms> <kind> <key>=<value> <key>=<value> ...
-//! ```
-//!
-//! Values contain no whitespace (replace it, e.g. by `_`). Flush after every line: the test
-//! waits for lines as they come, and a paused or killed process must not hold finished lines in
-//! a buffer. Logs and diagnostics go to stderr, which is appended to a file of the process's
-//! own ([`RoleProcess::stderr_path`]; the tail of it is quoted in errors). When its stdin
-//! reaches end-of-file ([`RoleProcess::finish`] closes it), the program should end cleanly (for
-//! a ZooKeeper client: close its session, so that its ephemeral nodes go at once) and exit with
-//! status 0. Lines that do not follow the format are kept, with kind `"?"`.
-//!
-//! ```no_run
-//! use std::time::Duration;
-//! use actix_zookeeper::testkit::RoleProcess;
-//!
-//! // In an integration test of this crate: env!("CARGO_BIN_EXE_zk-role").
-//! let holder = RoleProcess::spawn(
-//!     "target/debug/zk-role",
-//!     ["lock", "--connect", "127.0.0.1:2181", "--chroot", "/t", "--id", "a", "--rounds", "1", "--hold-ms", "5000"],
-//! )?;
-//! let read = holder.wait_for(|l| l.kind == "read", Duration::from_secs(20))?;
-//! holder.pause()?; // frozen between its read and its write
-//! # let _ = read;
-//! holder.resume()?;
-//! let status = holder.finish(Duration::from_secs(20))?;
-//! assert!(status.success());
-//! # Ok::<(), actix_zookeeper::testkit::TestkitError>(())
-//! ```
-//!
-//! A paused process keeps its TCP connections open and answers nothing, exactly like a process
-//! stuck in a long GC pause or on an overloaded machine: its ZooKeeper session expires on the
-//! server once the session timeout passes.
+//! follows the line protocol of [`RoleProcess`] works, and nothing here knows about ZooKeeper.
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -189,12 +152,51 @@ impl Collected {
 }
 
 /// A program running as a child process of the test, reporting events as [`RoleLine`]s on its
-/// stdout (see the [module documentation](self) for the protocol).
+/// stdout.
 ///
 /// Every method takes `&self`, so that a process can be shared between threads (e.g. in an
 /// `Arc`). Dropping it kills (SIGKILL) and reaps the process and deletes its directory; while
 /// the thread is panicking (a failed test), the directory is kept, and the process's last lines
 /// and the path of its stderr are printed, for the post-mortem.
+///
+/// A paused process keeps its TCP connections open and answers nothing, exactly like a process
+/// stuck in a long GC pause or on an overloaded machine: its ZooKeeper session expires on the
+/// server once the session timeout passes.
+///
+/// # Example
+/// ```no_run
+/// use std::time::Duration;
+/// use actix_zookeeper::testkit::RoleProcess;
+///
+/// // In an integration test of this crate: env!("CARGO_BIN_EXE_zk-role").
+/// let holder = RoleProcess::spawn(
+///     "target/debug/zk-role",
+///     ["lock", "--connect", "127.0.0.1:2181", "--chroot", "/t", "--id", "a", "--rounds", "1", "--hold-ms", "5000"],
+/// )?;
+/// let read = holder.wait_for(|l| l.kind == "read", Duration::from_secs(20))?;
+/// holder.pause()?; // frozen between its read and its write
+/// # let _ = read;
+/// holder.resume()?;
+/// let status = holder.finish(Duration::from_secs(20))?;
+/// assert!(status.success());
+/// # Ok::<(), actix_zookeeper::testkit::TestkitError>(())
+/// ```
+///
+/// # Writing a role program of your own
+/// A role program prints one line per event on stdout, and nothing else there:
+///
+/// ```text
+/// <unix time in ms> <kind> <key>=<value> <key>=<value> ...
+/// ```
+///
+/// Values contain no whitespace (replace it, e.g. by `_`). Flush after every line: the test
+/// waits for lines as they come, and a paused or killed process must not hold finished lines in
+/// a buffer. Logs and diagnostics go to stderr, which is appended to a file of the process's
+/// own ([`stderr_path`](Self::stderr_path); its tail is quoted in errors). When its stdin
+/// reaches end-of-file ([`finish`](Self::finish) closes it), the program should end cleanly
+/// (for a ZooKeeper client: close its session, so that its ephemeral nodes go at once) and exit
+/// with status 0. Lines that do not follow the format are kept, with kind `"?"`. The crate's own
+/// `zk-role` binary (`src/bin/zk_role.rs`) is an example, for its five recipe roles.
 pub struct RoleProcess {
     name: String,
     pid: u32,
