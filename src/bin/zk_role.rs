@@ -191,8 +191,8 @@ struct Common {
 }
 
 enum Role {
-    Lock { dir: String, counter: String, history: String, rounds: u64, hold: Duration, unfenced: bool },
-    Election { path: String, history: String, writes: u64, interval: Duration, unfenced: bool },
+    Lock(LockPlan),
+    Election(ElectionPlan),
     QueueConsumer { queue: String, concurrency: usize, work: Duration },
     TaskWorker { root: String, concurrency: usize, work: Duration },
     TaskMaster { root: String },
@@ -212,21 +212,21 @@ fn parse(argv: impl IntoIterator<Item = String>) -> Result<(Common, Role), Strin
     };
     let ms = |args: &mut Args, key: &str, default: u64| args.number(key, default).map(Duration::from_millis);
     let role = match args.role.as_str() {
-        "lock" => Role::Lock {
+        "lock" => Role::Lock(LockPlan {
             dir: args.text("dir", Some("/lock"))?,
             counter: args.text("counter", Some("/counter"))?,
             history: args.text("history", Some("/history"))?,
             rounds: args.number("rounds", 1)?,
             hold: ms(&mut args, "hold-ms", 100)?,
             unfenced: args.switch("unfenced"),
-        },
-        "election" => Role::Election {
+        }),
+        "election" => Role::Election(ElectionPlan {
             path: args.text("path", Some("/election"))?,
             history: args.text("history", Some("/history"))?,
             writes: args.number("writes", 10)?,
             interval: ms(&mut args, "interval-ms", 100)?,
             unfenced: args.switch("unfenced"),
-        },
+        }),
         "queue-consumer" => Role::QueueConsumer {
             queue: args.text("queue", Some("/queue"))?,
             concurrency: args.number("concurrency", 1)?,
@@ -326,12 +326,8 @@ fn stdin_closed() -> oneshot::Receiver<()> {
 async fn play(role: Role, common: &Common, session: &SessionHandle) -> Result<(), String> {
     let id = common.id.clone();
     match role {
-        Role::Lock { dir, counter, history, rounds, hold, unfenced } => {
-            lock_role(session, &id, LockPlan { dir, counter, history, rounds, hold, unfenced }).await
-        }
-        Role::Election { path, history, writes, interval, unfenced } => {
-            election_role(session, &id, ElectionPlan { path, history, writes, interval, unfenced }).await
-        }
+        Role::Lock(plan) => lock_role(session, &id, plan).await,
+        Role::Election(plan) => election_role(session, &id, plan).await,
         Role::QueueConsumer { queue, concurrency, work } => {
             queue_consumer_role(session, &id, &queue, concurrency, work).await
         }
