@@ -11,7 +11,6 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use actix_zookeeper::path;
@@ -25,25 +24,21 @@ const ZK_ROLE: &str = env!("CARGO_BIN_EXE_zk-role");
 /// How long any one expected line may take.
 const WAIT: Duration = Duration::from_secs(30);
 
-/// One server for the whole file (tests use roots of their own): a JVM per test would cost
-/// more than the tests themselves on a small machine.
-fn zk() -> &'static TestZooKeeper {
-    static ZK: OnceLock<TestZooKeeper> = OnceLock::new();
-    ZK.get_or_init(|| TestZooKeeper::from_env().expect("a ZooKeeper server"))
-}
-
-/// A test's place on the server: its root, and a session of its own there.
+/// A test's place: a ZooKeeper of its own (or `ZK_CONNECT`'s), a root, and a session there.
 struct Place {
     connect: String,
     root: String,
     session: SessionHandle,
+    /// Declared last, dropped last: the server outlives the test's processes and sessions.
+    _zk: TestZooKeeper,
 }
 
 async fn place(test: &str) -> Place {
-    let connect = zk().connect_string();
+    let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
+    let connect = zk.connect_string();
     let root = unique_root(test);
     let (session, _) = connected(SessionConfig::new(&connect).with_chroot(root.clone())).await;
-    Place { connect, root, session }
+    Place { connect, root, session, _zk: zk }
 }
 
 impl Place {
