@@ -7,6 +7,8 @@
 //! * four-letter-word helpers ([`four_letter_word`], [`srvr`], [`cons`], [`sessions_on`], ...)
 //!   to observe what the servers really see;
 //! * genuine server-side session expiry ([`expire_session`]);
+//! * recipe participants as processes of their own ([`RoleProcess`]), to pause, resume and kill
+//!   for real, with the events they report as [`RoleLine`]s;
 //! * choosing where a test connects ([`TestZooKeeper`]) and isolating tests that share a server
 //!   ([`unique_root`]).
 //!
@@ -21,11 +23,12 @@
 //! # Process hygiene
 //! Servers are child processes owned by their handle: dropping a [`ZkServer`] or [`ZkEnsemble`]
 //! kills and reaps its processes and removes its temporary directory, also while a test is
-//! unwinding from a panic. So that a test binary killed with SIGKILL does not orphan JVMs, each
-//! server is started with `PR_SET_PDEATHSIG = SIGKILL`. Linux delivers that signal when the
-//! *thread* that forked the child exits, so all servers are forked by one dedicated testkit
-//! thread that lives as long as the process; it is therefore safe to start servers from any
-//! thread, including `spawn_blocking` workers that come and go.
+//! unwinding from a panic; the same holds for a [`RoleProcess`]. So that a test binary killed
+//! with SIGKILL does not orphan JVMs or role processes, each is started with
+//! `PR_SET_PDEATHSIG = SIGKILL`. Linux delivers that signal when the *thread* that forked the
+//! child exits, so all of them are forked by one dedicated testkit thread that lives as long as
+//! the process; it is therefore safe to start them from any thread, including
+//! `spawn_blocking` workers that come and go.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -36,11 +39,13 @@ mod ensemble;
 mod expire;
 mod four_letter;
 mod process;
+mod role;
 mod server;
 
 pub use ensemble::ZkEnsemble;
 pub use expire::expire_session;
 pub use four_letter::{cons, four_letter_word, mntr, ruok, sessions_on, srvr, wchc, wchp};
+pub use role::{RoleLine, RoleProcess};
 pub use server::{ServerOptions, ZkServer};
 
 /// Errors of the testkit.
@@ -118,6 +123,56 @@ pub enum TestkitError {
         waited: Duration,
         /// Description of the last reconnect attempt.
         last: String,
+    },
+    /// No line of a role process matched within the time allowed.
+    #[error(
+        "role {name}: no matching line within {waited:?}; its last lines:\n{last_lines}\nits stderr:\n{stderr_tail}"
+    )]
+    RoleTimeout {
+        /// The role's name.
+        name: String,
+        /// How long we waited.
+        waited: Duration,
+        /// The last lines it printed on stdout.
+        last_lines: String,
+        /// The last lines of its stderr.
+        stderr_tail: String,
+    },
+    /// A role process's output ended (it exited) without a matching line.
+    #[error(
+        "role {name} ended ({status}) without a matching line; its last lines:\n{last_lines}\nits stderr:\n{stderr_tail}"
+    )]
+    RoleOutputEnded {
+        /// The role's name.
+        name: String,
+        /// Its exit status, as far as known.
+        status: String,
+        /// The last lines it printed on stdout.
+        last_lines: String,
+        /// The last lines of its stderr.
+        stderr_tail: String,
+    },
+    /// A role process was to be signalled (paused, resumed) but has exited.
+    #[error("role {name} is not running (exited: {status})")]
+    RoleNotRunning {
+        /// The role's name.
+        name: String,
+        /// Its exit status.
+        status: String,
+    },
+    /// A role process did not exit in time after its stdin was closed; it was killed.
+    #[error(
+        "role {name} did not exit within {waited:?} of its stdin closing (killed); its last lines:\n{last_lines}\nits stderr:\n{stderr_tail}"
+    )]
+    RoleDidNotExit {
+        /// The role's name.
+        name: String,
+        /// How long we waited.
+        waited: Duration,
+        /// The last lines it printed on stdout.
+        last_lines: String,
+        /// The last lines of its stderr.
+        stderr_tail: String,
     },
 }
 

@@ -111,7 +111,7 @@ fn spawner() -> Option<&'static mpsc::Sender<SpawnRequest>> {
         .as_ref()
 }
 
-fn spawn_command(mut command: Command) -> io::Result<Child> {
+pub(crate) fn spawn_command(mut command: Command) -> io::Result<Child> {
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
     // functions may be called. prctl and getppid are plain system calls, and the errors are
