@@ -49,16 +49,19 @@ impl Place {
         RoleProcess::spawn(ZK_ROLE, &args).expect("spawn zk-role")
     }
 
-    /// The data of `dir`'s sequential children, in sequence order, as `key=value` maps.
+    /// The data of `dir`'s children (one per accepted write), in commit order (czxid), as
+    /// `key=value` maps.
     async fn history(&self, dir: &str) -> Vec<BTreeMap<String, String>> {
         let mut entries = Vec::new();
-        for name in path::sequential_in_order(children(&self.session, dir).await) {
+        for name in children(&self.session, dir).await {
             let node = self.session.get_data(&path::join(dir, &name)).await.expect("read a history entry");
             let text = String::from_utf8(node.data).expect("utf-8 history entry");
-            entries
-                .push(text.split(' ').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.into(), v.into())).collect());
+            let entry: BTreeMap<String, String> =
+                text.split(' ').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (k.into(), v.into())).collect();
+            entries.push((node.stat.czxid, entry));
         }
-        entries
+        entries.sort_by_key(|(czxid, _)| *czxid);
+        entries.into_iter().map(|(_, entry)| entry).collect()
     }
 
     async fn text(&self, path: &str) -> String {

@@ -15,6 +15,12 @@
 //! A write's outcome is `ok` (it returned Ok), `failed` (the error proves nothing was applied:
 //! the fence or a version check refused it, or the error is final) or `unknown` (connection
 //! lost, session lost or timed out while it was under way, anything else).
+//!
+//! The lock and election roles' writes record themselves under a name of their own
+//! (`<history>/w-<token>`, `<history>/e-<term>-<n>`), so that a write whose outcome is unknown
+//! can be sent again the way a careful user would (up to 5 tries): `NodeExists` on the record
+//! proves an earlier try applied. The printed outcome covers all tries. The history's commit
+//! order is its nodes' czxid order.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
@@ -111,6 +117,58 @@ fn ack_outcome(error: &QueueError) -> &'static str {
         QueueError::ZooKeeper(error) => outcome(error),
         _ => "unknown",
     }
+}
+
+/// How often a write whose outcome is unknown is sent again, and how far apart.
+const WRITE_TRIES: usize = 5;
+const WRITE_RETRY: Duration = Duration::from_millis(200);
+
+/// What one try of a self-recording write proved.
+enum Tried {
+    /// It returned Ok.
+    Applied,
+    /// Its record already exists: an earlier try applied.
+    RecordExists,
+    /// Nothing of it applied.
+    Failed(String),
+    /// It may or may not have applied.
+    Unknown(String),
+}
+
+impl Tried {
+    /// Classifies a ZooKeeper error of a write whose only `create` is its own record.
+    fn from_error(error: &Error) -> Tried {
+        match error {
+            Error::Multi { source, .. } if matches!(**source, Error::NodeExists { .. }) => Tried::RecordExists,
+            Error::NodeExists { .. } => Tried::RecordExists,
+            error if outcome(error) == "failed" => Tried::Failed(error.to_string()),
+            error => Tried::Unknown(error.to_string()),
+        }
+    }
+}
+
+/// Sends a write that records itself under a name of its own, again while its outcome is
+/// unknown, as a careful user would: the record makes the retry idempotent (`NodeExists` on it
+/// proves an earlier try applied). Returns the outcome over all tries (`ok`, or `unknown` when
+/// any try may have applied, else `failed`) and the last error.
+async fn write_until_known<F, Fut>(mut attempt: F) -> (&'static str, Option<String>)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Tried>,
+{
+    let mut unsure: Option<String> = None;
+    for _ in 0..WRITE_TRIES {
+        match attempt().await {
+            Tried::Applied => return ("ok", None),
+            Tried::RecordExists if unsure.is_some() => return ("ok", None),
+            // Nobody else writes our record: without an earlier try this is a broken premise.
+            Tried::RecordExists => return ("failed", Some("the write's record exists already".into())),
+            Tried::Failed(error) => return (if unsure.is_some() { "unknown" } else { "failed" }, Some(error)),
+            Tried::Unknown(error) => unsure = Some(error),
+        }
+        tokio::time::sleep(WRITE_RETRY).await;
+    }
+    ("unknown", unsure)
 }
 
 /// Answers once every message sent to an actor before it has been handled (mailboxes are
@@ -429,21 +487,31 @@ async fn lock_role(session: &SessionHandle, id: &str, plan: LockPlan) -> Result<
         let ops = vec![
             Op::SetData { path: plan.counter.clone(), data: next.to_string().into_bytes(), version: None },
             Op::Create {
-                path: path::join(&plan.history, "w-"),
+                path: path::join(&plan.history, &format!("w-{token}")),
                 data: format!("value={next} token={token} writer={id}").into_bytes(),
-                mode: CreateMode::PersistentSequential,
+                mode: CreateMode::Persistent,
             },
         ];
-        let written = if plan.unfenced {
-            session.multi(ops).await.map_err(LockError::ZooKeeper)
-        } else {
-            grant.guarded_write(session, ops).await
-        };
-        match written {
-            Ok(_) => emit!("write", value = next, token = token, outcome = "ok"),
-            Err(error) => {
-                emit!("write", value = next, token = token, outcome = lock_outcome(&error), error = error)
+        let (outcome, error) = write_until_known(|| {
+            let written = if plan.unfenced {
+                let sent = session.multi(ops.clone());
+                futures::future::Either::Left(async move { sent.await.map_err(LockError::ZooKeeper) })
+            } else {
+                futures::future::Either::Right(grant.guarded_write(session, ops.clone()))
+            };
+            async move {
+                match written.await {
+                    Ok(_) => Tried::Applied,
+                    Err(LockError::ZooKeeper(error)) => Tried::from_error(&error),
+                    Err(error) if lock_outcome(&error) == "failed" => Tried::Failed(error.to_string()),
+                    Err(error) => Tried::Unknown(error.to_string()),
+                }
             }
+        })
+        .await;
+        match error {
+            None => emit!("write", value = next, token = token, outcome = outcome),
+            Some(error) => emit!("write", value = next, token = token, outcome = outcome, error = error),
         }
         match lock.send(Release).await {
             Ok(Ok(())) => emit!("released", token = token),
@@ -587,31 +655,40 @@ impl TermWriter {
         tally.attempts.set(n);
         let term = self.term.token.0;
         let create = Op::Create {
-            path: path::join(&self.history, "e-"),
+            path: path::join(&self.history, &format!("e-{term}-{n}")),
             data: format!("term={term} writer={} n={n}", self.id).into_bytes(),
-            mode: CreateMode::PersistentSequential,
+            mode: CreateMode::Persistent,
         };
         let ops = if self.unfenced {
             vec![create]
         } else {
             vec![Op::Check { path: self.term.node.clone(), version: self.term.version }, create]
         };
-        let written = self.session.multi(ops);
+        let session = self.session.clone();
         let (writes, enough) = (self.writes, self.enough.clone());
         // Detached: the outcome is printed even when the term ends (and this actor stops)
         // while the write is under way.
         actix::spawn(async move {
-            let written = written.await;
+            let (outcome, error) = write_until_known(|| {
+                let sent = session.multi(ops.clone());
+                async move {
+                    match sent.await {
+                        Ok(_) => Tried::Applied,
+                        Err(error) => Tried::from_error(&error),
+                    }
+                }
+            })
+            .await;
             tally.busy.set(false);
-            match written {
-                Ok(_) => {
+            match error {
+                None => {
                     tally.ok.set(tally.ok.get() + 1);
-                    emit!("write", term = term, n = n, outcome = "ok");
+                    emit!("write", term = term, n = n, outcome = outcome);
                     if tally.ok.get() == writes {
                         let _ = enough.unbounded_send(());
                     }
                 }
-                Err(error) => emit!("write", term = term, n = n, outcome = outcome(&error), error = error),
+                Some(error) => emit!("write", term = term, n = n, outcome = outcome, error = error),
             }
         });
     }
