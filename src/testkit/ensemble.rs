@@ -277,8 +277,8 @@ impl ZkEnsemble {
     /// indices are ignored.
     pub fn partition(&self, a: &[usize], b: &[usize]) {
         for link in &self.links {
-            let across = (a.contains(&link.from) && b.contains(&link.to))
-                || (b.contains(&link.from) && a.contains(&link.to));
+            let across =
+                (a.contains(&link.from) && b.contains(&link.to)) || (b.contains(&link.from) && a.contains(&link.to));
             if across {
                 link.quorum.blackhole();
                 link.election.blackhole();
@@ -323,7 +323,10 @@ impl ZkEnsemble {
             }
             if started.elapsed() >= timeout {
                 let modes = modes.iter().enumerate().map(|(i, mode)| format!("{i}: {mode}")).collect::<Vec<_>>();
-                return Err(TestkitError::NoLeader { waited: started.elapsed(), modes: format!("[{}]", modes.join(", ")) });
+                return Err(TestkitError::NoLeader {
+                    waited: started.elapsed(),
+                    modes: format!("[{}]", modes.join(", ")),
+                });
             }
             std::thread::sleep(POLL_INTERVAL);
         }
@@ -348,7 +351,6 @@ impl ZkEnsemble {
             .collect()
     }
 }
-
 
 impl Drop for ZkEnsemble {
     fn drop(&mut self) {

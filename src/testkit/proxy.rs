@@ -70,9 +70,10 @@ struct Faults {
     blackholed: bool,
     latency: [Duration; 2],
     bandwidth: [Option<u64>; 2],
-    /// Bumped by `reset` and by `heal`: a connection closes when it changes from the value it
-    /// started with (`heal` only closes the connections held during a blackhole).
+    /// Bumped by `reset`: a connection closes when this differs from its value at accept.
     resets: u64,
+    /// Bumped by `heal`: a connection held by a blackhole closes when this changes, even if a new
+    /// blackhole began before it noticed the heal.
     heals: u64,
     stopped: bool,
 }
@@ -85,15 +86,13 @@ fn runtime() -> Result<Handle, TestkitError> {
             let (tx, rx) = mpsc::channel();
             std::thread::Builder::new()
                 .name("actix-zk-testkit-proxies".into())
-                .spawn(move || {
-                    match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                        Ok(rt) => {
-                            let _ = tx.send(Ok(rt.handle().clone()));
-                            rt.block_on(std::future::pending::<()>());
-                        }
-                        Err(e) => {
-                            let _ = tx.send(Err(e.to_string()));
-                        }
+                .spawn(move || match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    Ok(rt) => {
+                        let _ = tx.send(Ok(rt.handle().clone()));
+                        rt.block_on(std::future::pending::<()>());
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e.to_string()));
                     }
                 })
                 .map_err(|e| e.to_string())?;
@@ -526,10 +525,8 @@ impl ClientLinks {
         I: IntoIterator,
         I::Item: AsRef<str>,
     {
-        let proxies = addresses
-            .into_iter()
-            .map(|address| FaultProxy::start(address.as_ref()))
-            .collect::<Result<Vec<_>, _>>()?;
+        let proxies =
+            addresses.into_iter().map(|address| FaultProxy::start(address.as_ref())).collect::<Result<Vec<_>, _>>()?;
         Ok(ClientLinks { proxies })
     }
 
