@@ -1,4 +1,5 @@
-//! An n-member ZooKeeper quorum on loopback.
+//! An n-member ZooKeeper quorum on loopback whose members reach each other through fault
+//! proxies, so that tests can partition it.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -7,6 +8,7 @@ use std::time::{Duration, Instant};
 use super::TestkitError;
 use super::four_letter::{sessions_on, srvr};
 use super::process::{QUORUM_MAIN, ServerProcess, common_config, free_ports, fresh_temp_dir_in, write_file};
+use super::proxy::{ElectionHint, FaultProxy, reserve_listener};
 
 /// Members elect a leader only once a quorum of JVMs is up, so this is much longer than a
 /// standalone start, especially on a loaded CI machine.
@@ -20,15 +22,43 @@ struct Member {
     process: ServerProcess,
 }
 
+/// How member `from` reaches member `to`: one proxy in front of `to`'s quorum port (followers
+/// connect to the leader there) and one in front of its election port.
+#[derive(Debug)]
+struct Link {
+    from: usize,
+    to: usize,
+    quorum: FaultProxy,
+    election: FaultProxy,
+}
+
 /// An ensemble of real ZooKeeper servers on loopback; each member has its own client, quorum and
 /// election port and its own directory under one temporary directory.
 ///
 /// Members are indexed `0..len()`; member `i` has `myid` `i + 1`. Dropping the ensemble kills
-/// (SIGKILL) and reaps every member and deletes the directory.
+/// (SIGKILL) and reaps every member, stops its proxies and deletes the directory.
+///
+/// # How the members are wired
+/// Every member has a `zoo.cfg` of its own. Its own `server.<myid>` line names its real quorum
+/// and election ports (it listens there); the line of every other member `j` names two
+/// [`FaultProxy`]s that belong to the ordered pair (this member → `j`): one forwarding to `j`'s
+/// quorum port, one to `j`'s election port. An ensemble of `n` has `2·n·(n−1)` such proxies, and
+/// all traffic between two members passes through the proxies of their pair, in both
+/// directions, so [`partition`](Self::partition) and [`isolate`](Self::isolate) cut exactly the
+/// links between the groups named. Client ports are not proxied: put [`ClientLinks`] in front
+/// of them to cut a client off.
+///
+/// One detail keeps the election links proxied: a member that connects to a member with a
+/// larger id only announces its own election address and hangs up, and the larger one connects
+/// back to that address. The election proxy of the pair rewrites the announced address to the
+/// election proxy of the opposite pair, so the connection back goes through a proxy as well.
+///
+/// [`ClientLinks`]: super::ClientLinks
 #[derive(Debug)]
 pub struct ZkEnsemble {
     dir: PathBuf,
     members: Vec<Member>,
+    links: Vec<Link>,
 }
 
 impl ZkEnsemble {
@@ -41,13 +71,44 @@ impl ZkEnsemble {
         let dir = fresh_temp_dir_in(None)?;
         // Constructed before anything is spawned so that an early return drops (kills) whatever
         // was started.
-        let mut ensemble = ZkEnsemble { dir: dir.clone(), members: Vec::with_capacity(n) };
+        let mut ensemble = ZkEnsemble { dir: dir.clone(), members: Vec::with_capacity(n), links: Vec::new() };
+        // The proxies' ports are taken before the members' ports are chosen, so that no member
+        // can be handed a port a proxy holds.
+        let mut reserved = Vec::with_capacity(n * n.saturating_sub(1));
+        for from in 0..n {
+            for to in (0..n).filter(|&to| to != from) {
+                reserved.push((from, to, reserve_listener()?, reserve_listener()?));
+            }
+        }
+        let election_proxy = |from: usize, to: usize| {
+            reserved.iter().find(|r| r.0 == from && r.1 == to).map(|r| r.3.1.clone()).unwrap_or_default()
+        };
+        let hints: Vec<String> = reserved.iter().map(|&(from, to, ..)| election_proxy(to, from)).collect();
         let ports = free_ports(3 * n)?;
-        let mut servers = String::new();
-        for i in 0..n {
-            let _ = writeln!(servers, "server.{}=127.0.0.1:{}:{}", i + 1, ports[3 * i + 1], ports[3 * i + 2]);
+        let (quorum_port, election_port) = (|i: usize| ports[3 * i + 1], |i: usize| ports[3 * i + 2]);
+        for ((from, to, (quorum_listener, quorum_address), (election_listener, election_address)), hint) in
+            reserved.into_iter().zip(hints)
+        {
+            let quorum = FaultProxy::start_on(quorum_listener, &format!("127.0.0.1:{}", quorum_port(to)), None)?;
+            debug_assert_eq!(quorum.address(), quorum_address);
+            let election = FaultProxy::start_on(
+                election_listener,
+                &format!("127.0.0.1:{}", election_port(to)),
+                Some(ElectionHint::new(hint)),
+            )?;
+            debug_assert_eq!(election.address(), election_address);
+            ensemble.links.push(Link { from, to, quorum, election });
         }
         for i in 0..n {
+            let mut servers = String::new();
+            for j in 0..n {
+                // A server line has one host for both ports; every proxy is on 127.0.0.1 too.
+                let (quorum, election) = match ensemble.link(i, j) {
+                    None => (quorum_port(j), election_port(j)),
+                    Some(link) => (link.quorum.port(), link.election.port()),
+                };
+                let _ = writeln!(servers, "server.{}=127.0.0.1:{quorum}:{election}", j + 1);
+            }
             let member_dir = dir.join(format!("member-{}", i + 1));
             let data_dir = member_dir.join("data");
             std::fs::create_dir_all(&data_dir)
@@ -181,6 +242,11 @@ impl ZkEnsemble {
         Ok(())
     }
 
+    /// Process id of member `i` while it runs, e.g. to pause it with SIGSTOP.
+    pub fn member_pid(&self, i: usize) -> Option<u32> {
+        self.members.get(i).and_then(|m| m.process.pid())
+    }
+
     /// Whether member `i`'s process is alive; false for an out-of-range `i`.
     pub fn is_member_running(&self, i: usize) -> bool {
         self.members.get(i).is_some_and(|m| m.process.is_running())
@@ -200,6 +266,89 @@ impl ZkEnsemble {
             m.process.is_running()
                 && srvr(m.process.addr()).is_ok_and(|answer| answer.lines().any(|l| l.trim() == "Mode: leader"))
         })
+    }
+    fn link(&self, from: usize, to: usize) -> Option<&Link> {
+        self.links.iter().find(|link| link.from == from && link.to == to)
+    }
+
+    /// Cuts every link between a member of `a` and a member of `b`, both ways, quorum and
+    /// election alike (see [`FaultProxy::blackhole`]): a network partition between the two
+    /// groups. Links within a group, and client connections, are untouched. Out-of-range
+    /// indices are ignored.
+    pub fn partition(&self, a: &[usize], b: &[usize]) {
+        for link in &self.links {
+            let across =
+                (a.contains(&link.from) && b.contains(&link.to)) || (b.contains(&link.from) && a.contains(&link.to));
+            if across {
+                link.quorum.blackhole();
+                link.election.blackhole();
+            }
+        }
+        tracing::info!(?a, ?b, "partitioned ensemble");
+    }
+
+    /// Cuts member `i` off every other member: `partition(&[i], &<all others>)`.
+    pub fn isolate(&self, i: usize) {
+        let others: Vec<usize> = (0..self.len()).filter(|&j| j != i).collect();
+        self.partition(&[i], &others);
+    }
+
+    /// Heals every link between members (see [`FaultProxy::heal`]).
+    pub fn heal(&self) {
+        for link in &self.links {
+            link.quorum.heal();
+            link.election.heal();
+        }
+        tracing::info!("healed ensemble links");
+    }
+
+    /// The proxies member `from` reaches member `to` through: `(quorum, election)`, for faults
+    /// other than a partition (a one-way cut, latency, ...). `None` for `from == to` or an
+    /// out-of-range index.
+    pub fn member_link(&self, from: usize, to: usize) -> Option<(&FaultProxy, &FaultProxy)> {
+        self.link(from, to).map(|link| (&link.quorum, &link.election))
+    }
+
+    /// Waits until exactly one running member says `Mode: leader` and returns its index. While
+    /// a leader is being replaced, the old one may still say so for a moment next to the new
+    /// one; such a moment does not count. [`TestkitError::NoLeader`] after `timeout`.
+    pub fn wait_for_leader(&self, timeout: Duration) -> Result<usize, TestkitError> {
+        let started = Instant::now();
+        loop {
+            let modes = self.modes();
+            let leaders: Vec<usize> =
+                modes.iter().enumerate().filter(|(_, mode)| mode.as_str() == "leader").map(|(i, _)| i).collect();
+            if let [leader] = leaders[..] {
+                return Ok(leader);
+            }
+            if started.elapsed() >= timeout {
+                let modes = modes.iter().enumerate().map(|(i, mode)| format!("{i}: {mode}")).collect::<Vec<_>>();
+                return Err(TestkitError::NoLeader {
+                    waited: started.elapsed(),
+                    modes: format!("[{}]", modes.join(", ")),
+                });
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        }
+    }
+
+    /// Each member's mode from `srvr`: `leader`, `follower`, ..., `not serving` or `down`.
+    fn modes(&self) -> Vec<String> {
+        self.members
+            .iter()
+            .map(|m| {
+                if !m.process.is_running() {
+                    return "down".to_owned();
+                }
+                match srvr(m.process.addr()) {
+                    Ok(answer) => answer
+                        .lines()
+                        .find_map(|l| l.trim().strip_prefix("Mode:"))
+                        .map_or_else(|| "not serving".to_owned(), |mode| mode.trim().to_owned()),
+                    Err(_) => "unreachable".to_owned(),
+                }
+            })
+            .collect()
     }
 }
 

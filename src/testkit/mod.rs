@@ -7,6 +7,9 @@
 //! * four-letter-word helpers ([`four_letter_word`], [`srvr`], [`cons`], [`sessions_on`], ...)
 //!   to observe what the servers really see;
 //! * genuine server-side session expiry ([`expire_session`]);
+//! * network faults between a client and a server or between ensemble members: TCP proxies that
+//!   blackhole, reset, delay or throttle a link ([`FaultProxy`], [`ClientLinks`],
+//!   [`ZkEnsemble::partition`]);
 //! * recipe participants as processes of their own ([`RoleProcess`]), to pause, resume and kill
 //!   for real, with the events they report as [`RoleLine`]s;
 //! * choosing where a test connects ([`TestZooKeeper`]) and isolating tests that share a server
@@ -39,12 +42,14 @@ mod ensemble;
 mod expire;
 mod four_letter;
 mod process;
+mod proxy;
 mod role;
 mod server;
 
 pub use ensemble::ZkEnsemble;
 pub use expire::expire_session;
 pub use four_letter::{cons, four_letter_word, mntr, ruok, sessions_on, srvr, wchc, wchp};
+pub use proxy::{ClientLinks, Direction, FaultProxy};
 pub use role::{RoleLine, RoleProcess};
 pub use server::{ServerOptions, ZkServer};
 
@@ -103,6 +108,14 @@ pub enum TestkitError {
         index: usize,
         /// Number of members.
         len: usize,
+    },
+    /// No single ensemble member reported `Mode: leader` in time.
+    #[error("no single leader after {waited:?}; modes: {modes}")]
+    NoLeader {
+        /// How long we waited.
+        waited: Duration,
+        /// What each member's `srvr` said last, e.g. `[0: follower, 1: not serving, 2: down]`.
+        modes: String,
     },
     /// An ensemble needs at least one member.
     #[error("an ensemble needs at least one member")]
