@@ -1,9 +1,12 @@
-//! Helpers shared by the integration tests: a recorder actor for events, session set-up, and the
-//! fault scenarios' history checkers (`history`, pure functions).
+//! Helpers shared by the integration tests: a recorder actor for events, session set-up, the fault
+//! scenarios (`scenario`) and their history checkers (`history`, pure functions), and a tree that
+//! random writers change (`tree`).
 //! Every test talks to a real ZooKeeper started by the testkit (or `ZK_CONNECT`).
 #![allow(dead_code)]
 
 pub mod history;
+pub mod scenario;
+pub mod tree;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

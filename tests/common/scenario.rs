@@ -1,0 +1,344 @@
+//! Fault scenarios across processes (issue 12): a cluster (a standalone server, or a 3-node
+//! ensemble whose member links run through fault proxies), role processes (`zk-role`) that each
+//! reach the cluster through fault proxies of their own, the faults a production client meets,
+//! and an observer session, connected directly, that reads what the server holds.
+//!
+//! This module owns the *mechanics* of a scenario: starting, injecting a fault, collecting lines.
+//! What a history must satisfy is judged by the pure checkers in [`super::history`]; what each
+//! recipe's workload is lives in its own `tests/scenarios_<recipe>.rs`.
+//!
+//! Every scenario runs once in CI's short profile; `ZK_SOAK=<n>` multiplies its rounds by `n`
+//! for soak runs (see `docs/testing.md`).
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use actix_zookeeper::prelude::*;
+use actix_zookeeper::{NodeData, Stat};
+use actix_zookeeper::testkit::{ClientLinks, RoleLine, RoleProcess, ZkEnsemble, ZkServer, unique_root};
+
+use super::history::{ListedNode, Violation, check_leftovers};
+use super::{config, connected};
+
+/// The session timeout of every role process: short, so that a pause or a partition past it
+/// costs seconds, not minutes.
+pub const SESSION_TIMEOUT: Duration = Duration::from_millis(2000);
+
+/// Long enough that the server has expired the session, and the client has noticed (it declares
+/// expiry only at 7/5 of the timeout, after the server): 2.5 timeouts.
+pub const PAST_TIMEOUT: Duration = Duration::from_millis(5000);
+
+/// Inside the session timeout, so the session must survive it, yet long enough that the client
+/// notices: zookeeper-client gives a silent connection up after 8/20 of the session timeout
+/// (800 ms here), and the server expires the session only a whole timeout after the last ping
+/// it heard (≤ 300 ms before the cut).
+pub const WITHIN_TIMEOUT: Duration = Duration::from_millis(1200);
+
+/// How long a scenario waits for any one thing before it fails.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// The rounds of a workload: `short` in CI, `short × ZK_SOAK` in a soak run.
+pub fn rounds(short: usize) -> usize {
+    let soak = std::env::var("ZK_SOAK").ok().and_then(|s| s.parse::<usize>().ok()).unwrap_or(1).max(1);
+    short * soak
+}
+
+/// The faults of issue 12, each injected into one victim participant at a moment the workload
+/// chooses (e.g. while it holds a lock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// SIGSTOP past the session timeout, then SIGCONT.
+    Pause,
+    /// The victim's links blackholed for less than the session timeout, then healed.
+    ShortPartition,
+    /// The victim's links blackholed past the session timeout, then healed.
+    LongPartition,
+    /// SIGKILL of the victim process; it is not restarted.
+    KillClient,
+    /// SIGKILL of the ensemble's leader; restarted after a while.
+    KillLeader,
+    /// The ensemble's leader cut off from its followers, then healed.
+    IsolateLeader,
+}
+
+impl Fault {
+    /// Whether the fault needs a 3-node ensemble.
+    pub fn needs_ensemble(self) -> bool {
+        matches!(self, Fault::KillLeader | Fault::IsolateLeader)
+    }
+
+    /// Whether the victim's session may end because of this fault (so duplicates, unknown
+    /// outcomes and lost grants are allowed for it).
+    pub fn may_end_session(self) -> bool {
+        !matches!(self, Fault::ShortPartition)
+    }
+
+    /// Whether the victim process keeps running after the fault.
+    pub fn victim_survives(self) -> bool {
+        self != Fault::KillClient
+    }
+}
+
+/// The servers of a scenario.
+pub enum Servers {
+    /// One standalone server.
+    Standalone(ZkServer),
+    /// A 3-node ensemble with proxied member links.
+    Ensemble(ZkEnsemble),
+}
+
+impl Servers {
+    /// The client address of every server.
+    pub fn addresses(&self) -> Vec<String> {
+        match self {
+            Servers::Standalone(server) => vec![server.address()],
+            Servers::Ensemble(ensemble) => (0..ensemble.len()).map(|i| ensemble.member_address(i)).collect(),
+        }
+    }
+
+    /// A direct connect string (no proxies), for the observer.
+    pub fn connect_string(&self) -> String {
+        self.addresses().join(",")
+    }
+
+    /// The ensemble; panics for a standalone server (a scenario bug).
+    pub fn ensemble(&mut self) -> &mut ZkEnsemble {
+        match self {
+            Servers::Ensemble(ensemble) => ensemble,
+            Servers::Standalone(_) => panic!("this fault needs an ensemble"),
+        }
+    }
+}
+
+/// One role process and the fault proxies that are its only way to the servers.
+pub struct Participant {
+    /// The participant id (`--id`).
+    pub id: String,
+    /// The process.
+    pub process: RoleProcess,
+    /// Its links to every server.
+    pub links: ClientLinks,
+    /// Whether it met a fault that could have ended its session or its process.
+    pub faulted: bool,
+    /// Whether it was killed.
+    pub killed: bool,
+}
+
+/// A running scenario.
+pub struct Scenario {
+    /// What runs the servers.
+    pub servers: Servers,
+    /// The chroot every participant and the observer share.
+    pub chroot: String,
+    /// The role processes, in the order they were spawned.
+    pub participants: Vec<Participant>,
+    /// A session of the test itself, connected directly (never through a proxy), under `chroot`.
+    pub observer: SessionHandle,
+}
+
+impl Scenario {
+    /// Starts the servers the fault needs and an observer session under a fresh chroot.
+    pub async fn start(name: &str, fault: Fault) -> Scenario {
+        super::init_tracing();
+        let servers = if fault.needs_ensemble() {
+            Servers::Ensemble(ZkEnsemble::start(3).expect("3-node ensemble"))
+        } else {
+            Servers::Standalone(ZkServer::start().expect("ZooKeeper"))
+        };
+        let chroot = unique_root(name);
+        let cfg = config(&servers.connect_string(), name).with_chroot(chroot.clone());
+        let (observer, _) = connected(cfg).await;
+        Scenario { servers, chroot, participants: Vec::new(), observer }
+    }
+
+    /// Spawns `zk-role <role> --id <id> ... <extra>` connected through proxies of its own;
+    /// returns its index once it has printed `ready`.
+    pub async fn spawn(&mut self, role: &str, id: &str, extra: &[&str]) -> usize {
+        let addresses = self.servers.addresses();
+        let addresses: Vec<&str> = addresses.iter().map(String::as_str).collect();
+        let links = ClientLinks::to(&addresses).expect("fault proxies");
+        let timeout_ms = SESSION_TIMEOUT.as_millis().to_string();
+        let connect = links.connect_string();
+        let mut args = vec![
+            role,
+            "--connect",
+            connect.as_str(),
+            "--chroot",
+            self.chroot.as_str(),
+            "--id",
+            id,
+            "--session-timeout-ms",
+            timeout_ms.as_str(),
+        ];
+        args.extend_from_slice(extra);
+        let process = RoleProcess::spawn(env!("CARGO_BIN_EXE_zk-role"), &args).expect("spawn zk-role");
+        self.participants.push(Participant { id: id.to_owned(), process, links, faulted: false, killed: false });
+        let index = self.participants.len() - 1;
+        self.wait_line(index, 0, "ready", |l| l.kind == "ready").await;
+        index
+    }
+
+    /// Waits (without blocking the actix thread) for a line of participant `index`, at line
+    /// `from` or later; returns its position and the line.
+    pub async fn wait_line(
+        &self,
+        index: usize,
+        from: usize,
+        what: &str,
+        pred: impl Fn(&RoleLine) -> bool,
+    ) -> (usize, RoleLine) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let lines = self.participants[index].process.lines();
+            if let Some((i, l)) = lines.iter().enumerate().skip(from).find(|(_, l)| pred(l)) {
+                return (i, l.clone());
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "participant {} printed no {what} within {WAIT:?}; its lines:\n{}",
+                    self.participants[index].id,
+                    lines.iter().map(|l| l.raw.as_str()).collect::<Vec<_>>().join("\n")
+                );
+            }
+            actix_rt::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Waits until every participant that was not killed has printed a line matching `pred`.
+    pub async fn wait_all(&self, what: &str, pred: impl Fn(&RoleLine) -> bool) {
+        for (i, p) in self.participants.iter().enumerate() {
+            if !p.killed {
+                self.wait_line(i, 0, what, &pred).await;
+            }
+        }
+    }
+
+    /// Injects `fault` into participant `victim` (or, for the ensemble faults, into the servers
+    /// while `victim` is in the middle of its work) and heals it, except a killed client.
+    /// Returns once the fault is over; `during` runs while it lasts (e.g. to wait until another
+    /// participant made progress).
+    pub async fn inject(&mut self, fault: Fault, victim: usize) {
+        tracing::warn!(?fault, victim = %self.participants[victim].id, "injecting fault");
+        match fault {
+            Fault::Pause => {
+                let p = &self.participants[victim].process;
+                p.pause().expect("SIGSTOP");
+                actix_rt::time::sleep(PAST_TIMEOUT).await;
+                p.resume().expect("SIGCONT");
+            }
+            Fault::ShortPartition => {
+                self.participants[victim].links.blackhole();
+                actix_rt::time::sleep(WITHIN_TIMEOUT).await;
+                self.participants[victim].links.heal();
+            }
+            Fault::LongPartition => {
+                self.participants[victim].links.blackhole();
+                actix_rt::time::sleep(PAST_TIMEOUT).await;
+                self.participants[victim].links.heal();
+            }
+            Fault::KillClient => {
+                self.participants[victim].process.kill().expect("SIGKILL");
+                self.participants[victim].killed = true;
+            }
+            Fault::KillLeader => {
+                let ensemble = self.servers.ensemble();
+                let leader = ensemble.leader().expect("an ensemble leader");
+                ensemble.kill_member(leader).expect("kill -9 the leader");
+                actix_rt::time::sleep(PAST_TIMEOUT).await;
+                ensemble.restart_member(leader).expect("restart the old leader");
+            }
+            Fault::IsolateLeader => {
+                let ensemble = self.servers.ensemble();
+                let leader = ensemble.leader().expect("an ensemble leader");
+                ensemble.isolate(leader);
+                // The old leader steps down once it misses its quorum (syncLimit ticks); until
+                // then it still says so.
+                let deadline = Instant::now() + WAIT;
+                while !ensemble.wait_for_leader(Duration::ZERO).is_ok_and(|new| new != leader) {
+                    assert!(Instant::now() < deadline, "no new leader after isolating member {leader}");
+                    actix_rt::time::sleep(Duration::from_millis(50)).await;
+                }
+                actix_rt::time::sleep(WITHIN_TIMEOUT).await;
+                ensemble.heal();
+            }
+        }
+        // Ensemble faults may cost any participant its session; client faults only the victim's.
+        if fault.needs_ensemble() {
+            self.participants.iter_mut().for_each(|p| p.faulted = true);
+        } else if fault.may_end_session() {
+            self.participants[victim].faulted = true;
+        }
+    }
+
+    /// Closes every live participant's stdin and waits for it to exit 0.
+    pub fn finish_all(&mut self) {
+        for p in self.participants.iter_mut().filter(|p| !p.killed) {
+            let status = p.process.finish(WAIT).expect("role exits");
+            assert!(status.success(), "{} exited with {status}", p.id);
+        }
+    }
+
+    /// The lines of participant `index`.
+    pub fn lines(&self, index: usize) -> Vec<RoleLine> {
+        self.participants[index].process.lines()
+    }
+
+    /// `(participant id, line)` for every line of every participant, participant by participant.
+    pub fn all_lines(&self) -> Vec<(String, RoleLine)> {
+        self.participants
+            .iter()
+            .flat_map(|p| p.process.lines().into_iter().map(move |l| (p.id.clone(), l)))
+            .collect()
+    }
+
+    /// The children of `dir` and the stat of each (empty if `dir` does not exist), read by the
+    /// observer; connection problems are retried (an ensemble fault may be moving it).
+    pub async fn listing(&self, dir: &str) -> Vec<(String, Stat, Vec<u8>)> {
+        let mut out = Vec::new();
+        for name in super::children(&self.observer, dir).await {
+            let path = format!("{}/{name}", dir.trim_end_matches('/'));
+            if let Some(node) = self.read(&path).await {
+                out.push((name, node.stat, node.data));
+            }
+        }
+        out
+    }
+
+    /// Every session id any participant printed as `session state=connected session=<hex>`.
+    pub fn participant_sessions(&self) -> BTreeSet<i64> {
+        self.all_lines()
+            .iter()
+            .filter(|(_, l)| l.kind == "session" && l.get("state") == Some("connected"))
+            .filter_map(|(_, l)| l.get("session"))
+            .filter_map(|hex| i64::from_str_radix(hex.trim_start_matches("0x"), 16).ok())
+            .collect()
+    }
+
+    /// The checker's verdict on the nodes left under `dir` once the participants are done with
+    /// it: every node a participant's session made there is a leftover (it should have deleted
+    /// it), and so is any persistent node.
+    pub async fn leftovers(&self, dir: &str) -> Vec<Violation> {
+        let listed: Vec<ListedNode> = self
+            .listing(dir)
+            .await
+            .into_iter()
+            .map(|(name, stat, _)| ListedNode { path: format!("{dir}/{name}"), ephemeral_owner: stat.ephemeral_owner })
+            .collect();
+        check_leftovers(&listed, &self.participant_sessions())
+    }
+
+    /// A node's data and stat, `None` if missing; connection problems are retried.
+    pub async fn read(&self, path: &str) -> Option<NodeData> {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            match self.observer.get_data(path).await {
+                Ok(node) => return Some(node),
+                Err(Error::NoNode { .. }) => return None,
+                Err(e) if e.is_connection_problem() && Instant::now() < deadline => {
+                    actix_rt::time::sleep(Duration::from_millis(50)).await
+                }
+                Err(e) => panic!("{path}: {e}"),
+            }
+        }
+    }
+}
