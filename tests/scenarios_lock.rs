@@ -10,7 +10,7 @@
 mod common;
 
 use common::history::{AcceptedWrite, LockWrite, ViolationKind, WriteOutcome, check_lock};
-use common::scenario::{Fault, Scenario, rounds};
+use common::scenario::{Fault, Scenario, judge, rounds};
 
 const PARTICIPANTS: usize = 3;
 /// Time between the read and the write: the window a fault is injected into.
@@ -22,7 +22,16 @@ async fn run(name: &str, fault: Fault, fenced: bool) -> Vec<common::history::Vio
     let mut s = Scenario::start(name, fault).await;
     let rounds = rounds(6).to_string();
     let mut args = vec![
-        "--dir", "/lock", "--counter", "/counter", "--history", "/history", "--rounds", &rounds, "--hold-ms", HOLD_MS,
+        "--dir",
+        "/lock",
+        "--counter",
+        "/counter",
+        "--history",
+        "/history",
+        "--rounds",
+        &rounds,
+        "--hold-ms",
+        HOLD_MS,
     ];
     if !fenced {
         args.push("--unfenced");
@@ -47,7 +56,10 @@ async fn run(name: &str, fault: Fault, fenced: bool) -> Vec<common::history::Vio
     accepted.sort_by_key(|(_, stat, _)| stat.czxid);
     let accepted: Vec<AcceptedWrite> = accepted
         .iter()
-        .map(|(name, _, data)| AcceptedWrite::parse(&String::from_utf8_lossy(data)).unwrap_or_else(|| panic!("history node {name}: {data:?}")))
+        .map(|(name, _, data)| {
+            AcceptedWrite::parse(&String::from_utf8_lossy(data))
+                .unwrap_or_else(|| panic!("history node {name}: {data:?}"))
+        })
         .collect();
     let counter = s.read("/counter").await.expect("/counter");
     let counter: u64 = String::from_utf8_lossy(&counter.data).trim().parse().expect("counter value");
@@ -59,6 +71,9 @@ async fn run(name: &str, fault: Fault, fenced: bool) -> Vec<common::history::Vio
         attempts.len()
     );
     violations.extend(check_lock(&attempts, &accepted, counter));
+    if !violations.is_empty() {
+        eprintln!("{name}: what the participants printed:\n{}", s.transcript());
+    }
     violations
 }
 
@@ -72,17 +87,14 @@ async fn prove_the_fault_happened(s: &Scenario, fault: Fault, from: usize, other
     match fault {
         // The victim's session ended, and the others wrote while it was gone.
         Fault::Pause | Fault::LongPartition => {
-            s.wait_line(0, from, "its session's expiry", |l| {
-                l.kind == "session" && l.get("state") == Some("expired")
-            })
-            .await;
+            s.wait_line(0, from, "its session's expiry", |l| l.kind == "session" && l.get("state") == Some("expired"))
+                .await;
             assert!(writes_by_others(s) > others_before, "nobody else wrote while the victim was cut off");
         }
         // The victim was cut off, and came back on the same session.
         Fault::ShortPartition => {
-            let (i, _) = s
-                .wait_line(0, from, "suspended", |l| l.kind == "session" && l.get("state") == Some("suspended"))
-                .await;
+            let (i, _) =
+                s.wait_line(0, from, "suspended", |l| l.kind == "session" && l.get("state") == Some("suspended")).await;
             s.wait_line(0, i, "reconnected", |l| l.kind == "session" && l.get("state") == Some("reconnected")).await;
             assert!(
                 !s.lines(0).iter().any(|l| l.kind == "session" && l.get("state") == Some("expired")),
@@ -137,38 +149,34 @@ fn attempts(s: &Scenario) -> Vec<LockWrite> {
     out
 }
 
-fn assert_clean(name: &str, violations: Vec<common::history::Violation>) {
-    assert!(violations.is_empty(), "{name}: the history breaks the lock's promises: {violations:#?}");
-}
-
 #[actix_rt::test]
 async fn lock_holder_paused_past_its_session_timeout() {
-    assert_clean("pause", run("lock-pause", Fault::Pause, true).await);
+    judge("pause", &run("lock-pause", Fault::Pause, true).await, &[]);
 }
 
 #[actix_rt::test]
 async fn lock_holder_partitioned_within_its_session_timeout() {
-    assert_clean("short partition", run("lock-short-partition", Fault::ShortPartition, true).await);
+    judge("short partition", &run("lock-short-partition", Fault::ShortPartition, true).await, &[]);
 }
 
 #[actix_rt::test]
 async fn lock_holder_partitioned_past_its_session_timeout() {
-    assert_clean("long partition", run("lock-long-partition", Fault::LongPartition, true).await);
+    judge("long partition", &run("lock-long-partition", Fault::LongPartition, true).await, &[]);
 }
 
 #[actix_rt::test]
 async fn lock_holder_killed_between_read_and_write() {
-    assert_clean("kill -9", run("lock-kill", Fault::KillClient, true).await);
+    judge("kill -9", &run("lock-kill", Fault::KillClient, true).await, &[]);
 }
 
 #[actix_rt::test]
 async fn lock_ensemble_leader_killed() {
-    assert_clean("leader kill", run("lock-leader-kill", Fault::KillLeader, true).await);
+    judge("leader kill", &run("lock-leader-kill", Fault::KillLeader, true).await, &[]);
 }
 
 #[actix_rt::test]
 async fn lock_ensemble_leader_isolated_from_its_followers() {
-    assert_clean("leader isolation", run("lock-leader-isolation", Fault::IsolateLeader, true).await);
+    judge("leader isolation", &run("lock-leader-isolation", Fault::IsolateLeader, true).await, &[]);
 }
 
 /// The control: without fencing, the paused holder's write lands after its session expired

@@ -14,10 +14,10 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use actix_zookeeper::prelude::*;
-use actix_zookeeper::{NodeData, Stat};
 use actix_zookeeper::testkit::{ClientLinks, RoleLine, RoleProcess, ZkEnsemble, ZkServer, unique_root};
+use actix_zookeeper::{NodeData, Stat};
 
-use super::history::{ListedNode, Violation, check_leftovers};
+use super::history::{ListedNode, Violation, ViolationKind, check_leftovers};
 use super::{config, connected};
 
 /// The session timeout of every role process: short, so that a pause or a partition past it
@@ -41,6 +41,32 @@ pub const WAIT: Duration = Duration::from_secs(60);
 pub fn rounds(short: usize) -> usize {
     let soak = std::env::var("ZK_SOAK").ok().and_then(|s| s.parse::<usize>().ok()).unwrap_or(1).max(1);
     short * soak
+}
+
+/// A defect a scenario exposes today that a later issue fixes: its violations are reported
+/// loudly instead of failing the run, so that the scenario keeps guarding everything else in CI.
+/// The issue that fixes the defect removes the entry, and the scenario becomes its regression
+/// test.
+#[derive(Debug, Clone, Copy)]
+pub struct KnownDefect {
+    /// The violation it shows as.
+    pub kind: ViolationKind,
+    /// Where it is tracked and what it is.
+    pub tracked_by: &'static str,
+}
+
+/// Fails the scenario for any violation that is not of a [`KnownDefect`]'s kind.
+pub fn judge(name: &str, violations: &[Violation], known: &[KnownDefect]) {
+    let (tolerated, failing): (Vec<&Violation>, Vec<&Violation>) =
+        violations.iter().partition(|v| known.iter().any(|k| k.kind == v.kind));
+    for defect in known {
+        let shown = tolerated.iter().filter(|v| v.kind == defect.kind).count();
+        if shown > 0 {
+            eprintln!("{name}: KNOWN DEFECT ({}) showed {shown} time(s):", defect.tracked_by);
+            tolerated.iter().filter(|v| v.kind == defect.kind).for_each(|v| eprintln!("  {v}"));
+        }
+    }
+    assert!(failing.is_empty(), "{name}: the history breaks the recipe's promises: {failing:#?}");
 }
 
 /// The faults of issue 12, each injected into one victim participant at a moment the workload
@@ -285,10 +311,7 @@ impl Scenario {
 
     /// `(participant id, line)` for every line of every participant, participant by participant.
     pub fn all_lines(&self) -> Vec<(String, RoleLine)> {
-        self.participants
-            .iter()
-            .flat_map(|p| p.process.lines().into_iter().map(move |l| (p.id.clone(), l)))
-            .collect()
+        self.participants.iter().flat_map(|p| p.process.lines().into_iter().map(move |l| (p.id.clone(), l))).collect()
     }
 
     /// The children of `dir` and the stat of each (empty if `dir` does not exist), read by the
@@ -304,6 +327,14 @@ impl Scenario {
         out
     }
 
+    /// Every line of every participant, labelled, in time order: the post-mortem of a run whose
+    /// history broke a promise.
+    pub fn transcript(&self) -> String {
+        let mut lines = self.all_lines();
+        lines.sort_by_key(|(_, l)| l.at_ms);
+        lines.iter().map(|(id, l)| format!("{id}: {}", l.raw)).collect::<Vec<_>>().join("\n")
+    }
+
     /// Every session id any participant printed as `session state=connected session=<hex>`.
     pub fn participant_sessions(&self) -> BTreeSet<i64> {
         self.all_lines()
@@ -315,12 +346,19 @@ impl Scenario {
     }
 
     /// The checker's verdict on the nodes left under `dir` once the participants are done with
-    /// it: every node a participant's session made there is a leftover (it should have deleted
-    /// it), and so is any persistent node.
+    /// it. A node of a live session must go as soon as its owner is done (a resign's delete may
+    /// still be on its way when the resign returns), and a node of a session its client gave up
+    /// must go when the server expires that session: so whatever is still there after two
+    /// session timeouts is judged, and every node a participant's session made is a leftover,
+    /// as is any persistent node.
     pub async fn leftovers(&self, dir: &str) -> Vec<Violation> {
-        let listed: Vec<ListedNode> = self
-            .listing(dir)
-            .await
+        let deadline = Instant::now() + 2 * SESSION_TIMEOUT;
+        let mut left = self.listing(dir).await;
+        while !left.is_empty() && Instant::now() < deadline {
+            actix_rt::time::sleep(Duration::from_millis(100)).await;
+            left = self.listing(dir).await;
+        }
+        let listed: Vec<ListedNode> = left
             .into_iter()
             .map(|(name, stat, _)| ListedNode { path: format!("{dir}/{name}"), ephemeral_owner: stat.ephemeral_owner })
             .collect();

@@ -55,4 +55,3 @@ pub async fn prepare_dirs(s: &SessionHandle) {
         s.ensure_path(&format!("/t/d{d}")).await.expect("dir");
     }
 }
-

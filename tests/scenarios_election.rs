@@ -1,0 +1,176 @@
+//! Leader election under the faults of production, across processes: three `zk-role election`
+//! processes; whoever leads makes fenced writes tagged with its term (the fencing token) until it
+//! has made its share, then resigns. The current leader meets the fault while it writes. The
+//! checker judges the server's record of accepted writes: one writer per term, terms never going
+//! back, every acknowledged write present and no failed one.
+//!
+//! The control runs without fencing under the pause fault and must show a term going back.
+#![cfg(feature = "testkit")]
+
+mod common;
+
+use common::history::{AcceptedTermWrite, TermWrite, Violation, ViolationKind, WriteOutcome, check_election};
+use common::scenario::{Fault, Scenario, judge, rounds};
+
+const PARTICIPANTS: usize = 3;
+
+async fn run(name: &str, fault: Fault, fenced: bool) -> Vec<Violation> {
+    let mut s = Scenario::start(name, fault).await;
+    let writes = rounds(15).to_string();
+    let mut args = vec!["--path", "/election", "--history", "/history", "--writes", &writes, "--interval-ms", "100"];
+    if !fenced {
+        args.push("--unfenced");
+    }
+    for i in 0..PARTICIPANTS {
+        s.spawn("election", &format!("p{i}"), &args).await;
+    }
+    // The fault lands on whoever leads, once it has written in its term.
+    let victim = current_writer(&s).await;
+    let (at, _) = s.wait_line(victim, 0, "a write", |l| l.kind == "write" && l.get("outcome") == Some("ok")).await;
+    let terms_before = terms_started(&s);
+    s.inject(fault, victim).await;
+    prove_the_fault_happened(&s, fault, victim, at, terms_before).await;
+
+    s.wait_all("done", |l| l.kind == "done").await;
+    // Every participant resigned: no election node may be left, whoever made it.
+    let mut violations = s.leftovers("/election").await;
+    s.finish_all();
+
+    let attempts = attempts(&s);
+    let mut accepted = s.listing("/history").await;
+    accepted.sort_by_key(|(_, stat, _)| stat.czxid);
+    let accepted: Vec<AcceptedTermWrite> = accepted
+        .iter()
+        .map(|(name, _, data)| {
+            AcceptedTermWrite::parse(&String::from_utf8_lossy(data))
+                .unwrap_or_else(|| panic!("history node {name}: {data:?}"))
+        })
+        .collect();
+    eprintln!("{name}: {} writes accepted, {} attempted, {} terms", accepted.len(), attempts.len(), terms_started(&s));
+    violations.extend(check_election(&attempts, &accepted));
+    if !violations.is_empty() {
+        eprintln!("{name}: what the participants printed:\n{}", s.transcript());
+    }
+    violations
+}
+
+/// The index of a participant that leads now (waits for one).
+async fn current_writer(s: &Scenario) -> usize {
+    let deadline = std::time::Instant::now() + common::scenario::WAIT;
+    loop {
+        for i in 0..s.participants.len() {
+            let lines = s.lines(i);
+            let leading = lines.iter().rev().find(|l| matches!(l.kind.as_str(), "leader" | "lost" | "done"));
+            if leading.is_some_and(|l| l.kind == "leader") {
+                return i;
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "nobody leads");
+        actix_rt::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+/// Terms won so far, by anyone.
+fn terms_started(s: &Scenario) -> usize {
+    (0..s.participants.len()).map(|i| s.lines(i).iter().filter(|l| l.kind == "leader").count()).sum()
+}
+
+async fn prove_the_fault_happened(s: &Scenario, fault: Fault, victim: usize, from: usize, terms_before: usize) {
+    if fault == Fault::ShortPartition {
+        let (i, _) = s
+            .wait_line(victim, from, "suspended", |l| l.kind == "session" && l.get("state") == Some("suspended"))
+            .await;
+        s.wait_line(victim, i, "reconnected", |l| l.kind == "session" && l.get("state") == Some("reconnected")).await;
+        assert!(
+            !s.lines(victim).iter().any(|l| l.kind == "session" && l.get("state") == Some("expired")),
+            "a partition within the session timeout must not cost the session"
+        );
+        return;
+    }
+    if matches!(fault, Fault::Pause | Fault::LongPartition) {
+        s.wait_line(victim, from, "its session's expiry", |l| l.kind == "session" && l.get("state") == Some("expired"))
+            .await;
+    }
+    // Someone won a new term after the fault (for the ensemble faults: the election went on).
+    let deadline = std::time::Instant::now() + common::scenario::WAIT;
+    while terms_started(s) <= terms_before {
+        assert!(std::time::Instant::now() < deadline, "no new term after {fault:?}");
+        actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Every write a participant attempted. A leader killed while it led may have had one write in
+/// flight (the role sends one at a time): it counts as unknown.
+fn attempts(s: &Scenario) -> Vec<TermWrite> {
+    let mut out = Vec::new();
+    for p in &s.participants {
+        let mut last: Option<(i64, u64)> = None;
+        let mut leading: Option<i64> = None;
+        for l in p.process.lines() {
+            match l.kind.as_str() {
+                "leader" => leading = l.num("token"),
+                "lost" | "done" => leading = None,
+                "write" => {
+                    let (term, n) = (l.num("term").expect("term"), l.num("n").expect("n"));
+                    last = Some((term, n));
+                    out.push(TermWrite {
+                        writer: p.id.clone(),
+                        term,
+                        n,
+                        outcome: WriteOutcome::parse(l.get("outcome").expect("outcome")).expect("outcome"),
+                    });
+                }
+                _ => {}
+            }
+        }
+        if let (true, Some(term)) = (p.killed, leading) {
+            let n = match last {
+                Some((t, n)) if t == term => n + 1,
+                _ => 1,
+            };
+            out.push(TermWrite { writer: p.id.clone(), term, n, outcome: WriteOutcome::Unknown });
+        }
+    }
+    out
+}
+
+#[actix_rt::test]
+async fn leader_paused_past_its_session_timeout() {
+    judge("pause", &run("election-pause", Fault::Pause, true).await, &[]);
+}
+
+#[actix_rt::test]
+async fn leader_partitioned_within_its_session_timeout() {
+    judge("short partition", &run("election-short-partition", Fault::ShortPartition, true).await, &[]);
+}
+
+#[actix_rt::test]
+async fn leader_partitioned_past_its_session_timeout() {
+    judge("long partition", &run("election-long-partition", Fault::LongPartition, true).await, &[]);
+}
+
+#[actix_rt::test]
+async fn leader_killed_while_writing() {
+    judge("kill -9", &run("election-kill", Fault::KillClient, true).await, &[]);
+}
+
+#[actix_rt::test]
+async fn election_ensemble_leader_killed() {
+    judge("leader kill", &run("election-leader-kill", Fault::KillLeader, true).await, &[]);
+}
+
+#[actix_rt::test]
+async fn election_ensemble_leader_isolated_from_its_followers() {
+    judge("leader isolation", &run("election-leader-isolation", Fault::IsolateLeader, true).await, &[]);
+}
+
+/// The control: without fencing, a paused leader writes in its old term after a new leader
+/// has written in a newer one.
+#[actix_rt::test]
+async fn control_without_fencing_a_paused_leader_writes_into_a_later_term() {
+    let violations = run("election-control", Fault::Pause, false).await;
+    assert!(
+        violations.iter().any(|v| matches!(v.kind, ViolationKind::TermWentBack | ViolationKind::TwoLeadersInTerm)),
+        "the unfenced workload must break the term order under the pause; violations: {violations:#?}"
+    );
+}
