@@ -75,23 +75,13 @@ fn terms_started(s: &Scenario) -> usize {
     (0..s.participants.len()).map(|i| s.lines(i).iter().filter(|l| l.kind == "leader").count()).sum()
 }
 
+/// A fault test first proves that its fault happened: the leader's session met it (see
+/// `prove_session_fault`), and, unless it kept its session, someone won a new term after it.
 async fn prove_the_fault_happened(s: &Scenario, fault: Fault, victim: usize, from: usize, terms_before: usize) {
+    s.prove_session_fault(fault, victim, from).await;
     if fault == Fault::ShortPartition {
-        let (i, _) = s
-            .wait_line(victim, from, "suspended", |l| l.kind == "session" && l.get("state") == Some("suspended"))
-            .await;
-        s.wait_line(victim, i, "reconnected", |l| l.kind == "session" && l.get("state") == Some("reconnected")).await;
-        assert!(
-            !s.lines(victim).iter().any(|l| l.kind == "session" && l.get("state") == Some("expired")),
-            "a partition within the session timeout must not cost the session"
-        );
         return;
     }
-    if matches!(fault, Fault::Pause | Fault::LongPartition) {
-        s.wait_line(victim, from, "its session's expiry", |l| l.kind == "session" && l.get("state") == Some("expired"))
-            .await;
-    }
-    // Someone won a new term after the fault (for the ensemble faults: the election went on).
     let deadline = std::time::Instant::now() + common::scenario::WAIT;
     while terms_started(s) <= terms_before {
         assert!(std::time::Instant::now() < deadline, "no new term after {fault:?}");

@@ -82,41 +82,17 @@ fn writes_by_others(s: &Scenario) -> usize {
     (1..s.participants.len()).map(|i| s.lines(i).iter().filter(|l| l.kind == "write").count()).sum()
 }
 
-/// A fault test first proves that its fault happened.
+/// A fault test first proves that its fault happened: the victim's session met it (see
+/// `prove_session_fault`), and, unless the victim kept its session, someone else wrote after it.
 async fn prove_the_fault_happened(s: &Scenario, fault: Fault, from: usize, others_before: usize) {
-    match fault {
-        // The victim's session ended, and the others wrote while it was gone.
-        Fault::Pause | Fault::LongPartition => {
-            s.wait_line(0, from, "its session's expiry", |l| l.kind == "session" && l.get("state") == Some("expired"))
-                .await;
-            assert!(writes_by_others(s) > others_before, "nobody else wrote while the victim was cut off");
-        }
-        // The victim was cut off, and came back on the same session.
-        Fault::ShortPartition => {
-            let (i, _) =
-                s.wait_line(0, from, "suspended", |l| l.kind == "session" && l.get("state") == Some("suspended")).await;
-            s.wait_line(0, i, "reconnected", |l| l.kind == "session" && l.get("state") == Some("reconnected")).await;
-            assert!(
-                !s.lines(0).iter().any(|l| l.kind == "session" && l.get("state") == Some("expired")),
-                "a partition within the session timeout must not cost the session"
-            );
-        }
-        // Another participant got the lock after the victim died holding it.
-        Fault::KillClient => {
-            let deadline = std::time::Instant::now() + common::scenario::WAIT;
-            while writes_by_others(s) <= others_before {
-                assert!(std::time::Instant::now() < deadline, "nobody took the lock from the killed holder");
-                actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
-        }
-        // The ensemble lost its leader (checked in `inject`); the workload went on after.
-        Fault::KillLeader | Fault::IsolateLeader => {
-            let deadline = std::time::Instant::now() + common::scenario::WAIT;
-            while writes_by_others(s) <= others_before {
-                assert!(std::time::Instant::now() < deadline, "no write after the ensemble fault");
-                actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
-        }
+    s.prove_session_fault(fault, 0, from).await;
+    if fault == Fault::ShortPartition {
+        return;
+    }
+    let deadline = std::time::Instant::now() + common::scenario::WAIT;
+    while writes_by_others(s) <= others_before {
+        assert!(std::time::Instant::now() < deadline, "nobody else wrote after {fault:?}");
+        actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
 

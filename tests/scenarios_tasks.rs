@@ -30,30 +30,48 @@ const WRONG_FINISHER: &[KnownDefect] = &[
     },
 ];
 
-async fn run(name: &str, fault: Fault) -> Vec<Violation> {
+/// Who meets the fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Victim {
+    /// Worker `w0`, while it runs tasks.
+    Worker,
+    /// The master in office, while tasks are being assigned.
+    Master,
+}
+
+async fn run(name: &str, fault: Fault, victim: Victim) -> Vec<Violation> {
     let mut s = Scenario::start(name, fault).await;
     // Workers first, so that the victim (worker 0) is at index 0.
     for i in 0..WORKERS {
-        s.spawn("task-worker", &format!("w{i}"), &["--root", "/tasks", "--concurrency", "4", "--work-ms", "100"]).await;
+        s.spawn("task-worker", &format!("w{i}"), &["--root", "/tasks", "--concurrency", "4", "--work-ms", "200"]).await;
     }
     for i in 0..2 {
         s.spawn("task-master", &format!("m{i}"), &["--root", "/tasks"]).await;
     }
     let client = TaskClient::new(s.observer.clone(), "/tasks").expect("client");
     let mut submitted = Vec::new();
-    for i in 0..rounds(120) {
+    for i in 0..rounds(240) {
         let id = common::bounded("submit", client.submit(format!("task-data-{i}"))).await.expect("submit");
         submitted.push(id);
     }
-    let (at, _) = s.wait_line(0, 0, "an assignment", |l| l.kind == "assigned").await;
-    s.inject(fault, 0).await;
-    prove_the_fault_happened(&s, fault, at).await;
+    s.wait_line(0, 0, "an assignment", |l| l.kind == "assigned").await;
+    let victim = match victim {
+        Victim::Worker => 0,
+        Victim::Master => master_in_office(&s),
+    };
+    let at = s.lines(victim).len();
+    s.inject(fault, victim).await;
+    // A worker's kill is judged once every result is in (`victims_work_was_redone`).
+    s.prove_session_fault(fault, victim, at).await;
 
     // Every task gets a result (a worker's fault delays some, it must not lose any).
     let mut results = BTreeMap::new();
     for id in &submitted {
         let result = client.result(id, WAIT).await.unwrap_or_else(|e| panic!("no result for {id}: {e}"));
         results.insert(id.as_str().to_owned(), result_writer(&String::from_utf8_lossy(&result)));
+    }
+    if fault == Fault::KillClient && victim == 0 {
+        victims_work_was_redone(&s, &results);
     }
     // Late reports (a worker hearing of its own finish) are part of the history.
     actix_rt::time::sleep(Duration::from_millis(500)).await;
@@ -79,84 +97,76 @@ async fn run(name: &str, fault: Fault) -> Vec<Violation> {
         .collect();
     let submitted: Vec<String> = submitted.iter().map(|id| id.as_str().to_owned()).collect();
     eprintln!("{name}: {} tasks, {} finish reports", submitted.len(), finished.len());
-    let violations = check_tasks(&submitted, &results, &finished, &left_tasks, &left_assigned);
+    let mut violations = check_tasks(&submitted, &results, &finished, &left_tasks, &left_assigned);
+    // The participants' sessions are closed: no registration or master candidate may be left.
+    violations.extend(s.leftovers("/tasks/workers").await);
+    violations.extend(s.leftovers("/tasks/master").await);
     if !violations.is_empty() {
         eprintln!("{name}: what the participants printed:\n{}", s.transcript());
     }
     violations
 }
 
-async fn prove_the_fault_happened(s: &Scenario, fault: Fault, from: usize) {
-    match fault {
-        Fault::Pause | Fault::LongPartition => {
-            s.wait_line(0, from, "its session's expiry", |l| l.kind == "session" && l.get("state") == Some("expired"))
-                .await;
-        }
-        Fault::ShortPartition => {
-            let (i, _) =
-                s.wait_line(0, from, "suspended", |l| l.kind == "session" && l.get("state") == Some("suspended")).await;
-            s.wait_line(0, i, "reconnected", |l| l.kind == "session" && l.get("state") == Some("reconnected")).await;
-        }
-        // Some task the killed worker had was finished by another worker.
-        Fault::KillClient => {
-            let had: Vec<String> = s
-                .lines(0)
-                .iter()
-                .filter(|l| l.kind == "assigned")
-                .filter_map(|l| l.get("task").map(str::to_owned))
-                .collect();
-            let finished_by_victim: Vec<String> = s
-                .lines(0)
-                .iter()
-                .filter(|l| l.kind == "finished")
-                .filter_map(|l| l.get("task").map(str::to_owned))
-                .collect();
-            let unfinished: Vec<&String> = had.iter().filter(|t| !finished_by_victim.contains(t)).collect();
-            assert!(!unfinished.is_empty(), "the killed worker had nothing in flight");
-            let deadline = std::time::Instant::now() + WAIT;
-            while !(1..WORKERS).any(|i| {
-                s.lines(i).iter().any(|l| {
-                    l.kind == "finished" && l.get("task").is_some_and(|t| unfinished.iter().any(|u| u.as_str() == t))
-                })
-            }) {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "the killed worker's tasks {unfinished:?} were never finished by another; what the participants printed:\n{}",
-                    s.transcript()
-                );
-                actix_rt::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-        Fault::KillLeader | Fault::IsolateLeader => {}
-    }
+/// The index of the master whose term started last.
+fn master_in_office(s: &Scenario) -> usize {
+    (WORKERS..s.participants.len())
+        .filter_map(|i| s.lines(i).iter().rev().find(|l| l.kind == "term").map(|l| (l.at_ms, i)))
+        .max()
+        .map(|(_, i)| i)
+        .expect("a master in office")
+}
+
+/// The kill bit: a task the killed worker had started and not reported finished has a result
+/// written by another worker.
+fn victims_work_was_redone(s: &Scenario, results: &BTreeMap<String, Option<String>>) {
+    let lines = s.lines(0);
+    let tasks_of = |kind: &str| -> Vec<String> {
+        lines.iter().filter(|l| l.kind == kind).filter_map(|l| l.get("task").map(str::to_owned)).collect()
+    };
+    let finished = tasks_of("finished");
+    let unfinished: Vec<String> = tasks_of("assigned").into_iter().filter(|t| !finished.contains(t)).collect();
+    assert!(
+        unfinished.iter().any(|t| results.get(t).is_some_and(|w| w.as_deref() != Some("w0"))),
+        "no task the killed worker had in flight ({unfinished:?}) was finished by another; what the participants printed:\n{}",
+        s.transcript()
+    );
 }
 
 #[actix_rt::test]
 async fn worker_paused_past_its_session_timeout() {
-    judge("pause", &run("tasks-pause", Fault::Pause).await, WRONG_FINISHER);
+    judge("pause", &run("tasks-pause", Fault::Pause, Victim::Worker).await, WRONG_FINISHER);
 }
 
 #[actix_rt::test]
 async fn worker_partitioned_within_its_session_timeout() {
-    judge("short partition", &run("tasks-short-partition", Fault::ShortPartition).await, &[]);
+    judge("short partition", &run("tasks-short-partition", Fault::ShortPartition, Victim::Worker).await, &[]);
 }
 
 #[actix_rt::test]
 async fn worker_partitioned_past_its_session_timeout() {
-    judge("long partition", &run("tasks-long-partition", Fault::LongPartition).await, WRONG_FINISHER);
+    judge("long partition", &run("tasks-long-partition", Fault::LongPartition, Victim::Worker).await, WRONG_FINISHER);
 }
 
 #[actix_rt::test]
 async fn worker_killed_with_tasks_running() {
-    judge("kill -9", &run("tasks-kill", Fault::KillClient).await, &[]);
+    judge("kill -9", &run("tasks-kill", Fault::KillClient, Victim::Worker).await, &[]);
 }
 
 #[actix_rt::test]
 async fn tasks_ensemble_leader_killed() {
-    judge("leader kill", &run("tasks-leader-kill", Fault::KillLeader).await, WRONG_FINISHER);
+    judge("leader kill", &run("tasks-leader-kill", Fault::KillLeader, Victim::Worker).await, WRONG_FINISHER);
 }
 
 #[actix_rt::test]
 async fn tasks_ensemble_leader_isolated_from_its_followers() {
-    judge("leader isolation", &run("tasks-leader-isolation", Fault::IsolateLeader).await, WRONG_FINISHER);
+    judge(
+        "leader isolation",
+        &run("tasks-leader-isolation", Fault::IsolateLeader, Victim::Worker).await,
+        WRONG_FINISHER,
+    );
+}
+
+#[actix_rt::test]
+async fn master_paused_past_its_session_timeout() {
+    judge("master pause", &run("tasks-master-pause", Fault::Pause, Victim::Master).await, WRONG_FINISHER);
 }

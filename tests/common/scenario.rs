@@ -296,6 +296,28 @@ impl Scenario {
         }
     }
 
+    /// Proves that a fault aimed at the victim's session bit as it should: past the session
+    /// timeout (pause, long partition) its session expired; within it (short partition) it was
+    /// suspended and came back on the same session, never expired. Other faults: nothing here.
+    /// `from` is the victim's first line that may show it.
+    pub async fn prove_session_fault(&self, fault: Fault, victim: usize, from: usize) {
+        let state_is = |state: &'static str| move |l: &RoleLine| l.kind == "session" && l.get("state") == Some(state);
+        match fault {
+            Fault::Pause | Fault::LongPartition => {
+                self.wait_line(victim, from, "its session's expiry", state_is("expired")).await;
+            }
+            Fault::ShortPartition => {
+                let (i, _) = self.wait_line(victim, from, "suspended", state_is("suspended")).await;
+                self.wait_line(victim, i, "reconnected", state_is("reconnected")).await;
+                assert!(
+                    !self.lines(victim)[from..].iter().any(state_is("expired")),
+                    "a partition within the session timeout must not cost the session"
+                );
+            }
+            Fault::KillClient | Fault::KillLeader | Fault::IsolateLeader => {}
+        }
+    }
+
     /// Closes every live participant's stdin and waits for it to exit 0.
     pub fn finish_all(&mut self) {
         for p in self.participants.iter_mut().filter(|p| !p.killed) {
