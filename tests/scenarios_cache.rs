@@ -14,7 +14,7 @@ use actix_zookeeper::cache::{CacheActor, CacheConfig, CacheEvent, Snapshot, Subs
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::testkit::{ClientLinks, ZkServer, unique_root};
 use common::history::check_cache;
-use common::scenario::{PAST_TIMEOUT, SESSION_TIMEOUT, WAIT, WITHIN_TIMEOUT, rounds};
+use common::scenario::{PAST_TIMEOUT, SESSION_TIMEOUT, WAIT, WITHIN_TIMEOUT, rounds, within_limit};
 use common::tree::{prepare_dirs, walk, write_randomly};
 use common::*;
 
@@ -79,10 +79,10 @@ async fn run(name: &str, outage: Duration) {
 
 #[actix_rt::test]
 async fn cache_partitioned_within_its_session_timeout() {
-    run("cache-short-partition", WITHIN_TIMEOUT).await;
+    within_limit(run("cache-short-partition", WITHIN_TIMEOUT)).await;
 }
 
 #[actix_rt::test]
 async fn cache_partitioned_past_its_session_timeout() {
-    run("cache-long-partition", PAST_TIMEOUT).await;
+    within_limit(run("cache-long-partition", PAST_TIMEOUT)).await;
 }

@@ -10,7 +10,7 @@
 mod common;
 
 use common::history::{AcceptedTermWrite, TermWrite, Violation, ViolationKind, WriteOutcome, check_election};
-use common::scenario::{Fault, Scenario, judge, rounds};
+use common::scenario::{Fault, Scenario, judge, rounds, within_limit};
 
 const PARTICIPANTS: usize = 3;
 
@@ -126,39 +126,39 @@ fn attempts(s: &Scenario) -> Vec<TermWrite> {
 
 #[actix_rt::test]
 async fn leader_paused_past_its_session_timeout() {
-    judge("pause", &run("election-pause", Fault::Pause, true).await, &[]);
+    judge("pause", &within_limit(run("election-pause", Fault::Pause, true)).await, &[]);
 }
 
 #[actix_rt::test]
 async fn leader_partitioned_within_its_session_timeout() {
-    judge("short partition", &run("election-short-partition", Fault::ShortPartition, true).await, &[]);
+    judge("short partition", &within_limit(run("election-short-partition", Fault::ShortPartition, true)).await, &[]);
 }
 
 #[actix_rt::test]
 async fn leader_partitioned_past_its_session_timeout() {
-    judge("long partition", &run("election-long-partition", Fault::LongPartition, true).await, &[]);
+    judge("long partition", &within_limit(run("election-long-partition", Fault::LongPartition, true)).await, &[]);
 }
 
 #[actix_rt::test]
 async fn leader_killed_while_writing() {
-    judge("kill -9", &run("election-kill", Fault::KillClient, true).await, &[]);
+    judge("kill -9", &within_limit(run("election-kill", Fault::KillClient, true)).await, &[]);
 }
 
 #[actix_rt::test]
 async fn election_ensemble_leader_killed() {
-    judge("leader kill", &run("election-leader-kill", Fault::KillLeader, true).await, &[]);
+    judge("leader kill", &within_limit(run("election-leader-kill", Fault::KillLeader, true)).await, &[]);
 }
 
 #[actix_rt::test]
 async fn election_ensemble_leader_isolated_from_its_followers() {
-    judge("leader isolation", &run("election-leader-isolation", Fault::IsolateLeader, true).await, &[]);
+    judge("leader isolation", &within_limit(run("election-leader-isolation", Fault::IsolateLeader, true)).await, &[]);
 }
 
 /// The control: without fencing, a paused leader writes in its old term after a new leader
 /// has written in a newer one.
 #[actix_rt::test]
 async fn control_without_fencing_a_paused_leader_writes_into_a_later_term() {
-    let violations = run("election-control", Fault::Pause, false).await;
+    let violations = within_limit(run("election-control", Fault::Pause, false)).await;
     assert!(
         violations.iter().any(|v| matches!(v.kind, ViolationKind::TermWentBack | ViolationKind::TwoLeadersInTerm)),
         "the unfenced workload must break the term order under the pause; violations: {violations:#?}"

@@ -10,7 +10,7 @@
 mod common;
 
 use common::history::{AcceptedWrite, LockWrite, ViolationKind, WriteOutcome, check_lock};
-use common::scenario::{Fault, Scenario, judge, rounds};
+use common::scenario::{Fault, Scenario, judge, rounds, within_limit};
 
 const PARTICIPANTS: usize = 3;
 /// Time between the read and the write: the window a fault is injected into.
@@ -127,32 +127,32 @@ fn attempts(s: &Scenario) -> Vec<LockWrite> {
 
 #[actix_rt::test]
 async fn lock_holder_paused_past_its_session_timeout() {
-    judge("pause", &run("lock-pause", Fault::Pause, true).await, &[]);
+    judge("pause", &within_limit(run("lock-pause", Fault::Pause, true)).await, &[]);
 }
 
 #[actix_rt::test]
 async fn lock_holder_partitioned_within_its_session_timeout() {
-    judge("short partition", &run("lock-short-partition", Fault::ShortPartition, true).await, &[]);
+    judge("short partition", &within_limit(run("lock-short-partition", Fault::ShortPartition, true)).await, &[]);
 }
 
 #[actix_rt::test]
 async fn lock_holder_partitioned_past_its_session_timeout() {
-    judge("long partition", &run("lock-long-partition", Fault::LongPartition, true).await, &[]);
+    judge("long partition", &within_limit(run("lock-long-partition", Fault::LongPartition, true)).await, &[]);
 }
 
 #[actix_rt::test]
 async fn lock_holder_killed_between_read_and_write() {
-    judge("kill -9", &run("lock-kill", Fault::KillClient, true).await, &[]);
+    judge("kill -9", &within_limit(run("lock-kill", Fault::KillClient, true)).await, &[]);
 }
 
 #[actix_rt::test]
 async fn lock_ensemble_leader_killed() {
-    judge("leader kill", &run("lock-leader-kill", Fault::KillLeader, true).await, &[]);
+    judge("leader kill", &within_limit(run("lock-leader-kill", Fault::KillLeader, true)).await, &[]);
 }
 
 #[actix_rt::test]
 async fn lock_ensemble_leader_isolated_from_its_followers() {
-    judge("leader isolation", &run("lock-leader-isolation", Fault::IsolateLeader, true).await, &[]);
+    judge("leader isolation", &within_limit(run("lock-leader-isolation", Fault::IsolateLeader, true)).await, &[]);
 }
 
 /// The control: without fencing, the paused holder's write lands after its session expired
@@ -160,7 +160,7 @@ async fn lock_ensemble_leader_isolated_from_its_followers() {
 /// violation, the pause fault does not bite and the scenarios above prove nothing.
 #[actix_rt::test]
 async fn control_without_fencing_the_pause_loses_an_update() {
-    let violations = run("lock-control", Fault::Pause, false).await;
+    let violations = within_limit(run("lock-control", Fault::Pause, false)).await;
     assert!(
         violations.iter().any(|v| v.kind == ViolationKind::LostUpdate),
         "the unfenced workload must lose an update under the pause; violations: {violations:#?}"

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use actix_zookeeper::queue::Queue;
 use actix_zookeeper::testkit::RoleLine;
 use common::history::{QueueEvent, QueueEventKind, Violation, ViolationKind, WriteOutcome, check_queue};
-use common::scenario::{Fault, KnownDefect, Scenario, WAIT, judge, rounds};
+use common::scenario::{Fault, KnownDefect, Scenario, WAIT, judge, rounds, within_limit};
 
 const CONSUMERS: usize = 3;
 
@@ -41,14 +41,7 @@ async fn run(name: &str, fault: Fault) -> Vec<Violation> {
     // A kill is judged once the queue is drained (`victims_items_were_redelivered`).
     s.prove_session_fault(fault, 0, at).await;
 
-    // Done when the queue and its claims are empty (or a minute has passed: the checker says why).
-    let deadline = Instant::now() + WAIT;
-    while !(s.listing("/queue").await.iter().all(|(n, _, _)| n == "claims")
-        && s.listing("/queue/claims").await.is_empty())
-        && Instant::now() < deadline
-    {
-        actix_rt::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_until_drained(&s).await;
     // Late acks still in flight are part of the history: give them a moment to be printed.
     actix_rt::time::sleep(Duration::from_millis(500)).await;
     let left_in_queue: Vec<String> =
@@ -78,6 +71,19 @@ async fn run(name: &str, fault: Fault) -> Vec<Violation> {
         eprintln!("{name}: what the participants printed:\n{}", s.transcript());
     }
     violations
+}
+
+/// Waits until the queue and its claims are empty, or a minute has passed (then the caller's
+/// checks say what is left).
+async fn wait_until_drained(s: &Scenario) {
+    let deadline = Instant::now() + WAIT;
+    while Instant::now() < deadline {
+        let items_left = s.listing("/queue").await.iter().any(|(n, _, _)| n != "claims");
+        if !items_left && s.listing("/queue/claims").await.is_empty() {
+            return;
+        }
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// The kill bit: an item the killed consumer had claimed and not acked was delivered to another.
@@ -121,30 +127,72 @@ fn events(s: &Scenario) -> Vec<QueueEvent> {
 
 #[actix_rt::test]
 async fn consumer_paused_past_its_session_timeout() {
-    judge("pause", &run("queue-pause", Fault::Pause).await, DOUBLE_ACK);
+    judge("pause", &within_limit(run("queue-pause", Fault::Pause)).await, DOUBLE_ACK);
 }
 
 #[actix_rt::test]
 async fn consumer_partitioned_within_its_session_timeout() {
-    judge("short partition", &run("queue-short-partition", Fault::ShortPartition).await, &[]);
+    judge("short partition", &within_limit(run("queue-short-partition", Fault::ShortPartition)).await, &[]);
 }
 
 #[actix_rt::test]
 async fn consumer_partitioned_past_its_session_timeout() {
-    judge("long partition", &run("queue-long-partition", Fault::LongPartition).await, DOUBLE_ACK);
+    judge("long partition", &within_limit(run("queue-long-partition", Fault::LongPartition)).await, DOUBLE_ACK);
 }
 
 #[actix_rt::test]
 async fn consumer_killed_with_deliveries_in_flight() {
-    judge("kill -9", &run("queue-kill", Fault::KillClient).await, &[]);
+    judge("kill -9", &within_limit(run("queue-kill", Fault::KillClient)).await, &[]);
 }
 
 #[actix_rt::test]
 async fn queue_ensemble_leader_killed() {
-    judge("leader kill", &run("queue-leader-kill", Fault::KillLeader).await, DOUBLE_ACK);
+    judge("leader kill", &within_limit(run("queue-leader-kill", Fault::KillLeader)).await, DOUBLE_ACK);
 }
 
 #[actix_rt::test]
 async fn queue_ensemble_leader_isolated_from_its_followers() {
-    judge("leader isolation", &run("queue-leader-isolation", Fault::IsolateLeader).await, DOUBLE_ACK);
+    judge("leader isolation", &within_limit(run("queue-leader-isolation", Fault::IsolateLeader)).await, DOUBLE_ACK);
+}
+
+/// Regression (found by `consumer_paused_past_its_session_timeout`): a consumer paused while its
+/// claim creates were still queued in the process found them executed on its *next* session once
+/// it woke (requests queued across an expiry run on the new session), and ignored their replies
+/// as stale: claims of the live session, on items another consumer had finished meanwhile — or on
+/// items still queued, which nobody could then claim for as long as that session lived. With fast
+/// work and many claims in flight, a few pauses make it likely that some claims are queued at the
+/// moment of the pause; the queue must still drain, with no claim left.
+#[actix_rt::test]
+async fn a_consumer_paused_while_claiming_leaves_no_claim_behind() {
+    within_limit(async {
+        let mut s = Scenario::start("queue-pause-claiming", Fault::Pause).await;
+        let queue = Queue::new(s.observer.clone(), "/queue");
+        let args = ["--queue", "/queue", "--concurrency", "16", "--work-ms", "1"];
+        for i in 0..2 {
+            s.spawn("queue-consumer", &format!("c{i}"), &args).await;
+        }
+        for cycle in 0..rounds(3) {
+            let batch: Vec<Vec<u8>> = (0..1000).map(|i| format!("item-{cycle}-{i:04}").into_bytes()).collect();
+            for chunk in batch.chunks(100) {
+                queue.put_all(chunk.to_vec()).await.expect("enqueue");
+            }
+            let from = s.lines(0).len();
+            let (at, _) = s.wait_line(0, from, "a delivery", |l| l.kind == "delivered").await;
+            s.inject(Fault::Pause, 0).await;
+            s.prove_session_fault(Fault::Pause, 0, at).await;
+            s.wait_line(0, at, "a new session", |l| l.kind == "session" && l.get("state") == Some("connected")).await;
+        }
+        wait_until_drained(&s).await;
+        let left_in_queue: Vec<String> =
+            s.listing("/queue").await.into_iter().map(|(n, _, _)| n).filter(|n| n != "claims").collect();
+        let left_claims: Vec<(String, i64)> =
+            s.listing("/queue/claims").await.into_iter().map(|(n, stat, _)| (n, stat.ephemeral_owner)).collect();
+        assert!(
+            left_in_queue.is_empty() && left_claims.is_empty(),
+            "the queue did not drain: {} items left, claims left (name, owner): {left_claims:?}",
+            left_in_queue.len()
+        );
+        s.finish_all();
+    })
+    .await;
 }

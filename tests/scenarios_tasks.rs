@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use actix_zookeeper::tasks::TaskClient;
 use common::history::{Violation, ViolationKind, check_tasks, result_writer};
-use common::scenario::{Fault, KnownDefect, Scenario, WAIT, judge, rounds};
+use common::scenario::{Fault, KnownDefect, Scenario, WAIT, judge, rounds, within_limit};
 
 const WORKERS: usize = 3;
 
@@ -134,39 +134,51 @@ fn victims_work_was_redone(s: &Scenario, results: &BTreeMap<String, Option<Strin
 
 #[actix_rt::test]
 async fn worker_paused_past_its_session_timeout() {
-    judge("pause", &run("tasks-pause", Fault::Pause, Victim::Worker).await, WRONG_FINISHER);
+    judge("pause", &within_limit(run("tasks-pause", Fault::Pause, Victim::Worker)).await, WRONG_FINISHER);
 }
 
 #[actix_rt::test]
 async fn worker_partitioned_within_its_session_timeout() {
-    judge("short partition", &run("tasks-short-partition", Fault::ShortPartition, Victim::Worker).await, &[]);
+    judge(
+        "short partition",
+        &within_limit(run("tasks-short-partition", Fault::ShortPartition, Victim::Worker)).await,
+        &[],
+    );
 }
 
 #[actix_rt::test]
 async fn worker_partitioned_past_its_session_timeout() {
-    judge("long partition", &run("tasks-long-partition", Fault::LongPartition, Victim::Worker).await, WRONG_FINISHER);
+    judge(
+        "long partition",
+        &within_limit(run("tasks-long-partition", Fault::LongPartition, Victim::Worker)).await,
+        WRONG_FINISHER,
+    );
 }
 
 #[actix_rt::test]
 async fn worker_killed_with_tasks_running() {
-    judge("kill -9", &run("tasks-kill", Fault::KillClient, Victim::Worker).await, &[]);
+    judge("kill -9", &within_limit(run("tasks-kill", Fault::KillClient, Victim::Worker)).await, &[]);
 }
 
 #[actix_rt::test]
 async fn tasks_ensemble_leader_killed() {
-    judge("leader kill", &run("tasks-leader-kill", Fault::KillLeader, Victim::Worker).await, WRONG_FINISHER);
+    judge(
+        "leader kill",
+        &within_limit(run("tasks-leader-kill", Fault::KillLeader, Victim::Worker)).await,
+        WRONG_FINISHER,
+    );
 }
 
 #[actix_rt::test]
 async fn tasks_ensemble_leader_isolated_from_its_followers() {
     judge(
         "leader isolation",
-        &run("tasks-leader-isolation", Fault::IsolateLeader, Victim::Worker).await,
+        &within_limit(run("tasks-leader-isolation", Fault::IsolateLeader, Victim::Worker)).await,
         WRONG_FINISHER,
     );
 }
 
 #[actix_rt::test]
 async fn master_paused_past_its_session_timeout() {
-    judge("master pause", &run("tasks-master-pause", Fault::Pause, Victim::Master).await, WRONG_FINISHER);
+    judge("master pause", &within_limit(run("tasks-master-pause", Fault::Pause, Victim::Master)).await, WRONG_FINISHER);
 }

@@ -393,7 +393,16 @@ impl QueueConsumerActor {
                 ctx.spawn(both.into_actor(self).map(move |(created, read), act, ctx| {
                     act.claiming.remove(&id);
                     if act.generation != generation {
-                        return; // the session ended meanwhile; the claim went with it
+                        // The session ended meanwhile. The claim went with it only if the create
+                        // ran on that session: a create still queued in this process at the
+                        // expiry runs on the next session, where a claim nobody tracks would
+                        // block its item for as long as that session lives. Give back whatever
+                        // of ours is there.
+                        if !matches!(created, Err(Error::NodeExists { .. } | Error::NoNode { .. })) {
+                            let release = release_if_ours(act.session.clone(), claim_path);
+                            ctx.spawn(release.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
+                        }
+                        return;
                     }
                     match (created, read) {
                         (Ok(claim), Ok(node)) => {

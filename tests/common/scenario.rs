@@ -37,6 +37,18 @@ pub const WITHIN_TIMEOUT: Duration = Duration::from_millis(1200);
 /// How long a scenario waits for any one thing before it fails.
 pub const WAIT: Duration = Duration::from_secs(60);
 
+/// How long one scenario may take in the short profile (times `ZK_SOAK` in a soak run).
+pub const SCENARIO_LIMIT: Duration = Duration::from_secs(120);
+
+/// Runs a scenario, failing it if it takes longer than [`SCENARIO_LIMIT`] (times `ZK_SOAK`).
+pub async fn within_limit<T>(scenario: impl std::future::Future<Output = T>) -> T {
+    let limit = SCENARIO_LIMIT * rounds(1) as u32;
+    match actix_rt::time::timeout(limit, scenario).await {
+        Ok(out) => out,
+        Err(_) => panic!("the scenario took longer than {limit:?}"),
+    }
+}
+
 /// The rounds of a workload: `short` in CI, `short × ZK_SOAK` in a soak run.
 pub fn rounds(short: usize) -> usize {
     let soak = std::env::var("ZK_SOAK").ok().and_then(|s| s.parse::<usize>().ok()).unwrap_or(1).max(1);
