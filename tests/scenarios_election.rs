@@ -90,11 +90,11 @@ async fn prove_the_fault_happened(s: &Scenario, fault: Fault, victim: usize, fro
 }
 
 /// Every write a participant attempted. A leader killed while it led may have had one write in
-/// flight (the role sends one at a time): it counts as unknown.
+/// flight (the role sends one at a time, numbering them across its terms): it counts as unknown.
 fn attempts(s: &Scenario) -> Vec<TermWrite> {
     let mut out = Vec::new();
     for p in &s.participants {
-        let mut last: Option<(i64, u64)> = None;
+        let mut last_n = 0;
         let mut leading: Option<i64> = None;
         for l in p.process.lines() {
             match l.kind.as_str() {
@@ -102,7 +102,7 @@ fn attempts(s: &Scenario) -> Vec<TermWrite> {
                 "lost" | "done" => leading = None,
                 "write" => {
                     let (term, n) = (l.num("term").expect("term"), l.num("n").expect("n"));
-                    last = Some((term, n));
+                    last_n = last_n.max(n);
                     out.push(TermWrite {
                         writer: p.id.clone(),
                         term,
@@ -114,11 +114,7 @@ fn attempts(s: &Scenario) -> Vec<TermWrite> {
             }
         }
         if let (true, Some(term)) = (p.killed, leading) {
-            let n = match last {
-                Some((t, n)) if t == term => n + 1,
-                _ => 1,
-            };
-            out.push(TermWrite { writer: p.id.clone(), term, n, outcome: WriteOutcome::Unknown });
+            out.push(TermWrite { writer: p.id.clone(), term, n: last_n + 1, outcome: WriteOutcome::Unknown });
         }
     }
     out
