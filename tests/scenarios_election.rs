@@ -82,11 +82,7 @@ async fn prove_the_fault_happened(s: &Scenario, fault: Fault, victim: usize, fro
     if fault == Fault::ShortPartition {
         return;
     }
-    let deadline = std::time::Instant::now() + common::scenario::WAIT;
-    while terms_started(s) <= terms_before {
-        assert!(std::time::Instant::now() < deadline, "no new term after {fault:?}");
-        actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    common::wait_until(&format!("a new term after {fault:?}"), || terms_started(s) > terms_before).await;
 }
 
 /// Every write a participant attempted. A leader killed while it led may have had one write in

@@ -89,11 +89,7 @@ async fn prove_the_fault_happened(s: &Scenario, fault: Fault, from: usize, other
     if fault == Fault::ShortPartition {
         return;
     }
-    let deadline = std::time::Instant::now() + common::scenario::WAIT;
-    while writes_by_others(s) <= others_before {
-        assert!(std::time::Instant::now() < deadline, "nobody else wrote after {fault:?}");
-        actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    common::wait_until(&format!("a write by another after {fault:?}"), || writes_by_others(s) > others_before).await;
 }
 
 /// Every write a participant attempted, from its lines. A `read` with no `write` after it (the
