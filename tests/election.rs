@@ -382,3 +382,40 @@ async fn a_bad_election_path_is_reported() {
     assert!(matches!(e, ElectionEvent::ElectionFailed { error: Error::InvalidPath { .. } }), "{e:?}");
     s.close().await;
 }
+
+/// Regression (issue 13, defect 1): a data change on the leader's node fires every watch on it
+/// (the next in line's, and each participant's leader watch) without ending the term; they must
+/// watch again, so that the next in line leads and everyone learns who leads once the leader
+/// resigns.
+#[actix_rt::test]
+async fn after_the_leaders_node_was_written_to_the_next_leads_and_everyone_learns_it() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("election-revoke");
+    let believers = Believers::default();
+    let other = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let mut participants = Vec::new();
+    for id in ["p0", "p1", "p2"] {
+        let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+        participants.push(join(&s, "/election", id, &believers));
+        // One after the other, so that p0 leads and p1 is next in line.
+        actix_rt::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (first, _) = next_leader(&participants, None).await;
+    assert_eq!(participants[first].id, "p0");
+    everyone_sees(&participants, "p0").await;
+    let leader_node = children(&other, "/election")
+        .await
+        .into_iter()
+        .min_by_key(|n| n.rsplit('-').next().map(str::to_owned))
+        .expect("a node");
+    other.set_data(&format!("/election/{leader_node}"), "p0", None).await.expect("write into the leader's node");
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    participants[first].election.send(Resign { requeue: false }).await.expect("actor").expect("resign");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !participants[1].events.snapshot().iter().any(|e| acquired(e).is_some()) {
+        assert!(std::time::Instant::now() < deadline, "p1 never took over after p0 resigned");
+        actix_rt::time::sleep(Duration::from_millis(10)).await;
+    }
+    everyone_sees(&participants[1..], "p1").await;
+}

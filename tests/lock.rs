@@ -586,3 +586,50 @@ async fn guarded_until_known(grant: &LockGrant, s: &SessionHandle, ops: Vec<Op>)
         }
     }
 }
+
+/// Regression (issue 13, defect 1): a data change on the node a waiter watches (Curator's
+/// `Revoker` writes `__REVOKE__` into lock nodes) fires the watch without ending the wait; the
+/// waiter must watch again, and wake when the holder releases.
+#[actix_rt::test]
+async fn a_waiter_wakes_after_its_predecessor_was_written_to() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("revoke-waiter");
+    let (a, b, other) = (
+        session_at(&zk.connect_string(), &root).await,
+        session_at(&zk.connect_string(), &root).await,
+        session_at(&zk.connect_string(), &root).await,
+    );
+    let holder = LockActor::new(a, LockConfig::new("/lock").with_participant_id("a")).start();
+    let waiter = LockActor::new(b, LockConfig::new("/lock").with_participant_id("b")).start();
+    let grant = holder.send(Acquire::default()).await.expect("actor").expect("a holds");
+    let waiting = waiter.send(Acquire { timeout: Some(Duration::from_secs(10)) });
+    wait_until_nodes(&other, "/lock", 2).await;
+    // Give the waiter time to set its watch on the holder's node, then write into that node.
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    other.set_data(&grant.node, "__REVOKE__", None).await.expect("write into the holder's node");
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    holder.send(Release).await.expect("actor").expect("release");
+    let granted = waiting.await.expect("actor");
+    assert!(granted.is_ok(), "the waiter never woke after the release: {granted:?}");
+}
+
+/// Regression (issue 13, defect 1): a data change on the held node fires the holder's watch on
+/// it; the holder must watch again, and learn when the node is deleted afterwards.
+#[actix_rt::test]
+async fn a_holder_learns_its_node_was_deleted_after_it_was_written_to() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("revoke-holder");
+    let (a, other) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let holder = LockActor::new(a, LockConfig::new("/lock").with_participant_id("a")).start();
+    let events = Recorded::<LockEvent>::start();
+    holder.do_send(Subscribe { recipient: events.recipient.clone() });
+    let grant = holder.send(Acquire::default()).await.expect("actor").expect("a holds");
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    other.set_data(&grant.node, "__REVOKE__", None).await.expect("write into the held node");
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    other.delete(&grant.node, None).await.expect("delete the held node");
+    let (_, lost) = events.wait_for(0, Duration::from_secs(10), |e| matches!(e, LockEvent::Lost { .. })).await;
+    assert_eq!(lost, LockEvent::Lost { token: grant.token, reason: LockLostReason::NodeDeleted });
+}

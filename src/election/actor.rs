@@ -16,7 +16,7 @@ use crate::recipe::{
     Abandon, ConnectionPolicy, Contender, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Relisted,
     Withdraw, delete_until_gone, disconnect_deadline,
 };
-use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
+use crate::session::{SessionEvent, SessionHandle, WatchEvent};
 
 type LeaderFactory = Box<dyn Fn(LeaderTerm) -> Recipient<StopLeading>>;
 
@@ -449,9 +449,11 @@ impl Handler<WatchEvent> for ElectionActor {
     type Result = ();
 
     fn handle(&mut self, event: WatchEvent, ctx: &mut Context<Self>) {
-        let leader_gone = event.kind == WatchEventKind::NodeDeleted || event.kind == WatchEventKind::SessionEnded;
         debug!(parent: &self.span, path = %event.path, kind = ?event.kind, "watch event");
-        if leader_gone && self.watched_leader.as_deref() == Some(event.path.as_str()) {
+        // Any event on the leader's node consumed its one-shot watch: a deletion or a session end
+        // calls for a new look, and so does a data change (the term goes on, but without a new
+        // watch the next change of leader would never be heard).
+        if self.watched_leader.as_deref() == Some(event.path.as_str()) {
             self.watched_leader = None;
             self.observe(ctx);
         }

@@ -251,12 +251,7 @@ impl Contender {
 
     /// Takes `node` as ours: watch it, then stand in line (or withdraw, if asked meanwhile).
     fn adopt(&mut self, node: Node, listing: Option<Children>, ctx: &mut Context<Self>) {
-        let watch_own = self.session.exists_watched(&node.path, ctx.address().recipient());
-        ctx.spawn(watch_own.into_actor(self).map(|exists, act, ctx| {
-            if let Ok(None) = exists {
-                act.on_own_node_deleted(ctx);
-            }
-        }));
+        self.watch_own(node.path.clone(), ctx);
         self.state = State::Waiting { node, watch: String::new(), blockers: usize::MAX };
         if self.withdrawing() {
             self.withdraw(ctx);
@@ -322,15 +317,34 @@ impl Contender {
                     self.report(ContenderEvent::Waiting { node: node.path.clone(), ahead: watched.clone() });
                 }
                 self.state = State::Waiting { node, watch: watched.clone(), blockers };
-                let exists = self.session.exists_watched(&watched, ctx.address().recipient());
-                ctx.spawn(exists.into_actor(self).map(move |exists, act, ctx| match exists {
-                    Ok(Some(_)) => {}
-                    Ok(None) => act.on_watched_deleted(&watched, ctx),
-                    Err(_) => act.relist(ctx),
-                }));
+                self.watch_ahead(watched, ctx);
             }
             Standing::Missing => self.on_own_node_deleted(ctx),
         }
+    }
+
+    /// Watches our own node. A data watch, not an `exists` watch: it is only ever set on a node
+    /// that exists, so none is left on the server once the node is gone (an `exists` watch on a
+    /// missing node stays until that path is created, and sequential names never come back).
+    /// Fired by a data change (Curator's `Revoker` writes into lock nodes), it is set again.
+    fn watch_own(&mut self, path: String, ctx: &mut Context<Self>) {
+        let read = self.session.get_data_watched(&path, ctx.address().recipient());
+        ctx.spawn(read.into_actor(self).map(move |read, act, ctx| {
+            if matches!(read, Err(Error::NoNode { .. })) && act.node().is_some_and(|node| node.path == path) {
+                act.on_own_node_deleted(ctx);
+            }
+        }));
+    }
+
+    /// Watches the node ahead of ours, with a data watch for the same reason as
+    /// [`watch_own`](Self::watch_own); a missing node ahead means it is gone.
+    fn watch_ahead(&mut self, watched: String, ctx: &mut Context<Self>) {
+        let read = self.session.get_data_watched(&watched, ctx.address().recipient());
+        ctx.spawn(read.into_actor(self).map(move |read, act, ctx| match read {
+            Ok(_) => {}
+            Err(Error::NoNode { .. }) => act.on_watched_deleted(&watched, ctx),
+            Err(_) => act.relist(ctx),
+        }));
     }
 
     /// Lists the directory with a children watch (lease rule), and stands on that listing.
@@ -575,7 +589,17 @@ impl Handler<WatchEvent> for Contender {
             }
             return;
         }
+        if event.kind == WatchEventKind::SessionEnded {
+            return; // the session events say what to do
+        }
         if event.kind != WatchEventKind::NodeDeleted {
+            // A data change fired a one-shot watch without ending anything: watch again, or
+            // the deletion that matters would never be heard.
+            if self.node().is_some_and(|node| node.path == event.path) {
+                self.watch_own(event.path, ctx);
+            } else if matches!(&self.state, State::Waiting { watch, .. } if *watch == event.path) {
+                self.watch_ahead(event.path, ctx);
+            }
             return;
         }
         if self.node().is_some_and(|node| node.path == event.path) {
