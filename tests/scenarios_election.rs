@@ -109,7 +109,7 @@ fn attempts(s: &Scenario) -> Vec<TermWrite> {
                 _ => {}
             }
         }
-        if let (true, Some(term)) = (p.killed, leading) {
+        if let (true, Some(term)) = (p.killed(), leading) {
             out.push(TermWrite { writer: p.id.clone(), term, n: last_n + 1, outcome: WriteOutcome::Unknown });
         }
     }

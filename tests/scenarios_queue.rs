@@ -52,7 +52,7 @@ async fn run(name: &str, fault: Fault) -> Vec<Violation> {
     if fault == Fault::KillClient {
         victims_items_were_redelivered(&s);
     }
-    let faulted: BTreeSet<String> = s.participants.iter().filter(|p| p.faulted).map(|p| p.id.clone()).collect();
+    let faulted: BTreeSet<String> = s.participants.iter().filter(|p| p.faulted()).map(|p| p.id.clone()).collect();
     let events = events(&s);
     let mut deliveries = std::collections::BTreeMap::<&str, usize>::new();
     for e in &events {

@@ -16,7 +16,7 @@ use crate::recipe::{
     Abandon, ConnectionPolicy, Contender, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Relisted,
     Withdraw, delete_until_gone, disconnect_deadline,
 };
-use crate::session::{SessionEvent, SessionHandle, WatchEvent};
+use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
 type LeaderFactory = Box<dyn Fn(LeaderTerm) -> Recipient<StopLeading>>;
 
@@ -294,19 +294,24 @@ impl ElectionActor {
                 return; // its watch is set (or being set)
             }
             act.watched_leader = Some(node.clone());
-            let read = act.session.get_data_watched(&node, ctx.address().recipient());
-            ctx.spawn(read.into_actor(act).map(move |read, act, ctx| {
-                if act.watched_leader.as_deref() != Some(node.as_str()) {
-                    return; // it went (its deletion was seen first) and we moved on
+            act.watch_leader(node, ctx);
+        }));
+    }
+
+    /// Reads the leader's node `node` (its data is the leader's id) and watches it.
+    fn watch_leader(&mut self, node: String, ctx: &mut Context<Self>) {
+        let read = self.session.get_data_watched(&node, ctx.address().recipient());
+        ctx.spawn(read.into_actor(self).map(move |read, act, ctx| {
+            if act.watched_leader.as_deref() != Some(node.as_str()) {
+                return; // it went (its deletion was seen first) and we moved on
+            }
+            match read {
+                Ok(data) => act.report_leader(Some(String::from_utf8_lossy(&data.data).into_owned())),
+                Err(_) => {
+                    act.watched_leader = None; // gone meanwhile: read again
+                    act.observe(ctx);
                 }
-                match read {
-                    Ok(data) => act.report_leader(Some(String::from_utf8_lossy(&data.data).into_owned())),
-                    Err(_) => {
-                        act.watched_leader = None; // gone meanwhile: read again
-                        act.observe(ctx);
-                    }
-                }
-            }));
+            }
         }));
     }
 
@@ -450,12 +455,17 @@ impl Handler<WatchEvent> for ElectionActor {
 
     fn handle(&mut self, event: WatchEvent, ctx: &mut Context<Self>) {
         debug!(parent: &self.span, path = %event.path, kind = ?event.kind, "watch event");
-        // Any event on the leader's node consumed its one-shot watch: a deletion or a session end
-        // calls for a new look, and so does a data change (the term goes on, but without a new
-        // watch the next change of leader would never be heard).
-        if self.watched_leader.as_deref() == Some(event.path.as_str()) {
-            self.watched_leader = None;
-            self.observe(ctx);
+        if self.watched_leader.as_deref() != Some(event.path.as_str()) {
+            return;
+        }
+        match event.kind {
+            // The term goes on, but the change consumed the one-shot watch: without a new one,
+            // the next change of leader would never be heard.
+            WatchEventKind::DataChanged => self.watch_leader(event.path, ctx),
+            _ => {
+                self.watched_leader = None;
+                self.observe(ctx);
+            }
         }
     }
 }

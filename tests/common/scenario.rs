@@ -17,7 +17,7 @@ use actix_zookeeper::prelude::*;
 use actix_zookeeper::testkit::{ClientLinks, RoleLine, RoleProcess, ZkEnsemble, ZkServer, unique_root};
 use actix_zookeeper::{NodeData, Stat};
 
-use super::history::{ListedNode, Violation, ViolationKind, check_leftovers};
+use super::history::{ListedNode, Violation, ViolationKind, assert_clean, check_leftovers};
 use super::{config, connected};
 
 /// The session timeout of every role process: short, so that a pause or a partition past it
@@ -81,7 +81,8 @@ pub fn judge(name: &str, violations: &[Violation], known: &[KnownDefect]) {
             tolerated.iter().filter(|v| v.kind == defect.kind).for_each(|v| eprintln!("  {v}"));
         }
     }
-    assert!(failing.is_empty(), "{name}: the history breaks the recipe's promises: {failing:#?}");
+    let failing: Vec<Violation> = failing.into_iter().cloned().collect();
+    assert_clean(name, &failing);
 }
 
 /// The faults of issue 12, each injected into one victim participant at a moment the workload
@@ -159,10 +160,31 @@ pub struct Participant {
     pub process: RoleProcess,
     /// Its links to every server.
     pub links: ClientLinks,
+    /// What the faults did to it.
+    pub fate: Fate,
+}
+
+/// What the faults of a scenario did to a participant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// Nothing that could have ended its session.
+    Untouched,
+    /// A fault that could have ended its session; the process lives on.
+    Faulted,
+    /// Its process was killed.
+    Killed,
+}
+
+impl Participant {
     /// Whether it met a fault that could have ended its session or its process.
-    pub faulted: bool,
-    /// Whether it was killed.
-    pub killed: bool,
+    pub fn faulted(&self) -> bool {
+        self.fate != Fate::Untouched
+    }
+
+    /// Whether its process was killed.
+    pub fn killed(&self) -> bool {
+        self.fate == Fate::Killed
+    }
 }
 
 /// A running scenario.
@@ -213,7 +235,7 @@ impl Scenario {
         ];
         args.extend_from_slice(extra);
         let process = RoleProcess::spawn(env!("CARGO_BIN_EXE_zk-role"), &args).expect("spawn zk-role");
-        self.participants.push(Participant { id: id.to_owned(), process, links, faulted: false, killed: false });
+        self.participants.push(Participant { id: id.to_owned(), process, links, fate: Fate::Untouched });
         let index = self.participants.len() - 1;
         self.wait_line(index, 0, "ready", |l| l.kind == "ready").await;
         index
@@ -248,7 +270,7 @@ impl Scenario {
     /// Waits until every participant that was not killed has printed a line matching `pred`.
     pub async fn wait_all(&self, what: &str, pred: impl Fn(&RoleLine) -> bool) {
         for (i, p) in self.participants.iter().enumerate() {
-            if !p.killed {
+            if !p.killed() {
                 self.wait_line(i, 0, what, &pred).await;
             }
         }
@@ -279,7 +301,7 @@ impl Scenario {
             }
             Fault::KillClient => {
                 self.participants[victim].process.kill().expect("SIGKILL");
-                self.participants[victim].killed = true;
+                self.participants[victim].fate = Fate::Killed;
             }
             Fault::KillLeader => {
                 let ensemble = self.servers.ensemble();
@@ -325,10 +347,18 @@ impl Scenario {
             }
         }
         // Ensemble faults may cost any participant its session; client faults only the victim's.
-        if fault.needs_ensemble() {
-            self.participants.iter_mut().for_each(|p| p.faulted = true);
+        let fated: Vec<usize> = if fault.needs_ensemble() {
+            (0..self.participants.len()).collect()
         } else if fault.may_end_session() {
-            self.participants[victim].faulted = true;
+            vec![victim]
+        } else {
+            Vec::new()
+        };
+        for i in fated {
+            let p = &mut self.participants[i];
+            if p.fate == Fate::Untouched {
+                p.fate = Fate::Faulted;
+            }
         }
     }
 
@@ -356,7 +386,7 @@ impl Scenario {
 
     /// Closes every live participant's stdin and waits for it to exit 0.
     pub fn finish_all(&mut self) {
-        for p in self.participants.iter_mut().filter(|p| !p.killed) {
+        for p in self.participants.iter_mut().filter(|p| !p.killed()) {
             let status = p.process.finish(WAIT).expect("role exits");
             assert!(status.success(), "{} exited with {status}", p.id);
         }
