@@ -54,6 +54,7 @@ pub mod lock;
 pub mod path;
 pub mod queue;
 pub mod recipe;
+pub mod retry;
 pub mod session;
 pub mod tasks;
 #[cfg(feature = "testkit")]

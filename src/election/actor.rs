@@ -12,6 +12,7 @@ use tracing::{debug, info, warn};
 use super::messages::*;
 use crate::path;
 use crate::recipe::naming::{self, LATCH_NAME, Rule};
+use crate::recipe::participants;
 use crate::recipe::{
     Abandon, ConnectionPolicy, Contender, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Relisted,
     Withdraw, delete_until_gone, disconnect_deadline,
@@ -129,6 +130,8 @@ pub struct ElectionActor {
     watched_leader: Option<String>,
     /// The last leader id reported in `LeaderChanged`.
     leader_id: Option<String>,
+    /// Callers of [`Leadership`] waiting for this participant to lead.
+    awaiting: Vec<futures::channel::oneshot::Sender<Result<LeaderTerm, ElectionError>>>,
     span: tracing::Span,
 }
 
@@ -144,6 +147,7 @@ impl ElectionActor {
             subscribers: Vec::new(),
             watched_leader: None,
             leader_id: None,
+            awaiting: Vec::new(),
             span,
         }
     }
@@ -248,6 +252,10 @@ impl ElectionActor {
             leader: None,
         };
         self.broadcast(ElectionEvent::LeadershipAcquired { token });
+        let term = LeaderTerm { token, node: node.clone(), version };
+        for waiter in self.awaiting.drain(..) {
+            let _ = waiter.send(Ok(term.clone()));
+        }
         self.start_leader();
         // Our own node is watched by our contender, not by the observer.
         self.watched_leader = None;
@@ -370,47 +378,14 @@ impl ElectionActor {
 
     /// Reads every participant's id, in line order.
     fn read_participants(&self) -> impl std::future::Future<Output = Result<Vec<String>, ElectionError>> + 'static {
-        let session = self.session.clone();
-        let dir = self.config.path.clone();
-        async move {
-            let names = match session.children(&dir).await {
-                Ok(children) => path::sequential_in_order(children.names),
-                Err(crate::Error::NoNode { .. }) => return Ok(Vec::new()),
-                Err(err) => return Err(err.into()),
-            };
-            // All reads are sent before any is awaited: one round trip for all of them.
-            let reads: Vec<_> = names.iter().map(|n| session.get_data(&path::join(&dir, n))).collect();
-            let mut ids = Vec::with_capacity(reads.len());
-            for read in reads {
-                match read.await {
-                    Ok(node) => ids.push(String::from_utf8_lossy(&node.data).into_owned()),
-                    Err(crate::Error::NoNode { .. }) => {} // left meanwhile
-                    Err(err) => return Err(err.into()),
-                }
-            }
-            Ok(ids)
-        }
+        let read = participants::read_participants(self.session.clone(), self.config.path.clone());
+        async move { Ok(read.await?) }
     }
 
-    /// Reads the leader's id only (the first node's data), looking again if it left meanwhile.
+    /// Reads the leader's id only (the first node's data).
     fn read_leader(&self) -> impl std::future::Future<Output = Result<Option<String>, ElectionError>> + 'static {
-        let session = self.session.clone();
-        let dir = self.config.path.clone();
-        async move {
-            loop {
-                let names = match session.children(&dir).await {
-                    Ok(children) => path::sequential_in_order(children.names),
-                    Err(crate::Error::NoNode { .. }) => return Ok(None),
-                    Err(err) => return Err(err.into()),
-                };
-                let Some(first) = names.first() else { return Ok(None) };
-                match session.get_data(&path::join(&dir, first)).await {
-                    Ok(node) => return Ok(Some(String::from_utf8_lossy(&node.data).into_owned())),
-                    Err(crate::Error::NoNode { .. }) => continue,
-                    Err(err) => return Err(err.into()),
-                }
-            }
-        }
+        let read = participants::read_first(self.session.clone(), self.config.path.clone());
+        async move { Ok(read.await?) }
     }
 }
 
@@ -549,5 +524,25 @@ impl Handler<Subscribe> for ElectionActor {
             msg.recipient.do_send(ElectionEvent::LeaderChanged { leader_id: Some(id.clone()) });
         }
         self.subscribers.push(msg.recipient);
+    }
+}
+
+impl Handler<Leadership> for ElectionActor {
+    type Result = crate::recipe::Reply<Result<LeaderTerm, ElectionError>>;
+
+    fn handle(&mut self, _: Leadership, _: &mut Context<Self>) -> Self::Result {
+        use crate::recipe::Reply;
+        let path = self.config.path.clone();
+        match &self.state {
+            ElectionState::Leading { node, token, version, link: Link::Up, .. } => {
+                Reply::Now(Ok(LeaderTerm { token: *token, node: node.clone(), version: *version }))
+            }
+            ElectionState::Idle => Reply::Now(Err(ElectionError::NotParticipating { path })),
+            _ => {
+                let (tx, reply) = Reply::later(Err(ElectionError::Stopped { path }));
+                self.awaiting.push(tx);
+                reply
+            }
+        }
     }
 }

@@ -34,6 +34,14 @@ pub struct Participants;
 #[rtype(result = "Result<Option<String>, ElectionError>")]
 pub struct CurrentLeader;
 
+/// Wait until this participant leads (Curator's `LeaderLatch.await()`): answered at once with
+/// the current term when leading, else when leadership is next acquired or restored.
+/// [`ElectionError::NotParticipating`] when this participant is not in line (it resigned
+/// without requeue, or it failed).
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "Result<LeaderTerm, ElectionError>")]
+pub struct Leadership;
+
 /// Send every [`ElectionEvent`] of this participant to `recipient`.
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "()")]
@@ -127,6 +135,19 @@ pub struct LeaderTerm {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ElectionError {
+    /// This participant is not in line (it resigned without requeue, or it failed), so it
+    /// cannot become leader until it joins again.
+    #[error("not taking part in election {path}")]
+    NotParticipating {
+        /// The election directory.
+        path: String,
+    },
+    /// The election actor has stopped.
+    #[error("the actor of election {path} has stopped")]
+    Stopped {
+        /// The election directory.
+        path: String,
+    },
     /// A ZooKeeper request failed.
     #[error(transparent)]
     ZooKeeper(#[from] Error),

@@ -13,7 +13,7 @@ mod messages;
 
 pub use actor::{ElectionActor, ElectionConfig};
 pub use messages::{
-    CurrentLeader, ElectionError, ElectionEvent, Join, LeaderTerm, LeadershipLostReason, Participants, Resign, Stop,
+    CurrentLeader, ElectionError, ElectionEvent, Join, LeaderTerm, Leadership, LeadershipLostReason, Participants, Resign, Stop,
     StopLeading, Subscribe,
 };
 

@@ -13,7 +13,7 @@ use tracing::{debug, info, warn};
 
 use super::error::LockError;
 use super::grant::LockGrant;
-use super::messages::{Acquire, LockEvent, LockLostReason, Release, Subscribe, TryAcquire};
+use super::messages::{Acquire, GiveBack, LockEvent, LockLostReason, Participants, Release, Subscribe, TryAcquire};
 use crate::recipe::naming::{self, LOCK_NAME, READ_NAME, Rule, WRITE_NAME};
 use crate::recipe::{
     Abandon, ConnectionPolicy, Contender, ContenderEvent, ContenderReport, ContenderSpec, Reply, Withdraw,
@@ -495,5 +495,24 @@ impl Handler<Announce> for LockActor {
             info!(parent: &self.span, %node, "lock released");
         }
         self.broadcast(msg.0);
+    }
+}
+
+impl Handler<Participants> for LockActor {
+    type Result = ResponseFuture<Result<Vec<String>, LockError>>;
+
+    fn handle(&mut self, _: Participants, _: &mut Context<Self>) -> Self::Result {
+        let read = crate::recipe::participants::read_participants(self.session.clone(), self.config.dir.clone());
+        Box::pin(async move { read.await.map_err(LockError::ZooKeeper) })
+    }
+}
+
+impl Handler<GiveBack> for LockActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: GiveBack, ctx: &mut Context<Self>) {
+        if matches!(&self.state, LockState::Held { grant, .. } if grant.token == msg.token) {
+            ctx.notify(Release);
+        }
     }
 }

@@ -41,6 +41,29 @@ pub enum LockError {
         /// The lock node that was checked.
         node: String,
     },
+    /// The lock had already been lost when it was released (its session expired, or someone
+    /// else deleted its node): nothing was deleted, and subscribers were told `Lost`.
+    #[error("lock {dir} was already lost ({reason:?}) when released")]
+    Lost {
+        /// The lock directory.
+        dir: String,
+        /// Why it was lost.
+        reason: super::LockLostReason,
+    },
+    /// The configuration cannot work (a semaphore with no leases, ...); nothing was sent.
+    #[error("lock {dir} is misconfigured: {reason}")]
+    InvalidConfig {
+        /// The lock directory.
+        dir: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The lock actor has stopped; whatever it held is released.
+    #[error("the actor of lock {dir} has stopped")]
+    Stopped {
+        /// The lock directory.
+        dir: String,
+    },
     /// A ZooKeeper request failed (bad path, parent is ephemeral, no permission, ...).
     #[error(transparent)]
     ZooKeeper(#[from] Error),

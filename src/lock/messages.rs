@@ -28,6 +28,23 @@ pub struct TryAcquire;
 #[rtype(result = "Result<(), LockError>")]
 pub struct Release;
 
+/// The participant ids of this lock's nodes in line order, read from ZooKeeper now: the holder
+/// first (for a read/write lock: every node of the directory, readers and writers alike; for a
+/// semaphore: the lease holders first, then the waiting). Empty when nobody takes part.
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "Result<Vec<String>, LockError>")]
+pub struct Participants;
+
+/// Give back the grant with this token if it is still held (a [`Release`] that answers nobody).
+/// Sent by a [`LockHandle`](super::LockHandle) whose `acquire` future was dropped after the grant
+/// reached it but before it was returned, so that a grant nobody received is never kept.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct GiveBack {
+    /// The token of the grant to give back; a later grant is not touched.
+    pub token: FencingToken,
+}
+
 /// Send every [`LockEvent`] of this lock actor to `recipient`.
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "()")]

@@ -21,7 +21,7 @@ mod semaphore;
 pub use actor::{LockActor, LockConfig, LockKind};
 pub use error::LockError;
 pub use grant::LockGrant;
-pub use messages::{Acquire, LockEvent, LockLostReason, Release, Subscribe, TryAcquire};
+pub use messages::{Acquire, GiveBack, LockEvent, LockLostReason, Participants, Release, Subscribe, TryAcquire};
 pub use semaphore::{SemaphoreActor, SemaphoreConfig};
 
 pub use crate::recipe::{ConnectionPolicy, FencingToken};

@@ -17,7 +17,7 @@ use tracing::{info, warn};
 
 use super::error::LockError;
 use super::grant::LockGrant;
-use super::messages::{Acquire, LockEvent, LockLostReason, Release, Subscribe};
+use super::messages::{Acquire, GiveBack, LockEvent, LockLostReason, Participants, Release, Subscribe};
 use crate::path;
 use crate::recipe::naming::{self, LEASE_NAME, LOCK_NAME, Rule};
 use crate::recipe::{
@@ -372,5 +372,25 @@ impl Handler<Subscribe> for SemaphoreActor {
 
     fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
         self.subscribers.push(msg.recipient);
+    }
+}
+
+impl Handler<Participants> for SemaphoreActor {
+    type Result = ResponseFuture<Result<Vec<String>, LockError>>;
+
+    fn handle(&mut self, _: Participants, _: &mut Context<Self>) -> Self::Result {
+        let dir = path::join(&self.config.dir, "leases");
+        let read = crate::recipe::participants::read_participants(self.session.clone(), dir);
+        Box::pin(async move { read.await.map_err(LockError::ZooKeeper) })
+    }
+}
+
+impl Handler<GiveBack> for SemaphoreActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: GiveBack, ctx: &mut Context<Self>) {
+        if matches!(&self.state, State::Held { grant, .. } if grant.token == msg.token) {
+            ctx.notify(Release);
+        }
     }
 }

@@ -8,6 +8,7 @@
 pub mod contender;
 pub mod fencing;
 pub mod naming;
+pub(crate) mod participants;
 pub(crate) mod registration;
 pub mod reply;
 
