@@ -16,7 +16,6 @@ use std::future::Future;
 use std::time::Duration;
 
 use actix::prelude::*;
-use futures::channel::oneshot;
 use tracing::{debug, info, warn};
 
 use super::error::CounterError;
@@ -91,8 +90,8 @@ impl Seen {
     }
 }
 
-type CountReply = oneshot::Sender<Result<VersionedCount, CounterError>>;
-type SetReply = oneshot::Sender<Result<bool, CounterError>>;
+type CountReply = crate::recipe::reply::Pending<Result<VersionedCount, CounterError>>;
+type SetReply = crate::recipe::reply::Pending<Result<bool, CounterError>>;
 
 /// One read of the node at a time; requests for another while it runs are merged into one.
 #[derive(Default)]

@@ -3,7 +3,7 @@
 use actix::{Message, Recipient};
 
 use crate::error::Error;
-use crate::recipe::{FencingToken, LostReason};
+use crate::recipe::FencingToken;
 
 /// Leave the election, or (with `requeue`) go to the back of the line. A leader that resigns
 /// gets `LeadershipLost { reason: Resigned }`.
@@ -65,15 +65,6 @@ pub enum LeadershipLostReason {
     DisconnectedTooLong,
 }
 
-impl From<LostReason> for LeadershipLostReason {
-    fn from(reason: LostReason) -> Self {
-        match reason {
-            LostReason::SessionExpired => LeadershipLostReason::SessionExpired,
-            LostReason::NodeDeleted => LeadershipLostReason::NodeDeleted,
-            LostReason::SessionClosed => LeadershipLostReason::SessionClosed,
-        }
-    }
-}
 
 /// What happened in the election, told in the past tense.
 #[derive(Message, Debug, Clone, PartialEq, Eq)]

@@ -9,9 +9,11 @@
 //! See `docs/recipes/election.md`.
 
 mod actor;
+mod config;
 mod messages;
 
-pub use actor::{ElectionActor, ElectionConfig};
+pub use actor::ElectionActor;
+pub use config::ElectionConfig;
 pub use messages::{
     CurrentLeader, ElectionError, ElectionEvent, Join, LeaderTerm, Leadership, LeadershipLostReason, Participants, Resign, Stop,
     StopLeading, Subscribe,

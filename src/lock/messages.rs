@@ -6,7 +6,7 @@ use actix::{Message, Recipient};
 
 use super::error::LockError;
 use super::grant::LockGrant;
-use crate::recipe::{FencingToken, LostReason};
+use crate::recipe::FencingToken;
 
 /// Wait for the lock (at most `timeout`, if given). Resolves to the grant; holding the lock
 /// already resolves at once with the same grant.
@@ -67,15 +67,6 @@ pub enum LockLostReason {
     DisconnectedTooLong,
 }
 
-impl From<LostReason> for LockLostReason {
-    fn from(reason: LostReason) -> Self {
-        match reason {
-            LostReason::SessionExpired => LockLostReason::SessionExpired,
-            LostReason::NodeDeleted => LockLostReason::NodeDeleted,
-            LostReason::SessionClosed => LockLostReason::SessionClosed,
-        }
-    }
-}
 
 /// What happened to the lock, told to subscribers in the past tense.
 #[derive(Message, Debug, Clone, PartialEq, Eq)]

@@ -13,15 +13,18 @@
 //! See `docs/recipes/lock.md` for the protocol and what happens on each failure.
 
 mod actor;
+mod config;
 mod error;
 mod grant;
+mod holding;
 mod messages;
 mod semaphore;
 
-pub use actor::{LockActor, LockConfig, LockKind};
+pub use actor::LockActor;
+pub use config::{LockConfig, LockKind, SemaphoreConfig};
 pub use error::LockError;
 pub use grant::LockGrant;
 pub use messages::{Acquire, GiveBack, LockEvent, LockLostReason, Participants, Release, Subscribe, TryAcquire};
-pub use semaphore::{SemaphoreActor, SemaphoreConfig};
+pub use semaphore::SemaphoreActor;
 
 pub use crate::recipe::{ConnectionPolicy, FencingToken};

@@ -28,8 +28,6 @@
 //! The owner forwards [`SessionEvent`]s to its contender (one subscription per recipe actor,
 //! not one per attempt).
 
-use std::time::Duration;
-
 use actix::WeakRecipient;
 use actix::prelude::*;
 use futures::channel::oneshot;
@@ -39,11 +37,10 @@ use super::fencing::FencingToken;
 use super::naming::{self, Rule, Standing};
 use crate::error::Error;
 use crate::path;
+use crate::retry::{Backoff, RetryPolicy};
 use crate::session::requests::{Children, CreateMode, Created, EnsurePath};
 use crate::session::{SessionEvent, SessionHandle, SessionId, WatchEvent, WatchEventKind};
 
-/// Pause before retrying after a connection problem (the session reconnects meanwhile).
-const RETRY_DELAY: Duration = Duration::from_millis(100);
 
 /// What to contend for.
 #[derive(Debug, Clone)]
@@ -160,6 +157,8 @@ pub struct Contender {
     state: State,
     /// Callers of `Withdraw` waiting for the node to be gone.
     withdrawals: Vec<oneshot::Sender<Result<(), Error>>>,
+    /// How long to wait before the next retry of a failed read; reset by every success.
+    backoff: Backoff,
     span: tracing::Span,
 }
 
@@ -175,6 +174,7 @@ impl Contender {
             guid: naming::new_guid(),
             state: State::Creating,
             withdrawals: Vec::new(),
+            backoff: RetryPolicy::default().backoff(),
             span,
         }
     }
@@ -234,7 +234,10 @@ impl Contender {
                     Err(error) => act.fail(error, ctx),
                 }));
             }
-            Err(Error::SessionLost { .. }) if !self.withdrawing() => {
+            // Withdrawing, and the create certainly left nothing: the directory is missing, or
+            // the node went with its session.
+            Err(Error::NoNode { .. } | Error::SessionLost { .. }) if self.withdrawing() => self.finish(Ok(()), ctx),
+            Err(Error::SessionLost { .. }) => {
                 // The session expired while creating; requests wait for the next session.
                 self.guid = naming::new_guid();
                 self.contend(ctx);
@@ -244,7 +247,8 @@ impl Contender {
             Err(err) => {
                 debug!(error = %err, "create outcome unknown; recovering by GUID");
                 self.state = State::Recovering;
-                ctx.run_later(RETRY_DELAY, |act, ctx| act.recover(ctx));
+                let delay = self.backoff.next_delay();
+                ctx.run_later(delay, |act, ctx| act.recover(ctx));
             }
         }
     }
@@ -270,10 +274,14 @@ impl Contender {
                 return;
             }
             match listed {
-                Ok(children) => act.stand(children.names, ctx),
+                Ok(children) => {
+                    act.backoff.reset();
+                    act.stand(children.names, ctx)
+                }
                 Err(error) if error.is_final() => act.fail(error, ctx),
                 Err(_) => {
-                    ctx.run_later(RETRY_DELAY, |act, ctx| act.relist(ctx));
+                    let delay = act.backoff.next_delay();
+                    ctx.run_later(delay, |act, ctx| act.relist(ctx));
                 }
             }
         }));
@@ -355,9 +363,14 @@ impl Contender {
                 return;
             }
             match listed {
-                Ok(children) => act.stand_on(children.names, true, ctx),
+                Ok(children) => {
+                    act.backoff.reset();
+                    act.stand_on(children.names, true, ctx)
+                }
+                Err(error) if error.is_final() => act.fail(error, ctx),
                 Err(_) => {
-                    ctx.run_later(RETRY_DELAY, |act, ctx| act.watch_children(ctx));
+                    let delay = act.backoff.next_delay();
+                    ctx.run_later(delay, |act, ctx| act.watch_children(ctx));
                 }
             }
         }));
@@ -411,10 +424,27 @@ impl Contender {
         let session = self.session.session();
         let both = async move { (list.await, session.await) };
         ctx.spawn(both.into_actor(self).map(|(listed, session), act, ctx| {
-            let (Ok(children), Some(session)) = (listed, session) else {
-                ctx.run_later(RETRY_DELAY, |act, ctx| act.recover(ctx));
+            let children = match listed {
+                Ok(children) => children,
+                // No directory, so no node of ours in it: the lost create did not happen.
+                Err(Error::NoNode { .. }) => {
+                    act.backoff.reset();
+                    if act.withdrawing() { act.finish(Ok(()), ctx) } else { act.contend(ctx) }
+                    return;
+                }
+                Err(error) if error.is_final() => return act.fail(error, ctx),
+                Err(_) => {
+                    let delay = act.backoff.next_delay();
+                    ctx.run_later(delay, |act, ctx| act.recover(ctx));
+                    return;
+                }
+            };
+            let Some(session) = session else {
+                let delay = act.backoff.next_delay();
+                ctx.run_later(delay, |act, ctx| act.recover(ctx));
                 return;
             };
+            act.backoff.reset();
             let ours: Vec<String> =
                 children.names.iter().filter(|c| naming::belongs_to(c, &act.guid)).cloned().collect();
             act.inspect_recovered(ours, children, session.session_id, ctx);
@@ -451,8 +481,10 @@ impl Contender {
                 ctx.spawn(delete.into_actor(act).map(|_, act, ctx| act.recover(ctx)));
             }
             Ok(None) => act.recover(ctx),
+            Err(error) if error.is_final() => act.fail(error, ctx),
             Err(_) => {
-                ctx.run_later(RETRY_DELAY, |act, ctx| act.recover(ctx));
+                let delay = act.backoff.next_delay();
+                ctx.run_later(delay, |act, ctx| act.recover(ctx));
             }
         }));
     }
@@ -505,6 +537,7 @@ pub(crate) fn delete_until_gone(
     let first = session.delete(&path, None);
     async move {
         let mut attempt = first;
+        let mut backoff = RetryPolicy::default().backoff();
         loop {
             match attempt.await {
                 Ok(()) | Err(Error::NoNode { .. }) | Err(Error::SessionLost { .. }) => return Ok(()),
@@ -512,7 +545,7 @@ pub(crate) fn delete_until_gone(
                 Err(err) if err.is_final() => return Err(err),
                 Err(err) => {
                     debug!(%path, error = %err, "delete interrupted; retrying");
-                    tokio::time::sleep(RETRY_DELAY).await;
+                    tokio::time::sleep(backoff.next_delay()).await;
                     attempt = session.delete(&path, None);
                 }
             }
@@ -560,6 +593,7 @@ impl Actor for Contender {
                 // Sent after the create, so it sees the create's node if there is one.
                 let (dir, guid) = (self.spec.dir.clone(), self.guid.clone());
                 actix::spawn(async move {
+                    let mut backoff = RetryPolicy::default().backoff();
                     loop {
                         match session.children(&dir).await {
                             Ok(children) => {
@@ -568,7 +602,9 @@ impl Actor for Contender {
                                 }
                                 return;
                             }
-                            Err(err) if err.is_connection_problem() => tokio::time::sleep(RETRY_DELAY).await,
+                            Err(err) if !err.is_final() && !matches!(err, Error::NoNode { .. }) => {
+                                tokio::time::sleep(backoff.next_delay()).await
+                            }
                             Err(_) => return,
                         }
                     }

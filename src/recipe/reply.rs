@@ -1,36 +1,108 @@
-//! [`Reply`]: a deferred answer to a request that notices when its caller stops waiting.
+//! [`Reply`]: a deferred answer to a request that knows whether its caller still waits.
 //!
-//! Owns: the one thing actix's `ResponseFuture` cannot do — tell the actor that the caller
-//! dropped its request, so a recipe can leave a queue nobody waits on (a cancelled `Acquire`
-//! must not keep a node in line). Does not own what the answer is.
+//! Owns: handing the caller's own reply channel to the actor, so that the actor learns at the
+//! moment it answers whether anybody took the answer ([`Pending::send`] gives the value back when
+//! the caller has gone), and can see a caller that stopped waiting ([`Pending::is_canceled`]).
+//! A recipe needs both: a grant nobody received must be given back, and a cancelled `Acquire`
+//! must not keep a node in line. Does not own what the answer is.
+//!
+//! There is no relay task between the actor and the caller: an earlier design forwarded answers
+//! through one, and a caller that went away between the actor's answer and the relay's turn lost
+//! a grant that the actor believed delivered (issue 13, defect 5). What remains is the caller's
+//! own window: an answer already in its channel when it drops the request is dropped with it.
+//! Handles close that window themselves (see `LockHandle::acquire`).
+
+use std::sync::{Arc, Mutex};
 
 use actix::dev::{MessageResponse, OneshotSender};
 use actix::{Actor, Message};
-use futures::channel::oneshot;
-use futures::future::{Either, select};
 
-/// The answer to a request: now, or later through a channel the actor holds the sender of.
-///
-/// When the caller drops its request future, the sender reports
-/// [`is_canceled`](oneshot::Sender::is_canceled), so the actor can give up the work.
-/// A request sent with `do_send` has no caller: the work goes on and its answer is dropped.
+/// The answer to a request: now, or later through a [`Pending`] the actor keeps.
 pub enum Reply<T> {
     /// Answered at once.
     Now(T),
-    /// Answered when the actor sends on the channel; `if_dropped` if it drops the sender.
-    Later {
-        /// Receives the answer.
-        answer: oneshot::Receiver<T>,
-        /// The answer when the sender is dropped without sending (e.g. the actor stopped).
-        if_dropped: T,
-    },
+    /// Answered when the actor calls [`Pending::send`] (or with the `if_dropped` value when it
+    /// drops the [`Pending`] unanswered, e.g. because it stopped).
+    Later(Pending<T>),
 }
 
 impl<T> Reply<T> {
-    /// A deferred reply and the sender that answers it.
-    pub fn later(if_dropped: T) -> (oneshot::Sender<T>, Reply<T>) {
-        let (tx, rx) = oneshot::channel();
-        (tx, Reply::Later { answer: rx, if_dropped })
+    /// A deferred reply and the [`Pending`] that answers it.
+    pub fn later(if_dropped: T) -> (Pending<T>, Reply<T>) {
+        let slot = Arc::new(Mutex::new(Slot::Unattached));
+        let pending = Pending { slot, if_dropped: Some(if_dropped) };
+        let reply = Reply::Later(Pending { slot: pending.slot.clone(), if_dropped: None });
+        (pending, reply)
+    }
+}
+
+enum Slot<T> {
+    /// The request's handler has not returned yet.
+    Unattached,
+    /// Answered before the handler returned: delivered when the caller attaches.
+    Early(T),
+    /// The caller's channel.
+    Caller(OneshotSender<T>),
+    /// Sent with `do_send`: nobody waits, and the work goes on.
+    NoCaller,
+    /// Answered.
+    Done,
+}
+
+/// The actor's side of a deferred [`Reply`].
+pub struct Pending<T> {
+    slot: Arc<Mutex<Slot<T>>>,
+    /// `None` on the copy inside [`Reply::Later`], which only attaches the caller.
+    if_dropped: Option<T>,
+}
+
+impl<T> std::fmt::Debug for Pending<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pending")
+    }
+}
+
+impl<T> Pending<T> {
+    /// Answers the caller. `Err(value)` when the caller has gone: nobody received the answer, so
+    /// whatever it grants is still the actor's to give back. A request sent with `do_send` has no
+    /// caller and counts as answered.
+    pub fn send(mut self, value: T) -> Result<(), T> {
+        self.if_dropped = None;
+        let mut slot = self.slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match std::mem::replace(&mut *slot, Slot::Done) {
+            Slot::Caller(caller) => caller.send(value),
+            Slot::NoCaller => Ok(()),
+            Slot::Unattached => {
+                *slot = Slot::Early(value);
+                Ok(())
+            }
+            Slot::Early(_) | Slot::Done => Err(value),
+        }
+    }
+
+    /// True once the caller has stopped waiting (dropped its request).
+    pub fn is_canceled(&self) -> bool {
+        let slot = self.slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match &*slot {
+            Slot::Caller(caller) => caller.is_closed(),
+            Slot::Done => true,
+            Slot::Unattached | Slot::Early(_) | Slot::NoCaller => false,
+        }
+    }
+}
+
+impl<T> Drop for Pending<T> {
+    fn drop(&mut self) {
+        if let Some(value) = self.if_dropped.take() {
+            let mut slot = self.slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            match std::mem::replace(&mut *slot, Slot::Done) {
+                Slot::Caller(caller) => {
+                    let _ = caller.send(value);
+                }
+                Slot::Unattached => *slot = Slot::Early(value),
+                other => *slot = other,
+            }
+        }
     }
 }
 
@@ -41,33 +113,23 @@ where
     T: Send + 'static,
 {
     fn handle(self, _: &mut A::Context, caller: Option<OneshotSender<T>>) {
-        let (answer, if_dropped) = match self {
+        let pending = match self {
             Reply::Now(value) => {
                 if let Some(caller) = caller {
                     let _ = caller.send(value);
                 }
                 return;
             }
-            Reply::Later { answer, if_dropped } => (answer, if_dropped),
+            Reply::Later(pending) => pending,
         };
-        actix::spawn(async move {
-            let Some(mut caller) = caller else {
-                // `do_send`: keep the receiver alive so the work is not taken as cancelled.
-                let _ = answer.await;
-                return;
-            };
-            let outcome = {
-                let gone = caller.closed();
-                futures::pin_mut!(gone);
-                match select(answer, gone).await {
-                    Either::Left((value, _)) => Some(value.unwrap_or(if_dropped)),
-                    // The caller dropped its request: dropping `answer` tells the actor.
-                    Either::Right(_) => None,
-                }
-            };
-            if let Some(value) = outcome {
+        let mut slot = pending.slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match (std::mem::replace(&mut *slot, Slot::Done), caller) {
+            (Slot::Unattached, Some(caller)) => *slot = Slot::Caller(caller),
+            (Slot::Unattached, None) => *slot = Slot::NoCaller,
+            (Slot::Early(value), Some(caller)) => {
                 let _ = caller.send(value);
             }
-        });
+            (other, _) => *slot = other,
+        }
     }
 }

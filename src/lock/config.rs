@@ -1,0 +1,136 @@
+//! How a lock or a semaphore participant behaves: [`LockConfig`], [`LockKind`],
+//! [`SemaphoreConfig`].
+
+use crate::recipe::ConnectionPolicy;
+use crate::recipe::naming::{self, LOCK_NAME, READ_NAME, Rule, WRITE_NAME};
+
+/// Which lock of a directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LockKind {
+    /// Curator's `InterProcessMutex`: nodes `_c_<uuid>-lock-<seq>`.
+    #[default]
+    Exclusive,
+    /// The read side of Curator's `InterProcessReadWriteLock`: nodes `_c_<uuid>-__READ__<seq>`;
+    /// held by many readers at once while no writer is ahead.
+    Read,
+    /// The write side: nodes `_c_<uuid>-__WRIT__<seq>`; excludes readers and writers.
+    Write,
+}
+
+impl LockKind {
+    pub(super) fn node_name(self) -> &'static str {
+        match self {
+            LockKind::Exclusive => LOCK_NAME,
+            LockKind::Read => READ_NAME,
+            LockKind::Write => WRITE_NAME,
+        }
+    }
+
+    pub(super) fn rule(self) -> Rule {
+        match self {
+            LockKind::Exclusive | LockKind::Write => Rule::Exclusive,
+            LockKind::Read => Rule::Shared,
+        }
+    }
+}
+
+/// How a [`LockActor`](super::LockActor) behaves.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct LockConfig {
+    pub(super) dir: String,
+    pub(super) kind: LockKind,
+    pub(super) participant_id: String,
+    pub(super) policy: ConnectionPolicy,
+    pub(super) reacquire_after_loss: bool,
+}
+
+impl LockConfig {
+    /// An exclusive lock at `dir` (the directory holding the contenders' nodes).
+    pub fn new(dir: impl Into<String>) -> Self {
+        LockConfig {
+            dir: dir.into(),
+            kind: LockKind::Exclusive,
+            participant_id: naming::default_participant_id(),
+            policy: ConnectionPolicy::default(),
+            reacquire_after_loss: false,
+        }
+    }
+
+    /// Exclusive, read or write.
+    pub fn with_kind(mut self, kind: LockKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// Stored as the lock node's data, so that operators (and [`Participants`](super::Participants))
+    /// can see who holds or waits. Default: `<host>/<pid>/<n>`, different for every participant.
+    pub fn with_participant_id(mut self, id: impl Into<String>) -> Self {
+        self.participant_id = id.into();
+        self
+    }
+
+    /// What a holder assumes when the connection drops (default: conservative).
+    pub fn with_policy(mut self, policy: ConnectionPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// After losing a held lock (session expired, node deleted), stand in line again on our own.
+    /// Off by default: a holder that lost its lock must decide what it was doing first.
+    pub fn with_reacquire_after_loss(mut self, reacquire: bool) -> Self {
+        self.reacquire_after_loss = reacquire;
+        self
+    }
+
+    /// The lock directory.
+    pub fn dir(&self) -> &str {
+        &self.dir
+    }
+}
+
+/// How a [`SemaphoreActor`](super::SemaphoreActor) behaves.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct SemaphoreConfig {
+    pub(super) dir: String,
+    pub(super) max_leases: usize,
+    pub(super) participant_id: String,
+    pub(super) policy: ConnectionPolicy,
+}
+
+impl SemaphoreConfig {
+    /// A semaphore at `dir` with `max_leases` leases. Every participant must use the same number
+    /// (as with Curator, nothing checks it). With 0 leases every `Acquire` fails with
+    /// [`LockError::InvalidConfig`](super::LockError::InvalidConfig).
+    pub fn new(dir: impl Into<String>, max_leases: usize) -> Self {
+        SemaphoreConfig {
+            dir: dir.into(),
+            max_leases,
+            participant_id: naming::default_participant_id(),
+            policy: ConnectionPolicy::default(),
+        }
+    }
+
+    /// Stored as the lease node's data (default: `<host>/<pid>/<n>`).
+    pub fn with_participant_id(mut self, id: impl Into<String>) -> Self {
+        self.participant_id = id.into();
+        self
+    }
+
+    /// What a lease holder assumes when the connection drops (default: conservative).
+    pub fn with_policy(mut self, policy: ConnectionPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The semaphore directory.
+    pub fn dir(&self) -> &str {
+        &self.dir
+    }
+
+    /// How many leases it has.
+    pub fn max_leases(&self) -> usize {
+        self.max_leases
+    }
+}

@@ -1,0 +1,1051 @@
+//! The holder core: what a lock, a semaphore and an election share about holding a grant.
+//!
+//! Owns: the attempt (numbered, so reports of an attempt that was left are ignored), the callers
+//! waiting for a grant, the link state of a held grant (`Up`, `Suspended`, `Verifying`), the
+//! [`ConnectionPolicy`] and its deadline, what a session expiry does to a grant, releasing
+//! (tell the contender to stand down, *then* delete), and what subscribers are told
+//! ([`Happened`]). Does not own the node protocol ([`Contender`](super::Contender)), how many
+//! contenders an attempt needs (one for a lock or an election, two for a semaphore), or the
+//! event types of each recipe: a recipe is a [`HolderHost`] that maps [`Happened`] to its own
+//! events and starts its own contenders.
+//!
+//! # Shape
+//! [`Holder`] is a pure state machine: every input (a request, a contender's report, a session
+//! event, a timer) is a method that changes the state and returns the [`Effect`]s to perform,
+//! in order. [`run`] performs them for a host actor. Races are therefore tested without a server
+//! (the unit tests below), and against a real ZooKeeper in `tests/lock.rs` and
+//! `tests/election.rs`.
+//!
+//! # Rules (each was once broken, see issue 13)
+//! - A grant is answered only to a caller that takes it; one nobody received is given back
+//!   (defect 5).
+//! - A grant computed on a session known to have expired is never handed out (defect 8): the
+//!   attempt starts over.
+//! - A session expiry ends a held grant at once, before the contender's own report arrives, so a
+//!   `Release` that follows is answered `Lost`, not `Ok` (defect 6).
+//! - Releasing tells the contender to stand down before the delete is sent, so the contender never
+//!   mistakes our own delete for somebody else's (defect 7).
+//! - `Released` means our delete removed the node; a node that was already gone is `Lost`.
+//!
+//! # Recovery
+//! Suspended (connection lost, session maybe alive): subscribers hear `Suspended`; under the
+//! conservative policy the grant is lost after one session timeout without the connection.
+//! Reconnected: the node is read again before the grant is `Restored` (it may have been deleted
+//! while we were away). Expired: the grant is lost; with re-acquire (lock) or re-queue (election)
+//! a new attempt starts on the next session.
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use futures::channel::oneshot;
+use futures::future::LocalBoxFuture;
+use tracing::{debug, info, warn};
+
+use super::contender::{ContenderEvent, LostReason};
+use super::fencing::FencingToken;
+use crate::error::Error;
+use crate::session::{SessionEvent, SessionHandle, SessionId};
+
+/// What a holder (of a lock, a lease, a leadership) assumes when the connection drops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConnectionPolicy {
+    /// `Suspended` means "you may no longer hold it"; if the connection is not back within the
+    /// session timeout the grant is reported lost (Curator's standard policy). The default.
+    #[default]
+    Conservative,
+    /// Only a session expiry (or the node's deletion) ends a grant; `Suspended` is informational
+    /// (Curator's `SessionConnectionStateErrorPolicy`).
+    ExpiryOnly,
+}
+
+/// The number of an attempt; reports carry it so a recipe can ignore an attempt it left.
+pub(crate) type Attempt = u64;
+
+/// Why a held grant ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Loss {
+    /// The session expired: the server deleted the node.
+    SessionExpired,
+    /// Someone else deleted the node.
+    NodeDeleted,
+    /// The session was closed.
+    SessionClosed,
+    /// Conservative policy: disconnected for a whole session timeout.
+    DisconnectedTooLong,
+}
+
+/// Why a waiting caller gets no grant.
+#[derive(Debug, Clone)]
+pub(crate) enum Refusal {
+    /// Its own timeout passed.
+    Timeout(Duration),
+    /// A `Release` (or resign) withdrew the attempt.
+    Cancelled,
+    /// Another caller of this participant already waits (locks admit one at a time).
+    InProgress,
+    /// The attempt failed for good.
+    Failed(Error),
+    /// The session was closed.
+    Closed,
+}
+
+/// A caller waiting for a grant; each recipe wraps its reply channel in one.
+pub(crate) trait Waiter<G> {
+    /// Hands `grant` over; `false` when the caller has gone and nobody received it.
+    fn grant(self, grant: &G) -> bool;
+    /// The attempt stands in line behind someone. A caller that only wanted a free grant is
+    /// answered now (`None`); any other comes back to go on waiting.
+    fn in_line(self) -> Option<Self>
+    where
+        Self: Sized;
+    /// Answers that no grant comes.
+    fn refuse(self, why: Refusal);
+    /// True once the caller stopped waiting.
+    fn is_gone(&self) -> bool;
+}
+
+/// A grant as the core keeps it: the recipe's grant plus what the core needs to judge it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Granted<G> {
+    /// The recipe's grant (a `LockGrant`, a `LeaderTerm`).
+    pub grant: G,
+    /// The node that won.
+    pub node: String,
+    /// Its fencing token.
+    pub token: FencingToken,
+    /// The session that owns the node.
+    pub session: SessionId,
+}
+
+/// How a held grant's connection stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Link {
+    /// Connected.
+    Up,
+    /// Disconnected; the session may live on.
+    Suspended,
+    /// Reconnected on the same session; reading the node again before saying so.
+    Verifying,
+}
+
+/// Where the holder stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Phase<G> {
+    /// No attempt.
+    Idle,
+    /// In line for a grant.
+    Acquiring {
+        /// The attempt.
+        attempt: Attempt,
+    },
+    /// Holding.
+    Held {
+        /// The attempt that won.
+        attempt: Attempt,
+        /// What was won.
+        held: Granted<G>,
+        /// The connection.
+        link: Link,
+    },
+}
+
+/// What happened, for the recipe to tell its subscribers in its own words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Happened<G> {
+    /// Granted.
+    Acquired(Granted<G>),
+    /// Held, but the connection dropped.
+    Suspended(Granted<G>),
+    /// Held, connected again, and the node is still there.
+    Restored(Granted<G>),
+    /// No longer held, and not by our choice.
+    Lost(Granted<G>, Loss),
+    /// No longer held: our delete removed the node.
+    Released(Granted<G>),
+    /// An attempt nobody waited on (an election's) failed for good.
+    Failed(Error),
+}
+
+/// Why a release did not delete the node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ReleaseError {
+    /// Nothing was held or awaited.
+    NotHeld,
+    /// The grant had already been lost.
+    Lost(Loss),
+    /// The delete failed.
+    ZooKeeper(Error),
+}
+
+/// Where the answer to a release goes.
+pub(crate) type ReleaseAnswer = oneshot::Sender<Result<(), ReleaseError>>;
+
+/// How a delete of a held node ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Deleted {
+    /// Our delete removed it.
+    ByUs,
+    /// It was gone already; `unsure` when an earlier try of ours may have removed it (its reply
+    /// was lost with the connection).
+    Gone {
+        /// An earlier try's outcome is unknown.
+        unsure: bool,
+        /// The delete was refused because its session had expired.
+        session_lost: bool,
+    },
+}
+
+/// Something the host must do, in the order given.
+#[derive(Debug)]
+pub(crate) enum Effect<G> {
+    /// Start the contender(s) of this attempt.
+    Begin(Attempt),
+    /// Withdraw the attempt's contender(s) (they delete their nodes); answer `then` once done.
+    Withdraw {
+        /// The attempt.
+        attempt: Attempt,
+        /// A release waiting for it.
+        then: Option<ReleaseAnswer>,
+    },
+    /// Stop the attempt's contender(s) without a delete: the holder deletes the node itself.
+    StandDown(Attempt),
+    /// Delete the held node, then report through [`Holder::released`].
+    Delete {
+        /// What is released.
+        held: Granted<G>,
+        /// A release waiting for it.
+        then: Option<ReleaseAnswer>,
+    },
+    /// Read the node again, then report through [`Holder::verified`].
+    Verify {
+        /// The attempt.
+        attempt: Attempt,
+        /// The node.
+        node: String,
+    },
+    /// Start the disconnect deadline; it reports through [`Holder::deadline_passed`].
+    ArmDeadline(Attempt),
+    /// Cancel the disconnect deadline.
+    CancelDeadline,
+    /// Tell the recipe what happened.
+    Tell(Happened<G>),
+}
+
+/// How many expired sessions to remember: reports of older ones cannot still be in flight.
+const DEAD_SESSIONS: usize = 16;
+
+/// The holder state machine; see the [module docs](self).
+pub(crate) struct Holder<G, W> {
+    phase: Phase<G>,
+    attempts: Attempt,
+    waiters: Vec<W>,
+    /// Contend without callers (an election while joined; a lock re-acquiring after a loss).
+    keep: bool,
+    /// After a loss, contend again without callers (lock re-acquire, election re-queue).
+    again_after_loss: bool,
+    /// One waiting caller at a time: two callers of one participant would share one grant.
+    single_caller: bool,
+    policy: ConnectionPolicy,
+    dead: Vec<SessionId>,
+    last_loss: Option<Loss>,
+    /// The running disconnect deadline (kept here for [`run`]; no transition reads it).
+    deadline: Option<SpawnHandle>,
+}
+
+impl<G: Clone, W: Waiter<G>> Holder<G, W> {
+    /// An idle holder.
+    pub(crate) fn new(policy: ConnectionPolicy, single_caller: bool, again_after_loss: bool) -> Self {
+        Holder {
+            phase: Phase::Idle,
+            attempts: 0,
+            waiters: Vec::new(),
+            keep: false,
+            again_after_loss,
+            single_caller,
+            policy,
+            dead: Vec::new(),
+            last_loss: None,
+            deadline: None,
+        }
+    }
+
+    /// Where the holder stands.
+    #[cfg(test)]
+    pub(crate) fn phase(&self) -> &Phase<G> {
+        &self.phase
+    }
+
+    /// The current attempt, if any.
+    pub(crate) fn attempt(&self) -> Option<Attempt> {
+        match &self.phase {
+            Phase::Idle => None,
+            Phase::Acquiring { attempt } | Phase::Held { attempt, .. } => Some(*attempt),
+        }
+    }
+
+    /// True while `attempt` is in line.
+    pub(crate) fn is_acquiring(&self, attempt: Attempt) -> bool {
+        matches!(self.phase, Phase::Acquiring { attempt: a } if a == attempt)
+    }
+
+    /// The grant held, if any.
+    pub(crate) fn held(&self) -> Option<&Granted<G>> {
+        match &self.phase {
+            Phase::Held { held, .. } => Some(held),
+            _ => None,
+        }
+    }
+
+    /// True while contending or holding without callers (an election participant in line).
+    pub(crate) fn keeps_contending(&self) -> bool {
+        self.keep
+    }
+
+    /// True while callers wait.
+    pub(crate) fn has_waiters(&self) -> bool {
+        !self.waiters.is_empty()
+    }
+
+    fn begin(&mut self) -> Vec<Effect<G>> {
+        self.attempts += 1;
+        self.phase = Phase::Acquiring { attempt: self.attempts };
+        vec![Effect::Begin(self.attempts)]
+    }
+
+    /// Leaves the current attempt without a grant; `then` hears when its nodes are gone.
+    fn leave(&mut self, then: Option<ReleaseAnswer>) -> Vec<Effect<G>> {
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Acquiring { attempt } => vec![Effect::Withdraw { attempt, then }],
+            phase => {
+                self.phase = phase;
+                Vec::new()
+            }
+        }
+    }
+
+    /// A caller wants the grant (and waits for it).
+    pub(crate) fn acquire(&mut self, waiter: W) -> Vec<Effect<G>> {
+        match &self.phase {
+            Phase::Held { held, .. } => {
+                let _ = waiter.grant(&held.grant);
+                Vec::new()
+            }
+            Phase::Acquiring { .. } if self.single_caller && !self.waiters.is_empty() => {
+                waiter.refuse(Refusal::InProgress);
+                Vec::new()
+            }
+            Phase::Acquiring { .. } => {
+                self.waiters.push(waiter);
+                Vec::new()
+            }
+            Phase::Idle => {
+                self.last_loss = None;
+                self.waiters.push(waiter);
+                self.begin()
+            }
+        }
+    }
+
+    /// Contend (or stop contending) whether or not anybody waits: an election's join and resign.
+    pub(crate) fn keep_contending(&mut self, keep: bool) -> Vec<Effect<G>> {
+        self.keep = keep;
+        match &self.phase {
+            Phase::Idle if keep => self.begin(),
+            Phase::Acquiring { .. } if !keep && self.waiters.is_empty() => self.leave(None),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The contender of `attempt` won.
+    pub(crate) fn granted(&mut self, attempt: Attempt, held: Granted<G>) -> Vec<Effect<G>> {
+        if !self.is_acquiring(attempt) {
+            return Vec::new();
+        }
+        if self.dead.contains(&held.session) {
+            // Computed from replies of a session that has expired since: the node is gone.
+            let mut effects = vec![Effect::Withdraw { attempt, then: None }];
+            effects.extend(self.begin());
+            return effects;
+        }
+        let mut delivered = false;
+        for waiter in self.waiters.drain(..) {
+            delivered |= waiter.grant(&held.grant);
+        }
+        if !delivered && !self.keep {
+            // Nobody took it: give it back rather than hold a grant no one knows about.
+            return self.leave(None);
+        }
+        self.phase = Phase::Held { attempt, held: held.clone(), link: Link::Up };
+        vec![Effect::Tell(Happened::Acquired(held))]
+    }
+
+    /// Starts `attempt` over with a new one, keeping its callers (a semaphore whose guard was
+    /// lost before its lease was granted).
+    pub(crate) fn restart(&mut self, attempt: Attempt) -> Vec<Effect<G>> {
+        if !self.is_acquiring(attempt) {
+            return Vec::new();
+        }
+        let mut effects = vec![Effect::Withdraw { attempt, then: None }];
+        effects.extend(self.begin());
+        effects
+    }
+
+    /// A contender's report about `attempt`; `grant` words a won node as the recipe's grant.
+    pub(crate) fn report(
+        &mut self,
+        attempt: Attempt,
+        event: ContenderEvent,
+        grant: impl FnOnce(&str, FencingToken, i32) -> G,
+    ) -> Vec<Effect<G>> {
+        match event {
+            ContenderEvent::Granted { node, token, version, session_id } => {
+                let grant = grant(&node, token, version);
+                self.granted(attempt, Granted { grant, node, token, session: session_id })
+            }
+            ContenderEvent::Waiting { .. } => self.in_line(attempt),
+            ContenderEvent::Lost { reason, .. } => self.lost(attempt, match reason {
+                LostReason::SessionExpired => Loss::SessionExpired,
+                LostReason::NodeDeleted => Loss::NodeDeleted,
+                LostReason::SessionClosed => Loss::SessionClosed,
+            }),
+            ContenderEvent::Failed { error } => self.failed(attempt, error),
+        }
+    }
+
+    /// The contender of `attempt` stands in line behind someone.
+    pub(crate) fn in_line(&mut self, attempt: Attempt) -> Vec<Effect<G>> {
+        if !self.is_acquiring(attempt) {
+            return Vec::new();
+        }
+        self.waiters = std::mem::take(&mut self.waiters).into_iter().filter_map(W::in_line).collect();
+        if self.waiters.is_empty() && !self.keep { self.leave(None) } else { Vec::new() }
+    }
+
+    /// The contender of `attempt` lost its node.
+    pub(crate) fn lost(&mut self, attempt: Attempt, loss: Loss) -> Vec<Effect<G>> {
+        match &self.phase {
+            Phase::Held { attempt: a, .. } if *a == attempt => self.lose(loss),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The contender of `attempt` cannot go on.
+    pub(crate) fn failed(&mut self, attempt: Attempt, error: Error) -> Vec<Effect<G>> {
+        match &self.phase {
+            Phase::Acquiring { attempt: a } if *a == attempt => {
+                self.phase = Phase::Idle;
+                self.keep = false;
+                let waiters = std::mem::take(&mut self.waiters);
+                if waiters.is_empty() {
+                    return vec![Effect::Tell(Happened::Failed(error))];
+                }
+                for waiter in waiters {
+                    waiter.refuse(Refusal::Failed(error.clone()));
+                }
+                Vec::new()
+            }
+            Phase::Held { attempt: a, .. } if *a == attempt => self.lose(Loss::SessionClosed),
+            _ => Vec::new(),
+        }
+    }
+
+    fn lose(&mut self, loss: Loss) -> Vec<Effect<G>> {
+        let Phase::Held { attempt, held, link } = std::mem::replace(&mut self.phase, Phase::Idle) else {
+            return Vec::new();
+        };
+        self.last_loss = Some(loss);
+        let mut effects = Vec::new();
+        if link != Link::Up {
+            effects.push(Effect::CancelDeadline);
+        }
+        // The contender has stopped or is about to; withdrawing it again is harmless and deletes
+        // a node that outlived a lost connection.
+        effects.push(Effect::Withdraw { attempt, then: None });
+        effects.push(Effect::Tell(Happened::Lost(held, loss)));
+        self.keep = self.again_after_loss && loss != Loss::SessionClosed;
+        if self.keep {
+            effects.extend(self.begin());
+        }
+        effects
+    }
+
+    /// The caller's own timeout for `attempt` passed.
+    pub(crate) fn timed_out(&mut self, attempt: Attempt, after: Duration) -> Vec<Effect<G>> {
+        if !self.is_acquiring(attempt) {
+            return Vec::new();
+        }
+        for waiter in self.waiters.drain(..) {
+            waiter.refuse(Refusal::Timeout(after));
+        }
+        if self.keep { Vec::new() } else { self.leave(None) }
+    }
+
+    /// Forgets callers that stopped waiting; leaves the line when none is left.
+    pub(crate) fn drop_gone(&mut self, attempt: Attempt) -> Vec<Effect<G>> {
+        if !self.is_acquiring(attempt) {
+            return Vec::new();
+        }
+        self.waiters.retain(|waiter| !waiter.is_gone());
+        if self.waiters.is_empty() && !self.keep { self.leave(None) } else { Vec::new() }
+    }
+
+    /// Give the grant up, or stop waiting for it; `answer` hears how it went.
+    pub(crate) fn release(&mut self, answer: ReleaseAnswer) -> Vec<Effect<G>> {
+        self.keep = false;
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Idle => {
+                let _ = answer.send(Err(self.last_loss.map_or(ReleaseError::NotHeld, ReleaseError::Lost)));
+                Vec::new()
+            }
+            Phase::Acquiring { attempt } => {
+                for waiter in self.waiters.drain(..) {
+                    waiter.refuse(Refusal::Cancelled);
+                }
+                vec![Effect::Withdraw { attempt, then: Some(answer) }]
+            }
+            Phase::Held { attempt, held, link } => {
+                let mut effects = Vec::new();
+                if link != Link::Up {
+                    effects.push(Effect::CancelDeadline);
+                }
+                // Stand down first: our delete must not look like somebody else's to the
+                // contender still watching the node.
+                effects.push(Effect::StandDown(attempt));
+                effects.push(Effect::Delete { held, then: Some(answer) });
+                effects
+            }
+        }
+    }
+
+    /// The actor stops: leave whatever is held or awaited.
+    pub(crate) fn stop(&mut self) -> Vec<Effect<G>> {
+        self.keep = false;
+        for waiter in self.waiters.drain(..) {
+            waiter.refuse(Refusal::Cancelled);
+        }
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Idle => Vec::new(),
+            // The contender outlives us and deletes its node.
+            Phase::Acquiring { attempt } | Phase::Held { attempt, .. } => vec![Effect::Withdraw { attempt, then: None }],
+        }
+    }
+
+    /// The delete of a released node ended.
+    pub(crate) fn released(
+        &mut self,
+        held: Granted<G>,
+        outcome: Result<Deleted, Error>,
+        then: Option<ReleaseAnswer>,
+    ) -> Vec<Effect<G>> {
+        let expired = self.dead.contains(&held.session);
+        let (effects, answer) = match outcome {
+            Ok(Deleted::ByUs) => (vec![Effect::Tell(Happened::Released(held))], Ok(())),
+            Ok(Deleted::Gone { unsure: true, session_lost: false }) if !expired => {
+                // Our earlier try's reply was lost; the session lives, so that try removed it.
+                (vec![Effect::Tell(Happened::Released(held))], Ok(()))
+            }
+            Ok(Deleted::Gone { session_lost, .. }) => {
+                let loss = if session_lost || expired { Loss::SessionExpired } else { Loss::NodeDeleted };
+                self.last_loss = Some(loss);
+                (vec![Effect::Tell(Happened::Lost(held, loss))], Err(ReleaseError::Lost(loss)))
+            }
+            Err(Error::Closed) => {
+                (vec![Effect::Tell(Happened::Lost(held, Loss::SessionClosed))], Err(ReleaseError::ZooKeeper(Error::Closed)))
+            }
+            Err(error) => (Vec::new(), Err(ReleaseError::ZooKeeper(error))),
+        };
+        if let Some(then) = then {
+            let _ = then.send(answer);
+        }
+        effects
+    }
+
+    /// A session event.
+    pub(crate) fn session(&mut self, event: &SessionEvent) -> Vec<Effect<G>> {
+        match event {
+            SessionEvent::Suspended { .. } => {
+                let policy = self.policy;
+                let Phase::Held { attempt, held, link } = &mut self.phase else { return Vec::new() };
+                if *link != Link::Up {
+                    if *link == Link::Verifying {
+                        *link = Link::Suspended;
+                    }
+                    return Vec::new();
+                }
+                *link = Link::Suspended;
+                let mut effects = vec![Effect::Tell(Happened::Suspended(held.clone()))];
+                if policy == ConnectionPolicy::Conservative {
+                    effects.push(Effect::ArmDeadline(*attempt));
+                }
+                effects
+            }
+            SessionEvent::Reconnected { .. } => {
+                let Phase::Held { attempt, held, link } = &mut self.phase else { return Vec::new() };
+                if *link == Link::Up {
+                    return Vec::new();
+                }
+                *link = Link::Verifying;
+                vec![Effect::Verify { attempt: *attempt, node: held.node.clone() }]
+            }
+            SessionEvent::Expired { session_id, .. } => {
+                if !self.dead.contains(session_id) {
+                    if self.dead.len() == DEAD_SESSIONS {
+                        self.dead.remove(0);
+                    }
+                    self.dead.push(*session_id);
+                }
+                match &self.phase {
+                    Phase::Held { held, .. } if held.session == *session_id => self.lose(Loss::SessionExpired),
+                    _ => Vec::new(),
+                }
+            }
+            SessionEvent::Closed => {
+                self.keep = false;
+                self.again_after_loss = false;
+                for waiter in self.waiters.drain(..) {
+                    waiter.refuse(Refusal::Closed);
+                }
+                match &self.phase {
+                    Phase::Held { .. } => self.lose(Loss::SessionClosed),
+                    Phase::Acquiring { .. } => self.leave(None),
+                    Phase::Idle => Vec::new(),
+                }
+            }
+            // Connected (a new session) and AuthFailed change nothing held: an expiry came first.
+            _ => Vec::new(),
+        }
+    }
+
+    /// The read after a reconnect came back: `Ok(true)` when the node is still there.
+    pub(crate) fn verified(&mut self, attempt: Attempt, exists: Result<bool, Error>) -> Vec<Effect<G>> {
+        let Phase::Held { attempt: a, held, link: Link::Verifying } = &mut self.phase else { return Vec::new() };
+        if *a != attempt {
+            return Vec::new();
+        }
+        match exists {
+            Ok(true) => {
+                let held = held.clone();
+                if let Phase::Held { link, .. } = &mut self.phase {
+                    *link = Link::Up;
+                }
+                vec![Effect::CancelDeadline, Effect::Tell(Happened::Restored(held))]
+            }
+            Ok(false) => self.lose(Loss::NodeDeleted),
+            // Disconnected again: the next `Reconnected` reads again.
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// The disconnect deadline of `attempt` passed.
+    pub(crate) fn deadline_passed(&mut self, attempt: Attempt) -> Vec<Effect<G>> {
+        match &self.phase {
+            Phase::Held { attempt: a, link, .. } if *a == attempt && *link != Link::Up => {
+                self.lose(Loss::DisconnectedTooLong)
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// A recipe actor built on a [`Holder`]: it starts its contenders and words its events; the
+/// core decides the rest.
+pub(crate) trait HolderHost: Actor<Context = Context<Self>> {
+    /// The recipe's grant.
+    type Grant: Clone + 'static;
+    /// The recipe's waiting caller.
+    type Waiter: Waiter<Self::Grant> + 'static;
+    /// The core.
+    fn holder(&mut self) -> &mut Holder<Self::Grant, Self::Waiter>;
+    /// The session.
+    fn session(&self) -> &SessionHandle;
+    /// The recipe's span.
+    fn span(&self) -> &tracing::Span;
+    /// Starts the contender(s) of `attempt`.
+    fn begin(&mut self, attempt: Attempt, ctx: &mut Context<Self>);
+    /// Withdraws the contender(s) of `attempt`; resolves once their nodes are gone.
+    fn withdraw(&mut self, attempt: Attempt) -> LocalBoxFuture<'static, Result<(), Error>>;
+    /// Stops the contender(s) of `attempt` without deleting: the core deletes the node.
+    fn stand_down(&mut self, attempt: Attempt);
+    /// Tells subscribers (and does whatever else the recipe does when this happens).
+    fn tell(&mut self, happened: Happened<Self::Grant>, ctx: &mut Context<Self>);
+}
+
+/// How often a waiting caller is checked for having gone away.
+const CALLER_CHECK: Duration = Duration::from_millis(250);
+
+/// Performs `effects` for `host`, in order.
+pub(crate) fn run<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, ctx: &mut Context<H>) {
+    for effect in effects {
+        match effect {
+            Effect::Begin(attempt) => {
+                debug!(parent: host.span(), attempt, "standing in line");
+                host.begin(attempt, ctx);
+                check_callers(attempt, ctx);
+            }
+            Effect::Withdraw { attempt, then } => {
+                debug!(parent: host.span(), attempt, "leaving the line");
+                let withdrawn = host.withdraw(attempt);
+                if let Some(then) = then {
+                    actix::spawn(async move {
+                        let _ = then.send(withdrawn.await.map_err(ReleaseError::ZooKeeper));
+                    });
+                } else {
+                    actix::spawn(async move {
+                        let _ = withdrawn.await;
+                    });
+                }
+            }
+            Effect::StandDown(attempt) => host.stand_down(attempt),
+            Effect::Delete { held, then } => {
+                info!(parent: host.span(), node = %held.node, token = %held.token, "releasing");
+                // Detached, so that the delete (and its retries) complete even if we stop now; the
+                // request itself is sent here, ahead of anything we send next.
+                let deleted = delete_held(host.session().clone(), held.node.clone());
+                let (done, outcome) = oneshot::channel();
+                actix::spawn(async move {
+                    let _ = done.send(deleted.await);
+                });
+                ctx.spawn(outcome.into_actor(host).map(move |outcome, act, ctx| {
+                    let outcome = outcome.unwrap_or(Err(Error::Closed));
+                    let effects = act.holder().released(held, outcome, then);
+                    run(act, effects, ctx);
+                }));
+            }
+            Effect::Verify { attempt, node } => {
+                let read = host.session().exists(&node);
+                ctx.spawn(read.into_actor(host).map(move |read, act, ctx| {
+                    let effects = act.holder().verified(attempt, read.map(|stat| stat.is_some()));
+                    run(act, effects, ctx);
+                }));
+            }
+            Effect::ArmDeadline(attempt) => {
+                let timer = disconnect_deadline(host.session(), ctx, move |act: &mut H, ctx| {
+                    let effects = act.holder().deadline_passed(attempt);
+                    run(act, effects, ctx);
+                });
+                if let Some(old) = host.holder().deadline.replace(timer) {
+                    ctx.cancel_future(old);
+                }
+            }
+            Effect::CancelDeadline => {
+                if let Some(timer) = host.holder().deadline.take() {
+                    ctx.cancel_future(timer);
+                }
+            }
+            Effect::Tell(happened) => {
+                match &happened {
+                    Happened::Acquired(held) => info!(parent: host.span(), node = %held.node, token = %held.token, "acquired"),
+                    Happened::Lost(held, loss) => warn!(parent: host.span(), node = %held.node, ?loss, "lost"),
+                    Happened::Released(held) => info!(parent: host.span(), node = %held.node, "released"),
+                    Happened::Suspended(held) => info!(parent: host.span(), node = %held.node, "suspended"),
+                    Happened::Restored(held) => info!(parent: host.span(), node = %held.node, "restored"),
+                    Happened::Failed(error) => warn!(parent: host.span(), %error, "failed"),
+                }
+                host.tell(happened, ctx);
+            }
+        }
+    }
+}
+
+/// Ends `attempt` after `after` if it has not been granted by then (a caller's own timeout).
+pub(crate) fn time_out<H: HolderHost>(attempt: Attempt, after: Duration, ctx: &mut Context<H>) {
+    ctx.run_later(after, move |act, ctx| {
+        let effects = act.holder().timed_out(attempt, after);
+        run(act, effects, ctx);
+    });
+}
+
+/// A caller that dropped its request must not keep a node in line. Checked only while callers
+/// wait: a timer that always runs would keep the actor alive after its last address is dropped,
+/// and dropping it is how a user stops it.
+fn check_callers<H: HolderHost>(attempt: Attempt, ctx: &mut Context<H>) {
+    ctx.run_later(CALLER_CHECK, move |act, ctx| {
+        if !act.holder().is_acquiring(attempt) || !act.holder().has_waiters() {
+            return;
+        }
+        let effects = act.holder().drop_gone(attempt);
+        let still_waiting = !effects.iter().any(|e| matches!(e, Effect::Withdraw { .. }));
+        run(act, effects, ctx);
+        if still_waiting {
+            check_callers(attempt, ctx);
+        }
+    });
+}
+
+/// Deletes a held node, retrying through connection loss, and says whether it was ours to delete.
+fn delete_held(session: SessionHandle, path: String) -> impl std::future::Future<Output = Result<Deleted, Error>> {
+    let first = session.delete(&path, None);
+    async move {
+        let mut attempt = first;
+        let mut backoff = crate::retry::RetryPolicy::default().backoff();
+        let mut unsure = false;
+        loop {
+            match attempt.await {
+                Ok(()) => return Ok(Deleted::ByUs),
+                Err(Error::NoNode { .. }) => return Ok(Deleted::Gone { unsure, session_lost: false }),
+                Err(Error::SessionLost { .. }) => return Ok(Deleted::Gone { unsure, session_lost: true }),
+                Err(err) if err.is_final() => return Err(err),
+                Err(err) => {
+                    debug!(%path, error = %err, "delete interrupted; retrying");
+                    unsure |= matches!(err, Error::ConnectionLoss { .. });
+                    tokio::time::sleep(backoff.next_delay()).await;
+                    attempt = session.delete(&path, None);
+                }
+            }
+        }
+    }
+}
+
+/// Under [`ConnectionPolicy::Conservative`], a holder whose connection dropped stops claiming its
+/// grant after one session timeout: by then the server has most likely expired the session.
+/// Runs `give_up` after the session's negotiated timeout; cancel the returned handle when the
+/// connection comes back.
+fn disconnect_deadline<A>(
+    session: &SessionHandle,
+    ctx: &mut Context<A>,
+    give_up: impl FnOnce(&mut A, &mut Context<A>) + 'static,
+) -> SpawnHandle
+where
+    A: Actor<Context = Context<A>>,
+{
+    use crate::session::IntoActorFree;
+    let snapshot = session.session();
+    let wait = async move {
+        let timeout = snapshot.await.map(|s| s.timeout).unwrap_or_default();
+        tokio::time::sleep(timeout).await;
+    };
+    ctx.spawn(wait.into_actor_free().map(move |(), act, ctx| give_up(act, ctx)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use super::*;
+
+    /// A caller that records what it was told; `gone` makes it refuse grants.
+    struct Caller {
+        log: Rc<RefCell<Vec<String>>>,
+        gone: bool,
+        try_only: bool,
+    }
+
+    impl Waiter<u32> for Caller {
+        fn grant(self, grant: &u32) -> bool {
+            if self.gone {
+                return false;
+            }
+            self.log.borrow_mut().push(format!("granted {grant}"));
+            true
+        }
+        fn in_line(self) -> Option<Self> {
+            if self.try_only {
+                self.log.borrow_mut().push("busy".into());
+                None
+            } else {
+                Some(self)
+            }
+        }
+        fn refuse(self, why: Refusal) {
+            self.log.borrow_mut().push(format!("refused {why:?}"));
+        }
+        fn is_gone(&self) -> bool {
+            self.gone
+        }
+    }
+
+    type Core = Holder<u32, Caller>;
+
+    fn caller(log: &Rc<RefCell<Vec<String>>>) -> Caller {
+        Caller { log: log.clone(), gone: false, try_only: false }
+    }
+
+    fn held(session: i64) -> Granted<u32> {
+        Granted { grant: 7, node: "/l/n-1".into(), token: FencingToken(100), session: SessionId(session) }
+    }
+
+    fn expired(session: i64) -> SessionEvent {
+        SessionEvent::Expired { session_id: SessionId(session), generation: 1 }
+    }
+
+    fn kinds<G: std::fmt::Debug>(effects: &[Effect<G>]) -> Vec<String> {
+        effects
+            .iter()
+            .map(|e| match e {
+                Effect::Begin(a) => format!("Begin({a})"),
+                Effect::Withdraw { attempt, then } => format!("Withdraw({attempt}{})", if then.is_some() { ",answer" } else { "" }),
+                Effect::StandDown(a) => format!("StandDown({a})"),
+                Effect::Delete { .. } => "Delete".into(),
+                Effect::Verify { attempt, .. } => format!("Verify({attempt})"),
+                Effect::ArmDeadline(a) => format!("ArmDeadline({a})"),
+                Effect::CancelDeadline => "CancelDeadline".into(),
+                Effect::Tell(h) => format!("Tell({})", format!("{h:?}").split('(').next().unwrap_or_default()),
+            })
+            .collect()
+    }
+
+    fn holding(policy: ConnectionPolicy) -> (Core, Rc<RefCell<Vec<String>>>) {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut core = Core::new(policy, true, false);
+        assert_eq!(kinds(&core.acquire(caller(&log))), ["Begin(1)"]);
+        assert_eq!(kinds(&core.granted(1, held(1))), ["Tell(Acquired)"]);
+        (core, log)
+    }
+
+    #[test]
+    fn a_grant_nobody_received_is_given_back() {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut core = Core::new(ConnectionPolicy::Conservative, true, false);
+        core.acquire(Caller { log: log.clone(), gone: true, try_only: false });
+        assert_eq!(kinds(&core.granted(1, held(1))), ["Withdraw(1)"]);
+        assert_eq!(core.phase(), &Phase::Idle);
+    }
+
+    #[test]
+    fn a_grant_from_an_expired_session_is_not_handed_out() {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut core = Core::new(ConnectionPolicy::Conservative, true, false);
+        core.acquire(caller(&log));
+        core.session(&expired(1));
+        assert_eq!(kinds(&core.granted(1, held(1))), ["Withdraw(1)", "Begin(2)"]);
+        assert!(log.borrow().is_empty(), "the caller still waits: {:?}", log.borrow());
+        assert_eq!(kinds(&core.granted(2, held(2))), ["Tell(Acquired)"]);
+        assert_eq!(*log.borrow(), ["granted 7"]);
+    }
+
+    #[test]
+    fn an_expiry_ends_a_held_grant_before_the_contender_reports_and_a_release_then_says_lost() {
+        let (mut core, _) = holding(ConnectionPolicy::ExpiryOnly);
+        let effects = core.session(&expired(1));
+        assert_eq!(kinds(&effects), ["Withdraw(1)", "Tell(Lost)"]);
+        assert!(matches!(&effects[1], Effect::Tell(Happened::Lost(_, Loss::SessionExpired))));
+        // The contender's own report, arriving later, changes nothing.
+        assert!(core.lost(1, Loss::SessionExpired).is_empty());
+        let (answer, mut reply) = oneshot::channel();
+        assert!(core.release(answer).is_empty());
+        assert_eq!(reply.try_recv().ok().flatten(), Some(Err(ReleaseError::Lost(Loss::SessionExpired))));
+    }
+
+    #[test]
+    fn an_expiry_of_another_session_leaves_the_grant_alone() {
+        let (mut core, _) = holding(ConnectionPolicy::Conservative);
+        assert!(core.session(&expired(9)).is_empty());
+        assert!(core.held().is_some());
+    }
+
+    #[test]
+    fn releasing_stands_the_contender_down_before_deleting() {
+        let (mut core, _) = holding(ConnectionPolicy::Conservative);
+        let (answer, _reply) = oneshot::channel();
+        assert_eq!(kinds(&core.release(answer)), ["StandDown(1)", "Delete"]);
+        assert_eq!(core.phase(), &Phase::Idle);
+    }
+
+    #[test]
+    fn a_release_whose_node_was_already_gone_is_a_loss_not_a_release() {
+        let (mut core, _) = holding(ConnectionPolicy::Conservative);
+        let (answer, mut reply) = oneshot::channel();
+        core.release(answer);
+        let (then, mut reply2) = oneshot::channel();
+        let effects = core.released(held(1), Ok(Deleted::Gone { unsure: false, session_lost: true }), Some(then));
+        assert!(matches!(&effects[..], [Effect::Tell(Happened::Lost(_, Loss::SessionExpired))]));
+        assert_eq!(reply2.try_recv().ok().flatten(), Some(Err(ReleaseError::Lost(Loss::SessionExpired))));
+        let effects = core.released(held(1), Ok(Deleted::Gone { unsure: false, session_lost: false }), None);
+        assert!(matches!(&effects[..], [Effect::Tell(Happened::Lost(_, Loss::NodeDeleted))]));
+        let effects = core.released(held(1), Ok(Deleted::ByUs), None);
+        assert!(matches!(&effects[..], [Effect::Tell(Happened::Released(_))]));
+        // A lost reply on a live session: our own earlier try removed it.
+        let effects = core.released(held(1), Ok(Deleted::Gone { unsure: true, session_lost: false }), None);
+        assert!(matches!(&effects[..], [Effect::Tell(Happened::Released(_))]));
+        // ... but not once that session is known to have expired.
+        core.session(&expired(1));
+        let effects = core.released(held(1), Ok(Deleted::Gone { unsure: true, session_lost: false }), None);
+        assert!(matches!(&effects[..], [Effect::Tell(Happened::Lost(_, Loss::SessionExpired))]));
+        drop(reply.try_recv());
+    }
+
+    #[test]
+    fn conservative_suspension_arms_a_deadline_that_ends_the_grant() {
+        let (mut core, _) = holding(ConnectionPolicy::Conservative);
+        let suspended = SessionEvent::Suspended { session_id: SessionId(1), generation: 1 };
+        assert_eq!(kinds(&core.session(&suspended)), ["Tell(Suspended)", "ArmDeadline(1)"]);
+        assert!(core.session(&suspended).is_empty(), "a second Suspended says nothing new");
+        let effects = core.deadline_passed(1);
+        assert_eq!(kinds(&effects), ["CancelDeadline", "Withdraw(1)", "Tell(Lost)"]);
+        assert!(matches!(&effects[2], Effect::Tell(Happened::Lost(_, Loss::DisconnectedTooLong))));
+    }
+
+    #[test]
+    fn expiry_only_suspension_arms_nothing() {
+        let (mut core, _) = holding(ConnectionPolicy::ExpiryOnly);
+        let suspended = SessionEvent::Suspended { session_id: SessionId(1), generation: 1 };
+        assert_eq!(kinds(&core.session(&suspended)), ["Tell(Suspended)"]);
+    }
+
+    #[test]
+    fn a_reconnect_reads_the_node_before_restoring() {
+        let (mut core, _) = holding(ConnectionPolicy::Conservative);
+        core.session(&SessionEvent::Suspended { session_id: SessionId(1), generation: 1 });
+        let back = SessionEvent::Reconnected { session_id: SessionId(1), generation: 1, read_only: false };
+        assert_eq!(kinds(&core.session(&back)), ["Verify(1)"]);
+        assert_eq!(kinds(&core.verified(1, Ok(true))), ["CancelDeadline", "Tell(Restored)"]);
+
+        core.session(&SessionEvent::Suspended { session_id: SessionId(1), generation: 1 });
+        core.session(&back);
+        let effects = core.verified(1, Ok(false));
+        assert_eq!(kinds(&effects), ["CancelDeadline", "Withdraw(1)", "Tell(Lost)"]);
+        assert!(matches!(&effects[2], Effect::Tell(Happened::Lost(_, Loss::NodeDeleted))));
+    }
+
+    #[test]
+    fn reports_of_an_attempt_that_was_left_are_ignored() {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut core = Core::new(ConnectionPolicy::Conservative, true, false);
+        core.acquire(caller(&log));
+        assert_eq!(kinds(&core.timed_out(1, Duration::from_secs(1))), ["Withdraw(1)"]);
+        assert_eq!(*log.borrow(), ["refused Timeout(1s)"]);
+        core.acquire(caller(&log));
+        assert!(core.granted(1, held(1)).is_empty());
+        assert!(core.lost(1, Loss::NodeDeleted).is_empty());
+        assert_eq!(core.phase(), &Phase::Acquiring { attempt: 2 });
+    }
+
+    #[test]
+    fn one_caller_at_a_time_and_a_try_leaves_when_in_line() {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut core = Core::new(ConnectionPolicy::Conservative, true, false);
+        core.acquire(Caller { log: log.clone(), gone: false, try_only: true });
+        assert!(core.acquire(caller(&log)).is_empty());
+        assert_eq!(*log.borrow(), ["refused InProgress"]);
+        assert_eq!(kinds(&core.in_line(1)), ["Withdraw(1)"]);
+        assert_eq!(*log.borrow(), ["refused InProgress", "busy"]);
+    }
+
+    #[test]
+    fn an_election_contends_without_callers_and_again_after_a_loss() {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut core = Core::new(ConnectionPolicy::Conservative, false, true);
+        assert_eq!(kinds(&core.keep_contending(true)), ["Begin(1)"]);
+        assert!(core.in_line(1).is_empty(), "no caller needed to stay in line");
+        core.acquire(caller(&log));
+        core.acquire(caller(&log));
+        assert_eq!(kinds(&core.granted(1, held(1))), ["Tell(Acquired)"]);
+        assert_eq!(*log.borrow(), ["granted 7", "granted 7"]);
+        assert_eq!(kinds(&core.lost(1, Loss::NodeDeleted)), ["Withdraw(1)", "Tell(Lost)", "Begin(2)"]);
+    }
+
+    #[test]
+    fn a_failed_attempt_answers_its_callers_or_tells_when_none_waits() {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut core = Core::new(ConnectionPolicy::Conservative, true, false);
+        core.acquire(caller(&log));
+        assert!(core.failed(1, Error::NoAuth { path: "/l".into() }).is_empty());
+        assert_eq!(log.borrow().len(), 1);
+        assert!(log.borrow()[0].starts_with("refused Failed"));
+        let mut election = Core::new(ConnectionPolicy::Conservative, false, true);
+        election.keep_contending(true);
+        assert_eq!(kinds(&election.failed(1, Error::NoAuth { path: "/e".into() })), ["Tell(Failed)"]);
+        assert!(!election.keeps_contending());
+    }
+}
