@@ -178,8 +178,8 @@ async fn expired_holder_loses_the_lock_and_its_guarded_write_fails() {
     assert_eq!(err, LockError::NoLongerHeld { node: grant_a.node.clone() });
     grant_b.guarded_write(&b, write("by b")).await.expect("b writes");
     assert_eq!(b.get_data("/data").await.expect("data").data, b"by b");
-    // A does not silently re-acquire.
-    assert!(matches!(lock_a.send(Release).await.expect("actor"), Err(LockError::NotHeld { .. })));
+    // A does not silently re-acquire, and a release now says the lock was lost, not released.
+    assert!(matches!(lock_a.send(Release).await.expect("actor"), Err(LockError::Lost { .. })));
     lock_b.send(Release).await.expect("actor").expect("release");
     assert!(nodes(&b, "/l").await.is_empty(), "no orphan node");
     a.close().await;
@@ -519,7 +519,10 @@ async fn conservative_holders_give_up_after_a_session_timeout_offline_expiry_onl
     } else {
         assert_eq!(back, LockEvent::Lost { token: r.token, reason: LockLostReason::SessionExpired });
     }
-    assert!(matches!(cautious.send(Release).await.expect("actor"), Err(LockError::NotHeld { .. })));
+    assert!(matches!(
+        cautious.send(Release).await.expect("actor"),
+        Err(LockError::Lost { reason: LockLostReason::DisconnectedTooLong, .. })
+    ));
     s.close().await;
 }
 

@@ -22,7 +22,10 @@ use crate::recipe::naming::{LATCH_NAME, Rule};
 use crate::recipe::participants;
 use crate::recipe::reply::Pending;
 use crate::recipe::subscribers::Subscribers;
-use crate::recipe::{Abandon, ConnectionPolicy, Contender, ContenderEvent, ContenderReport, ContenderSpec, Relisted, Reply, Withdraw};
+use crate::recipe::{
+    Abandon, ConnectionPolicy, Contender, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Relisted, Reply,
+    Withdraw,
+};
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
 /// A caller of [`Leadership`].
@@ -89,6 +92,9 @@ pub struct ElectionActor {
     watched_leader: Option<String>,
     /// The last leader id reported in `LeaderChanged`.
     leader_id: Option<String>,
+    /// A term already told as ended (resigned: a leader stops *before* its node is deleted, or
+    /// two would act at once); what the delete later finds is not told again.
+    ended: Option<FencingToken>,
     span: tracing::Span,
 }
 
@@ -106,6 +112,7 @@ impl ElectionActor {
             subscribers: Subscribers::new(),
             watched_leader: None,
             leader_id: None,
+            ended: None,
             span,
         }
     }
@@ -245,6 +252,12 @@ impl HolderHost for ElectionActor {
     }
 
     fn tell(&mut self, happened: Happened<LeaderTerm>, ctx: &mut Context<Self>) {
+        if let Happened::Lost(held, _) | Happened::Released(held) = &happened {
+            if self.ended == Some(held.token) {
+                self.observe(ctx);
+                return;
+            }
+        }
         let event = match happened {
             Happened::Acquired(held) => {
                 self.start_leader(held.grant);
@@ -358,6 +371,13 @@ impl Handler<Resign> for ElectionActor {
     type Result = ResponseFuture<Result<(), ElectionError>>;
 
     fn handle(&mut self, msg: Resign, ctx: &mut Context<Self>) -> Self::Result {
+        if let Some(held) = self.holder.held() {
+            // Stop leading before the node goes: the next leader starts as soon as it is gone.
+            let token = held.token;
+            self.ended = Some(token);
+            self.stop_leader();
+            self.subscribers.tell(ElectionEvent::LeadershipLost { token, reason: LeadershipLostReason::Resigned });
+        }
         let (answer, answered) = oneshot::channel();
         let mut effects = self.holder.release(answer);
         if msg.requeue {
