@@ -1,0 +1,238 @@
+//! What every holder (lock, semaphore, election) promises in the races and faults that once broke
+//! it (issue 13, defects 2–9), against a real ZooKeeper. Each test names the defect it guards;
+//! the holder core's own unit tests (`src/recipe/holder.rs`) replay the same races without a
+//! server.
+#![cfg(feature = "testkit")]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use actix_zookeeper::election::{self, ElectionActor, ElectionConfig};
+use actix_zookeeper::lock::*;
+use actix_zookeeper::prelude::*;
+use actix_zookeeper::testkit::{ClientLinks, TestZooKeeper, expire_session, unique_root};
+use common::*;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+async fn session_at(connect: &str, root: &str, timeout: Duration) -> SessionHandle {
+    let cfg = SessionConfig::new(connect).with_chroot(root).with_session_timeout(timeout);
+    connected(cfg).await.0
+}
+
+/// Children of `dir`, a missing directory counting as empty.
+async fn nodes(session: &SessionHandle, dir: &str) -> Vec<String> {
+    match session.children(dir).await {
+        Ok(children) => children.names,
+        Err(Error::NoNode { .. }) => Vec::new(),
+        Err(err) => panic!("listing {dir}: {err}"),
+    }
+}
+
+/// Defect 3: a withdrawal (release, resign, timeout) while the first create is in flight on a
+/// directory that does not exist yet was never answered: the contender looked for its node in a
+/// directory that was not there, every 100 ms, forever.
+#[actix_rt::test]
+async fn a_withdrawal_while_the_first_create_meets_a_missing_directory_is_answered() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("missing-dir");
+    let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    for round in 0..5 {
+        let dir = format!("/lock-{round}/a/b");
+        let lock = LockActor::new(s.clone(), LockConfig::new(dir.clone())).start();
+        // Both are queued before the actor runs: the release meets the create in flight.
+        let acquiring = lock.send(Acquire::default());
+        let released = lock.send(Release);
+        let released = bounded("the lock's release is answered", released).await.expect("actor");
+        assert_eq!(released, Ok(()), "round {round}");
+        let acquired = bounded("the acquire is answered", acquiring).await.expect("actor");
+        assert!(matches!(acquired, Err(LockError::Cancelled { .. })), "round {round}: {acquired:?}");
+
+        let dir = format!("/sem-{round}/a");
+        let semaphore = SemaphoreActor::new(s.clone(), SemaphoreConfig::new(dir.clone(), 2)).start();
+        let acquiring = semaphore.send(Acquire::default());
+        let released = semaphore.send(Release);
+        bounded("the semaphore's release is answered", released).await.expect("actor").expect("release");
+        let _ = bounded("the semaphore's acquire is answered", acquiring).await.expect("actor");
+
+        let dir = format!("/election-{round}/a");
+        let participant = ElectionActor::new(s.clone(), ElectionConfig::new(dir.clone())).start();
+        let resigned = participant.send(election::Resign { requeue: false });
+        bounded("the resign is answered", resigned).await.expect("actor").expect("resign");
+
+        let timed = LockActor::new(s.clone(), LockConfig::new(format!("/timed-{round}/a"))).start();
+        let acquired = timed.send(Acquire { timeout: Some(Duration::from_millis(1)) });
+        let acquired = bounded("a 1 ms acquire is answered", acquired).await.expect("actor");
+        assert!(matches!(acquired, Err(LockError::Timeout { .. }) | Ok(_)), "round {round}: {acquired:?}");
+    }
+    // Nothing was left behind anywhere.
+    for dir in ["/lock-4/a/b", "/sem-4/a/leases", "/sem-4/a/locks", "/election-4/a", "/timed-4/a"] {
+        wait_until_async(&format!("{dir} empty"), || async { nodes(&s, dir).await.is_empty() }).await;
+    }
+    s.close().await;
+}
+
+/// Waits (bounded) until the async `check` holds.
+async fn wait_until_async<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
+    let deadline = Instant::now() + WAIT;
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Defect 6: a release that meets a session expiry (sent while the client cannot yet know the
+/// session is gone) was answered `Ok` and told as `Released`, although the server, not our
+/// delete, removed the node: the holder had lost the lock before it let go.
+#[actix_rt::test]
+async fn a_release_that_meets_an_expiry_is_answered_lost_not_released() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let root = unique_root("release-expired");
+    let s = session_at(&links.connect_string(), &root, Duration::from_secs(2)).await;
+    // Expiry-only, so the disconnect alone does not end the grant first.
+    let config = LockConfig::new("/l").with_policy(ConnectionPolicy::ExpiryOnly);
+    let lock = LockActor::new(s.clone(), config).start();
+    let events = Recorded::<LockEvent>::start();
+    lock.do_send(Subscribe { recipient: events.recipient.clone() });
+    let grant = lock.send(Acquire::default()).await.expect("actor").expect("acquire");
+
+    links.blackhole();
+    let info = s.session().await.expect("session").info;
+    expire_session(&zk.connect_string(), &info).await.expect("expire on the server");
+    let released = lock.send(Release);
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    links.heal();
+
+    let released = bounded("the release is answered", released).await.expect("actor");
+    assert_eq!(released, Err(LockError::Lost { dir: "/l".into(), reason: LockLostReason::SessionExpired }));
+    let (_, lost) = events.wait_for(0, WAIT, |e| matches!(e, LockEvent::Lost { .. })).await;
+    assert_eq!(lost, LockEvent::Lost { token: grant.token, reason: LockLostReason::SessionExpired });
+    assert!(
+        !events.snapshot().iter().any(|e| matches!(e, LockEvent::Released { .. })),
+        "told Released for a node the server deleted: {:?}",
+        events.snapshot()
+    );
+    s.close().await;
+}
+
+/// Defect 7: a release sent its delete before telling the contender to stand down; a contender
+/// that heard of the deletion first reported it as somebody else's (a spurious `Lost`), about one
+/// release in 300.
+#[actix_rt::test]
+async fn many_releases_never_report_a_loss() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("release-race");
+    let sessions = [
+        session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await,
+        session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await,
+    ];
+    let losses = Arc::new(AtomicUsize::new(0));
+    let mut workers = Vec::new();
+    for (i, s) in sessions.iter().enumerate() {
+        // One lock per worker: nobody waits, so every cycle is a grant and a release.
+        let lock = LockActor::new(s.clone(), LockConfig::new(format!("/l{i}"))).start();
+        let events = Recorded::<LockEvent>::start();
+        lock.do_send(Subscribe { recipient: events.recipient.clone() });
+        let losses = losses.clone();
+        workers.push(actix_rt::spawn(async move {
+            for _ in 0..rounds(400) {
+                lock.send(Acquire::default()).await.expect("actor").expect("acquire");
+                lock.send(Release).await.expect("actor").expect("release");
+            }
+            actix_rt::time::sleep(Duration::from_millis(300)).await;
+            let lost: Vec<_> = events.snapshot().into_iter().filter(|e| matches!(e, LockEvent::Lost { .. })).collect();
+            losses.fetch_add(lost.len(), Ordering::SeqCst);
+        }));
+    }
+    for worker in workers {
+        worker.await.expect("worker");
+    }
+    assert_eq!(losses.load(Ordering::SeqCst), 0, "a release was reported as a loss");
+    for s in sessions {
+        s.close().await;
+    }
+}
+
+/// `n` rounds, times `ZK_SOAK` when set.
+fn rounds(n: usize) -> usize {
+    n * std::env::var("ZK_SOAK").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
+}
+
+/// Defects 4 and 8: a grant handed out in the moment its session expires must be alive when
+/// handed out, or be followed by `Lost`. A grant computed from replies of a session that had
+/// just expired was handed out as if held, and a semaphore whose guard reported its loss after
+/// the lease was held withdrew the lease without a word. The check: after every round, a
+/// participant that was answered `Ok` and told nothing since must still own its node.
+#[actix_rt::test]
+async fn grants_handed_out_around_an_expiry_are_alive_or_reported_lost() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("grant-expiry");
+    let observer = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let mut violations = Vec::new();
+    let mut granted_rounds = 0;
+    for round in 0..rounds(12) {
+        for semaphore in [false, true] {
+            let dir = format!("/r{round}-{semaphore}");
+            let a = session_at(&zk.connect_string(), &root, Duration::from_secs(2)).await;
+            let b = session_at(&zk.connect_string(), &root, Duration::from_secs(2)).await;
+            let (holder, waiter, subscribe): (Recipient<Acquire>, Recipient<Acquire>, Recipient<Subscribe>) =
+                if semaphore {
+                    let waiter = SemaphoreActor::new(b.clone(), SemaphoreConfig::new(dir.clone(), 1)).start();
+                    (
+                        SemaphoreActor::new(a.clone(), SemaphoreConfig::new(dir.clone(), 1)).start().recipient(),
+                        waiter.clone().recipient(),
+                        waiter.recipient(),
+                    )
+                } else {
+                    let waiter = LockActor::new(b.clone(), LockConfig::new(dir.clone())).start();
+                    (
+                        LockActor::new(a.clone(), LockConfig::new(dir.clone())).start().recipient(),
+                        waiter.clone().recipient(),
+                        waiter.recipient(),
+                    )
+                };
+            let events = Recorded::<LockEvent>::start();
+            subscribe.do_send(Subscribe { recipient: events.recipient.clone() });
+            let first = holder.send(Acquire::default()).await.expect("actor").expect("holder");
+            let waiting = actix_rt::spawn(waiter.send(Acquire { timeout: Some(Duration::from_secs(15)) }));
+            let leases = if semaphore { format!("{dir}/leases") } else { dir.clone() };
+            wait_until_async("the waiter stands in line", || async { nodes(&observer, &leases).await.len() == 2 }).await;
+            // The holder's node goes and the waiter's session expires in the same moment.
+            let info = b.session().await.expect("session").info;
+            let connect = zk.connect_string();
+            let (freed, expired) = futures::join!(
+                observer.delete(&first.node, None),
+                expire_session(&connect, &info)
+            );
+            freed.expect("free the grant");
+            expired.expect("expire the waiter's session");
+            let outcome = waiting.await.expect("task").expect("actor");
+            if let Ok(grant) = outcome {
+                granted_rounds += 1;
+                // Alive when handed out means: on the waiter's current session, or reported lost.
+                actix_rt::time::sleep(Duration::from_millis(500)).await;
+                let owner = observer.exists(&grant.node).await.expect("exists").map(|stat| stat.ephemeral_owner);
+                let current = b.session().await.expect("session").session_id;
+                let told_lost =
+                    events.snapshot().iter().any(|e| matches!(e, LockEvent::Lost { token, .. } if *token == grant.token));
+                if owner != Some(current.0) && !told_lost {
+                    violations.push(format!("round {round} semaphore={semaphore}: {} is gone ({owner:?})", grant.node));
+                }
+            }
+            a.close().await;
+            b.close().await;
+        }
+    }
+    println!("{granted_rounds} grants were handed out around an expiry");
+    assert!(violations.is_empty(), "dead grants handed out: {violations:#?}");
+    observer.close().await;
+}
