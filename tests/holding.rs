@@ -11,10 +11,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use actix_zookeeper::election::{self, ElectionActor, ElectionConfig};
+use actix_zookeeper::election::{self, ElectionActor, ElectionConfig, ElectionEvent};
 use actix_zookeeper::lock::*;
 use actix_zookeeper::prelude::*;
-use actix_zookeeper::testkit::{ClientLinks, TestZooKeeper, expire_session, unique_root};
+use actix_zookeeper::testkit::{ClientLinks, Direction, TestZooKeeper, ZkServer, expire_session, mntr, unique_root, wchp};
+use actix_zookeeper::{Acl, Permission};
 use common::*;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -235,4 +236,86 @@ async fn grants_handed_out_around_an_expiry_are_alive_or_reported_lost() {
     println!("{granted_rounds} grants were handed out around an expiry");
     assert!(violations.is_empty(), "dead grants handed out: {violations:#?}");
     observer.close().await;
+}
+
+/// The server's count of packets received (`mntr`).
+fn packets_received(server: &str) -> u64 {
+    let report = mntr(server).expect("mntr");
+    report
+        .lines()
+        .find_map(|line| line.strip_prefix("zk_packets_received"))
+        .and_then(|value| value.trim().parse().ok())
+        .expect("zk_packets_received in mntr")
+}
+
+/// Defect 9: a final error was retried forever: a participant that may create in an election's
+/// directory but not read it reported `ElectionFailed` and then asked again, five times a second,
+/// for as long as it lived.
+#[actix_rt::test]
+async fn an_unreadable_election_fails_once_and_stops_asking() {
+    init_tracing();
+    // A server of its own: its request counter counts this test's requests only.
+    let server = ZkServer::start().expect("ZooKeeper");
+    let root = unique_root("no-read");
+    let s = session_at(&server.connect_string(), &root, Duration::from_secs(4)).await;
+    let create_and_delete_only = vec![Acl::new_const(Permission::CREATE | Permission::DELETE, "world", "anyone")];
+    s.request(
+        actix_zookeeper::session::requests::Create::new("/e", "", CreateMode::Persistent)
+            .with_acl(create_and_delete_only),
+    )
+    .await
+    .expect("an election directory nobody may read");
+    let participant = ElectionActor::new(s.clone(), ElectionConfig::new("/e")).start();
+    let events = Recorded::<ElectionEvent>::start();
+    participant.do_send(election::Subscribe { recipient: events.recipient.clone() });
+    let (_, failed) = events.wait_for(0, WAIT, |e| matches!(e, ElectionEvent::ElectionFailed { .. })).await;
+    assert!(
+        matches!(&failed, ElectionEvent::ElectionFailed { error: Error::NoAuth { .. } }),
+        "the failure names the missing permission: {failed:?}"
+    );
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    let before = packets_received(&server.connect_string());
+    actix_rt::time::sleep(Duration::from_secs(2)).await;
+    let sent = packets_received(&server.connect_string()) - before;
+    // Pings (every third of the session timeout) and the four-letter words themselves only.
+    assert!(sent <= 5, "the participant kept asking after a final error: {sent} packets in 2 s");
+    s.close().await;
+}
+
+/// Defect 2: a watch set on the node ahead when that node was already gone (an `exists` watch on
+/// a missing path) stayed on the server and in every reconnect's `SetWatches` forever, since
+/// sequential names never come back. The waiter's requests are slowed on their way to the server
+/// so that the node ahead goes between the waiter's listing and its watch.
+#[actix_rt::test]
+async fn a_waiter_leaves_no_watch_on_a_node_that_was_gone_when_it_looked() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let root = unique_root("gone-ahead");
+    let direct = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let slow = session_at(&links.connect_string(), &root, Duration::from_secs(4)).await;
+    let holder = LockActor::new(direct.clone(), LockConfig::new("/l")).start();
+    let waiter = LockActor::new(slow.clone(), LockConfig::new("/l")).start();
+    let grant = holder.send(Acquire::default()).await.expect("actor").expect("holder");
+
+    links.proxy(0).set_latency(Direction::Upstream, Duration::from_millis(400));
+    let waiting = actix_rt::spawn(waiter.send(Acquire { timeout: Some(Duration::from_secs(15)) }));
+    // The waiter's node is there: its listing is on the way back, its watch request not yet sent.
+    wait_until_async("the waiter's node", || async { nodes(&direct, "/l").await.len() == 2 }).await;
+    direct.delete(&grant.node, None).await.expect("the node ahead goes");
+    bounded("the waiter gets the lock", waiting).await.expect("task").expect("actor").expect("waiter");
+    links.proxy(0).set_latency(Direction::Upstream, Duration::ZERO);
+
+    let watches = wchp(&zk.connect_string()).expect("wchp");
+    let ours: Vec<&str> = watches.lines().map(str::trim).filter(|line| line.starts_with(&root)).collect();
+    let mut stale = Vec::new();
+    for path in ours {
+        let relative = &path[root.len()..];
+        if direct.exists(relative).await.expect("exists").is_none() {
+            stale.push(path.to_string());
+        }
+    }
+    assert!(stale.is_empty(), "watches left on paths that are gone: {stale:?}");
+    slow.close().await;
+    direct.close().await;
 }
