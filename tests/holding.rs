@@ -14,7 +14,9 @@ use actix::prelude::*;
 use actix_zookeeper::election::{self, ElectionActor, ElectionConfig, ElectionEvent};
 use actix_zookeeper::lock::*;
 use actix_zookeeper::prelude::*;
-use actix_zookeeper::testkit::{ClientLinks, Direction, TestZooKeeper, ZkServer, expire_session, mntr, unique_root, wchp};
+use actix_zookeeper::testkit::{
+    ClientLinks, Direction, TestZooKeeper, ZkServer, expire_session, mntr, unique_root, wchp,
+};
 use actix_zookeeper::{Acl, Permission};
 use common::*;
 
@@ -206,14 +208,12 @@ async fn grants_handed_out_around_an_expiry_are_alive_or_reported_lost() {
             let first = holder.send(Acquire::default()).await.expect("actor").expect("holder");
             let waiting = actix_rt::spawn(waiter.send(Acquire { timeout: Some(Duration::from_secs(15)) }));
             let leases = if semaphore { format!("{dir}/leases") } else { dir.clone() };
-            wait_until_async("the waiter stands in line", || async { nodes(&observer, &leases).await.len() == 2 }).await;
+            wait_until_async("the waiter stands in line", || async { nodes(&observer, &leases).await.len() == 2 })
+                .await;
             // The holder's node goes and the waiter's session expires in the same moment.
             let info = b.session().await.expect("session").info;
             let connect = zk.connect_string();
-            let (freed, expired) = futures::join!(
-                observer.delete(&first.node, None),
-                expire_session(&connect, &info)
-            );
+            let (freed, expired) = futures::join!(observer.delete(&first.node, None), expire_session(&connect, &info));
             freed.expect("free the grant");
             expired.expect("expire the waiter's session");
             let outcome = waiting.await.expect("task").expect("actor");
@@ -223,8 +223,10 @@ async fn grants_handed_out_around_an_expiry_are_alive_or_reported_lost() {
                 actix_rt::time::sleep(Duration::from_millis(500)).await;
                 let owner = observer.exists(&grant.node).await.expect("exists").map(|stat| stat.ephemeral_owner);
                 let current = b.session().await.expect("session").session_id;
-                let told_lost =
-                    events.snapshot().iter().any(|e| matches!(e, LockEvent::Lost { token, .. } if *token == grant.token));
+                let told_lost = events
+                    .snapshot()
+                    .iter()
+                    .any(|e| matches!(e, LockEvent::Lost { token, .. } if *token == grant.token));
                 if owner != Some(current.0) && !told_lost {
                     violations.push(format!("round {round} semaphore={semaphore}: {} is gone ({owner:?})", grant.node));
                 }

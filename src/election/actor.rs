@@ -23,8 +23,8 @@ use crate::recipe::participants;
 use crate::recipe::reply::Pending;
 use crate::recipe::subscribers::Subscribers;
 use crate::recipe::{
-    Abandon, ConnectionPolicy, Contender, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Relisted, Reply,
-    Withdraw,
+    Abandon, ConnectionPolicy, Contender, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Relisted,
+    Reply, Withdraw,
 };
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 

@@ -65,7 +65,6 @@ pub enum LeadershipLostReason {
     DisconnectedTooLong,
 }
 
-
 /// What happened in the election, told in the past tense.
 #[derive(Message, Debug, Clone, PartialEq, Eq)]
 #[rtype(result = "()")]

@@ -113,4 +113,3 @@ pub(super) fn event(happened: Happened<LockGrant>) -> Option<LockEvent> {
         Happened::Failed(_) => return None,
     })
 }
-

@@ -67,7 +67,6 @@ pub enum LockLostReason {
     DisconnectedTooLong,
 }
 
-
 /// What happened to the lock, told to subscribers in the past tense.
 #[derive(Message, Debug, Clone, PartialEq, Eq)]
 #[rtype(result = "()")]

@@ -63,7 +63,14 @@ impl SemaphoreActor {
     }
 
     // Guard and lease contenders of attempt `n` carry tags 2n and 2n+1.
-    fn contender(&self, ctx: &mut Context<Self>, tag: u64, dir: String, name: &'static str, rule: Rule) -> Addr<Contender> {
+    fn contender(
+        &self,
+        ctx: &mut Context<Self>,
+        tag: u64,
+        dir: String,
+        name: &'static str,
+        rule: Rule,
+    ) -> Addr<Contender> {
         let spec = ContenderSpec { dir, name, rule, data: self.config.participant_id.clone().into_bytes(), tag };
         Contender::new(self.session.clone(), spec, ctx.address().recipient()).start()
     }
@@ -79,7 +86,8 @@ impl SemaphoreActor {
                 if self.lease.is_none() {
                     let leases = path::join(&self.config.dir, "leases");
                     let tag = 2 * self.attempt + 1;
-                    self.lease = Some(self.contender(ctx, tag, leases, LEASE_NAME, Rule::Leases(self.config.max_leases)));
+                    self.lease =
+                        Some(self.contender(ctx, tag, leases, LEASE_NAME, Rule::Leases(self.config.max_leases)));
                 }
                 Vec::new()
             }
@@ -180,7 +188,10 @@ impl Handler<Acquire> for SemaphoreActor {
     fn handle(&mut self, msg: Acquire, ctx: &mut Context<Self>) -> Self::Result {
         let dir = self.config.dir.clone();
         if self.config.max_leases == 0 {
-            return Reply::Now(Err(LockError::InvalidConfig { dir, reason: "a semaphore needs at least one lease".into() }));
+            return Reply::Now(Err(LockError::InvalidConfig {
+                dir,
+                reason: "a semaphore needs at least one lease".into(),
+            }));
         }
         let (pending, reply) = Reply::later(Err(LockError::Cancelled { dir: dir.clone() }));
         let waits = self.holder.held().is_none() && !self.holder.has_waiters();

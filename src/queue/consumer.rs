@@ -133,7 +133,7 @@ impl ConsumerConfig {
         self
     }
 
-    /// Stored in claim nodes (default: the host name), so operators see who holds what.
+    /// Stored in claim nodes (default: `<host>/<pid>/<n>`), so operators see who holds what.
     pub fn with_consumer_id(mut self, id: impl Into<String>) -> Self {
         self.consumer_id = id.into();
         self

@@ -41,7 +41,6 @@ use crate::retry::{Backoff, RetryPolicy};
 use crate::session::requests::{Children, CreateMode, Created, EnsurePath};
 use crate::session::{SessionEvent, SessionHandle, SessionId, WatchEvent, WatchEventKind};
 
-
 /// What to contend for.
 #[derive(Debug, Clone)]
 pub struct ContenderSpec {
@@ -429,7 +428,11 @@ impl Contender {
                 // No directory, so no node of ours in it: the lost create did not happen.
                 Err(Error::NoNode { .. }) => {
                     act.backoff.reset();
-                    if act.withdrawing() { act.finish(Ok(()), ctx) } else { act.contend(ctx) }
+                    if act.withdrawing() {
+                        act.finish(Ok(()), ctx)
+                    } else {
+                        act.contend(ctx)
+                    }
                     return;
                 }
                 Err(error) if error.is_final() => return act.fail(error, ctx),

@@ -403,11 +403,14 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
                 self.granted(attempt, Granted { grant, node, token, session: session_id })
             }
             ContenderEvent::Waiting { .. } => self.in_line(attempt),
-            ContenderEvent::Lost { reason, .. } => self.lost(attempt, match reason {
-                LostReason::SessionExpired => Loss::SessionExpired,
-                LostReason::NodeDeleted => Loss::NodeDeleted,
-                LostReason::SessionClosed => Loss::SessionClosed,
-            }),
+            ContenderEvent::Lost { reason, .. } => self.lost(
+                attempt,
+                match reason {
+                    LostReason::SessionExpired => Loss::SessionExpired,
+                    LostReason::NodeDeleted => Loss::NodeDeleted,
+                    LostReason::SessionClosed => Loss::SessionClosed,
+                },
+            ),
             ContenderEvent::Failed { error } => self.failed(attempt, error),
         }
     }
@@ -526,7 +529,9 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
         match std::mem::replace(&mut self.phase, Phase::Idle) {
             Phase::Idle => Vec::new(),
             // The contender outlives us and deletes its node.
-            Phase::Acquiring { attempt } | Phase::Held { attempt, .. } => vec![Effect::Withdraw { attempt, then: None }],
+            Phase::Acquiring { attempt } | Phase::Held { attempt, .. } => {
+                vec![Effect::Withdraw { attempt, then: None }]
+            }
         }
     }
 
@@ -549,9 +554,10 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
                 self.last_loss = Some(loss);
                 (vec![Effect::Tell(Happened::Lost(held, loss))], Err(ReleaseError::Lost(loss)))
             }
-            Err(Error::Closed) => {
-                (vec![Effect::Tell(Happened::Lost(held, Loss::SessionClosed))], Err(ReleaseError::ZooKeeper(Error::Closed)))
-            }
+            Err(Error::Closed) => (
+                vec![Effect::Tell(Happened::Lost(held, Loss::SessionClosed))],
+                Err(ReleaseError::ZooKeeper(Error::Closed)),
+            ),
             Err(error) => (Vec::new(), Err(ReleaseError::ZooKeeper(error))),
         };
         if let Some(then) = then {
@@ -734,7 +740,9 @@ pub(crate) fn run<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, c
             }
             Effect::Tell(happened) => {
                 match &happened {
-                    Happened::Acquired(held) => info!(parent: host.span(), node = %held.node, token = %held.token, "acquired"),
+                    Happened::Acquired(held) => {
+                        info!(parent: host.span(), node = %held.node, token = %held.token, "acquired")
+                    }
                     Happened::Lost(held, loss) => warn!(parent: host.span(), node = %held.node, ?loss, "lost"),
                     Happened::Released(held) => info!(parent: host.span(), node = %held.node, "released"),
                     Happened::Suspended(held) => info!(parent: host.span(), node = %held.node, "suspended"),
@@ -874,7 +882,9 @@ mod tests {
             .iter()
             .map(|e| match e {
                 Effect::Begin(a) => format!("Begin({a})"),
-                Effect::Withdraw { attempt, then } => format!("Withdraw({attempt}{})", if then.is_some() { ",answer" } else { "" }),
+                Effect::Withdraw { attempt, then } => {
+                    format!("Withdraw({attempt}{})", if then.is_some() { ",answer" } else { "" })
+                }
                 Effect::StandDown(a) => format!("StandDown({a})"),
                 Effect::Delete { .. } => "Delete".into(),
                 Effect::Verify { attempt, .. } => format!("Verify({attempt})"),

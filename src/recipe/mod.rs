@@ -1,13 +1,13 @@
 //! What every recipe shares: the contender protocol, protected node names, fencing tokens.
 //!
-//! Owns: the [`Contender`] actor (one ephemeral-sequential node from protected create to
-//! deletion, waiting on its predecessor only), the rules that decide who holds what
+//! Owns: the contender actor (`contender`, crate-private: one ephemeral-sequential node from
+//! protected create to deletion, waiting on its predecessor only), the rules that decide who holds what
 //! ([`naming`]), [`FencingToken`], and the holder core (`holder`: attempts, waiting callers,
 //! link state, [`ConnectionPolicy`], expiry, release, what subscribers hear) that the lock, the
 //! semaphore and the election are built on. Does not own the words each recipe uses for its
 //! requests and events: those live in the recipe modules.
 
-pub mod contender;
+pub(crate) mod contender;
 pub mod fencing;
 pub(crate) mod holder;
 pub mod naming;
@@ -17,11 +17,8 @@ pub mod reply;
 pub(crate) mod subscribers;
 
 pub(crate) use contender::delete_until_gone;
-pub use contender::{
-    Abandon, Contender, ContenderEvent, ContenderReport, ContenderSpec, LostReason, Relisted, Withdraw,
-};
+pub(crate) use contender::{Abandon, Contender, ContenderEvent, ContenderReport, ContenderSpec, Relisted, Withdraw};
 pub use fencing::FencingToken;
 pub use holder::ConnectionPolicy;
 pub use naming::Rule;
 pub use reply::Reply;
-

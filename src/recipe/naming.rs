@@ -118,18 +118,29 @@ pub fn belongs_to(child: &str, guid: &str) -> bool {
     child.strip_prefix(PROTECTED_PREFIX).is_some_and(|rest| rest.starts_with(guid))
 }
 
-/// The default participant id: this host's name (Curator stores the local address).
+/// The default participant id: `<host>/<pid>/<n>`, where `n` counts the ids this process handed
+/// out. Two participants never share one, even in one process (an id is what `Participants` and
+/// `LeaderChanged` report, so it must tell them apart); the host name alone did not.
 pub fn default_participant_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "unknown-host".to_string())
+        .unwrap_or_else(|| "unknown-host".to_string());
+    format!("{host}/{}/{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn default_participant_ids_tell_two_participants_of_one_process_apart() {
+        let (a, b) = (default_participant_id(), default_participant_id());
+        assert_ne!(a, b);
+        assert!(a.contains(&format!("/{}/", std::process::id())), "{a}");
+    }
 
     fn names(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
