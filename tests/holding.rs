@@ -138,6 +138,19 @@ async fn many_releases_never_report_a_loss() {
         session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await,
     ];
     let losses = Arc::new(AtomicUsize::new(0));
+    // Busy threads, as in a loaded CI run: the race needs the releasing thread to be descheduled
+    // between its two steps.
+    let busy = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let spinners: Vec<_> = (0..3)
+        .map(|_| {
+            let busy = busy.clone();
+            std::thread::spawn(move || {
+                while busy.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
     let mut workers = Vec::new();
     for (i, s) in sessions.iter().enumerate() {
         // One lock per worker: nobody waits, so every cycle is a grant and a release.
@@ -157,6 +170,10 @@ async fn many_releases_never_report_a_loss() {
     }
     for worker in workers {
         worker.await.expect("worker");
+    }
+    busy.store(false, Ordering::Relaxed);
+    for spinner in spinners {
+        spinner.join().expect("spinner");
     }
     assert_eq!(losses.load(Ordering::SeqCst), 0, "a release was reported as a loss");
     for s in sessions {
@@ -250,9 +267,9 @@ fn packets_received(server: &str) -> u64 {
         .expect("zk_packets_received in mntr")
 }
 
-/// Defect 9: a final error was retried forever: a participant that may create in an election's
-/// directory but not read it reported `ElectionFailed` and then asked again, five times a second,
-/// for as long as it lived.
+/// A final error ends participation once: a participant that may create in an election's
+/// directory but not read it reports `ElectionFailed` naming the missing permission, and asks
+/// nothing more.
 #[actix_rt::test]
 async fn an_unreadable_election_fails_once_and_stops_asking() {
     init_tracing();
@@ -320,4 +337,97 @@ async fn a_waiter_leaves_no_watch_on_a_node_that_was_gone_when_it_looked() {
     assert!(stale.is_empty(), "watches left on paths that are gone: {stale:?}");
     slow.close().await;
     direct.close().await;
+}
+
+/// Defect 8, forced: the waiter's thread is held up while the node ahead goes and then its
+/// session expires, so that its contender computes the grant (from the deletion of the node
+/// ahead) after the session that owns its node has ended. The grant must not be handed out: the
+/// waiter stands in line again on its new session and is granted there.
+#[actix_rt::test]
+async fn a_grant_computed_after_its_session_expired_is_not_handed_out() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("stale-grant");
+    let observer = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let (h, w) = (
+        session_at(&zk.connect_string(), &root, Duration::from_secs(2)).await,
+        session_at(&zk.connect_string(), &root, Duration::from_secs(2)).await,
+    );
+    let holder = LockActor::new(h.clone(), LockConfig::new("/l")).start();
+    let waiter = LockActor::new(w.clone(), LockConfig::new("/l")).start();
+    let events = Recorded::<LockEvent>::start();
+    waiter.do_send(Subscribe { recipient: events.recipient.clone() });
+    let first = holder.send(Acquire::default()).await.expect("actor").expect("holder");
+    let waiting = waiter.send(Acquire { timeout: Some(Duration::from_secs(20)) });
+    wait_until_async("the waiter stands in line", || async { nodes(&observer, "/l").await.len() == 2 }).await;
+    actix_rt::time::sleep(Duration::from_millis(300)).await; // its watch on the node ahead is set
+
+    let old = w.session().await.expect("session");
+    let (connect, info, node, deleter) = (zk.connect_string(), old.info.clone(), first.node.clone(), observer.clone());
+    let faults = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        runtime.block_on(async move {
+            deleter.delete(&node, None).await.expect("the node ahead goes");
+            tokio::time::sleep(Duration::from_millis(300)).await; // the waiter's client hears of it
+            expire_session(&connect, &info).await.expect("expire the waiter's session");
+        });
+    });
+    // This thread runs the waiter's actors: while it sleeps, the deletion and the expiry queue up.
+    std::thread::sleep(Duration::from_secs(3));
+    faults.join().expect("faults");
+
+    let grant = bounded("the waiter is answered", waiting).await.expect("actor").expect("the waiter acquires");
+    let now = w.session().await.expect("session");
+    assert_ne!(now.session_id, old.session_id, "the waiter's session was rebuilt");
+    let owner = observer.exists(&grant.node).await.expect("exists").map(|stat| stat.ephemeral_owner);
+    assert_eq!(
+        owner,
+        Some(now.session_id.0),
+        "handed a grant whose node died with the old session (events: {:?})",
+        events.snapshot()
+    );
+    for s in [observer, h, w] {
+        s.close().await;
+    }
+}
+
+/// Defect 9: a final error was retried forever. A lock whose create was lost with the connection
+/// looks for its node by listing the directory; when that listing is refused (`NoAuth`: the
+/// participant may create in the directory but not read it) it asked again every 100 ms for as
+/// long as it lived, and the acquire never ended.
+#[actix_rt::test]
+async fn a_lock_whose_directory_cannot_be_read_fails_once_and_stops_asking() {
+    init_tracing();
+    let server = ZkServer::start().expect("ZooKeeper");
+    let links = ClientLinks::to([server.connect_string()]).expect("proxy");
+    let root = unique_root("no-read-lock");
+    let admin = session_at(&server.connect_string(), &root, Duration::from_secs(4)).await;
+    let create_and_delete_only = vec![Acl::new_const(Permission::CREATE | Permission::DELETE, "world", "anyone")];
+    admin
+        .request(
+            actix_zookeeper::session::requests::Create::new("/l", "", CreateMode::Persistent)
+                .with_acl(create_and_delete_only),
+        )
+        .await
+        .expect("a lock directory nobody may read");
+    let s = session_at(&links.connect_string(), &root, Duration::from_secs(4)).await;
+    let lock = LockActor::new(s.clone(), LockConfig::new("/l")).start();
+    // The create and its listing go into a dead link: their outcome is unknown, and finding out
+    // means listing the directory.
+    links.blackhole();
+    let acquiring = lock.send(Acquire::default());
+    actix_rt::time::sleep(Duration::from_secs(4)).await;
+    links.heal();
+    let outcome = bounded("the acquire ends", acquiring).await.expect("actor");
+    assert!(
+        matches!(&outcome, Err(LockError::ZooKeeper(Error::NoAuth { path })) if path == "/l"),
+        "a typed error naming the directory: {outcome:?}"
+    );
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    let before = packets_received(&server.connect_string());
+    actix_rt::time::sleep(Duration::from_secs(2)).await;
+    let sent = packets_received(&server.connect_string()) - before;
+    assert!(sent <= 6, "the lock kept asking after a final error: {sent} packets in 2 s");
+    s.close().await;
+    admin.close().await;
 }
