@@ -401,7 +401,9 @@ async fn semaphore_never_grants_more_than_its_leases() {
                 assert!(grant.node.starts_with("/sem/leases/_c_") && grant.node.contains("-lease-"), "{}", grant.node);
                 let now = holders.fetch_add(1, Ordering::SeqCst) + 1;
                 most.fetch_max(now, Ordering::SeqCst);
-                actix_rt::time::sleep(Duration::from_millis(5)).await;
+                // Long enough for leases to overlap: the guard mutex hands out one lease at a time,
+                // and with 5 ms holds a loaded machine sometimes saw every holder alone.
+                actix_rt::time::sleep(Duration::from_millis(40)).await;
                 holders.fetch_sub(1, Ordering::SeqCst);
                 sem.send(Release).await.expect("actor").expect("release");
             }
