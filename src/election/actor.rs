@@ -14,6 +14,7 @@ use futures::future::LocalBoxFuture;
 use tracing::debug;
 
 use super::config::ElectionConfig;
+use super::error::ElectionError;
 use super::messages::*;
 use crate::error::Error;
 use crate::path;

@@ -2,6 +2,7 @@
 
 use actix::{Message, Recipient};
 
+use super::error::ElectionError;
 use crate::error::Error;
 use crate::recipe::FencingToken;
 
@@ -119,26 +120,4 @@ pub struct LeaderTerm {
     /// Its version when leadership was won: a write guarded by a check of `node` at `version`
     /// fails once this term has ended (see `tasks`, whose master fences every write this way).
     pub version: i32,
-}
-
-/// Why an election request failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ElectionError {
-    /// This participant is not in line (it resigned without requeue, or it failed), so it
-    /// cannot become leader until it joins again.
-    #[error("not taking part in election {path}")]
-    NotParticipating {
-        /// The election directory.
-        path: String,
-    },
-    /// The election actor has stopped.
-    #[error("the actor of election {path} has stopped")]
-    Stopped {
-        /// The election directory.
-        path: String,
-    },
-    /// A ZooKeeper request failed.
-    #[error(transparent)]
-    ZooKeeper(#[from] Error),
 }

@@ -10,13 +10,15 @@
 
 mod actor;
 mod config;
+mod error;
 mod messages;
 
 pub use actor::ElectionActor;
 pub use config::ElectionConfig;
+pub use error::ElectionError;
 pub use messages::{
-    CurrentLeader, ElectionError, ElectionEvent, Join, LeaderTerm, Leadership, LeadershipLostReason, Participants,
-    Resign, Stop, StopLeading, Subscribe,
+    CurrentLeader, ElectionEvent, Join, LeaderTerm, Leadership, LeadershipLostReason, Participants, Resign, Stop,
+    StopLeading, Subscribe,
 };
 
 pub use crate::recipe::{ConnectionPolicy, FencingToken};
