@@ -431,3 +431,58 @@ async fn a_lock_whose_directory_cannot_be_read_fails_once_and_stops_asking() {
     s.close().await;
     admin.close().await;
 }
+
+/// Defect 4, forced: the semaphore's guard reports its loss just after the lease was granted
+/// (both reports waiting in the actor's mailbox, the lease's first). The lease was then withdrawn
+/// without a `Lost` event or an answer: the caller believed it held a lease that was gone. The
+/// waiter's replies are slowed, and its thread held up, so that the lease's listing and the
+/// guard's deletion are handled in that order.
+#[actix_rt::test]
+async fn a_guard_lost_after_the_lease_was_granted_does_not_end_the_lease_silently() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let root = unique_root("guard-after-lease");
+    let observer = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let h = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let w = session_at(&links.connect_string(), &root, Duration::from_secs(10)).await;
+    let holder = SemaphoreActor::new(h.clone(), SemaphoreConfig::new("/sem", 1)).start();
+    let waiter = SemaphoreActor::new(w.clone(), SemaphoreConfig::new("/sem", 1)).start();
+    let events = Recorded::<LockEvent>::start();
+    waiter.do_send(Subscribe { recipient: events.recipient.clone() });
+    let first = holder.send(Acquire::default()).await.expect("actor").expect("holder");
+    let waiting = actix_rt::spawn(waiter.send(Acquire { timeout: Some(Duration::from_secs(20)) }));
+    wait_until_async("the waiter holds the guard and waits", || async {
+        nodes(&observer, "/sem/leases").await.len() == 2 && nodes(&observer, "/sem/locks").await.len() == 1
+    })
+    .await;
+    actix_rt::time::sleep(Duration::from_millis(300)).await; // its children watch is set
+    let guard = format!("/sem/locks/{}", nodes(&observer, "/sem/locks").await[0]);
+
+    links.proxy(0).set_latency(Direction::Downstream, Duration::from_millis(500));
+    let t0 = Instant::now();
+    // t0: a lease frees up; the waiter hears of it at ~500 ms and has its listing back at ~1000.
+    observer.delete(&first.node, None).await.expect("free the lease");
+    // ~600: the waiter's guard goes; it hears of it at ~1100.
+    actix_rt::time::sleep(Duration::from_millis(600).saturating_sub(t0.elapsed())).await;
+    observer.delete(&guard, None).await.expect("delete the waiter's guard");
+    // ~900 to ~1600: the waiter's thread is busy; both news wait, the listing's first.
+    actix_rt::time::sleep(Duration::from_millis(900).saturating_sub(t0.elapsed())).await;
+    std::thread::sleep(Duration::from_millis(700));
+    links.proxy(0).set_latency(Direction::Downstream, Duration::ZERO);
+
+    let lease = bounded("the waiter is answered", waiting).await.expect("task").expect("actor").expect("lease");
+    actix_rt::time::sleep(Duration::from_millis(1000)).await;
+    let still_there = observer.exists(&lease.node).await.expect("exists").is_some();
+    let told_lost =
+        events.snapshot().iter().any(|e| matches!(e, LockEvent::Lost { token, .. } if *token == lease.token));
+    assert!(
+        still_there || told_lost,
+        "the lease {} is gone and nobody was told (events: {:?})",
+        lease.node,
+        events.snapshot()
+    );
+    for s in [observer, h, w] {
+        s.close().await;
+    }
+}
