@@ -317,10 +317,16 @@ async fn a_waiter_leaves_no_watch_on_a_node_that_was_gone_when_it_looked() {
     let waiter = LockActor::new(slow.clone(), LockConfig::new("/l")).start();
     let grant = holder.send(Acquire::default()).await.expect("actor").expect("holder");
 
-    links.proxy(0).set_latency(Direction::Upstream, Duration::from_millis(400));
+    links.proxy(0).set_latency(Direction::Upstream, Duration::from_millis(1000));
     let waiting = actix_rt::spawn(waiter.send(Acquire { timeout: Some(Duration::from_secs(15)) }));
-    // The waiter's node is there: its listing is on the way back, its watch request not yet sent.
-    wait_until_async("the waiter's node", || async { nodes(&direct, "/l").await.len() == 2 }).await;
+    // The waiter's node is there: its listing is on the way back, its watch request not yet sent
+    // (it reaches the server a second after it is sent).
+    let deadline = Instant::now() + WAIT;
+    while nodes(&direct, "/l").await.len() < 2 {
+        assert!(Instant::now() < deadline, "the waiter's node never appeared");
+    }
+    // Its listing, sent right behind the create, is read by now; its watch is a second away.
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
     direct.delete(&grant.node, None).await.expect("the node ahead goes");
     bounded("the waiter gets the lock", waiting).await.expect("task").expect("actor").expect("waiter");
     links.proxy(0).set_latency(Direction::Upstream, Duration::ZERO);
