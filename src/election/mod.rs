@@ -1,12 +1,14 @@
 //! Leader election: Curator's `LeaderLatch` / `LeaderSelector` as one actor per participant.
 //!
-//! Owns: [`ElectionActor`] (contend, lead, resign, re-enter), its messages and
+//! Owns: [`ElectionActor`] (contend, lead, resign, re-enter), its configuration, messages and
 //! [`ElectionEvent`]s, observing who leads ([`ElectionEvent::LeaderChanged`]), and the
-//! leader-actor mode (start the user's actor while leading, stop it otherwise). Does not own
-//! the node protocol: that is [`crate::recipe::Contender`], shared with the locks.
+//! leader-actor mode (start the user's actor while leading, stop it otherwise). Does not own the
+//! node protocol (the crate's contender, shared with the locks) or what holding leadership means
+//! under faults (the holder core, shared with the locks).
 //!
-//! Layout = Curator's `LeaderLatch`: `<path>/_c_<uuid>-latch-<seq>`, data = participant id.
-//! See `docs/recipes/election.md`.
+//! Files: `config.rs`, `messages.rs`, `error.rs`, `actor.rs`.
+//!
+#![doc = include_str!("../../docs/recipes/election.md")]
 
 mod actor;
 mod config;

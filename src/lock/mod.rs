@@ -1,16 +1,18 @@
 //! Locks: exclusive, read/write, and a counting semaphore — herd-free, fenced, Curator-compatible.
 //!
 //! Owns: [`LockActor`] (Curator's `InterProcessMutex`, and both sides of
-//! `InterProcessReadWriteLock`), [`SemaphoreActor`] (`InterProcessSemaphoreV2`), their messages,
-//! [`LockGrant`] with guarded writes, and [`LockError`]. Does not own the node protocol: that is
-//! [`crate::recipe::Contender`], shared with the election recipe.
+//! `InterProcessReadWriteLock`), [`SemaphoreActor`] (`InterProcessSemaphoreV2`), their
+//! configuration, messages and events, [`LockGrant`] with guarded writes, and [`LockError`].
+//! Does not own the node protocol (the crate's contender, shared with the election) or what
+//! holding means under faults (the holder core, shared with the semaphore and the election):
+//! this module only words them as lock requests and events.
 //!
-//! Layout (shared with Curator, so Java and Rust services can share a lock):
-//! - exclusive: `<dir>/_c_<uuid>-lock-<seq>`;
-//! - read/write: `<dir>/_c_<uuid>-__READ__<seq>` and `<dir>/_c_<uuid>-__WRIT__<seq>`;
-//! - semaphore: leases `<dir>/leases/_c_<uuid>-lease-<seq>`, guarded by a mutex at `<dir>/locks`.
+//! Files: `config.rs` (how a participant behaves), `messages.rs` (requests and events),
+//! `error.rs`, `grant.rs` (a grant and its guarded writes), `holding.rs` (the holder core's
+//! decisions in the lock's words), `actor.rs` (the mutex and the read/write lock),
+//! `semaphore.rs`.
 //!
-//! See `docs/recipes/lock.md` for the protocol and what happens on each failure.
+#![doc = include_str!("../../docs/recipes/lock.md")]
 
 mod actor;
 mod config;

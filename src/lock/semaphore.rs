@@ -32,7 +32,8 @@ use crate::recipe::{Abandon, Contender, ContenderEvent, ContenderReport, Contend
 use crate::session::{SessionEvent, SessionHandle};
 
 /// One participant of a counting semaphore; answers [`Acquire`] with a [`LockGrant`] for its
-/// lease node, and [`Release`] by deleting it. See the [module docs](self) for the protocol.
+/// lease node, and [`Release`] by deleting it. The protocol is
+/// Curator's; see the [lock module](super) docs.
 pub struct SemaphoreActor {
     session: SessionHandle,
     config: SemaphoreConfig,
