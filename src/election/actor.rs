@@ -8,7 +8,6 @@
 //! `Join` or a `Resign` with re-queue.
 
 use actix::prelude::*;
-use futures::FutureExt;
 use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
 use tracing::debug;
@@ -18,15 +17,14 @@ use super::error::ElectionError;
 use super::messages::*;
 use crate::error::Error;
 use crate::path;
-use crate::recipe::holder::{self, Attempt, Happened, Holder, HolderHost, Loss, Refusal, ReleaseError, Waiter};
+use crate::recipe::holder::{
+    self, Attempt, ContenderSlot, Happened, Holder, HolderHost, Loss, Refusal, ReleaseError, Waiter,
+};
 use crate::recipe::naming::{LATCH_NAME, Rule};
 use crate::recipe::participants;
 use crate::recipe::reply::Pending;
 use crate::recipe::subscribers::Subscribers;
-use crate::recipe::{
-    Abandon, ConnectionPolicy, Contender, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Relisted,
-    Reply, Withdraw,
-};
+use crate::recipe::{ConnectionPolicy, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Reply};
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
 /// A caller of [`Leadership`].
@@ -84,7 +82,7 @@ pub struct ElectionActor {
     session: SessionHandle,
     config: ElectionConfig,
     holder: Holder<LeaderTerm, LeadershipWaiter>,
-    contender: Option<(Attempt, Addr<Contender>)>,
+    contender: ContenderSlot,
     /// The user's leader actor (leader-actor mode), while it runs.
     leader: Option<Recipient<StopLeading>>,
     subscribers: Subscribers<ElectionEvent>,
@@ -108,20 +106,13 @@ impl ElectionActor {
             session,
             config,
             holder,
-            contender: None,
+            contender: ContenderSlot::new(),
             leader: None,
             subscribers: Subscribers::new(),
             watched_leader: None,
             leader_id: None,
             ended: None,
             span,
-        }
-    }
-
-    fn take_contender(&mut self, attempt: Attempt) -> Option<Addr<Contender>> {
-        match &self.contender {
-            Some((a, _)) if *a == attempt => self.contender.take().map(|(_, addr)| addr),
-            _ => None,
         }
     }
 
@@ -170,10 +161,8 @@ impl ElectionActor {
             };
             // Our contender may learn from this listing that fewer nodes stand ahead of it, so
             // that its hand-off needs no read of its own.
-            if let Some((attempt, contender)) = &act.contender {
-                if act.holder.is_acquiring(*attempt) {
-                    contender.do_send(Relisted { names: names.clone() });
-                }
+            if let Some(attempt) = act.holder.attempt().filter(|a| act.holder.is_acquiring(*a)) {
+                act.contender.relisted(attempt, &names);
             }
             let names = path::sequential_in_order(names);
             let Some(first) = names.first() else {
@@ -235,21 +224,15 @@ impl HolderHost for ElectionActor {
             data: self.config.participant_id.clone().into_bytes(),
             tag: attempt,
         };
-        let contender = Contender::new(self.session.clone(), spec, ctx.address().recipient()).start();
-        self.contender = Some((attempt, contender));
+        self.contender.start(attempt, &self.session, spec, ctx.address().recipient());
     }
 
     fn withdraw(&mut self, attempt: Attempt) -> LocalBoxFuture<'static, Result<(), Error>> {
-        match self.take_contender(attempt) {
-            Some(contender) => Box::pin(contender.send(Withdraw).map(|outcome| outcome.unwrap_or(Ok(())))),
-            None => Box::pin(futures::future::ready(Ok(()))),
-        }
+        self.contender.withdraw(attempt)
     }
 
     fn stand_down(&mut self, attempt: Attempt) {
-        if let Some(contender) = self.take_contender(attempt) {
-            contender.do_send(Abandon);
-        }
+        self.contender.stand_down(attempt);
     }
 
     fn tell(&mut self, happened: Happened<LeaderTerm>, ctx: &mut Context<Self>) {
@@ -354,9 +337,7 @@ impl Handler<SessionEvent> for ElectionActor {
     type Result = ();
 
     fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
-        if let Some((_, contender)) = &self.contender {
-            contender.do_send(event.clone());
-        }
+        self.contender.forward(&event);
         let effects = self.holder.session(&event);
         holder::run(self, effects, ctx);
         // What changed while we were away is only seen by reading again.

@@ -6,8 +6,6 @@
 //! policy, expiry, release).
 
 use actix::prelude::*;
-use futures::FutureExt;
-use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
 
 use super::config::LockConfig;
@@ -16,9 +14,9 @@ use super::grant::LockGrant;
 use super::holding::{self, LockWaiter};
 use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, Subscribe, TryAcquire};
 use crate::error::Error;
-use crate::recipe::holder::{self, Attempt, Happened, Holder, HolderHost};
+use crate::recipe::holder::{self, Attempt, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::subscribers::Subscribers;
-use crate::recipe::{Abandon, Contender, ContenderReport, ContenderSpec, Reply, Withdraw};
+use crate::recipe::{ContenderReport, ContenderSpec, Reply};
 use crate::session::{SessionEvent, SessionHandle};
 
 /// One participant of one lock (exclusive, read or write); see `docs/recipes/lock.md`.
@@ -41,7 +39,7 @@ pub struct LockActor {
     session: SessionHandle,
     config: LockConfig,
     holder: Holder<LockGrant, LockWaiter>,
-    contender: Option<(Attempt, Addr<Contender>)>,
+    contender: ContenderSlot,
     subscribers: Subscribers<LockEvent>,
     span: tracing::Span,
 }
@@ -51,14 +49,7 @@ impl LockActor {
     pub fn new(session: SessionHandle, config: LockConfig) -> Self {
         let span = tracing::info_span!("zk.lock", dir = %config.dir, kind = ?config.kind);
         let holder = Holder::new(config.policy, true, config.reacquire_after_loss);
-        LockActor { session, config, holder, contender: None, subscribers: Subscribers::new(), span }
-    }
-
-    fn take_contender(&mut self, attempt: Attempt) -> Option<Addr<Contender>> {
-        match &self.contender {
-            Some((a, _)) if *a == attempt => self.contender.take().map(|(_, addr)| addr),
-            _ => None,
-        }
+        LockActor { session, config, holder, contender: ContenderSlot::new(), subscribers: Subscribers::new(), span }
     }
 }
 
@@ -86,22 +77,15 @@ impl HolderHost for LockActor {
             data: self.config.participant_id.clone().into_bytes(),
             tag: attempt,
         };
-        let contender = Contender::new(self.session.clone(), spec, ctx.address().recipient()).start();
-        self.contender = Some((attempt, contender));
+        self.contender.start(attempt, &self.session, spec, ctx.address().recipient());
     }
 
     fn withdraw(&mut self, attempt: Attempt) -> LocalBoxFuture<'static, Result<(), Error>> {
-        match self.take_contender(attempt) {
-            // A contender that stopped already cleaned up after itself.
-            Some(contender) => Box::pin(contender.send(Withdraw).map(|outcome| outcome.unwrap_or(Ok(())))),
-            None => Box::pin(futures::future::ready(Ok(()))),
-        }
+        self.contender.withdraw(attempt)
     }
 
     fn stand_down(&mut self, attempt: Attempt) {
-        if let Some(contender) = self.take_contender(attempt) {
-            contender.do_send(Abandon);
-        }
+        self.contender.stand_down(attempt);
     }
 
     fn tell(&mut self, happened: Happened<LockGrant>, _: &mut Context<Self>) {
@@ -130,16 +114,7 @@ impl Handler<Acquire> for LockActor {
 
     fn handle(&mut self, msg: Acquire, ctx: &mut Context<Self>) -> Self::Result {
         let dir = self.config.dir.clone();
-        let (pending, reply) = Reply::later(Err(LockError::Cancelled { dir: dir.clone() }));
-        // Only a caller that waits gets a timer: one refused (another acquire waits) or answered
-        // at once must not end somebody else's attempt.
-        let waits = self.holder.held().is_none() && !self.holder.has_waiters();
-        let effects = self.holder.acquire(LockWaiter::acquire(&dir, pending));
-        holder::run(self, effects, ctx);
-        if let (Some(after), Some(attempt), true) = (msg.timeout, self.holder.attempt(), waits) {
-            holder::time_out(attempt, after, ctx);
-        }
-        reply
+        holding::acquire(self, &dir, msg.timeout, ctx)
     }
 }
 
@@ -159,17 +134,8 @@ impl Handler<Release> for LockActor {
     type Result = ResponseFuture<Result<(), LockError>>;
 
     fn handle(&mut self, _: Release, ctx: &mut Context<Self>) -> Self::Result {
-        let (answer, answered) = oneshot::channel();
-        let effects = self.holder.release(answer);
-        holder::run(self, effects, ctx);
         let dir = self.config.dir.clone();
-        Box::pin(async move {
-            match answered.await {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(error)) => Err(holding::release_error(&dir, error)),
-                Err(_) => Err(LockError::Stopped { dir }),
-            }
-        })
+        holding::release(self, &dir, ctx)
     }
 }
 
@@ -177,11 +143,7 @@ impl Handler<GiveBack> for LockActor {
     type Result = ();
 
     fn handle(&mut self, msg: GiveBack, ctx: &mut Context<Self>) {
-        if self.holder.held().is_some_and(|held| held.token == msg.token) {
-            let (answer, _) = oneshot::channel();
-            let effects = self.holder.release(answer);
-            holder::run(self, effects, ctx);
-        }
+        holding::give_back(self, msg.token, ctx);
     }
 }
 
@@ -189,8 +151,7 @@ impl Handler<Participants> for LockActor {
     type Result = ResponseFuture<Result<Vec<String>, LockError>>;
 
     fn handle(&mut self, _: Participants, _: &mut Context<Self>) -> Self::Result {
-        let read = crate::recipe::participants::read_participants(self.session.clone(), self.config.dir.clone());
-        Box::pin(async move { read.await.map_err(LockError::ZooKeeper) })
+        holding::participants(&self.session, self.config.dir.clone())
     }
 }
 
@@ -211,9 +172,7 @@ impl Handler<SessionEvent> for LockActor {
     type Result = ();
 
     fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
-        if let Some((_, contender)) = &self.contender {
-            contender.do_send(event.clone());
-        }
+        self.contender.forward(&event);
         let effects = self.holder.session(&event);
         holder::run(self, effects, ctx);
     }

@@ -1,15 +1,26 @@
 //! What the lock and the semaphore say about holding, in the lock module's words: their waiting
 //! callers and how the holder core's [`Happened`] reads as a [`LockEvent`].
 //!
-//! Owns: [`LockWaiter`] and the translations from the core's terms to [`LockError`] and
-//! [`LockEvent`]. Does not own any decision: those are the core's (`recipe::holder`).
+//! Owns: [`LockWaiter`], the translations from the core's terms to [`LockError`] and
+//! [`LockEvent`], and the request handling the lock and the semaphore share (`acquire`,
+//! `release`, `give_back`, `participants`). Does not own any decision: those are the core's
+//! (`recipe::holder`).
 
 use super::error::LockError;
 use super::grant::LockGrant;
 use super::messages::{LockEvent, LockLostReason};
 use crate::error::Error;
-use crate::recipe::holder::{Happened, Loss, Refusal, ReleaseError, Waiter};
+use std::time::Duration;
+
+use actix::prelude::*;
+use futures::channel::oneshot;
+
+use crate::recipe::FencingToken;
+use crate::recipe::holder::{self, Happened, HolderHost, Loss, Refusal, ReleaseError, Waiter};
+use crate::recipe::participants::read_participants;
 use crate::recipe::reply::Pending;
+use crate::recipe::reply::Reply;
+use crate::session::SessionHandle;
 
 /// A caller of `Acquire` or `TryAcquire`.
 pub(crate) struct LockWaiter {
@@ -112,4 +123,60 @@ pub(super) fn event(happened: Happened<LockGrant>) -> Option<LockEvent> {
         Happened::Released(held) => LockEvent::Released { node: held.node },
         Happened::Failed(_) => return None,
     })
+}
+
+/// `Acquire` for a lock-shaped host: wait for the grant, at most `timeout`.
+pub(super) fn acquire<H>(host: &mut H, dir: &str, timeout: Option<Duration>, ctx: &mut Context<H>) -> LockReply
+where
+    H: HolderHost<Grant = LockGrant, Waiter = LockWaiter>,
+{
+    let (pending, reply) = Reply::later(Err(LockError::Cancelled { dir: dir.to_owned() }));
+    // Only a caller that waits gets a timer: one refused (another acquire waits) or answered at
+    // once must not end somebody else's attempt.
+    let waits = host.holder().held().is_none() && !host.holder().has_waiters();
+    let effects = host.holder().acquire(LockWaiter::acquire(dir, pending));
+    holder::run(host, effects, ctx);
+    if let (Some(after), Some(attempt), true) = (timeout, host.holder().attempt(), waits) {
+        holder::time_out(attempt, after, ctx);
+    }
+    reply
+}
+
+/// What an `Acquire` is answered with.
+pub(super) type LockReply = Reply<Result<LockGrant, LockError>>;
+
+/// `Release` for a lock-shaped host.
+pub(super) fn release<H>(host: &mut H, dir: &str, ctx: &mut Context<H>) -> ResponseFuture<Result<(), LockError>>
+where
+    H: HolderHost<Grant = LockGrant, Waiter = LockWaiter>,
+{
+    let (answer, answered) = oneshot::channel();
+    let effects = host.holder().release(answer);
+    holder::run(host, effects, ctx);
+    let dir = dir.to_owned();
+    Box::pin(async move {
+        match answered.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(error)) => Err(release_error(&dir, error)),
+            Err(_) => Err(LockError::Stopped { dir }),
+        }
+    })
+}
+
+/// `GiveBack` for a lock-shaped host: a release nobody waits on, of that grant only.
+pub(super) fn give_back<H>(host: &mut H, token: FencingToken, ctx: &mut Context<H>)
+where
+    H: HolderHost<Grant = LockGrant, Waiter = LockWaiter>,
+{
+    if host.holder().held().is_some_and(|held| held.token == token) {
+        let (answer, _) = oneshot::channel();
+        let effects = host.holder().release(answer);
+        holder::run(host, effects, ctx);
+    }
+}
+
+/// `Participants` of the nodes in `dir`.
+pub(super) fn participants(session: &SessionHandle, dir: String) -> ResponseFuture<Result<Vec<String>, LockError>> {
+    let read = read_participants(session.clone(), dir);
+    Box::pin(async move { read.await.map_err(LockError::ZooKeeper) })
 }

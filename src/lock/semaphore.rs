@@ -14,8 +14,6 @@
 //! ends the lease, say) is not the lease's business.
 
 use actix::prelude::*;
-use futures::FutureExt;
-use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
 
 use super::config::SemaphoreConfig;
@@ -25,10 +23,10 @@ use super::holding::{self, LockWaiter};
 use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, Subscribe};
 use crate::error::Error;
 use crate::path;
-use crate::recipe::holder::{self, Attempt, Happened, Holder, HolderHost};
+use crate::recipe::holder::{self, Attempt, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::naming::{LEASE_NAME, LOCK_NAME, Rule};
 use crate::recipe::subscribers::Subscribers;
-use crate::recipe::{Abandon, Contender, ContenderEvent, ContenderReport, ContenderSpec, Reply, Withdraw};
+use crate::recipe::{ContenderEvent, ContenderReport, ContenderSpec, Reply};
 use crate::session::{SessionEvent, SessionHandle};
 
 /// One participant of a counting semaphore; answers [`Acquire`] with a [`LockGrant`] for its
@@ -40,8 +38,8 @@ pub struct SemaphoreActor {
     holder: Holder<LockGrant, LockWaiter>,
     /// The attempt whose contenders these are.
     attempt: Attempt,
-    guard: Option<Addr<Contender>>,
-    lease: Option<Addr<Contender>>,
+    guard: ContenderSlot,
+    lease: ContenderSlot,
     subscribers: Subscribers<LockEvent>,
     span: tracing::Span,
 }
@@ -56,24 +54,16 @@ impl SemaphoreActor {
             config,
             holder,
             attempt: 0,
-            guard: None,
-            lease: None,
+            guard: ContenderSlot::new(),
+            lease: ContenderSlot::new(),
             subscribers: Subscribers::new(),
             span,
         }
     }
 
     // Guard and lease contenders of attempt `n` carry tags 2n and 2n+1.
-    fn contender(
-        &self,
-        ctx: &mut Context<Self>,
-        tag: u64,
-        dir: String,
-        name: &'static str,
-        rule: Rule,
-    ) -> Addr<Contender> {
-        let spec = ContenderSpec { dir, name, rule, data: self.config.participant_id.clone().into_bytes(), tag };
-        Contender::new(self.session.clone(), spec, ctx.address().recipient()).start()
+    fn spec(&self, tag: u64, dir: String, name: &'static str, rule: Rule) -> ContenderSpec {
+        ContenderSpec { dir, name, rule, data: self.config.participant_id.clone().into_bytes(), tag }
     }
 
     fn on_guard(&mut self, event: ContenderEvent, ctx: &mut Context<Self>) {
@@ -84,11 +74,11 @@ impl SemaphoreActor {
         }
         let effects = match event {
             ContenderEvent::Granted { .. } => {
-                if self.lease.is_none() {
+                if !self.lease.holds(self.attempt) {
                     let leases = path::join(&self.config.dir, "leases");
-                    let tag = 2 * self.attempt + 1;
-                    self.lease =
-                        Some(self.contender(ctx, tag, leases, LEASE_NAME, Rule::Leases(self.config.max_leases)));
+                    let rule = Rule::Leases(self.config.max_leases);
+                    let spec = self.spec(2 * self.attempt + 1, leases, LEASE_NAME, rule);
+                    self.lease.start(self.attempt, &self.session, spec, ctx.address().recipient());
                 }
                 Vec::new()
             }
@@ -103,9 +93,8 @@ impl SemaphoreActor {
 
     fn on_lease(&mut self, event: ContenderEvent, ctx: &mut Context<Self>) {
         if let ContenderEvent::Granted { .. } = event {
-            if let Some(guard) = self.guard.take() {
-                guard.do_send(Withdraw);
-            }
+            // The guard has done its work: give it back now, whatever the lease's fate.
+            self.guard.let_go(self.attempt);
         }
         let effects = self.holder.report(self.attempt, event, |node, token, version| LockGrant {
             node: node.to_owned(),
@@ -135,32 +124,18 @@ impl HolderHost for SemaphoreActor {
     fn begin(&mut self, attempt: Attempt, ctx: &mut Context<Self>) {
         self.attempt = attempt;
         let guards = path::join(&self.config.dir, "locks");
-        self.guard = Some(self.contender(ctx, 2 * attempt, guards, LOCK_NAME, Rule::Exclusive));
-        self.lease = None;
+        let spec = self.spec(2 * attempt, guards, LOCK_NAME, Rule::Exclusive);
+        self.guard.start(attempt, &self.session, spec, ctx.address().recipient());
     }
 
     fn withdraw(&mut self, attempt: Attempt) -> LocalBoxFuture<'static, Result<(), Error>> {
-        if attempt != self.attempt {
-            return Box::pin(futures::future::ready(Ok(())));
-        }
-        let withdrawals: Vec<_> = [self.guard.take(), self.lease.take()]
-            .into_iter()
-            .flatten()
-            .map(|contender| contender.send(Withdraw).map(|outcome| outcome.unwrap_or(Ok(()))))
-            .collect();
-        Box::pin(async move { futures::future::join_all(withdrawals).await.into_iter().collect() })
+        let both = [self.guard.withdraw(attempt), self.lease.withdraw(attempt)];
+        Box::pin(async move { futures::future::join_all(both).await.into_iter().collect() })
     }
 
     fn stand_down(&mut self, attempt: Attempt) {
-        if attempt != self.attempt {
-            return;
-        }
-        if let Some(lease) = self.lease.take() {
-            lease.do_send(Abandon);
-        }
-        if let Some(guard) = self.guard.take() {
-            guard.do_send(Withdraw);
-        }
+        self.lease.stand_down(attempt);
+        self.guard.let_go(attempt);
     }
 
     fn tell(&mut self, happened: Happened<LockGrant>, _: &mut Context<Self>) {
@@ -194,14 +169,7 @@ impl Handler<Acquire> for SemaphoreActor {
                 reason: "a semaphore needs at least one lease".into(),
             }));
         }
-        let (pending, reply) = Reply::later(Err(LockError::Cancelled { dir: dir.clone() }));
-        let waits = self.holder.held().is_none() && !self.holder.has_waiters();
-        let effects = self.holder.acquire(LockWaiter::acquire(&dir, pending));
-        holder::run(self, effects, ctx);
-        if let (Some(after), Some(attempt), true) = (msg.timeout, self.holder.attempt(), waits) {
-            holder::time_out(attempt, after, ctx);
-        }
-        reply
+        holding::acquire(self, &dir, msg.timeout, ctx)
     }
 }
 
@@ -209,17 +177,8 @@ impl Handler<Release> for SemaphoreActor {
     type Result = ResponseFuture<Result<(), LockError>>;
 
     fn handle(&mut self, _: Release, ctx: &mut Context<Self>) -> Self::Result {
-        let (answer, answered) = oneshot::channel();
-        let effects = self.holder.release(answer);
-        holder::run(self, effects, ctx);
         let dir = self.config.dir.clone();
-        Box::pin(async move {
-            match answered.await {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(error)) => Err(holding::release_error(&dir, error)),
-                Err(_) => Err(LockError::Stopped { dir }),
-            }
-        })
+        holding::release(self, &dir, ctx)
     }
 }
 
@@ -227,11 +186,7 @@ impl Handler<GiveBack> for SemaphoreActor {
     type Result = ();
 
     fn handle(&mut self, msg: GiveBack, ctx: &mut Context<Self>) {
-        if self.holder.held().is_some_and(|held| held.token == msg.token) {
-            let (answer, _) = oneshot::channel();
-            let effects = self.holder.release(answer);
-            holder::run(self, effects, ctx);
-        }
+        holding::give_back(self, msg.token, ctx);
     }
 }
 
@@ -239,9 +194,7 @@ impl Handler<Participants> for SemaphoreActor {
     type Result = ResponseFuture<Result<Vec<String>, LockError>>;
 
     fn handle(&mut self, _: Participants, _: &mut Context<Self>) -> Self::Result {
-        let dir = path::join(&self.config.dir, "leases");
-        let read = crate::recipe::participants::read_participants(self.session.clone(), dir);
-        Box::pin(async move { read.await.map_err(LockError::ZooKeeper) })
+        holding::participants(&self.session, path::join(&self.config.dir, "leases"))
     }
 }
 
@@ -260,9 +213,8 @@ impl Handler<SessionEvent> for SemaphoreActor {
     type Result = ();
 
     fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
-        for contender in [&self.guard, &self.lease].into_iter().flatten() {
-            contender.do_send(event.clone());
-        }
+        self.guard.forward(&event);
+        self.lease.forward(&event);
         let effects = self.holder.session(&event);
         holder::run(self, effects, ctx);
     }

@@ -37,11 +37,14 @@
 use std::time::Duration;
 
 use actix::prelude::*;
+use futures::FutureExt;
 use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
 use tracing::{debug, info, warn};
 
-use super::contender::{ContenderEvent, LostReason};
+use super::contender::{
+    Abandon, Contender, ContenderEvent, ContenderReport, ContenderSpec, LostReason, Relisted, Withdraw,
+};
 use super::fencing::FencingToken;
 use crate::error::Error;
 use crate::session::{SessionEvent, SessionHandle, SessionId};
@@ -674,6 +677,82 @@ pub(crate) trait HolderHost: Actor<Context = Context<Self>> {
     fn stand_down(&mut self, attempt: Attempt);
     /// Tells subscribers (and does whatever else the recipe does when this happens).
     fn tell(&mut self, happened: Happened<Self::Grant>, ctx: &mut Context<Self>);
+}
+
+/// The contender of the current attempt, for a host that needs one per attempt (or one per
+/// step of an attempt, like the semaphore's guard and lease): started, stood down and withdrawn
+/// by attempt number, so that an effect for an attempt already left touches nothing.
+pub(crate) struct ContenderSlot {
+    current: Option<(Attempt, Addr<Contender>)>,
+}
+
+impl ContenderSlot {
+    /// Empty.
+    pub(crate) fn new() -> Self {
+        ContenderSlot { current: None }
+    }
+
+    /// Starts a contender for `spec` (its tag names the attempt's report) on the caller's
+    /// Arbiter, replacing whatever the slot held.
+    pub(crate) fn start(
+        &mut self,
+        attempt: Attempt,
+        session: &SessionHandle,
+        spec: ContenderSpec,
+        owner: Recipient<ContenderReport>,
+    ) {
+        let contender = Contender::new(session.clone(), spec, owner).start();
+        self.current = Some((attempt, contender));
+    }
+
+    /// True while the slot holds a contender of `attempt`.
+    pub(crate) fn holds(&self, attempt: Attempt) -> bool {
+        matches!(&self.current, Some((a, _)) if *a == attempt)
+    }
+
+    fn take(&mut self, attempt: Attempt) -> Option<Addr<Contender>> {
+        if self.holds(attempt) { self.current.take().map(|(_, addr)| addr) } else { None }
+    }
+
+    /// Withdraws the contender of `attempt` (it deletes its node); resolves once it is gone.
+    pub(crate) fn withdraw(&mut self, attempt: Attempt) -> LocalBoxFuture<'static, Result<(), Error>> {
+        match self.take(attempt) {
+            // A contender that stopped already cleaned up after itself.
+            Some(contender) => Box::pin(contender.send(Withdraw).map(|outcome| outcome.unwrap_or(Ok(())))),
+            None => Box::pin(futures::future::ready(Ok(()))),
+        }
+    }
+
+    /// Withdraws the contender of `attempt` without waiting for it.
+    pub(crate) fn let_go(&mut self, attempt: Attempt) {
+        if let Some(contender) = self.take(attempt) {
+            contender.do_send(Withdraw);
+        }
+    }
+
+    /// Stops the contender of `attempt` without a delete.
+    pub(crate) fn stand_down(&mut self, attempt: Attempt) {
+        if let Some(contender) = self.take(attempt) {
+            contender.do_send(Abandon);
+        }
+    }
+
+    /// Passes a listing of the directory read for other reasons to the contender of `attempt`
+    /// (an election's observer), which may learn from it that fewer nodes stand ahead.
+    pub(crate) fn relisted(&self, attempt: Attempt, names: &[String]) {
+        if let Some((a, contender)) = &self.current {
+            if *a == attempt {
+                contender.do_send(Relisted { names: names.to_vec() });
+            }
+        }
+    }
+
+    /// Passes a session event on to the contender, which reacts to it on its own.
+    pub(crate) fn forward(&self, event: &SessionEvent) {
+        if let Some((_, contender)) = &self.current {
+            contender.do_send(event.clone());
+        }
+    }
 }
 
 /// How often a waiting caller is checked for having gone away.

@@ -17,7 +17,7 @@ pub mod reply;
 pub(crate) mod subscribers;
 
 pub(crate) use contender::delete_until_gone;
-pub(crate) use contender::{Abandon, Contender, ContenderEvent, ContenderReport, ContenderSpec, Relisted, Withdraw};
+pub(crate) use contender::{ContenderEvent, ContenderReport, ContenderSpec};
 pub use fencing::FencingToken;
 pub use holder::ConnectionPolicy;
 pub use naming::Rule;
