@@ -13,8 +13,8 @@ mod messages;
 
 pub use actor::{ElectionActor, ElectionConfig};
 pub use messages::{
-    CurrentLeader, ElectionError, ElectionEvent, Join, LeaderTerm, Leadership, LeadershipLostReason, Participants, Resign, Stop,
-    StopLeading, Subscribe,
+    CurrentLeader, ElectionError, ElectionEvent, Join, LeaderTerm, Leadership, LeadershipLostReason, Participants,
+    Resign, Stop, StopLeading, Subscribe,
 };
 
 pub use crate::recipe::{ConnectionPolicy, FencingToken};

@@ -404,7 +404,7 @@ impl SessionActor {
                 watch.settle(Ok(id));
                 watch.task = Some(Self::next_watch_event(id, generation, watcher, ctx));
             }
-            Err(err) if err.is_connection_problem() => {
+            Err(err) if err.is_transient() => {
                 // Retried on the next `SyncConnected` or the next session.
                 debug!(?id, error = %err, "persistent watch not registered yet");
                 watch.task = None;
@@ -980,9 +980,13 @@ mod tests {
 
     #[test]
     fn a_failure_at_an_index_the_request_does_not_have_is_an_error_not_a_panic() {
-        let reason = unexpected(Err(MultiWriteError::OperationFailed { index: 2, source: zookeeper_client::Error::NoNode }));
+        let reason =
+            unexpected(Err(MultiWriteError::OperationFailed { index: 2, source: zookeeper_client::Error::NoNode }));
         assert!(reason.contains('2'), "{reason}");
-        unexpected(Err(MultiWriteError::OperationFailed { index: usize::MAX, source: zookeeper_client::Error::NoNode }));
+        unexpected(Err(MultiWriteError::OperationFailed {
+            index: usize::MAX,
+            source: zookeeper_client::Error::NoNode,
+        }));
     }
 
     #[test]
