@@ -1,7 +1,9 @@
 //! The crate's error type for ZooKeeper requests.
 //!
 //! Owns: [`Error`], the translation of `zookeeper_client::Error` into it (always with the path the
-//! request concerned), and the distinction between errors worth retrying and final ones.
+//! request concerned), and what an error says about the request: whether it was applied, not
+//! applied, or may have been ([`Error::was_not_applied`], [`Error::outcome_unknown`]), and
+//! whether trying again can help ([`Error::is_transient`], [`Error::is_final`]).
 //! Does not own: recipe-specific errors (each recipe module has its own enum that wraps this one).
 
 use std::time::Duration;
@@ -101,7 +103,8 @@ pub enum Error {
     /// The server rejected the session's credentials.
     #[error("authentication failed")]
     AuthFailed,
-    /// No answer within the time allowed (request timeout, or no session came up in time).
+    /// Nothing was sent: no session came up within the request timeout, or a persistent watch
+    /// could not be registered in that time (it is still registered once a session is up).
     #[error("timed out after {after:?} waiting for {what}")]
     Timeout {
         /// What was being waited for (a request and its path, or "a session").
@@ -109,7 +112,9 @@ pub enum Error {
         /// How long we waited.
         after: Duration,
     },
-    /// The session actor is closed; no more requests are served.
+    /// The session actor is closed; no more requests are served. A request refused this way was
+    /// never sent, but one in flight when the session closed may have been applied: the error
+    /// does not say which, so it counts as [`outcome_unknown`](Error::outcome_unknown).
     #[error("session closed")]
     Closed,
     /// One operation of a `multi` failed, so none was applied.
@@ -119,6 +124,16 @@ pub enum Error {
         index: usize,
         /// Why it failed (names the operation's path).
         source: Box<Error>,
+    },
+    /// The server's reply to a request does not fit the request (e.g. a `multi` reply naming an
+    /// operation the request does not have). A real server does not send one; the outcome is
+    /// unknown.
+    #[error("unexpected reply to the request on {path}: {reason}")]
+    UnexpectedReply {
+        /// The node the request concerned (for a `multi`, its first operation's path).
+        path: String,
+        /// What did not fit.
+        reason: String,
     },
     /// Any other ZooKeeper error, with the path it concerned.
     #[error("ZooKeeper error on {path}: {source}")]
@@ -172,6 +187,7 @@ impl Error {
             | Error::InvalidAcl { path }
             | Error::ConnectionLoss { path }
             | Error::SessionLost { path }
+            | Error::UnexpectedReply { path, .. }
             | Error::ZooKeeper { path, .. } => Some(path),
             Error::Multi { source, .. } => source.path(),
             Error::AuthFailed | Error::Timeout { .. } | Error::Closed => None,
@@ -194,9 +210,129 @@ impl Error {
         )
     }
 
-    /// True when the outcome of the request is unknown or the session is gone, so that a
-    /// recipe should re-read state rather than trust its last view.
-    pub fn is_connection_problem(&self) -> bool {
+    /// True when nothing of the request reached the server: it broke a rule checked before
+    /// sending (path, size, arguments) or no session came up in time ([`Error::Timeout`]).
+    /// Sending it again cannot apply it twice.
+    pub fn not_sent(&self) -> bool {
+        matches!(
+            self,
+            Error::InvalidPath { .. } | Error::DataTooLarge { .. } | Error::BadArguments { .. } | Error::Timeout { .. }
+        )
+    }
+
+    /// True when the server certainly applied nothing of the request: it was [not
+    /// sent](Error::not_sent), or the server refused it (a failed `multi` applies none of its
+    /// operations). Exactly one of this and [`outcome_unknown`](Error::outcome_unknown) holds.
+    pub fn was_not_applied(&self) -> bool {
+        self.not_sent()
+            || matches!(
+                self,
+                Error::NoNode { .. }
+                    | Error::NodeExists { .. }
+                    | Error::BadVersion { .. }
+                    | Error::NotEmpty { .. }
+                    | Error::NoChildrenForEphemerals { .. }
+                    | Error::NoAuth { .. }
+                    | Error::InvalidAcl { .. }
+                    | Error::AuthFailed
+                    | Error::Multi { .. }
+            )
+    }
+
+    /// True when the request may have been applied although it failed: the connection dropped
+    /// ([`Error::ConnectionLoss`]) or the session expired ([`Error::SessionLost`]) after it was
+    /// sent, the session closed with it in flight ([`Error::Closed`]), or the reply made no
+    /// sense. Before sending a write again, read back what it would have changed (or make it
+    /// idempotent); sending it blindly may apply it twice.
+    ///
+    /// Errors not classified otherwise count here: "may have applied" is the safe assumption.
+    pub fn outcome_unknown(&self) -> bool {
+        !self.was_not_applied()
+    }
+
+    /// True when the same request may succeed later without any change: the connection or the
+    /// session is the problem ([`Error::ConnectionLoss`], [`Error::SessionLost`],
+    /// [`Error::Timeout`]), not the request. Whether to read back first is a separate question:
+    /// ask [`outcome_unknown`](Error::outcome_unknown).
+    pub fn is_transient(&self) -> bool {
         matches!(self, Error::ConnectionLoss { .. } | Error::SessionLost { .. } | Error::Timeout { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::Error;
+
+    fn every_kind() -> Vec<Error> {
+        let path = || "/a".to_string();
+        vec![
+            Error::InvalidPath { path: path(), reason: "r".into() },
+            Error::DataTooLarge { path: path(), size: 2, limit: 1 },
+            Error::BadArguments { path: path(), reason: "r".into() },
+            Error::NoNode { path: path() },
+            Error::NodeExists { path: path() },
+            Error::BadVersion { path: path() },
+            Error::NotEmpty { path: path() },
+            Error::NoChildrenForEphemerals { path: path() },
+            Error::NoAuth { path: path() },
+            Error::InvalidAcl { path: path() },
+            Error::ConnectionLoss { path: path() },
+            Error::SessionLost { path: path() },
+            Error::AuthFailed,
+            Error::Timeout { what: "a session".into(), after: Duration::from_secs(1) },
+            Error::Closed,
+            Error::Multi { index: 1, source: Box::new(Error::NoNode { path: path() }) },
+            Error::UnexpectedReply { path: path(), reason: "r".into() },
+            Error::ZooKeeper { path: path(), source: zookeeper_client::Error::SessionMoved },
+        ]
+    }
+
+    #[test]
+    fn a_request_that_waited_for_a_session_in_vain_was_not_sent() {
+        let timeout = Error::Timeout { what: "a session".into(), after: Duration::from_secs(1) };
+        assert!(timeout.not_sent() && timeout.was_not_applied() && !timeout.outcome_unknown());
+        assert!(timeout.is_transient(), "a session may still come up");
+    }
+
+    #[test]
+    fn a_lost_connection_or_session_leaves_the_outcome_unknown() {
+        for err in [Error::ConnectionLoss { path: "/a".into() }, Error::SessionLost { path: "/a".into() }] {
+            assert!(err.outcome_unknown() && !err.was_not_applied() && !err.not_sent(), "{err:?}");
+            assert!(err.is_transient(), "{err:?}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_by_the_server_applied_nothing_but_was_sent() {
+        for err in [
+            Error::NoNode { path: "/a".into() },
+            Error::BadVersion { path: "/a".into() },
+            Error::Multi { index: 0, source: Box::new(Error::NodeExists { path: "/a".into() }) },
+        ] {
+            assert!(err.was_not_applied() && !err.not_sent() && !err.outcome_unknown(), "{err:?}");
+            assert!(!err.is_transient(), "{err:?}");
+        }
+    }
+
+    #[test]
+    fn a_closed_session_or_an_unexplained_error_may_have_applied() {
+        for err in [
+            Error::Closed,
+            Error::UnexpectedReply { path: "/a".into(), reason: "r".into() },
+            Error::ZooKeeper { path: "/a".into(), source: zookeeper_client::Error::SessionMoved },
+        ] {
+            assert!(err.outcome_unknown() && !err.was_not_applied(), "{err:?}");
+        }
+    }
+
+    #[test]
+    fn every_error_is_either_not_applied_or_of_unknown_outcome() {
+        for err in every_kind() {
+            assert_ne!(err.was_not_applied(), err.outcome_unknown(), "{err:?}");
+            assert!(!err.not_sent() || err.was_not_applied(), "not sent implies not applied: {err:?}");
+            assert!(!(err.is_final() && err.is_transient()), "{err:?}");
+        }
     }
 }

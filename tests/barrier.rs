@@ -55,7 +55,7 @@ async fn nodes(session: &SessionHandle, dir: &str) -> Vec<String> {
                 return names;
             }
             Err(Error::NoNode { .. }) => return Vec::new(),
-            Err(e) if e.is_connection_problem() && Instant::now() < deadline => {
+            Err(e) if e.is_transient() && Instant::now() < deadline => {
                 actix_rt::time::sleep(Duration::from_millis(50)).await
             }
             Err(e) => panic!("listing {dir}: {e}"),
@@ -75,7 +75,7 @@ async fn wait_until<F: std::future::Future<Output = bool>>(what: &str, mut done:
 async fn owner_of(session: &SessionHandle, node: &str) -> Option<i64> {
     match session.exists(node).await {
         Ok(stat) => stat.map(|s| s.ephemeral_owner),
-        Err(e) if e.is_connection_problem() => None,
+        Err(e) if e.is_transient() => None,
         Err(e) => panic!("exists {node}: {e}"),
     }
 }

@@ -369,7 +369,7 @@ async fn a_crash_during_writes_gives_typed_errors_and_never_loses_count_of_what_
                             unknown.set(unknown.get() + 1);
                         }
                         // A read cut off: nothing was written, try again.
-                        Err(CounterError::ZooKeeper(err)) if err.is_connection_problem() => {
+                        Err(CounterError::ZooKeeper(err)) if err.is_transient() => {
                             read_failed.set(read_failed.get() + 1)
                         }
                         Err(other) => panic!("unexpected error {other:?}"),

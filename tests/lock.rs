@@ -578,13 +578,17 @@ async fn a_holder_stopped_right_after_release_leaves_no_node() {
     s.close().await;
 }
 
-/// A guarded write, tried again while its outcome is unknown (the session that just expired may
-/// still be reconnecting when the test writes).
+/// A guarded write, tried again while it could not be sent or its outcome is unknown (the
+/// session that just expired may still be reconnecting when the test writes). Sending again is
+/// fine here only because every caller then checks that the write did not apply at all.
 async fn guarded_until_known(grant: &LockGrant, s: &SessionHandle, ops: Vec<Op>) -> Result<Vec<OpResult>, LockError> {
     let deadline = std::time::Instant::now() + WAIT;
     loop {
         match grant.guarded_write(s, ops.clone()).await {
-            Err(LockError::ZooKeeper(e)) if e.is_connection_problem() && std::time::Instant::now() < deadline => {
+            Err(LockError::ZooKeeper(e)) if e.is_transient() && std::time::Instant::now() < deadline => {
+                actix_rt::time::sleep(Duration::from_millis(50)).await
+            }
+            Err(LockError::OutcomeUnknown { .. }) if std::time::Instant::now() < deadline => {
                 actix_rt::time::sleep(Duration::from_millis(50)).await
             }
             outcome => return outcome,

@@ -136,6 +136,23 @@ async fn multi_is_atomic_and_names_the_failed_operation() {
     }
     assert!(s.exists("/m/b").await.expect("exists").is_none(), "nothing of a failed multi is applied");
 
+    // The last operation failing: the server's index is the request's last one, and the error
+    // names that operation's path (issue 13, defect 10: the translation checks the server's
+    // index against the request; a real server's must still come through unchanged).
+    let err = s
+        .multi(vec![
+            Op::Check { path: "/m".into(), version: 1 },
+            Op::SetData { path: "/m".into(), data: b"2".to_vec(), version: Some(1) },
+            Op::Delete { path: "/m/nothing".into(), version: None },
+        ])
+        .await
+        .unwrap_err();
+    assert_eq!(err, Error::Multi { index: 2, source: Box::new(Error::NoNode { path: "/m/nothing".into() }) });
+    assert!(err.was_not_applied() && !err.outcome_unknown(), "a refused multi applied nothing");
+    assert_eq!(s.get_data("/m").await.expect("/m").data, b"1", "the set at index 1 was rolled back");
+    // An empty multi sends nothing and has no results.
+    assert_eq!(s.multi(vec![]).await.expect("empty multi"), Vec::<OpResult>::new());
+
     // Bad input inside a multi is caught before sending, with the index.
     let err = s.multi(vec![Op::Delete { path: "bad".into(), version: None }]).await.unwrap_err();
     assert!(matches!(&err, Error::Multi { index: 0, source } if matches!(**source, Error::InvalidPath { .. })));

@@ -316,7 +316,7 @@ async fn create_retrying(s: &SessionHandle, path: &str, mode: CreateMode) {
         match s.create(path, "", mode).await {
             Ok(_) => return,
             Err(Error::NodeExists { .. }) => return,
-            Err(e) if e.is_connection_problem() && Instant::now() < deadline => {
+            Err(e) if e.is_transient() && Instant::now() < deadline => {
                 actix_rt::time::sleep(Duration::from_millis(100)).await
             }
             Err(e) => panic!("create {path}: {e}"),

@@ -217,7 +217,7 @@ impl Member {
             let (ready, created) = futures::join!(ready, created);
             let ready = match ready {
                 Ok(stat) => stat.is_some(),
-                Err(error) if error.is_connection_problem() => {
+                Err(error) if error.is_transient() => {
                     debug!(%error, "reading `ready` failed; starting again");
                     pause().await;
                     continue 'top;
@@ -237,12 +237,12 @@ impl Member {
                     let ensured = session.request(EnsurePath { path: self.path.clone(), containers: true }).await;
                     match ensured {
                         Ok(()) => {}
-                        Err(error) if error.is_connection_problem() => pause().await,
+                        Err(error) if error.is_transient() => pause().await,
                         Err(error) => return Err(error.into()),
                     }
                     continue 'top;
                 }
-                Err(error) if error.is_connection_problem() => {
+                Err(error) if error.is_transient() => {
                     debug!(%error, "creating our node: outcome unknown; starting again");
                     pause().await;
                     continue 'top;
@@ -257,7 +257,7 @@ impl Member {
             loop {
                 let members = match session.children(&self.path).await {
                     Ok(children) => children.names.iter().filter(|name| *name != READY_NODE).count(),
-                    Err(error) if error.is_connection_problem() => {
+                    Err(error) if error.is_transient() => {
                         pause().await;
                         continue 'top;
                     }
@@ -272,7 +272,7 @@ impl Member {
                             return Ok(());
                         }
                         Err(Error::NodeExists { .. }) => return Ok(()),
-                        Err(error) if error.is_connection_problem() => {
+                        Err(error) if error.is_transient() => {
                             pause().await;
                             continue 'top;
                         }
@@ -297,7 +297,7 @@ impl Member {
                 match session.exists_watched(&self.ready_path, watcher).await {
                     Ok(Some(_)) => return Ok(()),
                     Ok(None) => fired = again,
-                    Err(error) if error.is_connection_problem() => {
+                    Err(error) if error.is_transient() => {
                         pause().await;
                         continue 'top;
                     }
@@ -321,13 +321,13 @@ impl Member {
                 debug!(owner = stat.ephemeral_owner, "our node belongs to an ended session: replacing it");
                 match self.session.delete(&self.our_path, Some(stat.version)).await {
                     Ok(()) | Err(Error::NoNode { .. }) | Err(Error::BadVersion { .. }) => {}
-                    Err(error) if error.is_connection_problem() => pause().await,
+                    Err(error) if error.is_transient() => pause().await,
                     Err(error) => return Err(error.into()),
                 }
                 Ok(false)
             }
             (Ok(None), _) => Ok(false),
-            (Err(error), _) if !error.is_connection_problem() => Err(error.into()),
+            (Err(error), _) if !error.is_transient() => Err(error.into()),
             _ => {
                 pause().await;
                 Ok(false)
@@ -345,7 +345,7 @@ impl Member {
             let listing = match session.children(&self.path).await {
                 Ok(children) => children,
                 Err(Error::NoNode { .. }) => break,
-                Err(error) if error.is_connection_problem() => {
+                Err(error) if error.is_transient() => {
                     pause().await;
                     continue;
                 }
@@ -361,7 +361,7 @@ impl Member {
                 // member that already finished leaving and entered the next round.
                 members = match self.created_by(members, began).await {
                     Ok(members) => members,
-                    Err(error) if error.is_connection_problem() => {
+                    Err(error) if error.is_transient() => {
                         pause().await;
                         continue;
                     }
@@ -375,7 +375,7 @@ impl Member {
                 debug!("we are the last member: deleting our node");
                 match session.delete(&self.our_path, None).await {
                     Ok(()) | Err(Error::NoNode { .. }) => break,
-                    Err(error) if error.is_connection_problem() => {
+                    Err(error) if error.is_transient() => {
                         pause().await;
                         continue;
                     }
@@ -391,7 +391,7 @@ impl Member {
             if let Some(deleted) = deleted {
                 match deleted.await {
                     Ok(()) | Err(Error::NoNode { .. }) => debug!("our node deleted"),
-                    Err(error) if error.is_connection_problem() => {
+                    Err(error) if error.is_transient() => {
                         // Do not wait while our node may still be there (someone may be waiting
                         // for it): list again, and delete again if it is still there.
                         debug!(%error, "deleting our node: outcome unknown");
@@ -408,7 +408,7 @@ impl Member {
                     let _ = fired.await;
                 }
                 Ok(None) => {}
-                Err(error) if error.is_connection_problem() => pause().await,
+                Err(error) if error.is_transient() => pause().await,
                 Err(error) => return Err(error.into()),
             }
         }
@@ -416,7 +416,7 @@ impl Member {
         loop {
             match session.delete(&self.ready_path, None).await {
                 Ok(()) | Err(Error::NoNode { .. }) => return Ok(()),
-                Err(error) if error.is_connection_problem() => pause().await,
+                Err(error) if error.is_transient() => pause().await,
                 Err(error) => return Err(error.into()),
             }
         }

@@ -67,12 +67,12 @@ impl DistributedBarrier {
                         if let Some(parent) = path::parent(&barrier).filter(|p| *p != "/") {
                             match session.ensure_path(parent).await {
                                 Ok(()) => {}
-                                Err(error) if error.is_connection_problem() && Instant::now() < budget => pause().await,
+                                Err(error) if error.is_transient() && Instant::now() < budget => pause().await,
                                 Err(error) => return Err(error.into()),
                             }
                         }
                     }
-                    Err(error) if error.is_connection_problem() && Instant::now() < budget => {
+                    Err(error) if error.is_transient() && Instant::now() < budget => {
                         debug!(%error, "set: outcome unknown; sending again");
                         ensured = false;
                         pause().await;
@@ -96,7 +96,7 @@ impl DistributedBarrier {
             loop {
                 match session.delete(&barrier, None).await {
                     Ok(()) | Err(Error::NoNode { .. }) => return Ok(()),
-                    Err(error) if error.is_connection_problem() && Instant::now() < budget => {
+                    Err(error) if error.is_transient() && Instant::now() < budget => {
                         debug!(%error, "remove: outcome unknown; sending again");
                         pause().await;
                     }
@@ -128,7 +128,7 @@ impl DistributedBarrier {
                         Ok(event) => debug!(kind = ?event.kind, "barrier watch fired; checking again"),
                         Err(_) => debug!("barrier watch dropped; checking again"),
                     },
-                    Err(error) if error.is_connection_problem() => pause().await,
+                    Err(error) if error.is_transient() => pause().await,
                     Err(error) => return Err(BarrierError::from(error)),
                 }
             }

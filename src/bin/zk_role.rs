@@ -95,9 +95,8 @@ fn compact(value: &impl std::fmt::Debug) -> String {
 /// What a failed request proves about its effect.
 fn outcome(error: &Error) -> &'static str {
     match error {
-        // The server refused the transaction as a whole (or it was never sent).
-        Error::Multi { .. } | Error::BadVersion { .. } | Error::NoNode { .. } | Error::NodeExists { .. } => "failed",
-        error if error.is_final() => "failed",
+        // The server refused the transaction as a whole, or it was never sent.
+        error if error.was_not_applied() => "failed",
         _ => "unknown",
     }
 }
@@ -441,7 +440,7 @@ where
     loop {
         match attempt().await {
             Ok(value) => return Ok(value),
-            Err(error) if error.is_connection_problem() => {
+            Err(error) if error.is_transient() => {
                 eprintln!("zk-role: {what}: {error}; trying again");
                 tokio::time::sleep(RETRY).await;
             }

@@ -238,7 +238,7 @@ impl CacheActor {
                         walk.broken = true;
                     }
                 }
-                if error.is_final() && !error.is_connection_problem() {
+                if error.is_final() {
                     warn!(parent: &self.span, path = %read.path, %error, "cannot read a node; it is left as it was");
                 }
             }

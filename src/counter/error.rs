@@ -24,8 +24,9 @@ pub enum CounterError {
         /// What was to be added.
         by: i32,
     },
-    /// A write was sent, and the connection (or the session) was lost before its reply: it may
-    /// or may not have been applied. Read the count before deciding whether to write again.
+    /// A write was sent, and the connection (or the session) was lost or closed before its
+    /// reply: it may or may not have been applied. Read the count before deciding whether to
+    /// write again.
     #[error("the write to {path} may or may not have been applied: {source}")]
     OutcomeUnknown {
         /// The counter's node.
@@ -55,9 +56,10 @@ impl CounterError {
     }
 
     /// The error for a write to `path` that failed with `err`: a lost connection or session
-    /// leaves its outcome unknown.
+    /// leaves its outcome unknown; a write that never left (`Timeout`) or that the server
+    /// refused did not apply.
     pub(crate) fn of_write(path: &str, err: Error) -> CounterError {
-        if err.is_connection_problem() {
+        if err.outcome_unknown() {
             CounterError::OutcomeUnknown { path: path.to_owned(), source: err }
         } else {
             CounterError::ZooKeeper(err)

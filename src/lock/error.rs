@@ -41,6 +41,19 @@ pub enum LockError {
         /// The lock node that was checked.
         node: String,
     },
+    /// A guarded write failed without an answer saying whether it applied: the connection
+    /// dropped, or the session expired, while it was in flight (`source` says which). It may
+    /// have applied: a write that reached the server before the expiry did, even though the
+    /// lock is lost by now. Do not send it again blindly: read back what it would have changed,
+    /// or make it idempotent by naming what it creates after the grant's token (see "Retrying a
+    /// guarded write" in `docs/recipes/lock.md`).
+    #[error("the outcome of the write guarded by lock node {node} is unknown (it may have applied): {source}")]
+    OutcomeUnknown {
+        /// The lock node that guarded the write.
+        node: String,
+        /// Why the outcome is unknown ([`Error::outcome_unknown`] holds for it).
+        source: Error,
+    },
     /// The lock had already been lost when it was released (its session expired, or someone
     /// else deleted its node): nothing was deleted, and subscribers were told `Lost`.
     #[error("lock {dir} was already lost ({reason:?}) when released")]

@@ -31,6 +31,10 @@ impl LockGrant {
     /// Applies `ops` atomically only while this grant's node still exists: a holder whose session
     /// expired (so its node is gone) gets [`LockError::NoLongerHeld`] and nothing is written.
     /// Results are those of `ops` (the check's own result is dropped).
+    ///
+    /// When the connection drops or the session expires with the write in flight, the answer is
+    /// [`LockError::OutcomeUnknown`]: the write may have applied (see "Retrying a guarded write"
+    /// in `docs/recipes/lock.md`). Every other error means nothing of it applied.
     pub fn guarded_write(
         &self,
         session: &SessionHandle,
@@ -42,6 +46,7 @@ impl LockGrant {
             match write.await {
                 Ok(results) => Ok(results),
                 Err(GuardFailure::Ended) => Err(LockError::NoLongerHeld { node }),
+                Err(GuardFailure::Unknown(source)) => Err(LockError::OutcomeUnknown { node, source }),
                 Err(GuardFailure::ZooKeeper(err)) => Err(LockError::ZooKeeper(err)),
             }
         }

@@ -730,7 +730,7 @@ async fn settle_until_known(session: SessionHandle, ops: Vec<Op>, claim: String)
     loop {
         match session.multi(ops.clone()).await {
             Ok(_) => return Ok(()),
-            Err(err) if err.is_connection_problem() && !matches!(err, Error::SessionLost { .. }) => loop {
+            Err(err) if err.is_transient() && !matches!(err, Error::SessionLost { .. }) => loop {
                 tokio::time::sleep(RETRY_DELAY).await;
                 match session.exists(&claim).await {
                     Ok(None) => return Ok(()),

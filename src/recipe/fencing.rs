@@ -16,12 +16,17 @@ impl fmt::Display for FencingToken {
     }
 }
 
-/// Why a guarded write did not apply.
+/// Why a guarded write failed, and whether it may have applied all the same.
 #[derive(Debug)]
 pub(crate) enum GuardFailure {
-    /// The guarding node is gone (or changed): the grant it stood for has ended.
+    /// The guarding node is gone (or changed): the grant it stood for has ended, and the server
+    /// refused the write, so nothing of it applied.
     Ended,
-    /// The write failed for another reason.
+    /// The write may or may not have applied ([`crate::Error::outcome_unknown`]): the connection
+    /// dropped or the session expired while it was in flight. An expired session means the grant
+    /// has ended too, but not that the write arrived after it did.
+    Unknown(crate::Error),
+    /// The write failed for another reason; nothing of it applied.
     ZooKeeper(crate::Error),
 }
 
@@ -48,13 +53,13 @@ pub(crate) fn guarded_multi(
             {
                 Err(GuardFailure::Ended)
             }
-            // Sent on a session that has just expired: the guarding node was ephemeral to that
-            // session (or an older one), so it is gone too.
-            Err(Error::SessionLost { .. }) => Err(GuardFailure::Ended),
             // Index the caller's ops, not the check we put in front of them.
             Err(Error::Multi { index, source }) => {
                 Err(GuardFailure::ZooKeeper(Error::Multi { index: index.saturating_sub(1), source }))
             }
+            // Not `Ended` even for `SessionLost`: the server may have applied the multi just
+            // before it expired the session, and saying "nothing was written" would be a lie.
+            Err(err) if err.outcome_unknown() => Err(GuardFailure::Unknown(err)),
             Err(err) => Err(GuardFailure::ZooKeeper(err)),
         }
     }

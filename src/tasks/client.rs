@@ -90,8 +90,9 @@ impl TaskClient {
                         ensured = true;
                         layout.ensure(&session).await?;
                     }
-                    Err(error) if error.is_connection_problem() => {
-                        unsure = true;
+                    Err(error) if error.is_transient() => {
+                        // A submission that was never sent cannot be the one that exists.
+                        unsure |= error.outcome_unknown();
                         tokio::time::sleep(RETRY).await;
                     }
                     // Name the real problem (e.g. `DataTooLarge` for the task's path), not the
@@ -128,7 +129,7 @@ impl TaskClient {
                     Err(Error::NoNode { .. }) => {
                         return Err(TaskError::UnknownTask { id: id.as_str().to_owned(), root });
                     }
-                    Err(error) if error.is_connection_problem() => tokio::time::sleep(RETRY).await,
+                    Err(error) if error.is_transient() => tokio::time::sleep(RETRY).await,
                     Err(error) => return Err(error.into()),
                 }
             }

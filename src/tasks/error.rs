@@ -45,6 +45,17 @@ pub enum TaskError {
         /// The election node of the ended term.
         node: String,
     },
+    /// A master's write failed without an answer saying whether it applied: the connection
+    /// dropped, or the session expired, while it was in flight (`source` says which). It may
+    /// have applied. After `SessionLost` the term has ended as well (its election node was
+    /// ephemeral to that session); either way, read back before acting on the write.
+    #[error("the outcome of the write fenced by master node {node} is unknown (it may have applied): {source}")]
+    OutcomeUnknown {
+        /// The election node of the term that fenced the write.
+        node: String,
+        /// Why the outcome is unknown ([`Error::outcome_unknown`] holds for it).
+        source: Error,
+    },
     /// Another live session is registered with this worker id.
     #[error("worker id {id} is registered by another session")]
     WorkerIdTaken {

@@ -25,7 +25,8 @@ pub struct MasterFence {
 impl MasterFence {
     /// Applies `ops` atomically, but only while this term's election node still exists at its
     /// version: a deposed master gets [`TaskError::Deposed`] and nothing is written. Results are
-    /// those of `ops`.
+    /// those of `ops`. A write whose connection dropped or whose session expired in flight gets
+    /// [`TaskError::OutcomeUnknown`]: it may have applied.
     pub fn write(
         &self,
         session: &SessionHandle,
@@ -37,6 +38,7 @@ impl MasterFence {
             match write.await {
                 Ok(results) => Ok(results),
                 Err(GuardFailure::Ended) => Err(TaskError::Deposed { node }),
+                Err(GuardFailure::Unknown(source)) => Err(TaskError::OutcomeUnknown { node, source }),
                 Err(GuardFailure::ZooKeeper(err)) => Err(TaskError::ZooKeeper(err)),
             }
         }

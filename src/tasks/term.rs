@@ -494,11 +494,9 @@ impl MasterTerm {
                     });
                     Outcome::Assigned { task, worker, czxid }
                 }
-                Err(TaskError::Deposed { .. }) => Outcome::Deposed,
-                Err(error) => Outcome::Retry {
-                    dirty: Dirty { tasks: true, assign: true, dirs: [worker].into(), ..Dirty::default() },
-                    error,
-                },
+                Err(error) => {
+                    write_failed(error, Dirty { tasks: true, assign: true, dirs: [worker].into(), ..Dirty::default() })
+                }
             }
         }
     }
@@ -512,13 +510,10 @@ impl MasterTerm {
         let back = self.layout.task(&task);
         let read = session.get_data(&assignment);
         async move {
-            let retry = |error: TaskError| Outcome::Retry {
-                dirty: Dirty { tasks: true, dirs: [worker.clone()].into(), ..Dirty::default() },
-                error,
-            };
+            let dirty = || Dirty { tasks: true, dirs: [worker.clone()].into(), ..Dirty::default() };
             let node = match read.await {
                 Ok(node) => node,
-                Err(error) => return retry(error.into()),
+                Err(error) => return Outcome::Retry { dirty: dirty(), error: error.into() },
             };
             let ops = vec![
                 Op::Delete { path: assignment, version: Some(node.stat.version) },
@@ -526,8 +521,7 @@ impl MasterTerm {
             ];
             match fence.write(&session, ops).await {
                 Ok(_) => Outcome::Requeued { task, worker },
-                Err(TaskError::Deposed { .. }) => Outcome::Deposed,
-                Err(error) => retry(error),
+                Err(error) => write_failed(error, dirty()),
             }
         }
     }
@@ -541,10 +535,7 @@ impl MasterTerm {
                 Ok(_) => Outcome::DirRemoved,
                 // Its worker came back and was given a task meanwhile, or another master's
                 // cleanup got there first: the next read shows which.
-                Err(TaskError::Deposed { .. }) => Outcome::Deposed,
-                Err(error) => {
-                    Outcome::Retry { dirty: Dirty { assign: true, dirs: [worker].into(), ..Dirty::default() }, error }
-                }
+                Err(error) => write_failed(error, Dirty { assign: true, dirs: [worker].into(), ..Dirty::default() }),
             }
         }
     }
@@ -577,12 +568,12 @@ impl MasterTerm {
                 Outcome::DirRemoved => self.dirty.assign = true,
                 Outcome::Deposed => {
                     if self.phase != Phase::Ended {
-                        warn!(parent: &self.span, "a fenced write was refused: this term has ended");
+                        warn!(parent: &self.span, "a fenced write found this term ended");
                         self.phase = Phase::Ended;
                     }
                 }
                 Outcome::Retry { dirty, error } => {
-                    debug!(parent: &self.span, %error, "a write did not apply; reading again");
+                    debug!(parent: &self.span, %error, "a write failed (it may have applied); reading again");
                     self.dirty.merge(dirty);
                     retry = true;
                 }
@@ -622,6 +613,18 @@ impl MasterTerm {
         } else if event.path == assign {
             self.dirty.assign = true;
         }
+    }
+}
+
+/// What a failed fenced write means for the term: over, or read `dirty` again (which also shows
+/// whether a write whose outcome is unknown applied; the view is never updated on a guess).
+fn write_failed(error: TaskError, dirty: Dirty) -> Outcome {
+    match error {
+        TaskError::Deposed { .. } => Outcome::Deposed,
+        // The term's election node was ephemeral to the expired session, so the term is over
+        // whether or not the write applied; the next term reads what is there.
+        TaskError::OutcomeUnknown { source: Error::SessionLost { .. }, .. } => Outcome::Deposed,
+        error => Outcome::Retry { dirty, error },
     }
 }
 

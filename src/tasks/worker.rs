@@ -344,8 +344,10 @@ impl TaskWorker {
                         return Finish::Discarded(reason);
                     }
                     Err(Error::Multi { index: 1, .. }) => return Finish::Discarded(DiscardReason::Reassigned),
-                    Err(error) if error.is_connection_problem() => {
-                        unsure = true;
+                    Err(error) if error.is_transient() => {
+                        // Only a result that may have been written can explain a `BadVersion`
+                        // later; one never sent (`Timeout`) means another finish got there.
+                        unsure |= error.outcome_unknown();
                         tokio::time::sleep(RETRY).await;
                     }
                     Err(error) => return Finish::Failed(error.into()),

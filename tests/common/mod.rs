@@ -123,7 +123,7 @@ pub async fn children(s: &SessionHandle, dir: &str) -> Vec<String> {
         match s.children(dir).await {
             Ok(c) => return c.names,
             Err(Error::NoNode { .. }) => return Vec::new(),
-            Err(e) if e.is_connection_problem() && Instant::now() < deadline => {
+            Err(e) if e.is_transient() && Instant::now() < deadline => {
                 actix_rt::time::sleep(Duration::from_millis(50)).await
             }
             Err(e) => panic!("{dir}: {e}"),

@@ -460,7 +460,7 @@ impl Scenario {
             match self.observer.get_data(path).await {
                 Ok(node) => return Some(node),
                 Err(Error::NoNode { .. }) => return None,
-                Err(e) if e.is_connection_problem() && Instant::now() < deadline => {
+                Err(e) if e.is_transient() && Instant::now() < deadline => {
                     actix_rt::time::sleep(Duration::from_millis(50)).await
                 }
                 Err(e) => panic!("{path}: {e}"),

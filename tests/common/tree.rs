@@ -42,7 +42,7 @@ pub async fn write_randomly(s: SessionHandle, seed: u64, ops: usize, paths: usiz
         match outcome {
             Ok(()) | Err(Error::NoNode { .. }) | Err(Error::NodeExists { .. }) => done += 1,
             // A fault in progress: try another op.
-            Err(e) if e.is_connection_problem() => actix_rt::time::sleep(Duration::from_millis(20)).await,
+            Err(e) if e.is_transient() => actix_rt::time::sleep(Duration::from_millis(20)).await,
             Err(e) => panic!("writer {seed}: {e}"),
         }
     }
