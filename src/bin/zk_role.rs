@@ -467,7 +467,9 @@ async fn lock_role(session: &SessionHandle, id: &str, plan: LockPlan) -> Result<
     ensure_counter(session, &plan.counter).await?;
     patiently("create the history directory", || session.ensure_path(&plan.history)).await?;
     let lock = LockActor::new(session.clone(), LockConfig::new(&plan.dir).with_participant_id(id)).start();
-    lock.do_send(lock::Subscribe { recipient: LockPrinter.start().recipient() });
+    // Subscribing does not keep the printer alive: this address does, for the whole role.
+    let printer = LockPrinter.start();
+    lock.do_send(lock::Subscribe { recipient: printer.clone().recipient() });
     for round in 1..=plan.rounds {
         let grant = loop {
             match lock.send(Acquire { timeout: Some(ACQUIRE_TIMEOUT) }).await {
@@ -808,10 +810,11 @@ async fn task_worker_role(
     let runner = Runner { id: id.to_owned(), work }.start();
     let config = TaskWorkerConfig::new(root, id).with_concurrency(concurrency);
     let worker = TaskWorker::new(session.clone(), config, runner.recipient()).map_err(|e| e.to_string())?.start();
-    worker.do_send(SubscribeWorker { recipient: WorkerPrinter.start().recipient() });
-    // Dropping the worker's last address would stop it.
+    let printer = WorkerPrinter.start();
+    worker.do_send(SubscribeWorker { recipient: printer.clone().recipient() });
+    // Dropping the worker's (or the printer's) last address would stop it.
     futures::future::pending::<()>().await;
-    drop(worker);
+    drop((worker, printer));
     Ok(())
 }
 
@@ -865,9 +868,10 @@ impl Handler<WorkerEvent> for WorkerPrinter {
 async fn task_master_role(session: &SessionHandle, id: &str, root: &str) -> Result<(), String> {
     let config = TaskMasterConfig::new(root).with_master_id(id);
     let master = TaskMaster::new(session.clone(), config).map_err(|e| e.to_string())?.start();
-    master.do_send(SubscribeMaster { recipient: MasterPrinter.start().recipient() });
+    let printer = MasterPrinter.start();
+    master.do_send(SubscribeMaster { recipient: printer.clone().recipient() });
     futures::future::pending::<()>().await;
-    drop(master);
+    drop((master, printer));
     Ok(())
 }
 

@@ -26,6 +26,7 @@ use tracing::{debug, info, warn};
 use super::config::CacheConfig;
 use super::messages::*;
 use crate::error::Error;
+use crate::recipe::subscribers::Subscribers;
 use crate::session::watch::weak_watcher;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind, WatchId};
 use crate::{PersistentWatchMode, Stat, path};
@@ -102,7 +103,7 @@ pub struct CacheActor {
     config: CacheConfig,
     phase: Phase,
     nodes: BTreeMap<String, Held>,
-    subscribers: Vec<Recipient<CacheEvent>>,
+    subscribers: Subscribers<CacheEvent>,
     pipeline: Option<mpsc::UnboundedSender<PendingRead>>,
     next_seq: u64,
     walks: u64,
@@ -122,7 +123,7 @@ impl CacheActor {
             config,
             phase: Phase::Loading,
             nodes: BTreeMap::new(),
-            subscribers: Vec::new(),
+            subscribers: Subscribers::new(),
             pipeline: None,
             next_seq: 0,
             walks: 0,
@@ -134,10 +135,7 @@ impl CacheActor {
     }
 
     fn tell(&mut self, event: CacheEvent) {
-        self.subscribers.retain(|s| s.connected());
-        for subscriber in &self.subscribers {
-            subscriber.do_send(event.clone());
-        }
+        self.subscribers.tell(event);
     }
 
     /// Sends a read of `path` now; its result is applied after every read sent before it.
@@ -475,7 +473,7 @@ impl Handler<Subscribe> for CacheActor {
         if self.phase != Phase::Loading {
             msg.recipient.do_send(CacheEvent::CacheInitialized);
         }
-        self.subscribers.push(msg.recipient);
+        self.subscribers.add(msg.recipient);
     }
 }
 

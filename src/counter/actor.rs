@@ -24,6 +24,7 @@ use super::messages::*;
 use crate::error::Error;
 use crate::path;
 use crate::recipe::Reply;
+use crate::recipe::subscribers::Subscribers;
 use crate::session::requests::{CreateMode, EnsurePath, NodeData, Stat};
 use crate::session::watch::weak_watcher;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
@@ -152,7 +153,7 @@ pub struct SharedCount {
     /// `TrySetCount`s in flight, by expected version, with the callers that asked for the same
     /// version meanwhile (they lose whatever happens: only one write at a version can apply).
     in_flight: HashMap<i32, Vec<SetReply>>,
-    subscribers: Vec<Recipient<CountChanged>>,
+    subscribers: Subscribers<CountChanged>,
     /// Receives our watch events and passes them on while we live; it holds us weakly, so an
     /// armed watch does not keep an abandoned counter alive.
     relay: Option<Recipient<WatchEvent>>,
@@ -174,7 +175,7 @@ impl SharedCount {
             generation: 0,
             reader: Reader::default(),
             in_flight: HashMap::new(),
-            subscribers: Vec::new(),
+            subscribers: Subscribers::new(),
             relay: None,
             span,
         }
@@ -185,10 +186,7 @@ impl SharedCount {
     }
 
     fn broadcast(&mut self, changed: CountChanged) {
-        self.subscribers.retain(|s| s.connected());
-        for subscriber in &self.subscribers {
-            subscriber.do_send(changed);
-        }
+        self.subscribers.tell(changed);
     }
 
     /// Takes in the node as seen in a read or a write's reply; keeps it if it is newer than
@@ -544,7 +542,7 @@ impl Handler<SubscribeCount> for SharedCount {
         if let Some(Seen { content: Ok(value), version, .. }) = self.seen {
             msg.recipient.do_send(CountChanged { value, version });
         }
-        self.subscribers.push(msg.recipient);
+        self.subscribers.add(msg.recipient);
     }
 }
 

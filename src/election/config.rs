@@ -61,6 +61,11 @@ impl ElectionConfig {
         self
     }
 
+    /// The election directory.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
     /// Leader-actor mode: `factory` builds the actor that does the leader's work. It is started
     /// (on this actor's Arbiter) when leadership is acquired or restored, and sent
     /// [`StopLeading`] when leadership is suspended, lost or given up.

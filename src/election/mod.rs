@@ -1,23 +1,26 @@
 //! Leader election: Curator's `LeaderLatch` / `LeaderSelector` as one actor per participant.
 //!
-//! Owns: [`ElectionActor`] (contend, lead, resign, re-enter), its configuration, messages and
+//! Owns: [`ElectionActor`] and its [`ElectionHandle`] (contend, lead, resign, re-enter), its configuration, messages and
 //! [`ElectionEvent`]s, observing who leads ([`ElectionEvent::LeaderChanged`]), and the
 //! leader-actor mode (start the user's actor while leading, stop it otherwise). Does not own the
 //! node protocol (the crate's contender, shared with the locks) or what holding leadership means
 //! under faults (the holder core, shared with the locks).
 //!
-//! Files: `config.rs`, `messages.rs`, `error.rs`, `actor.rs`.
+//! Files: `config.rs`, `messages.rs`, `error.rs`, `actor.rs`, `handle.rs` ([`ElectionHandle`],
+//! async methods over the actor).
 //!
 #![doc = include_str!("../../docs/recipes/election.md")]
 
 mod actor;
 mod config;
 mod error;
+mod handle;
 mod messages;
 
 pub use actor::ElectionActor;
 pub use config::ElectionConfig;
 pub use error::ElectionError;
+pub use handle::ElectionHandle;
 pub use messages::{
     CurrentLeader, ElectionEvent, Join, LeaderTerm, Leadership, LeadershipLostReason, Participants, Resign, Stop,
     StopLeading, Subscribe,

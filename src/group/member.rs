@@ -14,6 +14,7 @@ use crate::cache::{self, CacheActor, CacheConfig, CacheEvent, CacheScope};
 use crate::error::Error;
 use crate::path;
 use crate::recipe::registration::{RegisterError, register_ephemeral};
+use crate::recipe::subscribers::Subscribers;
 use crate::session::IntoActorFree;
 use crate::session::{SessionEvent, SessionHandle};
 
@@ -85,7 +86,7 @@ pub struct GroupMember {
     generation: u64,
     view: Option<Addr<CacheActor>>,
     ready: bool,
-    subscribers: Vec<Recipient<GroupEvent>>,
+    subscribers: Subscribers<GroupEvent>,
     span: tracing::Span,
 }
 
@@ -103,16 +104,13 @@ impl GroupMember {
             generation: 0,
             view: None,
             ready: false,
-            subscribers: Vec::new(),
+            subscribers: Subscribers::new(),
             span,
         })
     }
 
     fn tell(&mut self, event: GroupEvent) {
-        self.subscribers.retain(|s| s.connected());
-        for subscriber in &self.subscribers {
-            subscriber.do_send(event.clone());
-        }
+        self.subscribers.tell(event);
     }
 
     fn id_of(&self, node: &str) -> Option<String> {
@@ -278,7 +276,7 @@ impl Handler<Subscribe> for GroupMember {
                 if let Membership::Joined { generation } = act.membership {
                     msg.recipient.do_send(GroupEvent::Joined { generation });
                 }
-                act.subscribers.push(msg.recipient);
+                act.subscribers.add(msg.recipient);
             }),
         )
     }

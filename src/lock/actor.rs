@@ -22,7 +22,7 @@ use crate::session::{SessionEvent, SessionHandle};
 /// One participant of one lock (exclusive, read or write); see `docs/recipes/lock.md`.
 ///
 /// Each attempt is a contender (one node in line); the holder core decides what requests, contender reports
-/// and session events mean. Most programs use it through a `LockHandle`.
+/// and session events mean. Most programs use it through a [`LockHandle`](super::LockHandle).
 ///
 /// ```no_run
 /// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::lock::LockError> {

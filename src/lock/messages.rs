@@ -36,7 +36,7 @@ pub struct Release;
 pub struct Participants;
 
 /// Give back the grant with this token if it is still held (a [`Release`] that answers nobody).
-/// Sent by a `LockHandle` whose `acquire` future was dropped after the grant
+/// Sent by a [`LockHandle`](super::LockHandle) whose `acquire` future was dropped after the grant
 /// reached it but before it was returned, so that a grant nobody received is never kept.
 #[derive(Message, Debug, Clone, Copy)]
 #[rtype(result = "()")]

@@ -10,7 +10,8 @@
 //! Files: `config.rs` (how a participant behaves), `messages.rs` (requests and events),
 //! `error.rs`, `grant.rs` (a grant and its guarded writes), `holding.rs` (the holder core's
 //! decisions in the lock's words), `actor.rs` (the mutex and the read/write lock),
-//! `semaphore.rs`.
+//! `semaphore.rs`, `handle.rs` ([`LockHandle`], [`SemaphoreHandle`]: async methods over the
+//! actors).
 //!
 #![doc = include_str!("../../docs/recipes/lock.md")]
 
@@ -18,6 +19,7 @@ mod actor;
 mod config;
 mod error;
 mod grant;
+mod handle;
 mod holding;
 mod messages;
 mod semaphore;
@@ -26,6 +28,7 @@ pub use actor::LockActor;
 pub use config::{LockConfig, LockKind, SemaphoreConfig};
 pub use error::LockError;
 pub use grant::LockGrant;
+pub use handle::{LockHandle, SemaphoreHandle};
 pub use messages::{Acquire, GiveBack, LockEvent, LockLostReason, Participants, Release, Subscribe, TryAcquire};
 pub use semaphore::SemaphoreActor;
 

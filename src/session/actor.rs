@@ -97,6 +97,8 @@ pub struct SessionActor {
     subscribers: Vec<WeakRecipient<SessionEvent>>,
     pending: VecDeque<Pending>,
     watches: WatchRegistry,
+    /// Callers of [`WaitConnected`] waiting for the session to be connected.
+    awaiting_connection: Vec<crate::recipe::reply::Pending<Result<SessionSnapshot>>>,
     owns_arbiter: bool,
 }
 
@@ -111,6 +113,7 @@ impl SessionActor {
             subscribers: Vec::new(),
             pending: VecDeque::new(),
             watches: WatchRegistry::default(),
+            awaiting_connection: Vec::new(),
             owns_arbiter,
         }
     }
@@ -122,7 +125,34 @@ impl SessionActor {
         }
     }
 
+    fn snapshot(&self) -> Option<SessionSnapshot> {
+        let State::Live(live) = &self.state else { return None };
+        Some(SessionSnapshot {
+            session_id: live.session_id,
+            generation: self.generation,
+            timeout: live.client.session_timeout(),
+            connected: matches!(live.link, Link::Up),
+            info: live.client.session().clone(),
+        })
+    }
+
+    /// Answers the callers of [`WaitConnected`] when the session is connected, or closed.
+    fn answer_awaiting_connection(&mut self) {
+        let answer = match self.snapshot() {
+            Some(snapshot) if snapshot.connected => Ok(snapshot),
+            _ if matches!(self.state, State::Closed) => Err(Error::Closed),
+            _ => return,
+        };
+        for waiter in self.awaiting_connection.drain(..) {
+            let _ = waiter.send(answer.clone());
+        }
+    }
+
     fn broadcast(&mut self, event: SessionEvent) {
+        if matches!(event, SessionEvent::Connected { .. } | SessionEvent::Reconnected { .. } | SessionEvent::Closed) {
+            // After the state change that the event reports (callers broadcast last).
+            self.answer_awaiting_connection();
+        }
         self.subscribers.retain(|s| match s.upgrade() {
             Some(subscriber) if subscriber.connected() => {
                 subscriber.do_send(event.clone());
@@ -899,14 +929,25 @@ impl Handler<GetSession> for SessionActor {
     type Result = Option<SessionSnapshot>;
 
     fn handle(&mut self, _: GetSession, _: &mut Context<Self>) -> Self::Result {
-        let State::Live(live) = &self.state else { return None };
-        Some(SessionSnapshot {
-            session_id: live.session_id,
-            generation: self.generation,
-            timeout: live.client.session_timeout(),
-            connected: matches!(live.link, Link::Up),
-            info: live.client.session().clone(),
-        })
+        self.snapshot()
+    }
+}
+
+impl Handler<WaitConnected> for SessionActor {
+    type Result = crate::recipe::Reply<Result<SessionSnapshot>>;
+
+    fn handle(&mut self, _: WaitConnected, _: &mut Context<Self>) -> Self::Result {
+        match self.snapshot() {
+            Some(snapshot) if snapshot.connected => crate::recipe::Reply::Now(Ok(snapshot)),
+            _ if matches!(self.state, State::Closed) && self.generation > 0 => {
+                crate::recipe::Reply::Now(Err(Error::Closed))
+            }
+            _ => {
+                let (pending, reply) = crate::recipe::Reply::later(Err(Error::Closed));
+                self.awaiting_connection.push(pending);
+                reply
+            }
+        }
     }
 }
 

@@ -165,6 +165,14 @@ impl SessionHandle {
         async move { reply.await.ok().flatten() }
     }
 
+    /// Resolves once the session is connected (at once when it is), like Curator's
+    /// `blockUntilConnected`; [`Error::Closed`] when the session is closed first. Wrap it in a
+    /// timeout to bound the wait.
+    pub fn connected(&self) -> impl Future<Output = Result<SessionSnapshot>> + 'static + use<> {
+        let reply = self.addr.send(WaitConnected);
+        async move { reply.await.map_err(|_| Error::Closed)? }
+    }
+
     /// Closes the session (ephemerals go at once) and stops the actor. Resolves when done.
     pub fn close(&self) -> impl Future<Output = ()> + 'static + use<> {
         let reply = self.addr.send(Close);

@@ -323,6 +323,13 @@ pub struct Subscribe {
 #[rtype(result = "Option<SessionSnapshot>")]
 pub struct GetSession;
 
+/// Wait until the session is connected (Curator's `blockUntilConnected`): answered at once
+/// when it is, else when it next connects (or reconnects); [`Error::Closed`] once the session
+/// is closed.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "Result<SessionSnapshot>")]
+pub struct WaitConnected;
+
 /// The session as it is now.
 #[derive(Debug, Clone)]
 pub struct SessionSnapshot {

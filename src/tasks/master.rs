@@ -18,6 +18,7 @@ use super::term::MasterTerm;
 use crate::election::{self, ElectionActor, ElectionConfig, ElectionEvent};
 use crate::recipe::ConnectionPolicy;
 use crate::recipe::naming::default_participant_id;
+use crate::recipe::subscribers::Subscribers;
 use crate::session::SessionHandle;
 
 /// How long to wait before trying again when ZooKeeper cannot be reached.
@@ -93,7 +94,7 @@ pub struct TaskMaster {
     config: TaskMasterConfig,
     election: Option<Addr<ElectionActor>>,
     term: Option<MasterFence>,
-    subscribers: Vec<Recipient<MasterEvent>>,
+    subscribers: Subscribers<MasterEvent>,
     master_id: Option<String>,
     span: tracing::Span,
 }
@@ -109,17 +110,14 @@ impl TaskMaster {
             config,
             election: None,
             term: None,
-            subscribers: Vec::new(),
+            subscribers: Subscribers::new(),
             master_id: None,
             span,
         })
     }
 
     fn broadcast(&mut self, event: MasterEvent) {
-        self.subscribers.retain(|s| s.connected());
-        for subscriber in &self.subscribers {
-            subscriber.do_send(event.clone());
-        }
+        self.subscribers.tell(event);
     }
 
     /// Creates the directories (a term watches them), then joins the election.
@@ -214,7 +212,7 @@ impl Handler<SubscribeMaster> for TaskMaster {
         if let Some(fence) = &self.term {
             msg.recipient.do_send(MasterEvent::BecameMaster { fence: fence.clone() });
         }
-        self.subscribers.push(msg.recipient);
+        self.subscribers.add(msg.recipient);
     }
 }
 

@@ -27,6 +27,7 @@ use super::messages::*;
 use crate::Op;
 use crate::error::Error;
 use crate::recipe::registration::{RegisterError, register_ephemeral};
+use crate::recipe::subscribers::Subscribers;
 use crate::session::watch::weak_watcher;
 use crate::session::{IntoActorFree, SessionEvent, SessionHandle, WatchEvent};
 
@@ -106,7 +107,7 @@ pub struct TaskWorker {
     registered_at: i64,
     listing: bool,
     list_again: bool,
-    subscribers: Vec<Recipient<WorkerEvent>>,
+    subscribers: Subscribers<WorkerEvent>,
     stop_waiters: Vec<futures::channel::oneshot::Sender<()>>,
     span: tracing::Span,
 }
@@ -135,17 +136,14 @@ impl TaskWorker {
             registered_at: 0,
             listing: false,
             list_again: false,
-            subscribers: Vec::new(),
+            subscribers: Subscribers::new(),
             stop_waiters: Vec::new(),
             span,
         })
     }
 
     fn tell(&mut self, event: WorkerEvent) {
-        self.subscribers.retain(|s| s.connected());
-        for subscriber in &self.subscribers {
-            subscriber.do_send(event.clone());
-        }
+        self.subscribers.tell(event);
     }
 
     fn accepting(&self) -> bool {
@@ -505,7 +503,7 @@ impl Handler<SubscribeWorker> for TaskWorker {
         if let Registration::Registered { generation } = self.registration {
             msg.recipient.do_send(WorkerEvent::Registered { generation });
         }
-        self.subscribers.push(msg.recipient);
+        self.subscribers.add(msg.recipient);
     }
 }
 

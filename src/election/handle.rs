@@ -1,0 +1,115 @@
+//! [`ElectionHandle`]: async methods over an election participant, for programs that want
+//! answers rather than messages.
+//!
+//! Owns: turning each request into one message and its reply into a `Result` (a stopped actor
+//! is [`ElectionError::Stopped`], never a mailbox error to unwrap). Does not own any state: the
+//! actor does. A handle holds a strong address: the participant lives while a handle (or another
+//! address) does, and dropping the last one stops it, which leaves the election.
+
+use std::future::Future;
+
+use actix::prelude::*;
+
+use super::actor::ElectionActor;
+use super::config::ElectionConfig;
+use super::error::ElectionError;
+use super::messages::{
+    CurrentLeader, ElectionEvent, Join, LeaderTerm, Leadership, Participants, Resign, Stop, Subscribe,
+};
+use crate::session::SessionHandle;
+
+/// A cloneable handle to one election participant (an [`ElectionActor`]).
+///
+/// ```no_run
+/// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::election::ElectionError> {
+/// use actix_zookeeper::election::{ElectionConfig, ElectionHandle};
+///
+/// let election = ElectionHandle::start(session, ElectionConfig::new("/services/billing/leader"));
+/// let term = election.leadership().await?; // like Curator's LeaderLatch.await()
+/// println!("leading with token {}", term.token);
+/// election.resign().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct ElectionHandle {
+    addr: Addr<ElectionActor>,
+    path: String,
+}
+
+impl ElectionHandle {
+    /// Starts an [`ElectionActor`] for `config` on the current Arbiter; it enters the election
+    /// at once.
+    pub fn start(session: SessionHandle, config: ElectionConfig) -> ElectionHandle {
+        let path = config.path().to_owned();
+        ElectionHandle { addr: ElectionActor::new(session, config).start(), path }
+    }
+
+    /// A handle to a running participant of the election at `path`.
+    pub fn new(addr: Addr<ElectionActor>, path: impl Into<String>) -> ElectionHandle {
+        ElectionHandle { addr, path: path.into() }
+    }
+
+    /// The actor, for sending messages.
+    pub fn addr(&self) -> &Addr<ElectionActor> {
+        &self.addr
+    }
+
+    fn ask<M>(&self, msg: M) -> impl Future<Output = Result<M::Result, ElectionError>> + 'static + use<M>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        ElectionActor: Handler<M>,
+    {
+        let reply = self.addr.send(msg);
+        let path = self.path.clone();
+        async move { reply.await.map_err(|_| ElectionError::Stopped { path }) }
+    }
+
+    /// Resolves with the term once this participant leads (at once when it does).
+    /// [`ElectionError::NotParticipating`] when it has left the line.
+    pub fn leadership(&self) -> impl Future<Output = Result<LeaderTerm, ElectionError>> + 'static {
+        let asked = self.ask(Leadership);
+        async move { asked.await? }
+    }
+
+    /// Leaves the election (a leader hears `LeadershipLost { Resigned }` first); resolves once
+    /// our node is deleted. [`join`](Self::join) enters again.
+    pub fn resign(&self) -> impl Future<Output = Result<(), ElectionError>> + 'static {
+        let asked = self.ask(Resign { requeue: false });
+        async move { asked.await? }
+    }
+
+    /// Gives leadership up and stands in line again at the back (a graceful hand-off).
+    pub fn resign_and_requeue(&self) -> impl Future<Output = Result<(), ElectionError>> + 'static {
+        let asked = self.ask(Resign { requeue: true });
+        async move { asked.await? }
+    }
+
+    /// Enters the election again after a [`resign`](Self::resign) (or a failure).
+    pub fn join(&self) -> impl Future<Output = Result<(), ElectionError>> + 'static {
+        self.ask(Join)
+    }
+
+    /// The leader's participant id, read from ZooKeeper now; `None` when nobody is in line.
+    pub fn leader(&self) -> impl Future<Output = Result<Option<String>, ElectionError>> + 'static {
+        let asked = self.ask(CurrentLeader);
+        async move { asked.await? }
+    }
+
+    /// Every participant id in line order (the leader first), read from ZooKeeper now.
+    pub fn participants(&self) -> impl Future<Output = Result<Vec<String>, ElectionError>> + 'static {
+        let asked = self.ask(Participants);
+        async move { asked.await? }
+    }
+
+    /// Sends every [`ElectionEvent`] to `recipient` (held weakly: keep your subscriber's
+    /// address).
+    pub fn subscribe(&self, recipient: Recipient<ElectionEvent>) {
+        self.addr.do_send(Subscribe { recipient });
+    }
+
+    /// Leaves the election and stops the participant.
+    pub fn stop(&self) {
+        self.addr.do_send(Stop);
+    }
+}

@@ -1,0 +1,224 @@
+//! [`LockHandle`] and [`SemaphoreHandle`]: async methods over a lock or semaphore actor, for
+//! programs that want answers rather than messages.
+//!
+//! Owns: turning each request into one message and its reply into a `Result` (a stopped actor
+//! is [`LockError::Stopped`], never a mailbox error to unwrap), and never losing a grant to a
+//! dropped `acquire` future: a grant that reached a future dropped before it returned it is
+//! given back ([`GiveBack`]). Does not own any state: the actor does.
+//!
+//! A handle holds a strong address: the actor lives while a handle (or another address) does,
+//! and dropping the last one stops it, which releases what it held.
+
+use std::future::Future;
+use std::time::Duration;
+
+use actix::dev::ToEnvelope;
+use actix::prelude::*;
+use futures::channel::oneshot;
+
+use super::actor::LockActor;
+use super::config::{LockConfig, SemaphoreConfig};
+use super::error::LockError;
+use super::grant::LockGrant;
+use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, Subscribe, TryAcquire};
+use super::semaphore::SemaphoreActor;
+use crate::session::SessionHandle;
+
+/// A cloneable handle to one participant of a lock (a [`LockActor`]).
+///
+/// ```no_run
+/// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::lock::LockError> {
+/// use std::time::Duration;
+/// use actix_zookeeper::lock::{LockConfig, LockHandle};
+///
+/// let lock = LockHandle::start(session.clone(), LockConfig::new("/locks/report"));
+/// let grant = lock.acquire(Some(Duration::from_secs(10))).await?;
+/// println!("holding {} with token {}", grant.node, grant.token);
+/// lock.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct LockHandle {
+    addr: Addr<LockActor>,
+    dir: String,
+}
+
+impl LockHandle {
+    /// Starts a [`LockActor`] for `config` on the current Arbiter.
+    pub fn start(session: SessionHandle, config: LockConfig) -> LockHandle {
+        let dir = config.dir().to_owned();
+        LockHandle { addr: LockActor::new(session, config).start(), dir }
+    }
+
+    /// A handle to a running actor of the lock at `dir`.
+    pub fn new(addr: Addr<LockActor>, dir: impl Into<String>) -> LockHandle {
+        LockHandle { addr, dir: dir.into() }
+    }
+
+    /// The actor, for sending messages.
+    pub fn addr(&self) -> &Addr<LockActor> {
+        &self.addr
+    }
+
+    /// Waits for the lock, at most `timeout` if given (our node is deleted when it passes).
+    /// Holding it already: the same grant at once. Dropping the future gives back a grant it
+    /// received but did not return.
+    pub fn acquire(&self, timeout: Option<Duration>) -> impl Future<Output = Result<LockGrant, LockError>> + 'static {
+        acquire_or_give_back(&self.addr, &self.dir, timeout)
+    }
+
+    /// Takes the lock only if it is free now: `Ok(None)` when someone else holds it.
+    pub fn try_acquire(&self) -> impl Future<Output = Result<Option<LockGrant>, LockError>> + 'static {
+        let reply = self.addr.send(TryAcquire);
+        let dir = self.dir.clone();
+        async move { reply.await.map_err(|_| LockError::Stopped { dir })? }
+    }
+
+    /// Gives the lock up (or stops waiting for it); resolves once our node is deleted.
+    /// [`LockError::Lost`] when the lock had been lost before.
+    pub fn release(&self) -> impl Future<Output = Result<(), LockError>> + 'static {
+        release(&self.addr, &self.dir)
+    }
+
+    /// The participant id of the holder (for a read/write lock: of the first node in line),
+    /// read from ZooKeeper now; `None` when nobody holds or waits.
+    pub fn holder(&self) -> impl Future<Output = Result<Option<String>, LockError>> + 'static {
+        let ids = participants(&self.addr, &self.dir);
+        async move { Ok(ids.await?.into_iter().next()) }
+    }
+
+    /// Every participant id in line order, the holder first, read from ZooKeeper now.
+    pub fn participants(&self) -> impl Future<Output = Result<Vec<String>, LockError>> + 'static {
+        participants(&self.addr, &self.dir)
+    }
+
+    /// Sends every [`LockEvent`] to `recipient` (held weakly: keep your subscriber's address).
+    pub fn subscribe(&self, recipient: Recipient<LockEvent>) {
+        self.addr.do_send(Subscribe { recipient });
+    }
+}
+
+/// A cloneable handle to one participant of a counting semaphore (a [`SemaphoreActor`]).
+///
+/// ```no_run
+/// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::lock::LockError> {
+/// use actix_zookeeper::lock::{SemaphoreConfig, SemaphoreHandle};
+///
+/// let pool = SemaphoreHandle::start(session, SemaphoreConfig::new("/pools/db", 3));
+/// let lease = pool.acquire(None).await?;
+/// println!("one of 3 leases: {}", lease.node);
+/// pool.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct SemaphoreHandle {
+    addr: Addr<SemaphoreActor>,
+    dir: String,
+}
+
+impl SemaphoreHandle {
+    /// Starts a [`SemaphoreActor`] for `config` on the current Arbiter.
+    pub fn start(session: SessionHandle, config: SemaphoreConfig) -> SemaphoreHandle {
+        let dir = config.dir().to_owned();
+        SemaphoreHandle { addr: SemaphoreActor::new(session, config).start(), dir }
+    }
+
+    /// A handle to a running actor of the semaphore at `dir`.
+    pub fn new(addr: Addr<SemaphoreActor>, dir: impl Into<String>) -> SemaphoreHandle {
+        SemaphoreHandle { addr, dir: dir.into() }
+    }
+
+    /// The actor, for sending messages.
+    pub fn addr(&self) -> &Addr<SemaphoreActor> {
+        &self.addr
+    }
+
+    /// Waits for a lease, at most `timeout` if given. Dropping the future gives back a lease
+    /// it received but did not return.
+    pub fn acquire(&self, timeout: Option<Duration>) -> impl Future<Output = Result<LockGrant, LockError>> + 'static {
+        acquire_or_give_back(&self.addr, &self.dir, timeout)
+    }
+
+    /// Gives the lease back (or stops waiting for one); resolves once its node is deleted.
+    pub fn release(&self) -> impl Future<Output = Result<(), LockError>> + 'static {
+        release(&self.addr, &self.dir)
+    }
+
+    /// The participant ids of the lease nodes in line order (holders first), read now.
+    pub fn participants(&self) -> impl Future<Output = Result<Vec<String>, LockError>> + 'static {
+        participants(&self.addr, &self.dir)
+    }
+
+    /// Sends every [`LockEvent`] to `recipient` (held weakly: keep your subscriber's address).
+    pub fn subscribe(&self, recipient: Recipient<LockEvent>) {
+        self.addr.do_send(Subscribe { recipient });
+    }
+}
+
+type AcquireOutcome = Result<Result<LockGrant, LockError>, MailboxError>;
+
+/// The acquire of a lock-shaped actor, with the grant given back when the future is dropped
+/// after the grant reached it. The reply is relayed through a channel this future owns, so the
+/// grant is either returned, or found in that channel by the future's drop, or found undelivered
+/// by the relay: in the last two cases it is given back.
+fn acquire_or_give_back<A>(
+    addr: &Addr<A>,
+    dir: &str,
+    timeout: Option<Duration>,
+) -> impl Future<Output = Result<LockGrant, LockError>> + 'static
+where
+    A: Actor<Context = Context<A>> + Handler<Acquire> + Handler<GiveBack>,
+    A::Context: ToEnvelope<A, Acquire> + ToEnvelope<A, GiveBack>,
+{
+    let request = addr.send(Acquire { timeout });
+    let (relay, answer) = oneshot::channel::<AcquireOutcome>();
+    let giver = addr.clone();
+    actix::spawn(async move {
+        if let Err(Ok(Ok(grant))) = relay.send(request.await) {
+            giver.do_send(GiveBack { token: grant.token });
+        }
+    });
+    let mut unreturned = Unreturned { answer, addr: addr.clone() };
+    let dir = dir.to_owned();
+    async move {
+        match (&mut unreturned.answer).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_)) | Err(_) => Err(LockError::Stopped { dir }),
+        }
+    }
+}
+
+/// The reply channel of an acquire; dropped with a grant in it, it gives the grant back.
+struct Unreturned<A: Actor<Context = Context<A>> + Handler<GiveBack>> {
+    answer: oneshot::Receiver<AcquireOutcome>,
+    addr: Addr<A>,
+}
+
+impl<A: Actor<Context = Context<A>> + Handler<GiveBack>> Drop for Unreturned<A> {
+    fn drop(&mut self) {
+        // Closed first, so the relay either delivered already (and the grant is here) or will
+        // find nobody and give it back itself.
+        self.answer.close();
+        if let Ok(Some(Ok(Ok(grant)))) = self.answer.try_recv() {
+            self.addr.do_send(GiveBack { token: grant.token });
+        }
+    }
+}
+
+fn release<A>(addr: &Addr<A>, dir: &str) -> impl Future<Output = Result<(), LockError>> + 'static
+where
+    A: Actor<Context = Context<A>> + Handler<Release>,
+{
+    let reply = addr.send(Release);
+    let dir = dir.to_owned();
+    async move { reply.await.map_err(|_| LockError::Stopped { dir })? }
+}
+
+fn participants<A>(addr: &Addr<A>, dir: &str) -> impl Future<Output = Result<Vec<String>, LockError>> + 'static
+where
+    A: Actor<Context = Context<A>> + Handler<Participants>,
+{
+    let reply = addr.send(Participants);
+    let dir = dir.to_owned();
+    async move { reply.await.map_err(|_| LockError::Stopped { dir })? }
+}

@@ -1,0 +1,234 @@
+//! The typed handles (`LockHandle`, `SemaphoreHandle`, `ElectionHandle`,
+//! `SessionHandle::connected`) against a real ZooKeeper: each method does what its doc says, a
+//! stopped actor is a typed error, and a dropped `acquire` never keeps a grant nobody has.
+#![cfg(feature = "testkit")]
+
+mod common;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use actix::prelude::*;
+use actix_zookeeper::election::{ElectionConfig, ElectionError, ElectionHandle};
+use actix_zookeeper::lock::*;
+use actix_zookeeper::prelude::*;
+use actix_zookeeper::testkit::{TestZooKeeper, ZkServer, unique_root};
+use common::*;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+async fn session_at(connect: &str, root: &str) -> SessionHandle {
+    let cfg = SessionConfig::new(connect).with_chroot(root).with_session_timeout(Duration::from_secs(4));
+    connected(cfg).await.0
+}
+
+/// Polls `future` once, so that its request is on its way, and hands it back.
+async fn poll_once<F: Future + Unpin>(mut future: F) -> F {
+    std::future::poll_fn(|cx: &mut Context<'_>| {
+        let _ = Pin::new(&mut future).poll(cx);
+        Poll::Ready(())
+    })
+    .await;
+    future
+}
+
+#[actix_rt::test]
+async fn a_lock_handle_acquires_tries_releases_and_names_holder_and_waiters() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("lock-handle");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let alice = LockHandle::start(a.clone(), LockConfig::new("/l").with_participant_id("alice"));
+    let bob = LockHandle::start(b.clone(), LockConfig::new("/l").with_participant_id("bob"));
+    assert_eq!(alice.holder().await, Ok(None), "nobody holds a lock nobody asked for");
+
+    let grant = alice.acquire(None).await.expect("alice acquires");
+    assert_eq!(alice.acquire(None).await, Ok(grant.clone()), "holding already: the same grant");
+    assert_eq!(bob.try_acquire().await, Ok(None), "held by alice: bob's try says no");
+    let waiting = actix_rt::spawn(bob.acquire(Some(Duration::from_secs(10))));
+    wait_until_async(|| async { alice.participants().await.map(|p| p.len()) == Ok(2) }).await;
+    assert_eq!(bob.participants().await, Ok(vec!["alice".to_string(), "bob".to_string()]));
+    assert_eq!(bob.holder().await, Ok(Some("alice".to_string())));
+
+    alice.release().await.expect("alice releases");
+    let bobs = bounded("bob gets the lock", waiting).await.expect("task").expect("bob acquires");
+    assert!(bobs.token > grant.token);
+    assert_eq!(alice.holder().await, Ok(Some("bob".to_string())));
+    assert_eq!(alice.release().await, Err(LockError::NotHeld { dir: "/l".into() }));
+    let timed_out = alice.acquire(Some(Duration::from_millis(200))).await;
+    assert!(matches!(timed_out, Err(LockError::Timeout { .. })), "{timed_out:?}");
+    bob.release().await.expect("bob releases");
+    a.close().await;
+    b.close().await;
+}
+
+/// Waits (bounded) until the async `check` holds.
+async fn wait_until_async<F: Future<Output = bool>>(mut check: impl FnMut() -> F) {
+    let deadline = std::time::Instant::now() + WAIT;
+    while !check().await {
+        assert!(std::time::Instant::now() < deadline, "timed out");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[actix_rt::test]
+async fn a_semaphore_handle_hands_out_its_leases_and_no_more() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("sem-handle");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let pool: Vec<_> = (0..3)
+        .map(|i| {
+            SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/pool", 2).with_participant_id(format!("p{i}")))
+        })
+        .collect();
+    let first = pool[0].acquire(None).await.expect("first lease");
+    let second = pool[1].acquire(None).await.expect("second lease");
+    assert_ne!(first.node, second.node);
+    let third = pool[2].acquire(Some(Duration::from_millis(500))).await;
+    assert!(matches!(third, Err(LockError::Timeout { .. })), "only two leases: {third:?}");
+    assert_eq!(pool[2].participants().await.map(|p| p.len()), Ok(2));
+    pool[0].release().await.expect("give one back");
+    pool[2].acquire(Some(Duration::from_secs(10))).await.expect("the third gets the freed lease");
+
+    let none = SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/none", 0));
+    assert!(matches!(none.acquire(None).await, Err(LockError::InvalidConfig { .. })), "0 leases is a typed error");
+    s.close().await;
+}
+
+#[actix_rt::test]
+async fn a_stopped_actor_is_a_typed_error_not_a_mailbox_error() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("stopped-handle");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
+    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/e"));
+    election.stop();
+    lock.addr().do_send(StopForTest);
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(lock.acquire(None).await, Err(LockError::Stopped { dir: "/l".into() }));
+    assert_eq!(lock.release().await, Err(LockError::Stopped { dir: "/l".into() }));
+    assert_eq!(election.leader().await, Err(ElectionError::Stopped { path: "/e".into() }));
+    assert_eq!(election.leadership().await.map(|_| ()), Err(ElectionError::Stopped { path: "/e".into() }));
+    s.close().await;
+}
+
+/// Stops a lock actor from outside (the lock has no `Stop` of its own: dropping its last
+/// address is how a program stops it, and the test keeps one).
+#[derive(Message)]
+#[rtype(result = "()")]
+struct StopForTest;
+
+impl Handler<StopForTest> for LockActor {
+    type Result = ();
+
+    fn handle(&mut self, _: StopForTest, ctx: &mut actix::Context<Self>) {
+        ctx.stop();
+    }
+}
+
+/// Issue 13, defect 5: a grant handed to a caller that has just gone away stayed with an actor
+/// nobody would release. Here the grant reaches the caller's reply channel and the caller drops
+/// its `acquire` future without polling it again: the handle gives the grant back, so the next
+/// participant gets the lock. The control does the same with the raw `send(Acquire)` future:
+/// there the grant is lost and the lock stays held, which shows the test can catch the defect.
+#[actix_rt::test]
+async fn a_grant_that_reached_a_dropped_acquire_is_given_back() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("dropped-acquire");
+    let s = session_at(&zk.connect_string(), &root).await;
+    for raw in [false, true] {
+        let dir = format!("/l-{raw}");
+        let a = LockHandle::start(s.clone(), LockConfig::new(&dir));
+        let b = LockHandle::start(s.clone(), LockConfig::new(&dir));
+        let c = LockHandle::start(s.clone(), LockConfig::new(&dir));
+        a.acquire(None).await.expect("a holds");
+        let events = Recorded::<LockEvent>::start();
+        b.subscribe(events.recipient.clone());
+        // B waits: its request is sent, its future is kept but not polled any more.
+        let dropped: Pin<Box<dyn Future<Output = ()>>> = if raw {
+            let request = b.addr().send(Acquire::default());
+            Box::pin(async move {
+                let _ = request.await;
+            })
+        } else {
+            let acquiring = b.acquire(None);
+            Box::pin(async move {
+                let _ = acquiring.await;
+            })
+        };
+        let dropped = poll_once(dropped).await;
+        wait_until_async(|| async { a.participants().await.map(|p| p.len()) == Ok(2) }).await;
+        a.release().await.expect("a releases");
+        // The grant is in B's reply channel once B's subscribers hear of it.
+        events.wait_for(0, WAIT, |e| matches!(e, LockEvent::Acquired { .. })).await;
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+        drop(dropped);
+        let c_gets_it = c.acquire(Some(Duration::from_secs(3))).await;
+        if raw {
+            assert!(
+                matches!(c_gets_it, Err(LockError::Timeout { .. })),
+                "control: the raw request lost the grant, and the lock stays held: {c_gets_it:?}"
+            );
+            b.release().await.expect("b gives back what nobody took");
+        } else {
+            c_gets_it.expect("the handle gave the grant back: c gets the lock");
+            c.release().await.expect("c releases");
+        }
+    }
+    s.close().await;
+}
+
+#[actix_rt::test]
+async fn an_election_handle_awaits_leadership_resigns_requeues_and_rejoins() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("election-handle");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let alpha = ElectionHandle::start(a.clone(), ElectionConfig::new("/e").with_participant_id("alpha"));
+    let term = bounded("alpha leads", alpha.leadership()).await.expect("alpha leads");
+    let bravo = ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("bravo"));
+    let bravo_leads = actix_rt::spawn(bravo.leadership());
+    wait_until_async(|| async { alpha.participants().await.map(|p| p.len()) == Ok(2) }).await;
+    assert_eq!(bravo.leader().await, Ok(Some("alpha".to_string())));
+    assert_eq!(bravo.participants().await, Ok(vec!["alpha".to_string(), "bravo".to_string()]));
+    assert_eq!(alpha.leadership().await.map(|t| t.token), Ok(term.token), "leading: answered at once");
+
+    alpha.resign_and_requeue().await.expect("alpha hands over");
+    let bravos = bounded("bravo leads", bravo_leads).await.expect("task").expect("bravo leads");
+    assert!(bravos.token > term.token);
+    assert_eq!(alpha.participants().await, Ok(vec!["bravo".to_string(), "alpha".to_string()]), "alpha at the back");
+
+    bravo.resign().await.expect("bravo leaves");
+    assert_eq!(bravo.leadership().await.map(|_| ()), Err(ElectionError::NotParticipating { path: "/e".into() }));
+    bounded("alpha leads again", alpha.leadership()).await.expect("alpha leads again");
+    bravo.join().await.expect("bravo rejoins");
+    wait_until_async(|| async { alpha.participants().await.map(|p| p.len()) == Ok(2) }).await;
+    a.close().await;
+    b.close().await;
+}
+
+#[actix_rt::test]
+async fn connected_resolves_when_the_session_is_up_and_again_after_a_server_restart() {
+    init_tracing();
+    let mut server = ZkServer::start().expect("ZooKeeper");
+    let cfg = SessionConfig::new(server.connect_string()).with_session_timeout(Duration::from_secs(10));
+    let session = SessionHandle::start(cfg).expect("session");
+    let first = bounded("connected", session.connected()).await.expect("connected");
+    assert!(first.connected);
+    server.stop().expect("stop");
+    // Wait until the session has noticed.
+    wait_until_async(|| async { session.session().await.is_some_and(|s| !s.connected) }).await;
+    let again = actix_rt::spawn(session.connected());
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    assert!(!again.is_finished(), "connected() waits while the server is down");
+    server.restart().expect("restart");
+    let second = bounded("connected again", again).await.expect("task").expect("connected again");
+    assert_eq!(second.session_id, first.session_id, "the same session, reconnected");
+    session.close().await;
+    assert_eq!(session.connected().await.map(|_| ()), Err(Error::Closed));
+}
