@@ -7,9 +7,7 @@
 use std::time::Duration;
 
 use actix::prelude::*;
-use actix_zookeeper::election::{
-    CurrentLeader, ElectionActor, ElectionConfig, ElectionEvent, LeaderTerm, Resign, StopLeading, Subscribe,
-};
+use actix_zookeeper::election::{ElectionConfig, ElectionEvent, ElectionHandle, LeaderTerm, StopLeading};
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::testkit::{TestZooKeeper, expire_session};
 
@@ -80,29 +78,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let config = ElectionConfig::new("/services/report/leader")
                 .with_participant_id(name)
                 .with_leader_actor(move |term| Ticker { name, term });
-            let election = ElectionActor::new(session.clone(), config).start();
-            election.do_send(Subscribe { recipient: Narrator(name).start().recipient() });
-            participants.push((name, session, election));
+            let election = ElectionHandle::start(session.clone(), config);
+            // An election holds its subscribers weakly: keeping the narrator's address keeps it alive.
+            let narrator = Narrator(name).start();
+            election.subscribe(narrator.clone().recipient());
+            participants.push((name, session, election, narrator));
             actix_rt::time::sleep(Duration::from_millis(200)).await;
         }
         actix_rt::time::sleep(Duration::from_secs(1)).await;
 
-        let (leader_name, leader_session, _) = &participants[0];
+        let (leader_name, leader_session, _, _) = &participants[0];
         println!("\nThe leader, {leader_name}, is killed: its session expires on the server.");
         let info = leader_session.session().await.ok_or("no session")?.info;
         expire_session(&connect, &info).await?;
         actix_rt::time::sleep(Duration::from_secs(2)).await;
 
         println!("\nThe new leader hands over gracefully (resigns and rejoins at the back).");
-        let leader = participants[1].2.send(CurrentLeader).await??.ok_or("nobody leads")?;
-        if let Some((_, _, election)) = participants.iter().find(|(name, _, _)| *name == leader) {
-            election.send(Resign { requeue: true }).await??;
+        let leader = participants[1].2.leader().await?.ok_or("nobody leads")?;
+        if let Some((_, _, election, _)) = participants.iter().find(|(name, _, _, _)| *name == leader) {
+            election.resign_and_requeue().await?;
         }
         actix_rt::time::sleep(Duration::from_secs(1)).await;
 
         println!("\nEveryone leaves.");
-        for (_, session, election) in &participants {
-            let _ = election.send(Resign { requeue: false }).await;
+        for (_, session, election, _) in &participants {
+            let _ = election.resign().await;
             session.close().await;
         }
         actix_rt::time::sleep(Duration::from_millis(300)).await;

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use actix::prelude::*;
-use actix_zookeeper::lock::{Acquire, LockActor, LockConfig, LockError, LockEvent, Release, Subscribe};
+use actix_zookeeper::lock::{LockConfig, LockError, LockEvent, LockHandle};
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::testkit::{TestZooKeeper, expire_session};
 
@@ -52,36 +52,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         alice_session.create("/ledger", "", CreateMode::Persistent).await?;
 
         let alice =
-            LockActor::new(alice_session.clone(), LockConfig::new("/locks/ledger").with_participant_id("alice"))
-                .start();
-        let bob =
-            LockActor::new(bob_session.clone(), LockConfig::new("/locks/ledger").with_participant_id("bob")).start();
-        alice.do_send(Subscribe { recipient: Narrator("alice").start().recipient() });
-        bob.do_send(Subscribe { recipient: Narrator("bob").start().recipient() });
+            LockHandle::start(alice_session.clone(), LockConfig::new("/locks/ledger").with_participant_id("alice"));
+        let bob = LockHandle::start(bob_session.clone(), LockConfig::new("/locks/ledger").with_participant_id("bob"));
+        // A lock holds its subscribers weakly: these addresses keep the narrators alive.
+        let narrators = (Narrator("alice").start(), Narrator("bob").start());
+        alice.subscribe(narrators.0.clone().recipient());
+        bob.subscribe(narrators.1.clone().recipient());
 
         println!("\nBoth ask for the lock; one waits for the other.");
         for round in 0..2 {
             for (name, lock, session) in [("alice", &alice, &alice_session), ("bob", &bob, &bob_session)] {
-                let grant = lock.send(Acquire { timeout: Some(Duration::from_secs(10)) }).await??;
+                let grant = lock.acquire(Some(Duration::from_secs(10))).await?;
                 let ops = append(session, &format!("{name} round {round} (token {})", grant.token)).await;
                 grant.guarded_write(session, ops).await?;
-                lock.send(Release).await??;
+                lock.release().await?;
             }
         }
 
         println!("\nAlice takes the lock, then her session expires on the server (a long pause, say).");
-        let grant = alice.send(Acquire::default()).await??;
-        let bob_waits = bob.send(Acquire::default());
+        let grant = alice.acquire(None).await?;
+        let bob_waits = bob.acquire(None);
         let info = alice_session.session().await.ok_or("no session")?.info;
         expire_session(&connect, &info).await?;
-        let bob_grant = bob_waits.await??;
+        let bob_grant = bob_waits.await?;
         println!("  bob's token {} is larger than alice's {}", bob_grant.token, grant.token);
         let late = grant.guarded_write(&alice_session, append(&alice_session, "alice, too late").await).await;
         match late {
             Err(LockError::NoLongerHeld { node }) => println!("  alice's late write is refused: {node} is gone"),
             other => println!("  unexpected: {other:?}"),
         }
-        bob.send(Release).await??;
+        bob.release().await?;
 
         let ledger = bob_session.get_data("/ledger").await?.data;
         println!("\nThe ledger:\n{}", String::from_utf8_lossy(&ledger));
