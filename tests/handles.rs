@@ -232,3 +232,24 @@ async fn connected_resolves_when_the_session_is_up_and_again_after_a_server_rest
     session.close().await;
     assert_eq!(session.connected().await.map(|_| ()), Err(Error::Closed));
 }
+
+/// One lifetime rule for the session and every recipe: dropping the last address stops the
+/// actor and ends what it held. A lock whose last handle is dropped releases; a session whose
+/// last handle is dropped (the lock's own included) closes, and its ephemerals go.
+#[actix_rt::test]
+async fn dropping_the_last_handle_releases_the_lock_and_closes_the_session() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("last-handle");
+    let observer = session_at(&zk.connect_string(), &root).await;
+    let s = session_at(&zk.connect_string(), &root).await;
+    s.create("/mine", "", CreateMode::Ephemeral).await.expect("an ephemeral of the session");
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
+    lock.acquire(None).await.expect("acquire");
+    drop(lock);
+    wait_until_async(|| async { observer.children("/l").await.map(|c| c.names.is_empty()).unwrap_or(true) }).await;
+    assert!(observer.exists("/mine").await.expect("exists").is_some(), "the session lives while a handle does");
+    drop(s);
+    wait_until_async(|| async { observer.exists("/mine").await.expect("exists").is_none() }).await;
+    observer.close().await;
+}

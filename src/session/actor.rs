@@ -332,6 +332,13 @@ impl SessionActor {
             }
         }
         self.subscribers.retain(|s| s.upgrade().is_some_and(|s| s.connected()));
+        // The lifetime rule every recipe follows: dropping the last address (every
+        // `SessionHandle`, those held by recipe actors included) ends the actor, here by closing
+        // the session (its ephemerals go at once). The interval itself would keep it alive.
+        if !ctx.connected() && !matches!(self.state, State::Closed) {
+            info!("the last handle to the session was dropped; closing it");
+            ctx.notify(Close);
+        }
     }
 
     // ---- requests ---------------------------------------------------------------------------
