@@ -324,7 +324,7 @@ pub struct Subscribe {
 pub struct GetSession;
 
 /// Wait until the session is connected (Curator's `blockUntilConnected`): answered at once
-/// when it is, else when it next connects (or reconnects); [`Error::Closed`] once the session
+/// when it is, else when it next connects (or reconnects); [`Error::Closed`](crate::Error::Closed) once the session
 /// is closed.
 #[derive(Message, Debug, Clone, Copy)]
 #[rtype(result = "Result<SessionSnapshot>")]

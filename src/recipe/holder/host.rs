@@ -1,0 +1,265 @@
+//! What a recipe actor provides to the holder core ([`HolderHost`]), and [`run`], which performs
+//! the core's effects for it: starting and withdrawing contenders, deleting a released node,
+//! reading a node again after a reconnect, the disconnect deadline, checking for callers that
+//! went away.
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use futures::FutureExt;
+use futures::channel::oneshot;
+use futures::future::LocalBoxFuture;
+use tracing::{debug, info, warn};
+
+use super::state::{Attempt, Deleted, Effect, Happened, Holder, ReleaseError, Waiter};
+use crate::error::Error;
+use crate::recipe::contender::{Abandon, Contender, ContenderReport, ContenderSpec, Relisted, Withdraw};
+use crate::session::{SessionEvent, SessionHandle};
+
+/// A recipe actor built on a [`Holder`]: it starts its contenders and words its events; the
+/// core decides the rest.
+pub(crate) trait HolderHost: Actor<Context = Context<Self>> {
+    /// The recipe's grant.
+    type Grant: Clone + 'static;
+    /// The recipe's waiting caller.
+    type Waiter: Waiter<Self::Grant> + 'static;
+    /// The core.
+    fn holder(&mut self) -> &mut Holder<Self::Grant, Self::Waiter>;
+    /// The session.
+    fn session(&self) -> &SessionHandle;
+    /// The recipe's span.
+    fn span(&self) -> &tracing::Span;
+    /// Starts the contender(s) of `attempt`.
+    fn begin(&mut self, attempt: Attempt, ctx: &mut Context<Self>);
+    /// Withdraws the contender(s) of `attempt`; resolves once their nodes are gone.
+    fn withdraw(&mut self, attempt: Attempt) -> LocalBoxFuture<'static, Result<(), Error>>;
+    /// Stops the contender(s) of `attempt` without deleting: the core deletes the node.
+    fn stand_down(&mut self, attempt: Attempt);
+    /// Tells subscribers (and does whatever else the recipe does when this happens).
+    fn tell(&mut self, happened: Happened<Self::Grant>, ctx: &mut Context<Self>);
+}
+
+/// The contender of the current attempt, for a host that needs one per attempt (or one per
+/// step of an attempt, like the semaphore's guard and lease): started, stood down and withdrawn
+/// by attempt number, so that an effect for an attempt already left touches nothing.
+pub(crate) struct ContenderSlot {
+    current: Option<(Attempt, Addr<Contender>)>,
+}
+
+impl ContenderSlot {
+    /// Empty.
+    pub(crate) fn new() -> Self {
+        ContenderSlot { current: None }
+    }
+
+    /// Starts a contender for `spec` (its tag names the attempt's report) on the caller's
+    /// Arbiter, replacing whatever the slot held.
+    pub(crate) fn start(
+        &mut self,
+        attempt: Attempt,
+        session: &SessionHandle,
+        spec: ContenderSpec,
+        owner: Recipient<ContenderReport>,
+    ) {
+        let contender = Contender::new(session.clone(), spec, owner).start();
+        self.current = Some((attempt, contender));
+    }
+
+    /// True while the slot holds a contender of `attempt`.
+    pub(crate) fn holds(&self, attempt: Attempt) -> bool {
+        matches!(&self.current, Some((a, _)) if *a == attempt)
+    }
+
+    fn take(&mut self, attempt: Attempt) -> Option<Addr<Contender>> {
+        if self.holds(attempt) { self.current.take().map(|(_, addr)| addr) } else { None }
+    }
+
+    /// Withdraws the contender of `attempt` (it deletes its node); resolves once it is gone.
+    pub(crate) fn withdraw(&mut self, attempt: Attempt) -> LocalBoxFuture<'static, Result<(), Error>> {
+        match self.take(attempt) {
+            // A contender that stopped already cleaned up after itself.
+            Some(contender) => Box::pin(contender.send(Withdraw).map(|outcome| outcome.unwrap_or(Ok(())))),
+            None => Box::pin(futures::future::ready(Ok(()))),
+        }
+    }
+
+    /// Withdraws the contender of `attempt` without waiting for it.
+    pub(crate) fn let_go(&mut self, attempt: Attempt) {
+        if let Some(contender) = self.take(attempt) {
+            contender.do_send(Withdraw);
+        }
+    }
+
+    /// Stops the contender of `attempt` without a delete.
+    pub(crate) fn stand_down(&mut self, attempt: Attempt) {
+        if let Some(contender) = self.take(attempt) {
+            contender.do_send(Abandon);
+        }
+    }
+
+    /// Passes a listing of the directory read for other reasons to the contender of `attempt`
+    /// (an election's observer), which may learn from it that fewer nodes stand ahead.
+    pub(crate) fn relisted(&self, attempt: Attempt, names: &[String]) {
+        if let Some((a, contender)) = &self.current {
+            if *a == attempt {
+                contender.do_send(Relisted { names: names.to_vec() });
+            }
+        }
+    }
+
+    /// Passes a session event on to the contender, which reacts to it on its own.
+    pub(crate) fn forward(&self, event: &SessionEvent) {
+        if let Some((_, contender)) = &self.current {
+            contender.do_send(event.clone());
+        }
+    }
+}
+
+/// How often a waiting caller is checked for having gone away.
+const CALLER_CHECK: Duration = Duration::from_millis(250);
+
+/// Performs `effects` for `host`, in order.
+pub(crate) fn run<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, ctx: &mut Context<H>) {
+    for effect in effects {
+        match effect {
+            Effect::Begin(attempt) => {
+                debug!(parent: host.span(), attempt, "standing in line");
+                host.begin(attempt, ctx);
+                check_callers(attempt, ctx);
+            }
+            Effect::Withdraw { attempt, then } => {
+                debug!(parent: host.span(), attempt, "leaving the line");
+                let withdrawn = host.withdraw(attempt);
+                if let Some(then) = then {
+                    actix::spawn(async move {
+                        let _ = then.send(withdrawn.await.map_err(ReleaseError::ZooKeeper));
+                    });
+                } else {
+                    actix::spawn(async move {
+                        let _ = withdrawn.await;
+                    });
+                }
+            }
+            Effect::StandDown(attempt) => host.stand_down(attempt),
+            Effect::Delete { held, then } => {
+                info!(parent: host.span(), node = %held.node, token = %held.token, "releasing");
+                // Detached, so that the delete (and its retries) complete even if we stop now; the
+                // request itself is sent here, ahead of anything we send next.
+                let deleted = delete_held(host.session().clone(), held.node.clone());
+                let (done, outcome) = oneshot::channel();
+                actix::spawn(async move {
+                    let _ = done.send(deleted.await);
+                });
+                ctx.spawn(outcome.into_actor(host).map(move |outcome, act, ctx| {
+                    let outcome = outcome.unwrap_or(Err(Error::Closed));
+                    let effects = act.holder().released(held, outcome, then);
+                    run(act, effects, ctx);
+                }));
+            }
+            Effect::Verify { attempt, node } => {
+                let read = host.session().exists(&node);
+                ctx.spawn(read.into_actor(host).map(move |read, act, ctx| {
+                    let effects = act.holder().verified(attempt, read.map(|stat| stat.is_some()));
+                    run(act, effects, ctx);
+                }));
+            }
+            Effect::ArmDeadline(attempt) => {
+                let timer = disconnect_deadline(host.session(), ctx, move |act: &mut H, ctx| {
+                    let effects = act.holder().deadline_passed(attempt);
+                    run(act, effects, ctx);
+                });
+                if let Some(old) = host.holder().deadline.replace(timer) {
+                    ctx.cancel_future(old);
+                }
+            }
+            Effect::CancelDeadline => {
+                if let Some(timer) = host.holder().deadline.take() {
+                    ctx.cancel_future(timer);
+                }
+            }
+            Effect::Tell(happened) => {
+                match &happened {
+                    Happened::Acquired(held) => {
+                        info!(parent: host.span(), node = %held.node, token = %held.token, "acquired")
+                    }
+                    Happened::Lost(held, loss) => warn!(parent: host.span(), node = %held.node, ?loss, "lost"),
+                    Happened::Released(held) => info!(parent: host.span(), node = %held.node, "released"),
+                    Happened::Suspended(held) => info!(parent: host.span(), node = %held.node, "suspended"),
+                    Happened::Restored(held) => info!(parent: host.span(), node = %held.node, "restored"),
+                    Happened::Failed(error) => warn!(parent: host.span(), %error, "failed"),
+                }
+                host.tell(happened, ctx);
+            }
+        }
+    }
+}
+
+/// Ends `attempt` after `after` if it has not been granted by then (a caller's own timeout).
+pub(crate) fn time_out<H: HolderHost>(attempt: Attempt, after: Duration, ctx: &mut Context<H>) {
+    ctx.run_later(after, move |act, ctx| {
+        let effects = act.holder().timed_out(attempt, after);
+        run(act, effects, ctx);
+    });
+}
+
+/// A caller that dropped its request must not keep a node in line. Checked only while callers
+/// wait: a timer that always runs would keep the actor alive after its last address is dropped,
+/// and dropping it is how a user stops it.
+fn check_callers<H: HolderHost>(attempt: Attempt, ctx: &mut Context<H>) {
+    ctx.run_later(CALLER_CHECK, move |act, ctx| {
+        if !act.holder().is_acquiring(attempt) || !act.holder().has_waiters() {
+            return;
+        }
+        let effects = act.holder().drop_gone(attempt);
+        let still_waiting = !effects.iter().any(|e| matches!(e, Effect::Withdraw { .. }));
+        run(act, effects, ctx);
+        if still_waiting {
+            check_callers(attempt, ctx);
+        }
+    });
+}
+
+/// Deletes a held node, retrying through connection loss, and says whether it was ours to delete.
+fn delete_held(session: SessionHandle, path: String) -> impl std::future::Future<Output = Result<Deleted, Error>> {
+    let first = session.delete(&path, None);
+    async move {
+        let mut attempt = first;
+        let mut backoff = crate::retry::RetryPolicy::default().backoff();
+        let mut unsure = false;
+        loop {
+            match attempt.await {
+                Ok(()) => return Ok(Deleted::ByUs),
+                Err(Error::NoNode { .. }) => return Ok(Deleted::Gone { unsure, session_lost: false }),
+                Err(Error::SessionLost { .. }) => return Ok(Deleted::Gone { unsure, session_lost: true }),
+                Err(err) if err.is_final() => return Err(err),
+                Err(err) => {
+                    debug!(%path, error = %err, "delete interrupted; retrying");
+                    unsure |= matches!(err, Error::ConnectionLoss { .. });
+                    tokio::time::sleep(backoff.next_delay()).await;
+                    attempt = session.delete(&path, None);
+                }
+            }
+        }
+    }
+}
+
+/// Under [`ConnectionPolicy::Conservative`], a holder whose connection dropped stops claiming its
+/// grant after one session timeout: by then the server has most likely expired the session.
+/// Runs `give_up` after the session's negotiated timeout; cancel the returned handle when the
+/// connection comes back.
+fn disconnect_deadline<A>(
+    session: &SessionHandle,
+    ctx: &mut Context<A>,
+    give_up: impl FnOnce(&mut A, &mut Context<A>) + 'static,
+) -> SpawnHandle
+where
+    A: Actor<Context = Context<A>>,
+{
+    use crate::session::IntoActorFree;
+    let snapshot = session.session();
+    let wait = async move {
+        let timeout = snapshot.await.map(|s| s.timeout).unwrap_or_default();
+        tokio::time::sleep(timeout).await;
+    };
+    ctx.spawn(wait.into_actor_free().map(move |(), act, ctx| give_up(act, ctx)))
+}
