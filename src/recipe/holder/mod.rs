@@ -12,9 +12,9 @@
 //! # Shape
 //! [`Holder`] is a pure state machine: every input (a request, a contender's report, a session
 //! event, a timer) is a method that changes the state and returns the [`Effect`]s to perform,
-//! in order. [`run`] (in `host.rs`) performs them for a host actor. Races are therefore tested without a server
-//! (the unit tests of `state.rs`), and against a real ZooKeeper in `tests/lock.rs` and
-//! `tests/election.rs`.
+//! in order. [`run`] (in `host.rs`) performs them for a host actor. Races are therefore tested
+//! without a server (the unit tests of `state.rs`), and forced against a real ZooKeeper in
+//! `tests/holding.rs`.
 //!
 //! # Rules (each was once broken, see issue 13)
 //! - A grant is answered only to a caller that takes it; one nobody received is given back
