@@ -1,6 +1,6 @@
 //! [`ElectionActor`]: one participant of one election.
 //!
-//! Owns: starting one [`Contender`] per attempt, wording what the holder core decides as
+//! Owns: starting one contender per attempt, wording what the holder core decides as
 //! [`ElectionEvent`]s, the leader actor's life, and observing who leads (`LeaderChanged`).
 //! Does not own the node (the contender's) or any decision about holding leadership (the holder
 //! core's, `recipe::holder`: attempts, link state, connection policy, expiry, resigning). A

@@ -1,6 +1,6 @@
 //! [`LockActor`]: one participant of one lock (exclusive, read or write).
 //!
-//! Owns: starting one [`Contender`] per attempt and wording what the holder core decides as lock
+//! Owns: starting one contender per attempt and wording what the holder core decides as lock
 //! requests and [`LockEvent`]s. Does not own the node (the contender's) or any decision about
 //! holding (the holder core's, `recipe::holder`: attempts, callers, link state, connection
 //! policy, expiry, release).

@@ -243,7 +243,7 @@ fn delete_held(session: SessionHandle, path: String) -> impl std::future::Future
     }
 }
 
-/// Under [`ConnectionPolicy::Conservative`], a holder whose connection dropped stops claiming its
+/// Under [`ConnectionPolicy::Conservative`](super::ConnectionPolicy::Conservative), a holder whose connection dropped stops claiming its
 /// grant after one session timeout: by then the server has most likely expired the session.
 /// Runs `give_up` after the session's negotiated timeout; cancel the returned handle when the
 /// connection comes back.

@@ -11,7 +11,7 @@
 //!
 //! # Shape
 //! [`Holder`] is a pure state machine: every input (a request, a contender's report, a session
-//! event, a timer) is a method that changes the state and returns the [`Effect`]s to perform,
+//! event, a timer) is a method that changes the state and returns the `Effect`s to perform,
 //! in order. [`run`] (in `host.rs`) performs them for a host actor. Races are therefore tested
 //! without a server (the unit tests of `state.rs`), and forced against a real ZooKeeper in
 //! `tests/holding.rs`.
@@ -35,7 +35,7 @@
 //! a new attempt starts on the next session.
 
 //!
-//! Files: `state.rs` (the pure state machine: [`Holder`] and its inputs and [`Effect`]s),
+//! Files: `state.rs` (the pure state machine: [`Holder`] and its inputs and `Effect`s),
 //! `host.rs` (what a recipe actor provides, [`HolderHost`], and [`run`], which performs effects).
 
 mod host;

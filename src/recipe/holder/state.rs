@@ -213,7 +213,7 @@ pub(crate) struct Holder<G, W> {
     policy: ConnectionPolicy,
     dead: Vec<SessionId>,
     last_loss: Option<Loss>,
-    /// The running disconnect deadline (kept here for [`run`]; no transition reads it).
+    /// The running disconnect deadline (kept here for [`run`](super::run); no transition reads it).
     pub(super) deadline: Option<SpawnHandle>,
 }
 
