@@ -32,6 +32,7 @@ pub const DEFAULT_MAX_DATA_SIZE: usize = 1024 * 1024;
 /// assert_eq!(config.chroot(), Some("/my-service"));
 /// ```
 #[derive(Debug, Clone)]
+#[must_use]
 pub struct SessionConfig {
     hosts: String,
     chroot: Option<String>,
@@ -198,6 +199,7 @@ impl SessionConfig {
 /// The delay before attempt `n` (counting from 0) is `initial * 2^n`, capped at `max`; attempt 0
 /// starts at once.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
 pub struct RebuildPolicy {
     initial_backoff: Duration,
     max_backoff: Duration,
