@@ -14,6 +14,7 @@ use tracing::{debug, info, warn};
 use super::state::{Attempt, Deleted, Effect, Happened, Holder, ReleaseError, Waiter};
 use crate::error::Error;
 use crate::recipe::contender::{Abandon, Contender, ContenderReport, ContenderSpec, Relisted, Withdraw};
+use crate::retry::{Backoff, RetryPolicy};
 use crate::session::{SessionEvent, SessionHandle};
 
 /// A recipe actor built on a [`Holder`]: it starts its contenders and words its events; the
@@ -156,13 +157,7 @@ pub(crate) fn run<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, c
                     run(act, effects, ctx);
                 }));
             }
-            Effect::Verify { attempt, node } => {
-                let read = host.session().exists(&node);
-                ctx.spawn(read.into_actor(host).map(move |read, act, ctx| {
-                    let effects = act.holder().verified(attempt, read.map(|stat| stat.is_some()));
-                    run(act, effects, ctx);
-                }));
-            }
+            Effect::Verify { attempt, node } => verify(host, attempt, node, RetryPolicy::default().backoff(), ctx),
             Effect::ArmDeadline(attempt) => {
                 let timer = disconnect_deadline(host.session(), ctx, move |act: &mut H, ctx| {
                     let effects = act.holder().deadline_passed(attempt);
@@ -192,6 +187,27 @@ pub(crate) fn run<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, c
             }
         }
     }
+}
+
+/// Reads the held node again after a reconnect. A read that fails for a passing reason (the
+/// connection flapped again) is tried again while the grant still waits for it: giving up would
+/// leave the grant unconfirmed until the disconnect deadline calls it lost, though it lives.
+fn verify<H: HolderHost>(host: &mut H, attempt: Attempt, node: String, mut backoff: Backoff, ctx: &mut Context<H>) {
+    let read = host.session().exists(&node);
+    ctx.spawn(read.into_actor(host).map(move |read, act, ctx| match read {
+        Err(error) if !error.is_final() && act.holder().is_verifying(attempt) => {
+            debug!(parent: act.span(), %node, %error, "reading the held node again failed; retrying");
+            ctx.run_later(backoff.next_delay(), move |act, ctx| {
+                if act.holder().is_verifying(attempt) {
+                    verify(act, attempt, node, backoff, ctx);
+                }
+            });
+        }
+        read => {
+            let effects = act.holder().verified(attempt, read.map(|stat| stat.is_some()));
+            run(act, effects, ctx);
+        }
+    }));
 }
 
 /// Ends `attempt` after `after` if it has not been granted by then (a caller's own timeout).

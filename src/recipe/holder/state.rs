@@ -253,6 +253,11 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
         matches!(self.phase, Phase::Acquiring { attempt: a } if a == attempt)
     }
 
+    /// True while the grant of `attempt` waits for its node to be read again after a reconnect.
+    pub(crate) fn is_verifying(&self, attempt: Attempt) -> bool {
+        matches!(self.phase, Phase::Held { attempt: a, link: Link::Verifying, .. } if a == attempt)
+    }
+
     /// The grant held, if any.
     pub(crate) fn held(&self) -> Option<&Granted<G>> {
         match &self.phase {
