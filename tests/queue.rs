@@ -429,3 +429,27 @@ async fn killing_a_consumers_ensemble_member_loses_nothing() {
     a.close().await;
     b.close().await;
 }
+
+/// The lifetime rule every recipe follows: a consumer whose last address is dropped stops (its
+/// own sweep timer and its watches no longer keep it alive), so it takes no more items.
+#[actix_rt::test]
+async fn a_consumer_whose_last_address_is_dropped_stops_consuming() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("consumer-dropped");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let queue = Queue::new(s.clone(), "/q");
+    let ledger = Ledger::default();
+    let consumer =
+        QueueConsumerActor::new(s.clone(), workers(ConsumerConfig::new("/q"), 1, &ledger, Behaviour::Ack)).start();
+    queue.put("first").await.expect("put");
+    wait_until("the first item", || ledger.acked.load(Ordering::SeqCst) == 1).await;
+    drop(consumer);
+    // The consumer notices at its next sweep (every 500 ms).
+    actix_rt::time::sleep(Duration::from_millis(1500)).await;
+    queue.put("second").await.expect("put");
+    actix_rt::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(ledger.acked.load(Ordering::SeqCst), 1, "a dropped consumer took another item");
+    assert_eq!(items_left(&s).await.len(), 1, "the second item waits in the queue");
+    s.close().await;
+}

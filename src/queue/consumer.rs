@@ -28,6 +28,7 @@ use crate::path;
 use crate::recipe::naming::default_participant_id;
 use crate::recipe::{FencingToken, delete_until_gone};
 use crate::session::requests::{CreateMode, NodeData, Op};
+use crate::session::watch::weak_watcher;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
 /// Pause before trying again after a request failed for a transient reason.
@@ -247,8 +248,8 @@ struct InFlight {
 
 /// Consumes one queue and feeds a pool of workers; see `docs/recipes/queue.md`.
 ///
-/// It runs until sent [`Stop`] (or until its System stops): pending watches hold its address,
-/// so dropping yours does not stop it.
+/// It runs until sent [`Stop`], or until its last address is dropped (deliveries out with
+/// workers hold one), like every recipe actor; stopping gives claimed items back at once.
 pub struct QueueConsumerActor {
     session: SessionHandle,
     config: ConsumerConfig,
@@ -310,7 +311,7 @@ impl QueueConsumerActor {
             return;
         }
         self.listing = true;
-        let items = self.session.children_watched(&self.config.queue, ctx.address().recipient());
+        let items = self.session.children_watched(&self.config.queue, weak_watcher(ctx.address().downgrade()));
         let claims = match self.config.mode {
             DeliveryMode::AtLeastOnce => Some(self.session.children(&self.config.claims())),
             DeliveryMode::AtMostOnce => None,
@@ -374,7 +375,7 @@ impl QueueConsumerActor {
         }
         if held_elsewhere && self.free() > 0 {
             // Items held by other consumers come back when their claims go: watch the claims.
-            let watch = self.session.children_watched(&self.config.claims(), ctx.address().recipient());
+            let watch = self.session.children_watched(&self.config.claims(), weak_watcher(ctx.address().downgrade()));
             ctx.spawn(watch.into_actor(self).map(|_, _, _| ()));
         }
     }
@@ -522,6 +523,13 @@ impl QueueConsumerActor {
 
     /// Workers that stopped without settling: their items count as failed attempts.
     fn sweep_workers(&mut self, ctx: &mut Context<Self>) {
+        // The lifetime rule: the sweep's own timer must not keep a consumer alive whose last
+        // address is gone (deliveries out with workers hold addresses, so they keep it).
+        if !ctx.connected() {
+            info!(parent: &self.span, "the last address of the consumer was dropped; stopping");
+            ctx.stop();
+            return;
+        }
         let orphaned: Vec<String> = self
             .in_flight
             .iter()

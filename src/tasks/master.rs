@@ -140,7 +140,7 @@ impl TaskMaster {
         let session = self.session.clone();
         let layout = self.layout.clone();
         let strategy = self.config.strategy.clone();
-        let report = ctx.address().recipient::<MasterEvent>();
+        let report = ctx.address().downgrade().recipient::<MasterEvent>();
         let config = ElectionConfig::new(self.layout.master())
             .with_participant_id(self.config.master_id.clone())
             .with_policy(self.config.policy)

@@ -151,7 +151,9 @@ pub(crate) struct MasterTerm {
     layout: Layout,
     fence: MasterFence,
     strategy: Box<dyn AssignStrategy>,
-    report: Recipient<MasterEvent>,
+    /// Weak: the master owns its election, which owns this term; a strong hold back would keep
+    /// the master alive after its last address is dropped.
+    report: actix::WeakRecipient<MasterEvent>,
     phase: Phase,
     view: View,
     dirty: Dirty,
@@ -160,13 +162,20 @@ pub(crate) struct MasterTerm {
     span: tracing::Span,
 }
 
+/// Tells the master, if it still runs.
+fn tell(report: &actix::WeakRecipient<MasterEvent>, event: MasterEvent) {
+    if let Some(report) = report.upgrade() {
+        report.do_send(event);
+    }
+}
+
 impl MasterTerm {
     pub(crate) fn new(
         session: SessionHandle,
         layout: Layout,
         fence: MasterFence,
         strategy: Box<dyn AssignStrategy>,
-        report: Recipient<MasterEvent>,
+        report: actix::WeakRecipient<MasterEvent>,
     ) -> MasterTerm {
         let span = tracing::info_span!("zk.tasks.master_term", root = %layout.assign(), node = %fence.node, token = %fence.token);
         MasterTerm {
@@ -185,7 +194,7 @@ impl MasterTerm {
     }
 
     fn tell(&self, event: MasterEvent) {
-        self.report.do_send(event);
+        tell(&self.report, event);
     }
 
     /// Starts a pass unless one is running (it will look at the dirty marks when it ends).
@@ -353,13 +362,13 @@ impl MasterTerm {
             for (worker_id, before) in &previous {
                 if view.workers.get(worker_id).is_none_or(|now| now.czxid != before.czxid) {
                     info!(parent: &span, worker = %worker_id, "worker left");
-                    self.report.do_send(MasterEvent::WorkerLeft { worker_id: worker_id.clone() });
+                    tell(&self.report, MasterEvent::WorkerLeft { worker_id: worker_id.clone() });
                 }
             }
             for (worker_id, now) in &view.workers {
                 if previous.get(worker_id).is_none_or(|before| before.czxid != now.czxid) {
                     info!(parent: &span, worker = %worker_id, capacity = now.capacity, "worker joined");
-                    self.report.do_send(MasterEvent::WorkerJoined { worker_id: worker_id.clone() });
+                    tell(&self.report, MasterEvent::WorkerJoined { worker_id: worker_id.clone() });
                 }
             }
         }
@@ -400,11 +409,10 @@ impl MasterTerm {
             self.phase = Phase::Assigning;
             let assigned = view.dirs.values().map(BTreeMap::len).sum();
             info!(parent: &span, workers = view.workers.len(), pending = view.pending.len(), assigned, "view rebuilt from ZooKeeper");
-            self.report.do_send(MasterEvent::Rebuilt {
-                workers: view.workers.len(),
-                pending: view.pending.len(),
-                assigned,
-            });
+            tell(
+                &self.report,
+                MasterEvent::Rebuilt { workers: view.workers.len(), pending: view.pending.len(), assigned },
+            );
         }
     }
 
