@@ -36,7 +36,7 @@ async fn get(count: &Addr<SharedCount>) -> VersionedCount {
 /// A count actor subscribed to by a fresh recorder.
 fn watched(count: &Addr<SharedCount>) -> Recorded<CountChanged> {
     let changes = Recorded::<CountChanged>::start();
-    count.do_send(SubscribeCount { recipient: changes.recipient.clone() });
+    count.do_send(Subscribe { recipient: changes.recipient.clone() });
     changes
 }
 
@@ -508,7 +508,7 @@ async fn bad_input_gets_a_typed_error_naming_the_path() {
     assert_eq!(add(&max, -1).await, Ok(VersionedCount { value: i32::MAX - 1, version: 1 }));
 
     // A stopped counter says so.
-    max.send(StopCount).await.expect("actor");
+    max.send(Stop).await.expect("actor");
     assert_eq!(add(&max, 1).await, Err(CounterError::Stopped));
     s.close().await;
 }

@@ -18,6 +18,10 @@
 //!
 //! See `docs/recipes/barrier.md` for the algorithms, the failure behaviour and the decisions
 //! taken where Curator is silent.
+//!
+//! Files: `single.rs` ([`DistributedBarrier`]), `double.rs` ([`DistributedDoubleBarrier`]), `error.rs`; handles, not actors: a barrier holds no state between calls.
+//!
+#![doc = include_str!("../../docs/recipes/barrier.md")]
 
 mod double;
 mod error;

@@ -24,6 +24,7 @@ use futures::{FutureExt, StreamExt};
 use tracing::{debug, info, warn};
 
 use super::config::CacheConfig;
+use super::error::CacheError;
 use super::messages::*;
 use crate::error::Error;
 use crate::recipe::subscribers::Subscribers;

@@ -84,12 +84,3 @@ pub struct Subscribe {
 #[derive(Message, Debug, Clone, Copy, Default)]
 #[rtype(result = "()")]
 pub struct Stop;
-
-/// Why a cache cannot be made.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum CacheError {
-    /// The path is invalid.
-    #[error(transparent)]
-    ZooKeeper(#[from] Error),
-}

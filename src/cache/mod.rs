@@ -8,11 +8,17 @@
 //! membership view built on a children cache.
 //!
 //! See `docs/recipes/cache.md`.
+//!
+//! Files: `config.rs`, `messages.rs`, `error.rs`, `actor.rs`.
+//!
+#![doc = include_str!("../../docs/recipes/cache.md")]
 
 mod actor;
 mod config;
+mod error;
 mod messages;
 
 pub use actor::CacheActor;
 pub use config::{CacheConfig, CacheScope};
-pub use messages::{CacheError, CacheEvent, CachedNode, Get, Snapshot, Stop, Subscribe};
+pub use error::CacheError;
+pub use messages::{CacheEvent, CachedNode, Get, Snapshot, Stop, Subscribe};

@@ -18,6 +18,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use tracing::{debug, info, warn};
 
+use super::config::SharedCountConfig;
 use super::error::CounterError;
 use super::format::{decode_count, encode_count};
 use super::messages::*;
@@ -35,37 +36,6 @@ const RETRY: Duration = Duration::from_millis(250);
 /// How often a create/read (or set/create) round may find the node or its parent gone again
 /// (someone deleting it concurrently) before giving up with `NoNode`.
 const ATTEMPTS: usize = 5;
-
-/// Where a [`SharedCount`] keeps its count, and what it starts with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SharedCountConfig {
-    path: String,
-    seed: i32,
-}
-
-impl SharedCountConfig {
-    /// A count at `path` (relative to the session's chroot), seeded with 0.
-    pub fn new(path: impl Into<String>) -> Self {
-        SharedCountConfig { path: path.into(), seed: 0 }
-    }
-
-    /// The count the node is created with when it does not exist (Curator's `seedValue`). An
-    /// existing node keeps its count.
-    pub fn with_seed(mut self, seed: i32) -> Self {
-        self.seed = seed;
-        self
-    }
-
-    /// The node's path.
-    pub fn path(&self) -> &str {
-        &self.path
-    }
-
-    /// The seed.
-    pub fn seed(&self) -> i32 {
-        self.seed
-    }
-}
 
 /// The node as last seen (by a read, or in the reply to our own write).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,7 +83,7 @@ struct Reader {
 /// On start it creates the node with the seed if it is missing, reads it and watches it. It
 /// answers [`GetCount`] from that watched copy while the copy is current, and writes with
 /// [`TrySetCount`] (compare-and-set on the node's version), [`SetCount`] and [`AddCount`].
-/// Subscribers ([`SubscribeCount`]) get [`CountChanged`] for every change it learns of, in
+/// Subscribers ([`Subscribe`]) get [`CountChanged`] for every change it learns of, in
 /// version order, including changes made while it was disconnected or between two sessions.
 ///
 /// ```no_run
@@ -130,7 +100,7 @@ struct Reader {
 /// # Ok(()) }
 /// ```
 ///
-/// Stop it with [`StopCount`] or by dropping every address of it.
+/// Stop it with [`Stop`] or by dropping every address of it.
 pub struct SharedCount {
     session: SessionHandle,
     config: SharedCountConfig,
@@ -535,10 +505,10 @@ impl Handler<AddCount> for SharedCount {
     }
 }
 
-impl Handler<SubscribeCount> for SharedCount {
+impl Handler<Subscribe> for SharedCount {
     type Result = ();
 
-    fn handle(&mut self, msg: SubscribeCount, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
         if let Some(Seen { content: Ok(value), version, .. }) = self.seen {
             msg.recipient.do_send(CountChanged { value, version });
         }
@@ -546,10 +516,10 @@ impl Handler<SubscribeCount> for SharedCount {
     }
 }
 
-impl Handler<StopCount> for SharedCount {
+impl Handler<Stop> for SharedCount {
     type Result = ();
 
-    fn handle(&mut self, _: StopCount, ctx: &mut Context<Self>) {
+    fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
         ctx.stop();
     }
 }
@@ -607,4 +577,14 @@ impl Handler<SessionEvent> for SharedCount {
             }
         }
     }
+}
+
+/// Adds `by` to the count of `counter` ([`AddCount`]); a stopped actor is
+/// [`CounterError::Stopped`].
+pub fn add(
+    counter: &Addr<SharedCount>,
+    by: i32,
+) -> impl Future<Output = Result<VersionedCount, CounterError>> + 'static + use<> {
+    let reply = counter.send(AddCount { by });
+    async move { reply.await.map_err(|_| CounterError::Stopped)? }
 }

@@ -1,10 +1,7 @@
 //! What a shared count is asked, and what it tells its subscribers.
 
-use std::future::Future;
+use actix::{Message, Recipient};
 
-use actix::{Addr, Message, Recipient};
-
-use super::actor::SharedCount;
 use super::error::CounterError;
 
 /// A count and the version of the node it was read from (ZooKeeper's data version: it grows by
@@ -62,7 +59,7 @@ pub struct AddCount {
 /// Send every [`CountChanged`] to `recipient`, starting with the current count if it is known.
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "()")]
-pub struct SubscribeCount {
+pub struct Subscribe {
     /// Who gets the notifications.
     pub recipient: Recipient<CountChanged>,
 }
@@ -70,7 +67,7 @@ pub struct SubscribeCount {
 /// Stop the actor. The node stays (a count outlives its users).
 #[derive(Message, Debug, Clone, Copy, Default)]
 #[rtype(result = "()")]
-pub struct StopCount;
+pub struct Stop;
 
 /// The count changed. Sent in version order, never twice for one version; when changes come
 /// faster than a read, intermediate versions are skipped (the newest is always sent).
@@ -87,14 +84,4 @@ impl From<CountChanged> for VersionedCount {
     fn from(changed: CountChanged) -> Self {
         VersionedCount { value: changed.value, version: changed.version }
     }
-}
-
-/// Adds `by` to the count of `counter` ([`AddCount`]); a stopped actor is
-/// [`CounterError::Stopped`].
-pub fn add(
-    counter: &Addr<SharedCount>,
-    by: i32,
-) -> impl Future<Output = Result<VersionedCount, CounterError>> + 'static + use<> {
-    let reply = counter.send(AddCount { by });
-    async move { reply.await.map_err(|_| CounterError::Stopped)? }
 }

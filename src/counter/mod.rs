@@ -13,15 +13,19 @@
 //! ```
 //!
 //! So Java, Python and Rust services can count together. See `docs/recipes/counter.md`.
+//!
+//! Files: `config.rs`, `messages.rs`, `error.rs`, `format.rs` (Curator's 4-byte count), `actor.rs`.
+//!
+#![doc = include_str!("../../docs/recipes/counter.md")]
 
 mod actor;
+mod config;
 mod error;
 mod format;
 mod messages;
 
-pub use actor::{SharedCount, SharedCountConfig};
+pub use actor::{SharedCount, add};
+pub use config::SharedCountConfig;
 pub use error::CounterError;
 pub use format::{COUNT_LEN, decode_count, encode_count};
-pub use messages::{
-    AddCount, CountChanged, GetCount, SetCount, StopCount, SubscribeCount, TrySetCount, VersionedCount, add,
-};
+pub use messages::{AddCount, CountChanged, GetCount, SetCount, Stop, Subscribe, TrySetCount, VersionedCount};

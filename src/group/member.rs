@@ -9,6 +9,8 @@ use actix::prelude::*;
 use futures::FutureExt;
 use tracing::{debug, info, warn};
 
+use super::config::GroupConfig;
+use super::error::GroupError;
 use super::messages::*;
 use crate::cache::{self, CacheActor, CacheConfig, CacheEvent, CacheScope};
 use crate::error::Error;
@@ -20,43 +22,6 @@ use crate::session::{SessionEvent, SessionHandle};
 
 /// How long to wait before trying to join again.
 const RETRY: Duration = Duration::from_millis(500);
-
-/// How a [`GroupMember`] joins.
-#[derive(Debug, Clone)]
-pub struct GroupConfig {
-    group: String,
-    id: String,
-    data: Vec<u8>,
-}
-
-impl GroupConfig {
-    /// Join the group at `group` as `id` (a node name), with empty data.
-    pub fn new(group: impl Into<String>, id: impl Into<String>) -> Self {
-        GroupConfig { group: group.into(), id: id.into(), data: Vec::new() }
-    }
-
-    /// Our member node's data (what the others see in `MemberJoined`).
-    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Self {
-        self.data = data.into();
-        self
-    }
-
-    fn validate(&self) -> Result<(), GroupError> {
-        path::validate(&self.group, false)?;
-        let invalid = |reason| GroupError::InvalidId { id: self.id.clone(), reason };
-        if self.id.is_empty() {
-            return Err(invalid("it is empty"));
-        }
-        if self.id.contains('/') {
-            return Err(invalid("it contains '/'"));
-        }
-        if self.id == "." || self.id == ".." {
-            return Err(invalid("it is a relative name"));
-        }
-        path::validate(&path::join(&self.group, &self.id), false)
-            .map_err(|_| invalid("it contains a character ZooKeeper does not allow"))
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Membership {

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use actix::{Message, Recipient};
 
-use crate::error::Error;
+use super::error::GroupError;
 
 /// What happened in the group, told in the past tense.
 #[derive(Message, Debug, Clone, PartialEq, Eq)]
@@ -64,26 +64,3 @@ pub struct Members;
 #[derive(Message, Debug, Clone, Copy, Default)]
 #[rtype(result = "Result<(), GroupError>")]
 pub struct Leave;
-
-/// Why a group operation failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum GroupError {
-    /// The member id cannot be a node name.
-    #[error("invalid member id {id:?}: {reason}")]
-    InvalidId {
-        /// The id given.
-        id: String,
-        /// What is wrong with it.
-        reason: &'static str,
-    },
-    /// Another live session is a member under this id.
-    #[error("member id {id} is taken by another session")]
-    IdTaken {
-        /// The id.
-        id: String,
-    },
-    /// A ZooKeeper request failed.
-    #[error(transparent)]
-    ZooKeeper(#[from] Error),
-}

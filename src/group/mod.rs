@@ -7,9 +7,17 @@
 //! ordering, re-sync): those are the cache's.
 //!
 //! See `docs/recipes/group.md`.
+//!
+//! Files: `config.rs`, `messages.rs`, `error.rs`, `member.rs` (the member actor).
+//!
+#![doc = include_str!("../../docs/recipes/group.md")]
 
+mod config;
+mod error;
 mod member;
 mod messages;
 
-pub use member::{GroupConfig, GroupMember};
-pub use messages::{GroupError, GroupEvent, Leave, Members, Subscribe};
+pub use config::GroupConfig;
+pub use error::GroupError;
+pub use member::GroupMember;
+pub use messages::{GroupEvent, Leave, Members, Subscribe};

@@ -14,7 +14,6 @@
 //! [`Queue`]: super::Queue
 
 use std::collections::{HashMap, HashSet};
-use std::future::Future;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -22,10 +21,11 @@ use futures::channel::oneshot;
 use tracing::{debug, info, warn};
 
 use super::QueueError;
+use super::config::{ConsumerConfig, DeliveryMode};
+use super::messages::{Delivery, Outcome, Revoked, Settle, Stop};
 use super::producer::items_in_order;
 use crate::error::Error;
 use crate::path;
-use crate::recipe::naming::default_participant_id;
 use crate::recipe::{FencingToken, delete_until_gone};
 use crate::session::requests::{CreateMode, NodeData, Op};
 use crate::session::watch::weak_watcher;
@@ -36,179 +36,6 @@ const RETRY_DELAY: Duration = Duration::from_millis(200);
 /// How often deliveries held by stopped workers are looked for.
 const WORKER_SWEEP: Duration = Duration::from_millis(500);
 
-/// When an item leaves the queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DeliveryMode {
-    /// Claimed, delivered, removed on `Ack` (the default). A consumer that dies mid-work loses
-    /// its claims with its session, and the items are delivered again.
-    #[default]
-    AtLeastOnce,
-    /// Removed first, then delivered (Curator's default): never twice, but lost if the worker
-    /// fails.
-    AtMostOnce,
-}
-
-/// A worker: where deliveries go, and where their revocation is announced.
-#[derive(Clone, Debug)]
-pub struct Worker {
-    deliver: Recipient<Delivery>,
-    revoke: Recipient<Revoked>,
-}
-
-impl Worker {
-    /// A worker actor that handles [`Delivery`] and [`Revoked`].
-    pub fn new<A>(addr: &Addr<A>) -> Self
-    where
-        A: Actor<Context = Context<A>> + Handler<Delivery> + Handler<Revoked>,
-    {
-        Worker { deliver: addr.clone().recipient(), revoke: addr.clone().recipient() }
-    }
-}
-
-/// How a [`QueueConsumerActor`] consumes.
-#[derive(Debug, Clone)]
-pub struct ConsumerConfig {
-    queue: String,
-    workers: Vec<Worker>,
-    concurrency: usize,
-    mode: DeliveryMode,
-    max_attempts: Option<u32>,
-    dead_letter: Option<String>,
-    consumer_id: String,
-}
-
-impl ConsumerConfig {
-    /// Consume the queue at `queue`.
-    pub fn new(queue: impl Into<String>) -> Self {
-        ConsumerConfig {
-            queue: queue.into(),
-            workers: Vec::new(),
-            concurrency: 0,
-            mode: DeliveryMode::default(),
-            max_attempts: None,
-            dead_letter: None,
-            consumer_id: default_participant_id(),
-        }
-    }
-
-    /// Add a worker (deliveries go round-robin).
-    pub fn with_worker(mut self, worker: Worker) -> Self {
-        self.workers.push(worker);
-        self
-    }
-
-    /// Start `n` workers built by `factory` on the current Arbiter.
-    pub fn with_workers<A, F>(mut self, n: usize, factory: F) -> Self
-    where
-        A: Actor<Context = Context<A>> + Handler<Delivery> + Handler<Revoked>,
-        F: Fn(usize) -> A,
-    {
-        for i in 0..n {
-            self.workers.push(Worker::new(&factory(i).start()));
-        }
-        self
-    }
-
-    /// Never more than `n` deliveries in flight (default: one per worker).
-    pub fn with_concurrency(mut self, n: usize) -> Self {
-        self.concurrency = n;
-        self
-    }
-
-    /// At-least-once (default) or at-most-once.
-    pub fn with_mode(mut self, mode: DeliveryMode) -> Self {
-        self.mode = mode;
-        self
-    }
-
-    /// After this many delivery attempts ended in a `Nack` (or a stopped worker), the item goes
-    /// to the dead-letter path, or is dropped when there is none. Default: retry forever.
-    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
-        self.max_attempts = Some(attempts.max(1));
-        self
-    }
-
-    /// Where items that used up their attempts go (as `<path>/qn-<seq>`, same name and data).
-    pub fn with_dead_letter(mut self, path: impl Into<String>) -> Self {
-        self.dead_letter = Some(path.into());
-        self
-    }
-
-    /// Stored in claim nodes (default: `<host>/<pid>/<n>`), so operators see who holds what.
-    pub fn with_consumer_id(mut self, id: impl Into<String>) -> Self {
-        self.consumer_id = id.into();
-        self
-    }
-
-    fn claims(&self) -> String {
-        path::join(&self.queue, "claims")
-    }
-
-    fn limit(&self) -> usize {
-        if self.concurrency > 0 { self.concurrency } else { self.workers.len().max(1) }
-    }
-}
-
-/// One item handed to a worker. Settle it with [`ack`](Delivery::ack) or
-/// [`nack`](Delivery::nack).
-#[derive(Message, Clone)]
-#[rtype(result = "()")]
-pub struct Delivery {
-    /// The item's node name (`qn-<seq>`), unique in its queue.
-    pub id: String,
-    /// The item.
-    pub data: Vec<u8>,
-    /// 1 for the first delivery, then one more per `Nack` before this one.
-    pub attempt: u32,
-    /// The claim's czxid: larger for every later claim of any item of this queue.
-    pub token: FencingToken,
-    settle: Recipient<Settle>,
-}
-
-impl std::fmt::Debug for Delivery {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Delivery")
-            .field("id", &self.id)
-            .field("bytes", &self.data.len())
-            .field("attempt", &self.attempt)
-            .field("token", &self.token)
-            .finish()
-    }
-}
-
-impl Delivery {
-    /// Done: remove the item. Fails with [`QueueError::Revoked`] / [`QueueError::ClaimLost`] if
-    /// this consumer no longer holds it (nothing is then removed).
-    pub fn ack(&self) -> impl Future<Output = Result<(), QueueError>> + 'static {
-        self.settle(Outcome::Ack)
-    }
-
-    /// Failed: deliver again later (or dead-letter it after `max_attempts`).
-    pub fn nack(&self) -> impl Future<Output = Result<(), QueueError>> + 'static {
-        self.settle(Outcome::Nack)
-    }
-
-    fn settle(&self, outcome: Outcome) -> impl Future<Output = Result<(), QueueError>> + 'static {
-        let id = self.id.clone();
-        let sent = self.settle.send(Settle { id: id.clone(), outcome });
-        async move { sent.await.unwrap_or(Err(QueueError::Revoked { id })) }
-    }
-}
-
-/// A delivery no longer counts: its consumer's session ended (the item will be delivered
-/// again), or the consumer stopped. Stop working on it if you can; its ack will fail.
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "()")]
-pub struct Revoked {
-    /// The item.
-    pub id: String,
-}
-
-/// Stop consuming: claimed items go back to the queue at once, workers get [`Revoked`].
-#[derive(Message, Debug, Clone, Copy)]
-#[rtype(result = "()")]
-pub struct Stop;
-
 impl Handler<Stop> for QueueConsumerActor {
     type Result = ();
 
@@ -216,25 +43,6 @@ impl Handler<Stop> for QueueConsumerActor {
         info!(parent: &self.span, in_flight = self.in_flight.len(), "stopping");
         ctx.stop();
     }
-}
-
-/// How a delivery ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Processed: remove the item.
-    Ack,
-    /// Not processed: deliver again (or dead-letter).
-    Nack,
-}
-
-/// Settle a delivery (what [`Delivery::ack`] and [`Delivery::nack`] send).
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "Result<(), QueueError>")]
-pub struct Settle {
-    /// The item.
-    pub id: String,
-    /// Ack or nack.
-    pub outcome: Outcome,
 }
 
 struct InFlight {

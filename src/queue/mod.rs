@@ -4,48 +4,19 @@
 //! claims), [`Queue`] (plain async `put`, `put_all`, and the official recipe's `peek`,
 //! `element`, `poll`, `remove`, `take`), and [`QueueConsumerActor`] (claims, deliveries, acks,
 //! redelivery, dead letters). See `docs/recipes/queue.md`.
+//!
+//! Files: `config.rs` (how a consumer consumes), `messages.rs` (deliveries, settlements, `Stop`), `error.rs`, `consumer.rs` (the consumer actor), `producer.rs` ([`Queue`]).
+//!
+#![doc = include_str!("../../docs/recipes/queue.md")]
 
+mod config;
 mod consumer;
+mod error;
+mod messages;
 mod producer;
 
-pub use consumer::{
-    ConsumerConfig, Delivery, DeliveryMode, Outcome, QueueConsumerActor, Revoked, Settle, Stop, Worker,
-};
+pub use config::{ConsumerConfig, DeliveryMode, Worker};
+pub use consumer::QueueConsumerActor;
+pub use error::QueueError;
+pub use messages::{Delivery, Outcome, Revoked, Settle, Stop};
 pub use producer::{ITEM_PREFIX, Queue};
-
-use crate::error::Error;
-
-/// Why a queue operation failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum QueueError {
-    /// `element`/`remove`/`take` found nothing (or `take` timed out).
-    #[error("queue {queue} is empty")]
-    Empty {
-        /// The queue path.
-        queue: String,
-    },
-    /// The delivery belonged to a session that is gone: the item will be (or was) delivered
-    /// again, perhaps to another consumer; this settlement changed nothing.
-    #[error("delivery {id} was revoked (its session ended); nothing was changed")]
-    Revoked {
-        /// The item.
-        id: String,
-    },
-    /// The claim on the item vanished before the ack (its session ended on the server): the ack
-    /// changed nothing and the item will be delivered again.
-    #[error("the claim on {id} is gone; the item was not removed and will be delivered again")]
-    ClaimLost {
-        /// The item.
-        id: String,
-    },
-    /// No delivery with this id is in flight at this consumer.
-    #[error("no delivery {id} is in flight here")]
-    UnknownDelivery {
-        /// The item.
-        id: String,
-    },
-    /// A ZooKeeper request failed (e.g. `DataTooLarge` for an oversize item).
-    #[error(transparent)]
-    ZooKeeper(#[from] Error),
-}

@@ -1,0 +1,42 @@
+//! How a group member joins: [`GroupConfig`].
+
+use super::error::GroupError;
+use crate::path;
+
+/// How a [`GroupMember`](super::GroupMember) joins.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct GroupConfig {
+    pub(super) group: String,
+    pub(super) id: String,
+    pub(super) data: Vec<u8>,
+}
+
+impl GroupConfig {
+    /// Join the group at `group` as `id` (a node name), with empty data.
+    pub fn new(group: impl Into<String>, id: impl Into<String>) -> Self {
+        GroupConfig { group: group.into(), id: id.into(), data: Vec::new() }
+    }
+
+    /// Our member node's data (what the others see in `MemberJoined`).
+    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.data = data.into();
+        self
+    }
+
+    pub(super) fn validate(&self) -> Result<(), GroupError> {
+        path::validate(&self.group, false)?;
+        let invalid = |reason| GroupError::InvalidId { id: self.id.clone(), reason };
+        if self.id.is_empty() {
+            return Err(invalid("it is empty"));
+        }
+        if self.id.contains('/') {
+            return Err(invalid("it contains '/'"));
+        }
+        if self.id == "." || self.id == ".." {
+            return Err(invalid("it is a relative name"));
+        }
+        path::validate(&path::join(&self.group, &self.id), false)
+            .map_err(|_| invalid("it contains a character ZooKeeper does not allow"))
+    }
+}

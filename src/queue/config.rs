@@ -1,0 +1,121 @@
+//! How a queue consumer consumes: [`ConsumerConfig`], its [`Worker`]s and [`DeliveryMode`].
+
+use actix::prelude::*;
+
+use super::messages::{Delivery, Revoked};
+use crate::path;
+use crate::recipe::naming::default_participant_id;
+
+/// When an item leaves the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DeliveryMode {
+    /// Claimed, delivered, removed on `Ack` (the default). A consumer that dies mid-work loses
+    /// its claims with its session, and the items are delivered again.
+    #[default]
+    AtLeastOnce,
+    /// Removed first, then delivered (Curator's default): never twice, but lost if the worker
+    /// fails.
+    AtMostOnce,
+}
+
+/// A worker: where deliveries go, and where their revocation is announced.
+#[derive(Clone, Debug)]
+pub struct Worker {
+    pub(super) deliver: Recipient<Delivery>,
+    pub(super) revoke: Recipient<Revoked>,
+}
+
+impl Worker {
+    /// A worker actor that handles [`Delivery`] and [`Revoked`].
+    pub fn new<A>(addr: &Addr<A>) -> Self
+    where
+        A: Actor<Context = Context<A>> + Handler<Delivery> + Handler<Revoked>,
+    {
+        Worker { deliver: addr.clone().recipient(), revoke: addr.clone().recipient() }
+    }
+}
+
+/// How a [`QueueConsumerActor`](super::QueueConsumerActor) consumes.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct ConsumerConfig {
+    pub(super) queue: String,
+    pub(super) workers: Vec<Worker>,
+    pub(super) concurrency: usize,
+    pub(super) mode: DeliveryMode,
+    pub(super) max_attempts: Option<u32>,
+    pub(super) dead_letter: Option<String>,
+    pub(super) consumer_id: String,
+}
+
+impl ConsumerConfig {
+    /// Consume the queue at `queue`.
+    pub fn new(queue: impl Into<String>) -> Self {
+        ConsumerConfig {
+            queue: queue.into(),
+            workers: Vec::new(),
+            concurrency: 0,
+            mode: DeliveryMode::default(),
+            max_attempts: None,
+            dead_letter: None,
+            consumer_id: default_participant_id(),
+        }
+    }
+
+    /// Add a worker (deliveries go round-robin).
+    pub fn with_worker(mut self, worker: Worker) -> Self {
+        self.workers.push(worker);
+        self
+    }
+
+    /// Start `n` workers built by `factory` on the current Arbiter.
+    pub fn with_workers<A, F>(mut self, n: usize, factory: F) -> Self
+    where
+        A: Actor<Context = Context<A>> + Handler<Delivery> + Handler<Revoked>,
+        F: Fn(usize) -> A,
+    {
+        for i in 0..n {
+            self.workers.push(Worker::new(&factory(i).start()));
+        }
+        self
+    }
+
+    /// Never more than `n` deliveries in flight (default: one per worker).
+    pub fn with_concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n;
+        self
+    }
+
+    /// At-least-once (default) or at-most-once.
+    pub fn with_mode(mut self, mode: DeliveryMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// After this many delivery attempts ended in a `Nack` (or a stopped worker), the item goes
+    /// to the dead-letter path, or is dropped when there is none. Default: retry forever.
+    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = Some(attempts.max(1));
+        self
+    }
+
+    /// Where items that used up their attempts go (as `<path>/qn-<seq>`, same name and data).
+    pub fn with_dead_letter(mut self, path: impl Into<String>) -> Self {
+        self.dead_letter = Some(path.into());
+        self
+    }
+
+    /// Stored in claim nodes (default: `<host>/<pid>/<n>`), so operators see who holds what.
+    pub fn with_consumer_id(mut self, id: impl Into<String>) -> Self {
+        self.consumer_id = id.into();
+        self
+    }
+
+    pub(super) fn claims(&self) -> String {
+        path::join(&self.queue, "claims")
+    }
+
+    pub(super) fn limit(&self) -> usize {
+        if self.concurrency > 0 { self.concurrency } else { self.workers.len().max(1) }
+    }
+}

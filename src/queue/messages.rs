@@ -1,0 +1,87 @@
+//! What a queue consumer hands its workers and is told by them.
+
+use std::future::Future;
+
+use actix::prelude::*;
+
+use super::error::QueueError;
+use crate::recipe::FencingToken;
+
+/// One item handed to a worker. Settle it with [`ack`](Delivery::ack) or
+/// [`nack`](Delivery::nack).
+#[derive(Message, Clone)]
+#[rtype(result = "()")]
+pub struct Delivery {
+    /// The item's node name (`qn-<seq>`), unique in its queue.
+    pub id: String,
+    /// The item.
+    pub data: Vec<u8>,
+    /// 1 for the first delivery, then one more per `Nack` before this one.
+    pub attempt: u32,
+    /// The claim's czxid: larger for every later claim of any item of this queue.
+    pub token: FencingToken,
+    pub(super) settle: Recipient<Settle>,
+}
+
+impl std::fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delivery")
+            .field("id", &self.id)
+            .field("bytes", &self.data.len())
+            .field("attempt", &self.attempt)
+            .field("token", &self.token)
+            .finish()
+    }
+}
+
+impl Delivery {
+    /// Done: remove the item. Fails with [`QueueError::Revoked`] / [`QueueError::ClaimLost`] if
+    /// this consumer no longer holds it (nothing is then removed).
+    pub fn ack(&self) -> impl Future<Output = Result<(), QueueError>> + 'static {
+        self.settle(Outcome::Ack)
+    }
+
+    /// Failed: deliver again later (or dead-letter it after `max_attempts`).
+    pub fn nack(&self) -> impl Future<Output = Result<(), QueueError>> + 'static {
+        self.settle(Outcome::Nack)
+    }
+
+    fn settle(&self, outcome: Outcome) -> impl Future<Output = Result<(), QueueError>> + 'static {
+        let id = self.id.clone();
+        let sent = self.settle.send(Settle { id: id.clone(), outcome });
+        async move { sent.await.unwrap_or(Err(QueueError::Revoked { id })) }
+    }
+}
+
+/// A delivery no longer counts: its consumer's session ended (the item will be delivered
+/// again), or the consumer stopped. Stop working on it if you can; its ack will fail.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct Revoked {
+    /// The item.
+    pub id: String,
+}
+
+/// Stop consuming: claimed items go back to the queue at once, workers get [`Revoked`].
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub struct Stop;
+
+/// How a delivery ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Processed: remove the item.
+    Ack,
+    /// Not processed: deliver again (or dead-letter).
+    Nack,
+}
+
+/// Settle a delivery (what [`Delivery::ack`] and [`Delivery::nack`] send).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<(), QueueError>")]
+pub struct Settle {
+    /// The item.
+    pub id: String,
+    /// Ack or nack.
+    pub outcome: Outcome,
+}
