@@ -281,6 +281,7 @@ impl Handler<WorkerEvent> for WorkerNarrator {
             WorkerEvent::TaskFinished { .. } => {}
             WorkerEvent::RegistrationLost => println!("  [{me}] lost its registration with its session"),
             WorkerEvent::RegistrationFailed { error } => println!("  [{me}] cannot register yet: {error}"),
+            WorkerEvent::Failed { error } => println!("  [{me}] gave up: {error}"),
             WorkerEvent::TaskDiscarded { task_id, reason } => {
                 println!("  [{me}] ran {} but its result was not recorded: {reason:?}", self.shared.label(&task_id))
             }

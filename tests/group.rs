@@ -210,3 +210,35 @@ async fn recipes_created_while_the_session_is_suspended_join_and_resync_later() 
     cache_events.wait_for(0, WAIT, |e| *e == CacheEvent::CacheResynced).await;
     sees(&Member { addr: member.clone(), session: s.clone(), events: Recorded::<GroupEvent>::start() }, &["m"]).await;
 }
+
+/// Issue 13, defect 9: a final error was retried forever (a member that may not create its node
+/// said `JoinFailed` and tried again every second). Now it says so once, stops, and asks
+/// nothing more.
+#[actix_rt::test]
+async fn a_member_that_may_not_join_says_so_once_and_stops_asking() {
+    init_tracing();
+    let server = ZkServer::start().expect("ZooKeeper");
+    let root = unique_root("group-no-create");
+    let (session, _) = connected(
+        SessionConfig::new(server.connect_string()).with_chroot(root).with_session_timeout(Duration::from_secs(4)),
+    )
+    .await;
+    session.ensure_path("/svc").await.expect("parent");
+    read_only_dir(&session, GROUP).await;
+    let events = Recorded::<GroupEvent>::start();
+    let addr = GroupMember::new(session.clone(), GroupConfig::new(GROUP, "a")).expect("valid config").start();
+    addr.do_send(Subscribe { recipient: events.recipient.clone() });
+    let (_, failed) = events.wait_for(0, WAIT, |e| matches!(e, GroupEvent::JoinFailed { .. })).await;
+    assert!(
+        matches!(&failed, GroupEvent::JoinFailed { error: GroupError::ZooKeeper(Error::NoAuth { .. }) }),
+        "{failed:?}"
+    );
+    wait_until("the member stops", || !addr.connected()).await;
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    let before = packets_received(&server.connect_string());
+    actix_rt::time::sleep(Duration::from_secs(2)).await;
+    let sent = packets_received(&server.connect_string()) - before;
+    assert!(sent <= 6, "the member kept asking after a final error: {sent} packets in 2 s");
+    assert_eq!(events.snapshot().iter().filter(|e| matches!(e, GroupEvent::JoinFailed { .. })).count(), 1, "told once");
+    session.close().await;
+}

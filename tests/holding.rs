@@ -14,9 +14,7 @@ use actix::prelude::*;
 use actix_zookeeper::election::{self, ElectionActor, ElectionConfig, ElectionEvent};
 use actix_zookeeper::lock::*;
 use actix_zookeeper::prelude::*;
-use actix_zookeeper::testkit::{
-    ClientLinks, Direction, TestZooKeeper, ZkServer, expire_session, mntr, unique_root, wchp,
-};
+use actix_zookeeper::testkit::{ClientLinks, Direction, TestZooKeeper, ZkServer, expire_session, unique_root, wchp};
 use actix_zookeeper::{Acl, Permission};
 use common::*;
 
@@ -265,16 +263,6 @@ async fn grants_handed_out_around_an_expiry_are_alive_or_reported_lost() {
     println!("{granted_rounds} grants were handed out around an expiry");
     assert!(violations.is_empty(), "dead grants handed out: {violations:#?}");
     observer.close().await;
-}
-
-/// The server's count of packets received (`mntr`).
-fn packets_received(server: &str) -> u64 {
-    let report = mntr(server).expect("mntr");
-    report
-        .lines()
-        .find_map(|line| line.strip_prefix("zk_packets_received"))
-        .and_then(|value| value.trim().parse().ok())
-        .expect("zk_packets_received in mntr")
 }
 
 /// A final error ends participation once: a participant that may create in an election's

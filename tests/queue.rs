@@ -453,3 +453,24 @@ async fn a_consumer_whose_last_address_is_dropped_stops_consuming() {
     assert_eq!(items_left(&s).await.len(), 1, "the second item waits in the queue");
     s.close().await;
 }
+
+/// Issue 13, defect 9: a final error was retried forever (the listing, every 200 ms). A consumer
+/// that may not read its queue now stops (its workers hear nothing more) and asks nothing more.
+#[actix_rt::test]
+async fn a_consumer_that_may_not_read_its_queue_stops_asking() {
+    init_tracing();
+    let server = actix_zookeeper::testkit::ZkServer::start().expect("ZooKeeper");
+    let root = unique_root("queue-no-read");
+    let s = session_at(&server.connect_string(), &root).await;
+    unreadable_dir(&s, "/q").await;
+    let ledger = Ledger::default();
+    let consumer =
+        QueueConsumerActor::new(s.clone(), workers(ConsumerConfig::new("/q"), 1, &ledger, Behaviour::Ack)).start();
+    wait_until("the consumer gives up", || !consumer.connected()).await;
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    let before = packets_received(&server.connect_string());
+    actix_rt::time::sleep(Duration::from_secs(2)).await;
+    let sent = packets_received(&server.connect_string()) - before;
+    assert!(sent <= 6, "the consumer kept asking after a final error: {sent} packets in 2 s");
+    s.close().await;
+}

@@ -558,3 +558,41 @@ async fn dropping_a_workers_last_address_deregisters_it() {
         actix_rt::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Issue 13, defect 9: a final error was retried forever (a worker that may not register said
+/// `RegistrationFailed` and tried again every second). Now it says `Failed` once, stops, and
+/// asks nothing more.
+#[actix_rt::test]
+async fn a_worker_that_may_not_register_says_so_once_and_stops_asking() {
+    init_tracing();
+    let server = ZkServer::start().expect("ZooKeeper");
+    let (session, _) = connected(
+        SessionConfig::new(server.connect_string())
+            .with_chroot(unique_root("worker-no-create"))
+            .with_session_timeout(Duration::from_secs(4)),
+    )
+    .await;
+    session.ensure_path(ROOT).await.expect("root");
+    read_only_dir(&session, &format!("{ROOT}/workers")).await;
+    let runner = Runner {
+        worker: "w".into(),
+        ledger: Ledger::default(),
+        delay: Duration::ZERO,
+        hold: Arc::new(AtomicUsize::new(0)),
+        release: Arc::new(tokio::sync::Notify::new()),
+    }
+    .start();
+    let events = Recorded::<WorkerEvent>::start();
+    let worker =
+        TaskWorker::new(session.clone(), TaskWorkerConfig::new(ROOT, "w"), runner.recipient()).expect("config").start();
+    worker.do_send(SubscribeWorker { recipient: events.recipient.clone() });
+    let (_, failed) = events.wait_for(0, Duration::from_secs(20), |e| matches!(e, WorkerEvent::Failed { .. })).await;
+    assert!(matches!(&failed, WorkerEvent::Failed { error: TaskError::ZooKeeper(Error::NoAuth { .. }) }), "{failed:?}");
+    wait_until("the worker stops", || !worker.connected()).await;
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    let before = packets_received(&server.connect_string());
+    actix_rt::time::sleep(Duration::from_secs(2)).await;
+    let sent = packets_received(&server.connect_string()) - before;
+    assert!(sent <= 6, "the worker kept asking after a final error: {sent} packets in 2 s");
+    session.close().await;
+}

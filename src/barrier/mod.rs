@@ -41,10 +41,6 @@ use crate::path;
 /// Name of the double barrier's "everybody is here" node (Curator's `READY_NODE`).
 pub const READY_NODE: &str = "ready";
 
-/// Pause before sending a request again whose outcome was unknown (the session reconnects
-/// meanwhile).
-const RETRY: Duration = Duration::from_millis(200);
-
 /// After a timeout (or an error), how long an operation waits for the removal of its member node
 /// before returning; the removal goes on in the background if it takes longer.
 const CLEANUP_GRACE: Duration = Duration::from_secs(1);
@@ -76,9 +72,9 @@ async fn within<F: Future>(deadline: Option<Instant>, fut: F) -> Option<F::Outpu
     }
 }
 
-/// Waits before a retry.
-async fn pause() {
-    tokio::time::sleep(RETRY).await;
+/// Waits before a retry, longer after each (the policy every recipe uses).
+async fn pause(backoff: &mut crate::retry::Backoff) {
+    tokio::time::sleep(backoff.next_delay()).await;
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use tracing::{Instrument, debug, debug_span};
 use super::{BarrierError, OUTAGE_BUDGET, pause, validate, within};
 use crate::error::Error;
 use crate::path;
+use crate::retry::RetryPolicy;
 use crate::session::SessionHandle;
 use crate::session::watch::watch_once;
 use crate::{CreateMode, WatchEventKind};
@@ -57,6 +58,7 @@ impl DistributedBarrier {
         let barrier = self.path.clone();
         let span = debug_span!("barrier.set", path = %barrier);
         async move {
+            let mut backoff = RetryPolicy::default().backoff();
             let budget = Instant::now() + OUTAGE_BUDGET;
             let mut ensured = false;
             loop {
@@ -67,7 +69,9 @@ impl DistributedBarrier {
                         if let Some(parent) = path::parent(&barrier).filter(|p| *p != "/") {
                             match session.ensure_path(parent).await {
                                 Ok(()) => {}
-                                Err(error) if error.is_transient() && Instant::now() < budget => pause().await,
+                                Err(error) if error.is_transient() && Instant::now() < budget => {
+                                    pause(&mut backoff).await
+                                }
                                 Err(error) => return Err(error.into()),
                             }
                         }
@@ -75,7 +79,7 @@ impl DistributedBarrier {
                     Err(error) if error.is_transient() && Instant::now() < budget => {
                         debug!(%error, "set: outcome unknown; sending again");
                         ensured = false;
-                        pause().await;
+                        pause(&mut backoff).await;
                     }
                     Err(error) => return Err(error.into()),
                 }
@@ -92,13 +96,14 @@ impl DistributedBarrier {
         let barrier = self.path.clone();
         let span = debug_span!("barrier.remove", path = %barrier);
         async move {
+            let mut backoff = RetryPolicy::default().backoff();
             let budget = Instant::now() + OUTAGE_BUDGET;
             loop {
                 match session.delete(&barrier, None).await {
                     Ok(()) | Err(Error::NoNode { .. }) => return Ok(()),
                     Err(error) if error.is_transient() && Instant::now() < budget => {
                         debug!(%error, "remove: outcome unknown; sending again");
-                        pause().await;
+                        pause(&mut backoff).await;
                     }
                     Err(error) => return Err(error.into()),
                 }
@@ -118,6 +123,7 @@ impl DistributedBarrier {
         let span = debug_span!("barrier.wait", path = %barrier);
         let deadline = timeout.map(|t| Instant::now() + t);
         let waiting = async move {
+            let mut backoff = RetryPolicy::default().backoff();
             loop {
                 let (watcher, fired) = watch_once();
                 match session.exists_watched(&barrier, watcher).await {
@@ -128,7 +134,7 @@ impl DistributedBarrier {
                         Ok(event) => debug!(kind = ?event.kind, "barrier watch fired; checking again"),
                         Err(_) => debug!("barrier watch dropped; checking again"),
                     },
-                    Err(error) if error.is_transient() => pause().await,
+                    Err(error) if error.is_transient() => pause(&mut backoff).await,
                     Err(error) => return Err(BarrierError::from(error)),
                 }
             }

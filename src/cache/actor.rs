@@ -28,6 +28,7 @@ use super::error::CacheError;
 use super::messages::*;
 use crate::error::Error;
 use crate::recipe::subscribers::Subscribers;
+use crate::retry::{Backoff, RetryPolicy};
 use crate::session::watch::weak_watcher;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind, WatchId};
 use crate::{PersistentWatchMode, Stat, path};
@@ -105,6 +106,8 @@ pub struct CacheActor {
     phase: Phase,
     nodes: BTreeMap<String, Held>,
     subscribers: Subscribers<CacheEvent>,
+    /// Delay before walking again after a load that failed; reset by a load that completes.
+    backoff: Backoff,
     pipeline: Option<mpsc::UnboundedSender<PendingRead>>,
     next_seq: u64,
     walks: u64,
@@ -125,6 +128,7 @@ impl CacheActor {
             phase: Phase::Loading,
             nodes: BTreeMap::new(),
             subscribers: Subscribers::new(),
+            backoff: RetryPolicy::default().backoff(),
             pipeline: None,
             next_seq: 0,
             walks: 0,
@@ -303,10 +307,11 @@ impl CacheActor {
             debug!(parent: &self.span, walk = walk.id, "the walk was cut short by the connection; the next reconnect walks again");
             // A load that failed before any reconnect comes (e.g. a request timeout) tries again.
             if self.phase == Phase::Loading {
-                ctx.run_later(std::time::Duration::from_millis(200), |act, _| act.start_walk());
+                ctx.run_later(self.backoff.next_delay(), |act, _| act.start_walk());
             }
             return;
         }
+        self.backoff.reset();
         // Whatever no read since the walk began has seen is gone.
         let stale: Vec<String> = self
             .nodes

@@ -13,7 +13,6 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::time::Duration;
 
 use actix::prelude::*;
 use tracing::{debug, info, warn};
@@ -26,12 +25,10 @@ use crate::error::Error;
 use crate::path;
 use crate::recipe::Reply;
 use crate::recipe::subscribers::Subscribers;
+use crate::retry::{Backoff, RetryPolicy};
 use crate::session::requests::{CreateMode, EnsurePath, NodeData, Stat};
 use crate::session::watch::weak_watcher;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
-
-/// Pause before reading again after a read failed and nothing else will trigger one.
-const RETRY: Duration = Duration::from_millis(250);
 
 /// How often a create/read (or set/create) round may find the node or its parent gone again
 /// (someone deleting it concurrently) before giving up with `NoNode`.
@@ -124,6 +121,8 @@ pub struct SharedCount {
     /// version meanwhile (they lose whatever happens: only one write at a version can apply).
     in_flight: HashMap<i32, Vec<SetReply>>,
     subscribers: Subscribers<CountChanged>,
+    /// Delay before reading again after a failed read that no session event will follow.
+    backoff: Backoff,
     /// Receives our watch events and passes them on while we live; it holds us weakly, so an
     /// armed watch does not keep an abandoned counter alive.
     relay: Option<Recipient<WatchEvent>>,
@@ -146,6 +145,7 @@ impl SharedCount {
             reader: Reader::default(),
             in_flight: HashMap::new(),
             subscribers: Subscribers::new(),
+            backoff: RetryPolicy::default().backoff(),
             relay: None,
             span,
         }
@@ -222,6 +222,7 @@ impl SharedCount {
                 if watched {
                     self.watches += 1;
                 }
+                self.backoff.reset();
                 self.accept_node(&node);
                 self.fresh = self.watches > 0 && self.connected && !again;
                 self.current()
@@ -232,7 +233,7 @@ impl SharedCount {
                 if !err.is_final() {
                     // A reconnect or a new session reads again too; this covers a failure that
                     // no session event follows.
-                    ctx.run_later(RETRY, |act, ctx| {
+                    ctx.run_later(self.backoff.next_delay(), |act, ctx| {
                         if !act.fresh && !act.reader.busy {
                             act.refresh(false, ctx);
                         }

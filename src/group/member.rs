@@ -3,8 +3,6 @@
 //! Membership state machine: `Joining{generation} → Joined{generation}`, again on every new
 //! session (the server deleted our ephemeral node with the old one), `→ Left` after [`Leave`].
 
-use std::time::Duration;
-
 use actix::prelude::*;
 use futures::FutureExt;
 use tracing::{debug, info, warn};
@@ -17,11 +15,9 @@ use crate::error::Error;
 use crate::path;
 use crate::recipe::registration::{RegisterError, register_ephemeral};
 use crate::recipe::subscribers::Subscribers;
+use crate::retry::{Backoff, RetryPolicy};
 use crate::session::IntoActorFree;
 use crate::session::{SessionEvent, SessionHandle};
-
-/// How long to wait before trying to join again.
-const RETRY: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Membership {
@@ -52,6 +48,8 @@ pub struct GroupMember {
     view: Option<Addr<CacheActor>>,
     ready: bool,
     subscribers: Subscribers<GroupEvent>,
+    /// Delay before the next try to join; reset once joined.
+    backoff: Backoff,
     span: tracing::Span,
 }
 
@@ -70,6 +68,7 @@ impl GroupMember {
             view: None,
             ready: false,
             subscribers: Subscribers::new(),
+            backoff: RetryPolicy::default().backoff(),
             span,
         })
     }
@@ -106,21 +105,31 @@ impl GroupMember {
             match joined {
                 Ok(()) => {
                     info!(parent: &act.span, generation, "joined the group");
+                    act.backoff.reset();
                     act.membership = Membership::Joined { generation };
                     act.tell(GroupEvent::Joined { generation });
                 }
-                Err(GroupError::ZooKeeper(error)) if !error.is_final() => {
+                Err(GroupError::ZooKeeper(error)) if error.is_final() => {
+                    // Retrying cannot help (no permission, a bad path): say so once and stop.
+                    warn!(parent: &act.span, %error, "cannot join; giving up");
+                    act.tell(GroupEvent::JoinFailed { error: GroupError::ZooKeeper(error) });
+                    ctx.stop();
+                }
+                Err(GroupError::ZooKeeper(error)) => {
                     debug!(parent: &act.span, %error, "cannot join yet; trying again");
-                    ctx.run_later(RETRY, move |act, ctx| {
+                    let delay = act.backoff.next_delay();
+                    ctx.run_later(delay, move |act, ctx| {
                         if act.membership == (Membership::Joining { generation }) {
                             act.join(ctx);
                         }
                     });
                 }
                 Err(error) => {
+                    // The id is taken by another live session: it frees up when that ends.
                     warn!(parent: &act.span, %error, "cannot join; trying again");
                     act.tell(GroupEvent::JoinFailed { error });
-                    ctx.run_later(RETRY * 2, move |act, ctx| {
+                    let delay = act.backoff.next_delay();
+                    ctx.run_later(delay, move |act, ctx| {
                         if act.membership == (Membership::Joining { generation }) {
                             act.join(ctx);
                         }

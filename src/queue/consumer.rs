@@ -27,12 +27,11 @@ use super::producer::items_in_order;
 use crate::error::Error;
 use crate::path;
 use crate::recipe::{FencingToken, delete_until_gone};
+use crate::retry::{Backoff, RetryPolicy};
 use crate::session::requests::{CreateMode, NodeData, Op};
 use crate::session::watch::weak_watcher;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
-/// Pause before trying again after a request failed for a transient reason.
-const RETRY_DELAY: Duration = Duration::from_millis(200);
 /// How often deliveries held by stopped workers are looked for.
 const WORKER_SWEEP: Duration = Duration::from_millis(500);
 
@@ -76,6 +75,8 @@ pub struct QueueConsumerActor {
     /// Settlements waiting to go out together in one `multi`.
     settling: Vec<PendingSettle>,
     flush_scheduled: bool,
+    /// Delay before the next retry of a failed listing, claim or take; reset by a listing.
+    backoff: Backoff,
     span: tracing::Span,
 }
 
@@ -96,6 +97,7 @@ impl QueueConsumerActor {
             revoked: HashSet::new(),
             settling: Vec::new(),
             flush_scheduled: false,
+            backoff: RetryPolicy::default().backoff(),
             span,
         }
     }
@@ -135,6 +137,7 @@ impl QueueConsumerActor {
             act.listing = false;
             match items {
                 Ok(children) => {
+                    act.backoff.reset();
                     let claimed: HashSet<String> = claims.unwrap_or_default().into_iter().collect();
                     act.report_strays(&children.names);
                     act.claim_some(items_in_order(children.names), claimed, ctx);
@@ -145,9 +148,11 @@ impl QueueConsumerActor {
                     ctx.spawn(ensure.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
                     return;
                 }
+                Err(err) if err.is_final() => return act.give_up(err, ctx),
                 Err(err) => {
                     debug!(parent: &act.span, error = %err, "listing failed; retrying");
-                    ctx.run_later(RETRY_DELAY, |act, ctx| act.fill(ctx));
+                    let delay = act.backoff.next_delay();
+                    ctx.run_later(delay, |act, ctx| act.fill(ctx));
                 }
             }
             if std::mem::take(&mut act.relist) {
@@ -229,12 +234,14 @@ impl QueueConsumerActor {
                             let ensure = act.session.ensure_path(&act.config.claims());
                             ctx.spawn(ensure.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
                         }
+                        (Err(err), _) if err.is_final() => act.give_up(err, ctx),
                         (Err(err), _) => {
                             // The create may have happened: if the claim is ours, give it back.
                             debug!(parent: &act.span, %id, error = %err, "claim outcome unknown; checking");
                             let release = release_if_ours(act.session.clone(), claim_path);
-                            ctx.spawn(release.into_actor(act).map(|_, _, ctx| {
-                                ctx.run_later(RETRY_DELAY, |act, ctx| act.fill(ctx));
+                            ctx.spawn(release.into_actor(act).map(|_, act, ctx| {
+                                let delay = act.backoff.next_delay();
+                                ctx.run_later(delay, |act, ctx| act.fill(ctx));
                             }));
                         }
                     }
@@ -252,9 +259,11 @@ impl QueueConsumerActor {
                             let token = FencingToken(node.stat.mzxid);
                             act.deliver(id, None, node, token, ctx)
                         }
+                        (_, Err(err)) if err.is_final() => act.give_up(err, ctx),
                         (_, Err(err)) if !matches!(err, Error::NoNode { .. }) => {
                             debug!(parent: &act.span, %id, error = %err, "take failed; retrying");
-                            ctx.run_later(RETRY_DELAY, |act, ctx| act.fill(ctx));
+                            let delay = act.backoff.next_delay();
+                            ctx.run_later(delay, |act, ctx| act.fill(ctx));
                         }
                         _ => act.fill(ctx), // someone else took it
                     }
@@ -330,6 +339,13 @@ impl QueueConsumerActor {
     }
 
     /// Workers that stopped without settling: their items count as failed attempts.
+    /// A final error (no permission, a bad path): retrying cannot help. The consumer stops
+    /// (claimed items go back, workers hear `Revoked`) rather than ask again forever.
+    fn give_up(&mut self, error: Error, ctx: &mut Context<Self>) {
+        tracing::error!(parent: &self.span, %error, "cannot consume this queue; stopping");
+        ctx.stop();
+    }
+
     fn sweep_workers(&mut self, ctx: &mut Context<Self>) {
         // The lifetime rule: the sweep's own timer must not keep a consumer alive whose last
         // address is gone (deliveries out with workers hold addresses, so they keep it).
@@ -524,6 +540,7 @@ impl QueueConsumerActor {
 /// Deletes `claim` if it exists and belongs to the current session (a claim whose create
 /// reply was lost). Retries reading through connection loss.
 async fn release_if_ours(session: SessionHandle, claim: String) {
+    let mut backoff = RetryPolicy::default().backoff();
     loop {
         let current = session.session();
         let stat = session.exists(&claim);
@@ -534,7 +551,7 @@ async fn release_if_ours(session: SessionHandle, claim: String) {
             }
             (_, Ok(_)) => return,
             (_, Err(err)) if err.is_final() => return,
-            _ => tokio::time::sleep(RETRY_DELAY).await,
+            _ => tokio::time::sleep(backoff.next_delay()).await,
         }
     }
 }
@@ -543,11 +560,12 @@ async fn release_if_ours(session: SessionHandle, claim: String) {
 /// our claim tells. Only the settlement (or the end of our session) removes it, so a claim that
 /// is gone means the settlement was applied; one that is still there means try again.
 async fn settle_until_known(session: SessionHandle, ops: Vec<Op>, claim: String) -> Result<(), Error> {
+    let mut backoff = RetryPolicy::default().backoff();
     loop {
         match session.multi(ops.clone()).await {
             Ok(_) => return Ok(()),
             Err(err) if err.is_transient() && !matches!(err, Error::SessionLost { .. }) => loop {
-                tokio::time::sleep(RETRY_DELAY).await;
+                tokio::time::sleep(backoff.next_delay()).await;
                 match session.exists(&claim).await {
                     Ok(None) => return Ok(()),
                     Ok(Some(_)) => break,

@@ -14,12 +14,10 @@ use super::error::TaskError;
 use super::layout::{Layout, TaskId};
 use crate::error::Error;
 use crate::path;
+use crate::retry::RetryPolicy;
 use crate::session::SessionHandle;
 use crate::session::watch::watch_once;
 use crate::{CreateMode, Op};
-
-/// How long to wait before asking again when ZooKeeper cannot be reached.
-const RETRY: Duration = Duration::from_millis(200);
 
 /// What an installation looks like right now (read from ZooKeeper).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -76,6 +74,7 @@ impl TaskClient {
             let mut reply = first;
             let mut unsure = false;
             let mut ensured = false;
+            let mut backoff = RetryPolicy::default().backoff();
             loop {
                 match reply.await {
                     Ok(_) => return Ok(id),
@@ -93,7 +92,7 @@ impl TaskClient {
                     Err(error) if error.is_transient() => {
                         // A submission that was never sent cannot be the one that exists.
                         unsure |= error.outcome_unknown();
-                        tokio::time::sleep(RETRY).await;
+                        tokio::time::sleep(backoff.next_delay()).await;
                     }
                     // Name the real problem (e.g. `DataTooLarge` for the task's path), not the
                     // transaction around it.
@@ -117,6 +116,7 @@ impl TaskClient {
         let root = self.root.clone();
         let id = task.clone();
         let wait = async move {
+            let mut backoff = RetryPolicy::default().backoff();
             loop {
                 let (watcher, fired) = watch_once();
                 match session.get_data_watched(&status, watcher).await {
@@ -129,7 +129,7 @@ impl TaskClient {
                     Err(Error::NoNode { .. }) => {
                         return Err(TaskError::UnknownTask { id: id.as_str().to_owned(), root });
                     }
-                    Err(error) if error.is_transient() => tokio::time::sleep(RETRY).await,
+                    Err(error) if error.is_transient() => tokio::time::sleep(backoff.next_delay()).await,
                     Err(error) => return Err(error.into()),
                 }
             }

@@ -19,10 +19,8 @@ use crate::election::{self, ElectionActor, ElectionConfig, ElectionEvent};
 use crate::recipe::ConnectionPolicy;
 use crate::recipe::naming::default_participant_id;
 use crate::recipe::subscribers::Subscribers;
+use crate::retry::{Backoff, RetryPolicy};
 use crate::session::SessionHandle;
-
-/// How long to wait before trying again when ZooKeeper cannot be reached.
-const RETRY: std::time::Duration = std::time::Duration::from_millis(500);
 
 type StrategyFactory = Rc<dyn Fn() -> Box<dyn AssignStrategy>>;
 
@@ -95,6 +93,8 @@ pub struct TaskMaster {
     election: Option<Addr<ElectionActor>>,
     term: Option<MasterFence>,
     subscribers: Subscribers<MasterEvent>,
+    /// Delay before trying to create the directories again.
+    backoff: Backoff,
     master_id: Option<String>,
     span: tracing::Span,
 }
@@ -111,6 +111,7 @@ impl TaskMaster {
             election: None,
             term: None,
             subscribers: Subscribers::new(),
+            backoff: RetryPolicy::default().backoff(),
             master_id: None,
             span,
         })
@@ -131,7 +132,7 @@ impl TaskMaster {
             }
             Err(error) => {
                 debug!(parent: &act.span, %error, "cannot create the directories yet; trying again");
-                ctx.run_later(RETRY, |act, ctx| act.prepare(ctx));
+                ctx.run_later(act.backoff.next_delay(), |act, ctx| act.prepare(ctx));
             }
         }));
     }

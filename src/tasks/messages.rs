@@ -134,7 +134,8 @@ pub enum WorkerEvent {
     /// The registration is gone with its session; the master will re-assign our unfinished
     /// tasks. Running tasks go on; a new registration follows on the new session.
     RegistrationLost,
-    /// Could not register (e.g. the id is taken by another live session); retried.
+    /// Could not register because the id is taken by another live session; retried (with
+    /// backoff) until that session ends. A final error is `Failed` instead.
     RegistrationFailed {
         /// What went wrong.
         error: TaskError,
@@ -161,6 +162,12 @@ pub enum WorkerEvent {
     TaskFailed {
         /// The task.
         task_id: TaskId,
+        /// What went wrong.
+        error: TaskError,
+    },
+    /// The worker cannot go on (a final error such as `NoAuth` on its directories) and has
+    /// stopped; retrying could not help.
+    Failed {
         /// What went wrong.
         error: TaskError,
     },

@@ -28,11 +28,9 @@ use super::messages::MasterEvent;
 use super::strategy::{AssignStrategy, WorkerLoad};
 use crate::election::StopLeading;
 use crate::error::Error;
+use crate::retry::{Backoff, RetryPolicy};
 use crate::session::{IntoActorFree, SessionEvent, SessionHandle, WatchEvent, WatchEventKind, WatchId};
 use crate::{CreateMode, Op, OpResult, PersistentWatchMode};
-
-/// How long to wait before reading again after a request failed (disconnected, or a race).
-const RETRY: Duration = Duration::from_millis(200);
 
 /// What must be read again before the next writes.
 #[derive(Debug, Default)]
@@ -159,6 +157,8 @@ pub(crate) struct MasterTerm {
     dirty: Dirty,
     pass_running: bool,
     watches: Vec<WatchId>,
+    /// Delay before reading again after a failed pass; reset by a pass that succeeds.
+    backoff: Backoff,
     span: tracing::Span,
 }
 
@@ -189,6 +189,7 @@ impl MasterTerm {
             dirty: Dirty::everything(),
             pass_running: false,
             watches: Vec::new(),
+            backoff: RetryPolicy::default().backoff(),
             span,
         }
     }
@@ -230,6 +231,7 @@ impl MasterTerm {
                     if read_failed || write_failed {
                         act.retry_later(ctx);
                     } else {
+                        act.backoff.reset();
                         act.kick(ctx);
                     }
                 }),
@@ -237,7 +239,8 @@ impl MasterTerm {
     }
 
     fn retry_later(&mut self, ctx: &mut Context<Self>) {
-        ctx.run_later(RETRY, |act, ctx| act.kick(ctx));
+        let delay = self.backoff.next_delay();
+        ctx.run_later(delay, |act, ctx| act.kick(ctx));
     }
 
     /// Reads what `dirty` names: listings first (all sent at once), then every listed worker's

@@ -15,7 +15,6 @@
 //! its concurrency.
 
 use std::collections::{BTreeSet, HashSet};
-use std::time::Duration;
 
 use actix::prelude::*;
 use futures::FutureExt;
@@ -28,11 +27,9 @@ use crate::Op;
 use crate::error::Error;
 use crate::recipe::registration::{RegisterError, register_ephemeral};
 use crate::recipe::subscribers::Subscribers;
+use crate::retry::{Backoff, RetryPolicy};
 use crate::session::watch::weak_watcher;
 use crate::session::{IntoActorFree, SessionEvent, SessionHandle, WatchEvent};
-
-/// How long to wait before trying again when ZooKeeper cannot be reached or the id is taken.
-const RETRY: Duration = Duration::from_millis(500);
 
 /// How a [`TaskWorker`] works.
 #[derive(Debug, Clone)]
@@ -108,6 +105,8 @@ pub struct TaskWorker {
     listing: bool,
     list_again: bool,
     subscribers: Subscribers<WorkerEvent>,
+    /// Delay before the next retry of a failed registration or read; reset by a success.
+    backoff: Backoff,
     stop_waiters: Vec<futures::channel::oneshot::Sender<()>>,
     span: tracing::Span,
 }
@@ -137,6 +136,7 @@ impl TaskWorker {
             listing: false,
             list_again: false,
             subscribers: Subscribers::new(),
+            backoff: RetryPolicy::default().backoff(),
             stop_waiters: Vec::new(),
             span,
         })
@@ -144,6 +144,14 @@ impl TaskWorker {
 
     fn tell(&mut self, event: WorkerEvent) {
         self.subscribers.tell(event);
+    }
+
+    /// A final error (no permission, a bad path): retrying cannot help. Tells subscribers once
+    /// and stops (deregistering, like `StopWorker`).
+    fn give_up(&mut self, error: Error, ctx: &mut Context<Self>) {
+        warn!(parent: &self.span, %error, "cannot go on; stopping");
+        self.tell(WorkerEvent::Failed { error: TaskError::ZooKeeper(error) });
+        ctx.stop();
     }
 
     fn accepting(&self) -> bool {
@@ -175,23 +183,28 @@ impl TaskWorker {
             match registered {
                 Ok(czxid) => {
                     info!(parent: &act.span, generation, "registered");
+                    act.backoff.reset();
                     act.registration = Registration::Registered { generation };
                     act.registered_at = czxid;
                     act.tell(WorkerEvent::Registered { generation });
                     act.list(ctx);
                 }
-                Err(TaskError::ZooKeeper(error)) if !error.is_final() => {
+                Err(TaskError::ZooKeeper(error)) if error.is_final() => act.give_up(error, ctx),
+                Err(TaskError::ZooKeeper(error)) => {
                     debug!(parent: &act.span, %error, "cannot register yet; trying again");
-                    ctx.run_later(RETRY, move |act, ctx| {
+                    let delay = act.backoff.next_delay();
+                    ctx.run_later(delay, move |act, ctx| {
                         if act.registration == (Registration::Registering { generation }) {
                             act.register(ctx);
                         }
                     });
                 }
                 Err(error) => {
+                    // The id is taken by another live session: it frees up when that ends.
                     warn!(parent: &act.span, %error, "cannot register; trying again");
                     act.tell(WorkerEvent::RegistrationFailed { error });
-                    ctx.run_later(RETRY * 2, move |act, ctx| {
+                    let delay = act.backoff.next_delay();
+                    ctx.run_later(delay, move |act, ctx| {
                         if act.registration == (Registration::Registering { generation }) {
                             act.register(ctx);
                         }
@@ -240,9 +253,14 @@ impl TaskWorker {
                     }));
                     return;
                 }
+                Err(error) if error.is_final() => {
+                    act.give_up(error, ctx);
+                    return;
+                }
                 Err(error) => {
                     debug!(parent: &act.span, %error, "cannot list assignments; trying again");
-                    ctx.run_later(RETRY, |act, ctx| act.list(ctx));
+                    let delay = act.backoff.next_delay();
+                    ctx.run_later(delay, |act, ctx| act.list(ctx));
                 }
             }
             if std::mem::take(&mut act.list_again) {
@@ -284,8 +302,11 @@ impl TaskWorker {
                     // Moved away (NoNode), or the connection dropped: the next listing
                     // decides.
                     debug!(parent: &act.span, %task, %error, "cannot read the task");
-                    if !matches!(error, Error::NoNode { .. }) {
-                        ctx.run_later(RETRY, |act, ctx| act.list(ctx));
+                    if error.is_final() {
+                        act.give_up(error, ctx);
+                    } else if !matches!(error, Error::NoNode { .. }) {
+                        let delay = act.backoff.next_delay();
+                        ctx.run_later(delay, |act, ctx| act.list(ctx));
                     }
                     None
                 }
@@ -322,6 +343,7 @@ impl TaskWorker {
         let assignment = self.layout.assignment(&self.config.worker_id, &task);
         let write = async move {
             let mut unsure = false;
+            let mut backoff = RetryPolicy::default().backoff();
             loop {
                 let ops = vec![
                     Op::SetData { path: status.clone(), data: result.clone(), version: Some(0) },
@@ -346,7 +368,7 @@ impl TaskWorker {
                         // Only a result that may have been written can explain a `BadVersion`
                         // later; one never sent (`Timeout`) means another finish got there.
                         unsure |= error.outcome_unknown();
-                        tokio::time::sleep(RETRY).await;
+                        tokio::time::sleep(backoff.next_delay()).await;
                     }
                     Err(error) => return Finish::Failed(error.into()),
                 }

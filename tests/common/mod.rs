@@ -130,3 +130,38 @@ pub async fn children(s: &SessionHandle, dir: &str) -> Vec<String> {
         }
     }
 }
+
+/// The server's count of packets received (`mntr`), to show that a client stopped asking. Use a
+/// server of the test's own (`ZkServer::start()`), so that the count is the test's alone.
+pub fn packets_received(server: &str) -> u64 {
+    let report = actix_zookeeper::testkit::mntr(server).expect("mntr");
+    report
+        .lines()
+        .find_map(|line| line.strip_prefix("zk_packets_received"))
+        .and_then(|value| value.trim().parse().ok())
+        .expect("zk_packets_received in mntr")
+}
+
+/// A directory at `path` that anyone may create and delete in, but nobody may read: listing it
+/// is `NoAuth`, a final error.
+pub async fn unreadable_dir(session: &SessionHandle, path: &str) {
+    use actix_zookeeper::Permission;
+    dir_allowing(session, path, Permission::CREATE | Permission::DELETE).await
+}
+
+/// A directory at `path` that anyone may read but nobody may create in: creating a child is
+/// `NoAuth`, a final error.
+pub async fn read_only_dir(session: &SessionHandle, path: &str) {
+    dir_allowing(session, path, actix_zookeeper::Permission::READ).await
+}
+
+async fn dir_allowing(session: &SessionHandle, path: &str, allowed: actix_zookeeper::Permission) {
+    let create_and_delete_only = vec![actix_zookeeper::Acl::new_const(allowed, "world", "anyone")];
+    session
+        .request(
+            actix_zookeeper::session::requests::Create::new(path, "", actix_zookeeper::CreateMode::Persistent)
+                .with_acl(create_and_delete_only),
+        )
+        .await
+        .expect("a directory nobody may read");
+}
