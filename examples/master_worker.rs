@@ -298,6 +298,8 @@ struct Master {
     name: &'static str,
     session: SessionHandle,
     addr: Addr<TaskMaster>,
+    /// Subscribing does not keep an actor alive: this address keeps the narrator.
+    _narrator: Addr<MasterNarrator>,
 }
 
 /// One worker's "process".
@@ -306,6 +308,8 @@ struct Worker {
     session: SessionHandle,
     addr: Addr<TaskWorker>,
     runner: Addr<Runner>,
+    /// Subscribing does not keep an actor alive: this address keeps the narrator.
+    _narrator: Addr<WorkerNarrator>,
 }
 
 /// Where every participant connects: the same server, the run's own chroot.
@@ -326,8 +330,8 @@ impl Place {
         let config = TaskMasterConfig::new(ROOT).with_master_id(name);
         let addr = TaskMaster::new(session.clone(), config).map_err(|e| format!("{name}: {e}"))?.start();
         let narrator = MasterNarrator { name, shared: shared.clone(), rebuilding: None }.start();
-        addr.do_send(SubscribeMaster { recipient: narrator.recipient() });
-        Ok(Master { name, session, addr })
+        addr.do_send(SubscribeMaster { recipient: narrator.clone().recipient() });
+        Ok(Master { name, session, addr, _narrator: narrator })
     }
 
     fn worker(&self, name: &'static str, shared: &Shared) -> Result<Worker, String> {
@@ -338,8 +342,8 @@ impl Place {
             .map_err(|e| format!("{name}: {e}"))?
             .start();
         let narrator = WorkerNarrator { name, shared: shared.clone() }.start();
-        addr.do_send(SubscribeWorker { recipient: narrator.recipient() });
-        Ok(Worker { name, session, addr, runner })
+        addr.do_send(SubscribeWorker { recipient: narrator.clone().recipient() });
+        Ok(Worker { name, session, addr, runner, _narrator: narrator })
     }
 }
 
