@@ -50,6 +50,8 @@ pub struct GroupMember {
     subscribers: Subscribers<GroupEvent>,
     /// Delay before the next try to join; reset once joined.
     backoff: Backoff,
+    /// Why joining ended for good (a final error), told to every subscriber, late ones too.
+    failed: Option<GroupError>,
     span: tracing::Span,
 }
 
@@ -69,6 +71,7 @@ impl GroupMember {
             ready: false,
             subscribers: Subscribers::new(),
             backoff: RetryPolicy::default().backoff(),
+            failed: None,
             span,
         })
     }
@@ -110,10 +113,13 @@ impl GroupMember {
                     act.tell(GroupEvent::Joined { generation });
                 }
                 Err(GroupError::ZooKeeper(error)) if error.is_final() => {
-                    // Retrying cannot help (no permission, a bad path): say so once and stop.
+                    // Retrying cannot help (no permission, a bad path): say so once and stop
+                    // trying. The actor stays, so that late subscribers hear it too.
                     warn!(parent: &act.span, %error, "cannot join; giving up");
-                    act.tell(GroupEvent::JoinFailed { error: GroupError::ZooKeeper(error) });
-                    ctx.stop();
+                    let error = GroupError::ZooKeeper(error);
+                    act.membership = Membership::Left;
+                    act.failed = Some(error.clone());
+                    act.tell(GroupEvent::JoinFailed { error });
                 }
                 Err(GroupError::ZooKeeper(error)) => {
                     debug!(parent: &act.span, %error, "cannot join yet; trying again");
@@ -249,6 +255,9 @@ impl Handler<Subscribe> for GroupMember {
                 }
                 if let Membership::Joined { generation } = act.membership {
                     msg.recipient.do_send(GroupEvent::Joined { generation });
+                }
+                if let Some(error) = &act.failed {
+                    msg.recipient.do_send(GroupEvent::JoinFailed { error: error.clone() });
                 }
                 act.subscribers.add(msg.recipient);
             }),
