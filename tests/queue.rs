@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::queue::*;
-use actix_zookeeper::testkit::{TestZooKeeper, ZkServer, expire_session, unique_root};
+use actix_zookeeper::testkit::{ClientLinks, TestZooKeeper, ZkServer, expire_session, unique_root};
 use common::*;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -472,5 +472,80 @@ async fn a_consumer_that_may_not_read_its_queue_stops_asking() {
     actix_rt::time::sleep(Duration::from_secs(2)).await;
     let sent = packets_received(&server.connect_string()) - before;
     assert!(sent <= 6, "the consumer kept asking after a final error: {sent} packets in 2 s");
+    s.close().await;
+}
+
+/// Issue 14, defects 1 and 2: an ack whose reply was lost with its session was settled on the
+/// next session: the old claim was gone there (so the ack said `Ok` though it changed nothing),
+/// or the claim there was another consumer's (and the re-sent ack deleted it, and the item with
+/// it). A settlement now belongs to its claim's session: afterwards it is `Revoked`, and the
+/// consumer that holds the item now keeps its claim and acks it itself.
+#[actix_rt::test]
+async fn an_ack_that_meets_an_expiry_is_revoked_and_spares_the_next_claim() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let root = unique_root("queue-ack-expiry");
+    let short =
+        SessionConfig::new(links.connect_string()).with_chroot(&root).with_session_timeout(Duration::from_secs(2));
+    let a = connected(short).await.0;
+    let b = session_at(&zk.connect_string(), &root).await;
+    let id = Queue::new(b.clone(), "/q").put(b"x".to_vec()).await.expect("put");
+    let (at_a, at_b) = (Ledger::default(), Ledger::default());
+    let _a = QueueConsumerActor::new(
+        a.clone(),
+        workers(ConsumerConfig::new("/q").with_consumer_id("a"), 1, &at_a, Behaviour::Hold(1)),
+    )
+    .start();
+    wait_until("a holds the item", || at_a.held.lock().expect("held").len() == 1).await;
+    let _b = QueueConsumerActor::new(
+        b.clone(),
+        workers(ConsumerConfig::new("/q").with_consumer_id("b"), 1, &at_b, Behaviour::Hold(1)),
+    )
+    .start();
+
+    let info = a.session().await.expect("session").info;
+    links.blackhole();
+    let delivery = at_a.held.lock().expect("held")[0].clone();
+    let ack = actix_rt::spawn(async move { delivery.ack().await });
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    expire_session(&zk.connect_string(), &info).await.expect("expire a's session on the server");
+    wait_until("b holds the item", || at_b.held.lock().expect("held").len() == 1).await;
+    // Long enough for a's client to give up on the connection (its ack then fails with
+    // connection loss, not expiry) before it learns on reconnecting that its session is gone.
+    actix_rt::time::sleep(Duration::from_secs(2)).await;
+    links.heal();
+
+    let acked = bounded("a's ack is answered", ack).await.expect("ack task");
+    assert!(matches!(acked, Err(QueueError::Revoked { .. })), "a's ack after its session ended: {acked:?}");
+    assert_eq!(children(&b, "/q/claims").await, vec![id.clone()], "b's claim is intact");
+    assert_eq!(items_left(&b).await, vec![id], "the item is still there");
+    let delivered_to_b = at_b.held.lock().expect("held")[0].clone();
+    assert_eq!(delivered_to_b.ack().await, Ok(()), "b acks the item it holds");
+    assert!(items_left(&b).await.is_empty());
+    a.close().await;
+    b.close().await;
+}
+
+/// Issue 14, defect 2: a second settlement of one delivery (a stopped worker's nack was sent
+/// again every 500 ms while the first was in flight) went out again, and could delete a claim
+/// made after the first one applied. Now only one settlement per delivery is ever sent.
+#[actix_rt::test]
+async fn a_delivery_is_settled_once() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("queue-settle-once");
+    let s = session_at(&zk.connect_string(), &root).await;
+    Queue::new(s.clone(), "/q").put(b"x".to_vec()).await.expect("put");
+    let held = Ledger::default();
+    let _consumer =
+        QueueConsumerActor::new(s.clone(), workers(ConsumerConfig::new("/q"), 1, &held, Behaviour::Hold(1))).start();
+    wait_until("the item is held", || held.held.lock().expect("held").len() == 1).await;
+    let delivery = held.held.lock().expect("held")[0].clone();
+    let (first, second) = (delivery.ack(), delivery.nack());
+    let (first, second) = (first.await, second.await);
+    assert_eq!(first, Ok(()));
+    assert!(matches!(second, Err(QueueError::AlreadySettling { .. })), "second settlement: {second:?}");
+    assert!(items_left(&s).await.is_empty());
     s.close().await;
 }

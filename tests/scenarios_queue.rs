@@ -12,17 +12,10 @@ use std::time::{Duration, Instant};
 
 use actix_zookeeper::queue::Queue;
 use actix_zookeeper::testkit::RoleLine;
-use common::history::{QueueEvent, QueueEventKind, Violation, ViolationKind, WriteOutcome, check_queue};
-use common::scenario::{Fault, KnownDefect, Scenario, WAIT, judge, rounds, within_limit};
+use common::history::{QueueEvent, QueueEventKind, Violation, WriteOutcome, check_queue};
+use common::scenario::{Fault, Scenario, WAIT, judge, rounds, within_limit};
 
 const CONSUMERS: usize = 3;
-
-/// Shown when a consumer's session ends under it (pause, long partition, ensemble faults):
-/// fixed by issue 14, which then removes this allowance.
-const DOUBLE_ACK: &[KnownDefect] = &[KnownDefect {
-    kind: ViolationKind::DoubleAck,
-    tracked_by: "issue 14, defect 1: an ack settled on a new session returns Ok although it changed nothing",
-}];
 
 async fn run(name: &str, fault: Fault) -> Vec<Violation> {
     let mut s = Scenario::start(name, fault).await;
@@ -127,7 +120,7 @@ fn events(s: &Scenario) -> Vec<QueueEvent> {
 
 #[actix_rt::test]
 async fn consumer_paused_past_its_session_timeout() {
-    judge("pause", &within_limit(run("queue-pause", Fault::Pause)).await, DOUBLE_ACK);
+    judge("pause", &within_limit(run("queue-pause", Fault::Pause)).await, &[]);
 }
 
 #[actix_rt::test]
@@ -137,7 +130,7 @@ async fn consumer_partitioned_within_its_session_timeout() {
 
 #[actix_rt::test]
 async fn consumer_partitioned_past_its_session_timeout() {
-    judge("long partition", &within_limit(run("queue-long-partition", Fault::LongPartition)).await, DOUBLE_ACK);
+    judge("long partition", &within_limit(run("queue-long-partition", Fault::LongPartition)).await, &[]);
 }
 
 #[actix_rt::test]
@@ -147,12 +140,12 @@ async fn consumer_killed_with_deliveries_in_flight() {
 
 #[actix_rt::test]
 async fn queue_ensemble_leader_killed() {
-    judge("leader kill", &within_limit(run("queue-leader-kill", Fault::KillLeader)).await, DOUBLE_ACK);
+    judge("leader kill", &within_limit(run("queue-leader-kill", Fault::KillLeader)).await, &[]);
 }
 
 #[actix_rt::test]
 async fn queue_ensemble_leader_isolated_from_its_followers() {
-    judge("leader isolation", &within_limit(run("queue-leader-isolation", Fault::IsolateLeader)).await, DOUBLE_ACK);
+    judge("leader isolation", &within_limit(run("queue-leader-isolation", Fault::IsolateLeader)).await, &[]);
 }
 
 /// Regression (found by `consumer_paused_past_its_session_timeout`): a consumer paused while its

@@ -26,11 +26,12 @@ use super::messages::{Delivery, Outcome, Revoked, Settle, Stop};
 use super::producer::items_in_order;
 use crate::error::Error;
 use crate::path;
-use crate::recipe::{FencingToken, delete_until_gone};
+use crate::recipe::FencingToken;
+use crate::recipe::fencing::delete_fenced;
 use crate::retry::{Backoff, RetryPolicy};
 use crate::session::requests::{CreateMode, NodeData, Op};
 use crate::session::watch::weak_watcher;
-use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
+use crate::session::{PinnedSession, SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
 /// How often deliveries held by stopped workers are looked for.
 const WORKER_SWEEP: Duration = Duration::from_millis(500);
@@ -49,8 +50,13 @@ struct InFlight {
     claim: Option<String>,
     data: Vec<u8>,
     version: i32,
+    /// The session the claim was made on: its settlement goes to that session or nowhere.
     generation: u64,
+    /// The claim's czxid: which claim on this item is ours.
+    token: FencingToken,
     worker: usize,
+    /// A settlement is under way: a second one is refused, not sent.
+    settling: bool,
 }
 
 /// Consumes one queue and feeds a pool of workers; see `docs/recipes/queue.md`.
@@ -201,32 +207,27 @@ impl QueueConsumerActor {
             DeliveryMode::AtLeastOnce => {
                 // Claim and read in one round trip: the session sends both before either returns.
                 let claim_path = path::join(&self.config.claims(), &id);
-                let create = self.session.create(&claim_path, self.config.consumer_id.clone(), CreateMode::Ephemeral);
+                // Pinned: a claim is made for this session; if it has ended, none is made.
+                let pinned = self.session.pinned(generation);
+                let create = pinned.create(&claim_path, self.config.consumer_id.clone(), CreateMode::Ephemeral);
                 let read = self.session.get_data(&item);
                 let both = async move { (create.await, read.await) };
                 ctx.spawn(both.into_actor(self).map(move |(created, read), act, ctx| {
                     act.claiming.remove(&id);
                     if act.generation != generation {
-                        // The session ended meanwhile. The claim went with it only if the create
-                        // ran on that session: a create still queued in this process at the
-                        // expiry runs on the next session, where a claim nobody tracks would
-                        // block its item for as long as that session lives. Give back whatever
-                        // of ours is there.
-                        if !matches!(created, Err(Error::NodeExists { .. } | Error::NoNode { .. })) {
-                            let release = release_if_ours(act.session.clone(), claim_path);
-                            ctx.spawn(release.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
-                        }
+                        // The session ended meanwhile, and a claim made on it (the create was
+                        // pinned to it) went with it.
                         return;
                     }
                     match (created, read) {
                         (Ok(claim), Ok(node)) => {
                             act.deliver(id, Some(claim_path), node, FencingToken(claim.stat.czxid), ctx)
                         }
-                        (Ok(_), Err(_)) => {
+                        (Ok(claim), Err(_)) => {
                             // Finished by someone else meanwhile, or unreadable now: give the claim
                             // back (through connection loss too: a claim we forget about would
                             // block the item for as long as our session lives).
-                            let release = delete_until_gone(act.session.clone(), claim_path);
+                            let release = delete_fenced(pinned, claim_path, claim.stat.czxid);
                             ctx.spawn(release.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
                         }
                         (Err(Error::NodeExists { .. }), _) => act.fill(ctx),
@@ -238,7 +239,7 @@ impl QueueConsumerActor {
                         (Err(err), _) => {
                             // The create may have happened: if the claim is ours, give it back.
                             debug!(parent: &act.span, %id, error = %err, "claim outcome unknown; checking");
-                            let release = release_if_ours(act.session.clone(), claim_path);
+                            let release = release_if_ours(pinned, claim_path);
                             ctx.spawn(release.into_actor(act).map(|_, act, ctx| {
                                 let delay = act.backoff.next_delay();
                                 ctx.run_later(delay, |act, ctx| act.fill(ctx));
@@ -286,7 +287,7 @@ impl QueueConsumerActor {
             .find(|&w| self.config.workers[w].deliver.connected())
         else {
             warn!(parent: &self.span, %id, "no worker is running; giving the item back");
-            self.give_back(id, claim, ctx);
+            self.give_back(id, claim, token, ctx);
             return;
         };
         self.next_worker = worker + 1;
@@ -296,16 +297,24 @@ impl QueueConsumerActor {
             Delivery { id: id.clone(), data: node.data.clone(), attempt, token, settle: ctx.address().recipient() };
         self.in_flight.insert(
             id,
-            InFlight { claim, data: node.data, version: node.stat.version, generation: self.generation, worker },
+            InFlight {
+                claim,
+                data: node.data,
+                version: node.stat.version,
+                generation: self.generation,
+                token,
+                worker,
+                settling: false,
+            },
         );
         self.config.workers[worker].deliver.do_send(delivery);
         self.fill(ctx);
     }
 
     /// Releases a claim without counting an attempt.
-    fn give_back(&mut self, id: String, claim: Option<String>, ctx: &mut Context<Self>) {
+    fn give_back(&mut self, id: String, claim: Option<String>, token: FencingToken, ctx: &mut Context<Self>) {
         if let Some(claim) = claim {
-            let release = delete_until_gone(self.session.clone(), claim);
+            let release = delete_fenced(self.session.pinned(self.generation), claim, token.0);
             ctx.spawn(release.into_actor(self).map(|_, _, _| ()));
         } else {
             warn!(parent: &self.span, %id, "at-most-once item could not be delivered and is lost");
@@ -357,7 +366,7 @@ impl QueueConsumerActor {
         let orphaned: Vec<String> = self
             .in_flight
             .iter()
-            .filter(|(_, f)| !self.config.workers[f.worker].deliver.connected())
+            .filter(|(_, f)| !f.settling && !self.config.workers[f.worker].deliver.connected())
             .map(|(id, _)| id.clone())
             .collect();
         for id in orphaned {
@@ -406,7 +415,7 @@ impl Actor for QueueConsumerActor {
             if let Some(claim) = flight.claim {
                 // Detached: futures of a stopped actor are dropped, and a dropped request is
                 // never handled by the session.
-                actix::spawn(delete_until_gone(self.session.clone(), claim));
+                actix::spawn(delete_fenced(self.session.pinned(flight.generation), claim, flight.token.0));
             }
             self.config.workers[flight.worker].revoke.do_send(Revoked { id });
         }
@@ -427,7 +436,11 @@ impl Handler<Settle> for QueueConsumerActor {
             self.in_flight.remove(&id);
             return Box::pin(futures::future::ready(Err(QueueError::Revoked { id })));
         }
+        if flight.settling {
+            return Box::pin(futures::future::ready(Err(QueueError::AlreadySettling { id })));
+        }
         let ops = self.settle_ops(&id, flight, outcome);
+        let (generation, token) = (flight.generation, flight.token);
         let Some(claim) = flight.claim.clone() else {
             // At-most-once: the item left the queue before it was delivered.
             self.in_flight.remove(&id);
@@ -436,7 +449,10 @@ impl Handler<Settle> for QueueConsumerActor {
         };
         // Settlements that arrive together go out together, in one `multi`.
         let (answer, answered) = oneshot::channel();
-        self.settling.push(PendingSettle { id: id.clone(), ops, claim, answer });
+        if let Some(flight) = self.in_flight.get_mut(&id) {
+            flight.settling = true;
+        }
+        self.settling.push(PendingSettle { id: id.clone(), ops, claim, generation, token, answer });
         if !std::mem::replace(&mut self.flush_scheduled, true) {
             ctx.notify(Flush);
         }
@@ -449,6 +465,9 @@ struct PendingSettle {
     id: String,
     ops: Vec<Op>,
     claim: String,
+    /// The claim's session and czxid.
+    generation: u64,
+    token: FencingToken,
     answer: oneshot::Sender<Result<(), QueueError>>,
 }
 
@@ -479,7 +498,10 @@ impl QueueConsumerActor {
     fn send_batch(&mut self, batch: Vec<PendingSettle>, ctx: &mut Context<Self>) {
         let ops: Vec<Op> = batch.iter().flat_map(|p| p.ops.iter().cloned()).collect();
         // The batch is atomic: its first claim is gone exactly when the whole batch applied.
-        let settled = settle_until_known(self.session.clone(), ops, batch[0].claim.clone());
+        // Every settlement in it belongs to the same session (the batch is gathered between
+        // two mailbox turns, and a flight of an older session is answered `Revoked` up front).
+        let first = &batch[0];
+        let settled = settle_on_session(self.session.pinned(first.generation), ops, first.claim.clone(), first.token);
         ctx.spawn(settled.into_actor(self).map(move |settled, act, ctx| {
             match settled {
                 Ok(()) => {
@@ -506,7 +528,8 @@ impl QueueConsumerActor {
                         QueueError::ClaimLost { id: failed.id.clone() }
                     } else {
                         // Give the item back rather than keep it claimed.
-                        let release = act.session.delete(&failed.claim, None);
+                        let release =
+                            delete_fenced(act.session.pinned(failed.generation), failed.claim.clone(), failed.token.0);
                         ctx.spawn(release.into_actor(act).map(|_, _, _| ()));
                         QueueError::ZooKeeper(*source)
                     };
@@ -537,38 +560,54 @@ impl QueueConsumerActor {
     }
 }
 
-/// Deletes `claim` if it exists and belongs to the current session (a claim whose create
-/// reply was lost). Retries reading through connection loss.
-async fn release_if_ours(session: SessionHandle, claim: String) {
+/// Deletes `claim` if it exists and belongs to the pinned session (a claim whose create reply
+/// was lost). Retries reading through connection loss; once the session has ended, the claim
+/// went with it.
+async fn release_if_ours(session: PinnedSession, claim: String) {
     let mut backoff = RetryPolicy::default().backoff();
     loop {
-        let current = session.session();
+        let current = session.handle().session();
         let stat = session.exists(&claim);
         match (current.await, stat.await) {
-            (Some(current), Ok(Some(stat))) if stat.ephemeral_owner == current.session_id.0 => {
-                let _ = delete_until_gone(session, claim).await;
+            (Some(current), Ok(Some(stat)))
+                if current.generation == session.generation() && stat.ephemeral_owner == current.session_id.0 =>
+            {
+                let _ = delete_fenced(session, claim, stat.czxid).await;
                 return;
             }
             (_, Ok(_)) => return,
+            (_, Err(Error::SessionLost { .. })) => return,
             (_, Err(err)) if err.is_final() => return,
             _ => tokio::time::sleep(backoff.next_delay()).await,
         }
     }
 }
 
-/// Applies a settlement, riding out connection loss: when the outcome of an attempt is unknown,
-/// our claim tells. Only the settlement (or the end of our session) removes it, so a claim that
-/// is gone means the settlement was applied; one that is still there means try again.
-async fn settle_until_known(session: SessionHandle, ops: Vec<Op>, claim: String) -> Result<(), Error> {
+/// Applies a settlement on the session its claim was made on, riding out connection loss.
+///
+/// When an attempt's outcome is unknown, our claim tells: in our own session only our
+/// settlement deletes it (every claim delete is fenced by czxid), so a claim that is gone (or
+/// replaced by a later claim) means the settlement applied, and our claim still there means try
+/// again. Every request is pinned to the claim's session: once that session has ended the
+/// answer is `SessionLost`, never a look at a later session, where "no claim" proves nothing.
+async fn settle_on_session(
+    session: PinnedSession,
+    ops: Vec<Op>,
+    claim: String,
+    token: FencingToken,
+) -> Result<(), Error> {
     let mut backoff = RetryPolicy::default().backoff();
     loop {
         match session.multi(ops.clone()).await {
             Ok(_) => return Ok(()),
-            Err(err) if err.is_transient() && !matches!(err, Error::SessionLost { .. }) => loop {
+            Err(err @ Error::SessionLost { .. }) => return Err(err),
+            Err(err) if err.is_transient() => loop {
                 tokio::time::sleep(backoff.next_delay()).await;
                 match session.exists(&claim).await {
-                    Ok(None) => return Ok(()),
-                    Ok(Some(_)) => break,
+                    Ok(Some(stat)) if stat.czxid == token.0 => break,
+                    Ok(_) => return Ok(()),
+                    Err(err @ Error::SessionLost { .. }) => return Err(err),
+                    Err(err) if err.is_final() => return Err(err),
                     Err(_) => continue,
                 }
             },
@@ -589,6 +628,9 @@ impl Handler<SessionEvent> for QueueConsumerActor {
             SessionEvent::Expired { .. } => {
                 warn!(parent: &self.span, in_flight = self.in_flight.len(), "session expired; revoking deliveries");
                 self.revoke_all();
+                // Nothing is claimed until the next session is up; replies from the old one
+                // are recognised by their generation.
+                self.generation = 0;
             }
             // Events may have been missed while away: look again.
             SessionEvent::Reconnected { .. } => self.fill(ctx),

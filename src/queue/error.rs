@@ -12,9 +12,12 @@ pub enum QueueError {
         /// The queue path.
         queue: String,
     },
-    /// The delivery belonged to a session that is gone: the item will be (or was) delivered
-    /// again, perhaps to another consumer; this settlement changed nothing.
-    #[error("delivery {id} was revoked (its session ended); nothing was changed")]
+    /// The delivery belonged to a session that has ended before this settlement was confirmed
+    /// on it. Nothing is ever sent for it on a later session. The settlement was not applied,
+    /// unless it reached the server in the session's last moments and the fault that ended the
+    /// session also lost its reply; either way the item no longer belongs to this delivery: it
+    /// is delivered again (perhaps to another consumer) unless it is already settled.
+    #[error("delivery {id} was revoked (its session ended before the settlement was confirmed)")]
     Revoked {
         /// The item.
         id: String,
@@ -23,6 +26,13 @@ pub enum QueueError {
     /// changed nothing and the item will be delivered again.
     #[error("the claim on {id} is gone; the item was not removed and will be delivered again")]
     ClaimLost {
+        /// The item.
+        id: String,
+    },
+    /// This delivery's settlement is already under way (a second `ack`/`nack`); this one was
+    /// not sent. The first one's answer says what happened.
+    #[error("delivery {id} is already being settled")]
+    AlreadySettling {
         /// The item.
         id: String,
     },

@@ -64,3 +64,56 @@ pub(crate) fn guarded_multi(
         }
     }
 }
+
+/// What [`delete_fenced`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FencedDelete {
+    /// Our node was there and this call deleted it.
+    Deleted,
+    /// No node of ours is there (none at all, or another one with the same name): nothing was
+    /// deleted.
+    NotOurs,
+    /// The session the node belonged to has ended, and the node with it: nothing was sent on a
+    /// later session.
+    SessionEnded,
+}
+
+/// Deletes `path` only if it is the node created at `czxid`, and only on `session`'s session.
+///
+/// Fixed names come back: a claim, a registration or a member node deleted by its session's end
+/// is soon re-created by somebody else, at version 0 like ours, so neither a version check nor
+/// a plain retry can tell them apart. The creating zxid can, and a pinned session makes sure
+/// the read and the delete happen while the node is still ours to delete: in our own session
+/// nobody else deletes our node (everyone's deletes are fenced like this one), so the version
+/// read is the version deleted. Retries through connection loss with backoff; a final error
+/// ends it.
+pub(crate) async fn delete_fenced(
+    session: crate::session::PinnedSession,
+    path: String,
+    czxid: i64,
+) -> Result<FencedDelete, crate::Error> {
+    use crate::Error;
+    let mut backoff = crate::retry::RetryPolicy::default().backoff();
+    loop {
+        let outcome: Result<std::convert::Infallible, Error> = match session.exists(&path).await {
+            Ok(Some(stat)) if stat.czxid == czxid => match session.delete(&path, Some(stat.version)).await {
+                Ok(()) => return Ok(FencedDelete::Deleted),
+                Err(err) => Err(err),
+            },
+            Ok(_) => return Ok(FencedDelete::NotOurs),
+            Err(err) => Err(err),
+        };
+        match outcome {
+            Err(Error::SessionLost { .. }) => return Ok(FencedDelete::SessionEnded),
+            // Gone between the read and the delete (our own earlier delete whose reply was lost)
+            // or changed: read again.
+            Err(Error::NoNode { .. } | Error::BadVersion { .. }) => continue,
+            Err(err) if err.is_final() => return Err(err),
+            Err(err) => {
+                tracing::debug!(%path, error = %err, "fenced delete interrupted; retrying");
+                tokio::time::sleep(backoff.next_delay()).await;
+            }
+            Ok(never) => match never {},
+        }
+    }
+}

@@ -735,6 +735,29 @@ impl Handler<Multi> for SessionActor {
     }
 }
 
+/// `OnSession<M>` for the requests a pinned write needs (a blanket impl over every `M` sends
+/// the trait solver into a loop).
+macro_rules! on_session {
+    ($($request:ty),*) => {$(
+        impl Handler<OnSession<$request>> for SessionActor {
+            type Result = <Self as Handler<$request>>::Result;
+
+            fn handle(&mut self, msg: OnSession<$request>, ctx: &mut Context<Self>) -> Self::Result {
+                // Checked in the handler that sends the request: nothing can switch sessions
+                // between the check and the send, and the client of an ended session only
+                // answers `Expired`.
+                let same = matches!(self.state, State::Live(_)) && self.generation == msg.generation;
+                if !same {
+                    return failed(Error::SessionLost { path: msg.path });
+                }
+                <Self as Handler<$request>>::handle(self, msg.request, ctx)
+            }
+        }
+    )*};
+}
+
+on_session!(Create, Delete, Exists, GetData, SetData, Multi);
+
 /// Translates the server's reply to a `multi` of `ops`; `first` is the first op's path.
 ///
 /// Every index and count in the reply is checked against the request: the reply comes from the

@@ -52,6 +52,11 @@ impl SessionHandle {
         async move { reply.await.map_err(|_| Error::Closed)? }
     }
 
+    /// Requests that run only on the session of `generation` (see [`PinnedSession`]).
+    pub fn pinned(&self, generation: u64) -> super::PinnedSession {
+        super::PinnedSession::new(self.clone(), generation)
+    }
+
     /// Creates a node (session default ACL).
     pub fn create<D: Into<Vec<u8>>>(
         &self,

@@ -9,6 +9,7 @@ mod actor;
 mod config;
 mod events;
 mod handle;
+mod pinned;
 pub mod requests;
 pub(crate) mod watch;
 
@@ -17,3 +18,4 @@ pub use actor::SessionActor;
 pub use config::{DEFAULT_MAX_DATA_SIZE, RebuildPolicy, SessionConfig};
 pub use events::{SessionEvent, SessionId, WatchEvent, WatchEventKind, WatchId};
 pub use handle::SessionHandle;
+pub use pinned::PinnedSession;

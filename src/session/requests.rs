@@ -350,3 +350,23 @@ pub struct SessionSnapshot {
 #[derive(Message, Debug, Clone, Copy)]
 #[rtype(result = "()")]
 pub struct Close;
+
+/// Run `request` only on the session of `generation`: if that session has ended (or a newer one
+/// is up), fail with [`Error::SessionLost`](crate::Error::SessionLost) and send nothing.
+///
+/// A write made for one session (a claim's settlement, a worker's result, a registration's
+/// delete) must never be re-sent on a later one, where the nodes it was meant for may belong
+/// to somebody else. See [`PinnedSession`](super::PinnedSession).
+#[derive(Debug)]
+pub struct OnSession<M> {
+    /// The session the request belongs to.
+    pub generation: u64,
+    /// The node concerned, for the error.
+    pub path: String,
+    /// The request.
+    pub request: M,
+}
+
+impl<M: Message> Message for OnSession<M> {
+    type Result = M::Result;
+}

@@ -1,0 +1,82 @@
+//! [`PinnedSession`]: requests that run on one session or not at all.
+//!
+//! Owns: binding requests to the session (generation) they were made for. A recipe that
+//! created an ephemeral node (a claim, a registration, a status it fenced by its session) uses
+//! it for every later write that relies on owning that node: re-sent after a connection loss,
+//! such a write still goes to the same session, and once that session has ended it fails with
+//! [`Error::SessionLost`] instead of landing on a new session, where the same path may now be
+//! another process's node. Does not own retrying: callers decide what an unknown outcome means.
+
+use std::future::Future;
+
+use super::handle::SessionHandle;
+use super::requests::*;
+use crate::error::Result;
+
+/// A [`SessionHandle`] whose requests run only on the session of one generation.
+#[derive(Clone, Debug)]
+pub struct PinnedSession {
+    session: SessionHandle,
+    generation: u64,
+}
+
+impl PinnedSession {
+    pub(crate) fn new(session: SessionHandle, generation: u64) -> Self {
+        PinnedSession { session, generation }
+    }
+
+    /// The session's generation.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The handle this was made from (requests on it are not pinned).
+    pub fn handle(&self) -> &SessionHandle {
+        &self.session
+    }
+
+    fn on<M>(&self, path: &str, request: M) -> OnSession<M> {
+        OnSession { generation: self.generation, path: path.to_owned(), request }
+    }
+
+    /// Creates a node on this session.
+    pub fn create<D: Into<Vec<u8>>>(
+        &self,
+        path: &str,
+        data: D,
+        mode: CreateMode,
+    ) -> impl Future<Output = Result<Created>> + 'static + use<D> {
+        self.session.request(self.on(path, Create::new(path, data, mode)))
+    }
+
+    /// Deletes a node on this session, optionally only at `version`.
+    pub fn delete(&self, path: &str, version: Option<i32>) -> impl Future<Output = Result<()>> + 'static + use<> {
+        self.session.request(self.on(path, Delete { path: path.into(), version }))
+    }
+
+    /// Reads a node's stat on this session.
+    pub fn exists(&self, path: &str) -> impl Future<Output = Result<Option<Stat>>> + 'static + use<> {
+        self.session.request(self.on(path, Exists { path: path.into(), watch: None }))
+    }
+
+    /// Reads a node on this session.
+    pub fn get_data(&self, path: &str) -> impl Future<Output = Result<NodeData>> + 'static + use<> {
+        self.session.request(self.on(path, GetData { path: path.into(), watch: None }))
+    }
+
+    /// Replaces a node's data on this session, optionally only at `version`.
+    pub fn set_data<D: Into<Vec<u8>>>(
+        &self,
+        path: &str,
+        data: D,
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<Stat>> + 'static + use<D> {
+        self.session.request(self.on(path, SetData { path: path.into(), data: data.into(), version }))
+    }
+
+    /// Applies `ops` atomically on this session.
+    pub fn multi(&self, ops: Vec<Op>) -> impl Future<Output = Result<Vec<OpResult>>> + 'static + use<> {
+        let first = ops.first().map(|op| op.path().to_owned()).unwrap_or_else(|| "/".into());
+        self.session.request(OnSession { generation: self.generation, path: first, request: Multi { ops } })
+    }
+}
