@@ -285,6 +285,12 @@ impl Handler<WorkerEvent> for WorkerNarrator {
             WorkerEvent::TaskDiscarded { task_id, reason } => {
                 println!("  [{me}] ran {} but its result was not recorded: {reason:?}", self.shared.label(&task_id))
             }
+            WorkerEvent::TaskOutcomeUnknown { task_id } => {
+                println!(
+                    "  [{me}] ran {} but its session ended before the result was confirmed",
+                    self.shared.label(&task_id)
+                )
+            }
             WorkerEvent::TaskFailed { task_id, error } => {
                 println!("  [{me}] cannot record the result of {}: {error}", self.shared.label(&task_id))
             }

@@ -241,3 +241,31 @@ async fn a_member_that_may_not_join_says_so_once_and_stops_asking() {
     assert_eq!(events.snapshot().iter().filter(|e| matches!(e, GroupEvent::JoinFailed { .. })).count(), 1, "told once");
     session.close().await;
 }
+
+/// Issue 14, defect 8: a member whose id was taken by another session while its own session was
+/// being rebuilt deleted that session's node when told to leave (its delete had no owner check),
+/// and the other process stayed out of the group for its session's life.
+#[actix_rt::test]
+async fn leaving_never_deletes_another_sessions_member_node() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("group-leave-fenced");
+    let a = member(&zk.connect_string(), &root, "x", Duration::from_secs(4)).await;
+    a.events.wait_for(0, WAIT, |e| matches!(e, GroupEvent::Joined { .. })).await;
+    let other = connected(SessionConfig::new(zk.connect_string()).with_chroot(&root)).await.0;
+
+    let info = a.session.session().await.expect("session").info;
+    expire_session(&zk.connect_string(), &info).await.expect("expire a's session");
+    // Another process takes the id while a's session is being rebuilt.
+    let node = format!("{GROUP}/x");
+    other.create(&node, "the other process", CreateMode::Ephemeral).await.expect("the other process joins as x");
+    let owner = other.session().await.expect("session").session_id;
+    a.events.wait_for(0, WAIT, |e| matches!(e, GroupEvent::JoinFailed { .. })).await;
+
+    let left = a.addr.send(Leave).await.expect("member");
+    assert_eq!(left, Ok(()));
+    let stat = other.exists(&node).await.expect("exists").expect("the other process's node is still there");
+    assert_eq!(stat.ephemeral_owner, owner.0, "x is still the other process's");
+    other.close().await;
+    a.session.close().await;
+}

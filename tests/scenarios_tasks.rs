@@ -12,23 +12,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use actix_zookeeper::tasks::TaskClient;
-use common::history::{Violation, ViolationKind, check_tasks, result_writer};
-use common::scenario::{Fault, KnownDefect, Scenario, WAIT, judge, rounds, within_limit};
+use common::history::{Violation, check_tasks, result_writer};
+use common::scenario::{Fault, Scenario, WAIT, judge, rounds, within_limit};
 
 const WORKERS: usize = 3;
-
-/// Shown when a worker's session ends under it (pause, long partition, ensemble faults):
-/// fixed by issue 14, which then removes this allowance.
-const WRONG_FINISHER: &[KnownDefect] = &[
-    KnownDefect {
-        kind: ViolationKind::WrongFinisher,
-        tracked_by: "issue 14, defect 7: a worker reports TaskFinished for a result another worker wrote",
-    },
-    KnownDefect {
-        kind: ViolationKind::FinishedTwice,
-        tracked_by: "issue 14, defect 7: a worker reports TaskFinished for a result another worker wrote",
-    },
-];
 
 /// Who meets the fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +121,7 @@ fn victims_work_was_redone(s: &Scenario, results: &BTreeMap<String, Option<Strin
 
 #[actix_rt::test]
 async fn worker_paused_past_its_session_timeout() {
-    judge("pause", &within_limit(run("tasks-pause", Fault::Pause, Victim::Worker)).await, WRONG_FINISHER);
+    judge("pause", &within_limit(run("tasks-pause", Fault::Pause, Victim::Worker)).await, &[]);
 }
 
 #[actix_rt::test]
@@ -151,7 +138,7 @@ async fn worker_partitioned_past_its_session_timeout() {
     judge(
         "long partition",
         &within_limit(run("tasks-long-partition", Fault::LongPartition, Victim::Worker)).await,
-        WRONG_FINISHER,
+        &[],
     );
 }
 
@@ -162,11 +149,7 @@ async fn worker_killed_with_tasks_running() {
 
 #[actix_rt::test]
 async fn tasks_ensemble_leader_killed() {
-    judge(
-        "leader kill",
-        &within_limit(run("tasks-leader-kill", Fault::KillLeader, Victim::Worker)).await,
-        WRONG_FINISHER,
-    );
+    judge("leader kill", &within_limit(run("tasks-leader-kill", Fault::KillLeader, Victim::Worker)).await, &[]);
 }
 
 #[actix_rt::test]
@@ -174,11 +157,11 @@ async fn tasks_ensemble_leader_isolated_from_its_followers() {
     judge(
         "leader isolation",
         &within_limit(run("tasks-leader-isolation", Fault::IsolateLeader, Victim::Worker)).await,
-        WRONG_FINISHER,
+        &[],
     );
 }
 
 #[actix_rt::test]
 async fn master_paused_past_its_session_timeout() {
-    judge("master pause", &within_limit(run("tasks-master-pause", Fault::Pause, Victim::Master)).await, WRONG_FINISHER);
+    judge("master pause", &within_limit(run("tasks-master-pause", Fault::Pause, Victim::Master)).await, &[]);
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::tasks::*;
-use actix_zookeeper::testkit::{TestZooKeeper, ZkEnsemble, ZkServer, expire_session, unique_root};
+use actix_zookeeper::testkit::{ClientLinks, TestZooKeeper, ZkEnsemble, ZkServer, expire_session, unique_root};
 use common::*;
 use futures::future::join_all;
 
@@ -131,7 +131,17 @@ impl Rig {
     }
 
     async fn worker(&self, id: &str, concurrency: usize, delay: Duration, hold: usize) -> Worker {
-        let session = self.session().await;
+        self.worker_on(self.session().await, id, concurrency, delay, hold).await
+    }
+
+    async fn worker_on(
+        &self,
+        session: SessionHandle,
+        id: &str,
+        concurrency: usize,
+        delay: Duration,
+        hold: usize,
+    ) -> Worker {
         let release = Arc::new(tokio::sync::Notify::new());
         let runner = Runner {
             worker: id.to_owned(),
@@ -595,4 +605,82 @@ async fn a_worker_that_may_not_register_says_so_once_and_stops_asking() {
     let sent = packets_received(&server.connect_string()) - before;
     assert!(sent <= 6, "the worker kept asking after a final error: {sent} packets in 2 s");
     session.close().await;
+}
+
+/// Issue 14, defect 7: a worker whose result write met a connection loss took a later
+/// `BadVersion` on the status node for its own write and reported `TaskFinished`, although by
+/// then its session had ended, the task had gone to another worker, and that worker's result
+/// was the one recorded. The write now stays on the session it was made for.
+#[actix_rt::test]
+async fn a_worker_never_reports_finished_for_a_result_another_wrote() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let rig = Rig::new(zk.connect_string(), "tasks-wrong-finisher");
+    let _master = rig.master("m").await;
+    let short = SessionConfig::new(links.connect_string())
+        .with_chroot(rig.chroot.clone())
+        .with_session_timeout(Duration::from_secs(2));
+    let w1 = rig.worker_on(connected(short).await.0, "w1", 1, Duration::ZERO, 1).await;
+    let client = rig.client().await;
+    let tasks = submit(&client, "t", 1).await;
+    let task = tasks[0].0.clone();
+    w1.events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::TaskStarted { task_id } if *task_id == task)).await;
+    let w2 = rig.worker("w2", 1, Duration::ZERO, 0).await;
+
+    // w1's result goes into the blackhole; its session ends on the server; w2 gets the task
+    // and records its own result.
+    let info = w1.session.session().await.expect("session").info;
+    links.blackhole();
+    w1.release.notify_one();
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    expire_session(&zk.connect_string(), &info).await.expect("expire w1's session");
+    w2.events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::TaskFinished { task_id } if *task_id == task)).await;
+    // Long enough for w1's client to give up on the connection (connection loss first).
+    actix_rt::time::sleep(Duration::from_secs(2)).await;
+    links.heal();
+
+    let (_, settled) = w1
+        .events
+        .wait_for(0, WAIT, |e| {
+            matches!(
+                e,
+                WorkerEvent::TaskFinished { task_id }
+                    | WorkerEvent::TaskDiscarded { task_id, .. }
+                    | WorkerEvent::TaskOutcomeUnknown { task_id }
+                    if *task_id == task
+            )
+        })
+        .await;
+    assert!(
+        !matches!(settled, WorkerEvent::TaskFinished { .. }),
+        "w1 reported TaskFinished for the result w2 wrote: {:?}",
+        w1.events.snapshot()
+    );
+    expect_results(&client, &tasks).await;
+    assert_finished_and_clean(&rig.session().await, &tasks).await;
+}
+
+/// Issue 14, defect 8: a worker whose id was taken by another session while its own session was
+/// being rebuilt deleted that session's registration when stopped (its delete had no owner
+/// check): the other worker stayed unregistered for its session's life.
+#[actix_rt::test]
+async fn stopping_a_worker_never_deletes_another_sessions_registration() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "tasks-deregister-fenced");
+    let w = rig.worker("w", 1, Duration::ZERO, 0).await;
+    let other = rig.session().await;
+
+    let info = w.session.session().await.expect("session").info;
+    expire_session(&zk.connect_string(), &info).await.expect("expire the worker's session");
+    // Another process registers the same id while the worker's session is being rebuilt.
+    let node = format!("{ROOT}/workers/w");
+    other.create(&node, "1", CreateMode::Ephemeral).await.expect("the other process registers as w");
+    let owner = other.session().await.expect("session").session_id;
+    w.events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::RegistrationFailed { .. })).await;
+
+    w.addr.send(StopWorker).await.expect("the worker stops");
+    let stat = other.exists(&node).await.expect("exists").expect("the other process's registration is still there");
+    assert_eq!(stat.ephemeral_owner, owner.0, "w is still the other process's");
 }

@@ -11,9 +11,8 @@ use super::config::GroupConfig;
 use super::error::GroupError;
 use super::messages::*;
 use crate::cache::{self, CacheActor, CacheConfig, CacheEvent, CacheScope};
-use crate::error::Error;
 use crate::path;
-use crate::recipe::registration::{RegisterError, register_ephemeral};
+use crate::recipe::registration::{RegisterError, deregister, register_ephemeral};
 use crate::recipe::subscribers::Subscribers;
 use crate::retry::{Backoff, RetryPolicy};
 use crate::session::IntoActorFree;
@@ -169,7 +168,7 @@ impl Actor for GroupMember {
         }
         if self.membership != Membership::Left {
             // Detached: a request dropped by a stopping actor would never be sent.
-            let deleted = self.session.delete(&self.node, None);
+            let deleted = deregister(self.session.pinned(self.generation), self.node.clone());
             actix::spawn(async move {
                 let _ = deleted.await;
             });
@@ -290,13 +289,10 @@ impl Handler<Leave> for GroupMember {
     fn handle(&mut self, _: Leave, _: &mut Context<Self>) -> Self::Result {
         self.membership = Membership::Left;
         info!(parent: &self.span, "leaving the group");
-        let deleted = self.session.delete(&self.node, None);
+        let deleted = deregister(self.session.pinned(self.generation), self.node.clone());
         Box::pin(deleted.into_actor(self).map(|deleted, _, ctx| {
             ctx.stop();
-            match deleted {
-                Ok(()) | Err(Error::NoNode { .. }) => Ok(()),
-                Err(error) => Err(error.into()),
-            }
+            deleted.map_err(GroupError::from)
         }))
     }
 }

@@ -145,7 +145,8 @@ pub enum WorkerEvent {
         /// The task.
         task_id: TaskId,
     },
-    /// A task's result was written and its assignment removed, in one transaction.
+    /// This run's result was written, by this worker, and its assignment removed, in one
+    /// transaction. Never reported for a result another run wrote (issue 14, defect 7).
     TaskFinished {
         /// The task.
         task_id: TaskId,
@@ -156,6 +157,13 @@ pub enum WorkerEvent {
         task_id: TaskId,
         /// Why.
         reason: DiscardReason,
+    },
+    /// A run finished and its result was sent, but the session it belongs to ended before the
+    /// server's answer came: the result may or may not be recorded. If it was not, the master
+    /// gives the task to another worker; either way this worker does nothing more about it.
+    TaskOutcomeUnknown {
+        /// The task.
+        task_id: TaskId,
     },
     /// A result could not be written (e.g. larger than the server accepts); the assignment is
     /// left in place for an operator, and this worker does not run the task again.

@@ -14,7 +14,7 @@
 //! so). The worker registers again only once such runs are over, so it never runs more than
 //! its concurrency.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use actix::prelude::*;
 use futures::FutureExt;
@@ -25,7 +25,7 @@ use super::layout::{Layout, TaskId, check_worker_id};
 use super::messages::*;
 use crate::Op;
 use crate::error::Error;
-use crate::recipe::registration::{RegisterError, register_ephemeral};
+use crate::recipe::registration::{RegisterError, deregister, register_ephemeral};
 use crate::recipe::subscribers::Subscribers;
 use crate::retry::{Backoff, RetryPolicy};
 use crate::session::watch::weak_watcher;
@@ -91,8 +91,11 @@ pub struct TaskWorker {
     registration: Registration,
     /// The newest session generation seen.
     generation: u64,
-    /// Tasks handed to the runner and not yet settled.
-    running: HashSet<String>,
+    /// Tasks handed to the runner and not yet settled, with the session generation of the
+    /// registration they were started under (their result is written on that session only).
+    running: HashMap<String, u64>,
+    /// The newest session generation known to have ended.
+    ended: u64,
     /// Assigned here and not started yet.
     backlog: BTreeSet<String>,
     /// Tasks whose result could not be written: not run again by this worker.
@@ -128,7 +131,8 @@ impl TaskWorker {
             runner,
             registration: Registration::Unregistered,
             generation: 0,
-            running: HashSet::new(),
+            running: HashMap::new(),
+            ended: 0,
             backlog: BTreeSet::new(),
             failed: HashSet::new(),
             forfeit: HashSet::new(),
@@ -236,7 +240,10 @@ impl TaskWorker {
                     act.forfeit.retain(|t| assigned.contains(t));
                     act.failed.retain(|t| assigned.contains(t));
                     for task in assigned {
-                        if !act.running.contains(&task) && !act.failed.contains(&task) && !act.forfeit.contains(&task) {
+                        if !act.running.contains_key(&task)
+                            && !act.failed.contains(&task)
+                            && !act.forfeit.contains(&task)
+                        {
                             act.backlog.insert(task);
                         }
                     }
@@ -283,7 +290,8 @@ impl TaskWorker {
             self.failed.insert(task);
             return;
         };
-        self.running.insert(task.clone());
+        let Registration::Registered { generation } = self.registration else { return };
+        self.running.insert(task.clone(), generation);
         let read = self.session.get_data(&self.layout.assignment(&self.config.worker_id, &task));
         let registered_at = self.registered_at;
         ctx.spawn(read.into_actor(self).then(move |read, act, ctx| {
@@ -319,7 +327,7 @@ impl TaskWorker {
             }
             .into_actor_free()
             .map(move |run, act: &mut Self, ctx| match run {
-                Run::Done(Ok(result)) => act.finish(task, result, ctx),
+                Run::Done(Ok(result)) => act.finish(task, result, generation, ctx),
                 Run::Done(Err(_)) => {
                     warn!(parent: &act.span, "the task runner has stopped; the worker stops");
                     act.running.remove(&task);
@@ -337,11 +345,23 @@ impl TaskWorker {
     /// Writes the result and removes the assignment in one transaction: the task is finished
     /// exactly once (the status node is written only at version 0), and only while it is still
     /// assigned here.
-    fn finish(&mut self, task: String, result: Vec<u8>, ctx: &mut Context<Self>) {
-        let session = self.session.clone();
+    ///
+    /// The write is pinned to the session of the registration the run started under. The
+    /// master takes back every assignment of an ended registration, so a result of one is not
+    /// wanted; and while our session lives the task stays ours, so nobody else can have written
+    /// its status. That is what makes a `BadVersion` after a lost reply our own earlier write:
+    /// checked on any later session it could be another worker's (issue 14, defect 7).
+    fn finish(&mut self, task: String, result: Vec<u8>, generation: u64, ctx: &mut Context<Self>) {
+        let session = self.session.pinned(generation);
         let status = self.layout.status_of(&task);
         let assignment = self.layout.assignment(&self.config.worker_id, &task);
+        let ended = generation <= self.ended;
         let write = async move {
+            if ended {
+                // Known before anything is sent: the registration is gone, the master has the
+                // task back.
+                return Finish::Discarded(DiscardReason::Reassigned);
+            }
             let mut unsure = false;
             let mut backoff = RetryPolicy::default().backoff();
             loop {
@@ -353,7 +373,7 @@ impl TaskWorker {
                     Ok(_) => return Finish::Recorded,
                     Err(Error::Multi { index: 0, source }) => {
                         let reason = match *source {
-                            // A lost reply of our own earlier attempt looks like this too.
+                            // Our session lives, so this is our own earlier attempt.
                             Error::BadVersion { .. } if unsure => return Finish::Recorded,
                             Error::BadVersion { .. } => DiscardReason::AlreadyFinished,
                             Error::NoNode { .. } => DiscardReason::Forgotten,
@@ -364,6 +384,10 @@ impl TaskWorker {
                         return Finish::Discarded(reason);
                     }
                     Err(Error::Multi { index: 1, .. }) => return Finish::Discarded(DiscardReason::Reassigned),
+                    // The session ended with the write's outcome unknown (its reply lost, or the
+                    // request still on its way): it may have applied in the session's last
+                    // moments, and nothing later can tell whose write the status holds.
+                    Err(Error::SessionLost { .. }) => return Finish::Unknown,
                     Err(error) if error.is_transient() => {
                         // Only a result that may have been written can explain a `BadVersion`
                         // later; one never sent (`Timeout`) means another finish got there.
@@ -385,6 +409,10 @@ impl TaskWorker {
                     Finish::Discarded(reason) => {
                         info!(parent: &act.span, task = %task_id, ?reason, "result discarded");
                         act.tell(WorkerEvent::TaskDiscarded { task_id, reason });
+                    }
+                    Finish::Unknown => {
+                        warn!(parent: &act.span, task = %task_id, "the session ended before the result was confirmed");
+                        act.tell(WorkerEvent::TaskOutcomeUnknown { task_id });
                     }
                     Finish::Failed(error) => {
                         warn!(parent: &act.span, task = %task_id, %error, "cannot record the result");
@@ -423,10 +451,10 @@ impl TaskWorker {
     fn deregister(&mut self, ctx: &mut Context<Self>) {
         self.registration = Registration::Stopped;
         let session = self.session.clone();
-        let node = self.layout.worker(&self.config.worker_id);
+        let registration = deregister(self.session.pinned(self.generation), self.layout.worker(&self.config.worker_id));
         let dir = self.layout.assign_dir(&self.config.worker_id);
         let gone = async move {
-            let _ = session.delete(&node, None).await;
+            let _ = registration.await;
             // Fails (NotEmpty) when tasks are still assigned here: the master moves them and
             // removes the directory.
             let _ = session.delete(&dir, None).await;
@@ -452,6 +480,7 @@ enum Run {
 enum Finish {
     Recorded,
     Discarded(DiscardReason),
+    Unknown,
     Failed(TaskError),
 }
 
@@ -467,7 +496,7 @@ impl Actor for TaskWorker {
             // Stopped without StopWorker: deregister anyway, so the master re-assigns our tasks
             // now rather than after the session ends. Detached: a request dropped by a stopping
             // actor would never be sent.
-            let deleted = self.session.delete(&self.layout.worker(&self.config.worker_id), None);
+            let deleted = deregister(self.session.pinned(self.generation), self.layout.worker(&self.config.worker_id));
             actix::spawn(async move {
                 let _ = deleted.await;
             });
@@ -501,6 +530,7 @@ impl Handler<SessionEvent> for TaskWorker {
                 }
                 // What was assigned to the ended registration is the master's again.
                 self.backlog.clear();
+                self.ended = self.ended.max(self.generation);
             }
             // A one-shot watch survives a reconnect, but a listing that failed meanwhile did not
             // leave one.
