@@ -549,3 +549,149 @@ async fn a_delivery_is_settled_once() {
     assert!(items_left(&s).await.is_empty());
     s.close().await;
 }
+
+/// Issue 14, defect 4: a poison item whose move to the dead-letter path failed was delivered
+/// again at once, at the same attempt, forever; here because the path had been deleted
+/// (`NoNode`). A missing path is now made again.
+#[actix_rt::test]
+async fn a_poison_item_reaches_a_deleted_dead_letter_path_once() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("queue-poison");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let ledger = Ledger::default();
+    Queue::new(s.clone(), "/q1").put(b"poison-1".to_vec()).await.expect("put");
+    let consumer = |queue: &str| {
+        QueueConsumerActor::new(
+            s.clone(),
+            workers(ConsumerConfig::new(queue), 1, &ledger, Behaviour::Nack)
+                .with_max_attempts(1)
+                .with_dead_letter("/dlq"),
+        )
+        .start()
+    };
+    let (_c1, _c2) = (consumer("/q1"), consumer("/q2"));
+    let deadline = Instant::now() + WAIT;
+    while children(&s, "/dlq").await.is_empty() {
+        assert!(Instant::now() < deadline, "the first item never reached the dead-letter path");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Then the dead-letter path is deleted under the running consumers, and a poison item comes.
+    s.delete_recursive("/dlq").await.expect("delete the dead-letter path");
+    Queue::new(s.clone(), "/q2").put(b"poison-2".to_vec()).await.expect("put");
+    let deadline = Instant::now() + WAIT;
+    while children(&s, "/dlq").await.is_empty() {
+        assert!(Instant::now() < deadline, "the second item never reached the re-made dead-letter path");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    let seen = ledger.seen.lock().expect("ledger").clone();
+    for item in [b"poison-1".to_vec(), b"poison-2".to_vec()] {
+        assert_eq!(seen[&item], vec![1], "delivered once, then dead-lettered");
+    }
+    assert!(children(&s, "/q1").await.iter().all(|n| !n.starts_with(ITEM_PREFIX)));
+    assert!(children(&s, "/q2").await.iter().all(|n| !n.starts_with(ITEM_PREFIX)));
+    s.close().await;
+}
+
+/// Issue 14, defect 4 (the shared path): two queues' poison items both reach one dead-letter
+/// path, each once.
+#[actix_rt::test]
+async fn two_queues_share_a_dead_letter_path() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("queue-shared-dlq");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let ledger = Ledger::default();
+    Queue::new(s.clone(), "/q1").put(b"poison-1".to_vec()).await.expect("put");
+    Queue::new(s.clone(), "/q2").put(b"poison-2".to_vec()).await.expect("put");
+    let _consumers: Vec<_> = ["/q1", "/q2"]
+        .into_iter()
+        .map(|queue| {
+            QueueConsumerActor::new(
+                s.clone(),
+                workers(ConsumerConfig::new(queue), 1, &ledger, Behaviour::Nack)
+                    .with_max_attempts(1)
+                    .with_dead_letter("/dlq"),
+            )
+            .start()
+        })
+        .collect();
+    let deadline = Instant::now() + WAIT;
+    while children(&s, "/dlq").await.len() < 2 {
+        assert!(Instant::now() < deadline, "both items should reach the shared dead-letter path");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    let seen = ledger.seen.lock().expect("ledger").clone();
+    for item in [b"poison-1".to_vec(), b"poison-2".to_vec()] {
+        assert_eq!(seen[&item], vec![1], "delivered once, then dead-lettered");
+    }
+    s.close().await;
+}
+
+/// Issue 14, defect 5: at-most-once read and deleted an item back to back; when the read failed
+/// (an item the consumer may not read) and the delete did not, the item was gone without a
+/// delivery or a log line. Now an item is deleted only after it was read, and an unreadable one
+/// is left in the queue and skipped.
+#[actix_rt::test]
+async fn at_most_once_never_takes_an_item_it_cannot_read() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("queue-amo-unreadable");
+    let s = session_at(&zk.connect_string(), &root).await;
+    s.ensure_path("/q").await.expect("queue");
+    // Anyone may delete it (delete is the parent's permission), nobody may read it.
+    let unreadable = vec![actix_zookeeper::Acl::new_const(
+        actix_zookeeper::Permission::WRITE | actix_zookeeper::Permission::DELETE,
+        "world",
+        "anyone",
+    )];
+    let created = s
+        .request(
+            actix_zookeeper::session::requests::Create::new("/q/qn-", "secret", CreateMode::PersistentSequential)
+                .with_acl(unreadable),
+        )
+        .await
+        .expect("an unreadable item");
+    Queue::new(s.clone(), "/q").put(b"readable".to_vec()).await.expect("put");
+    let ledger = Ledger::default();
+    let _consumer = QueueConsumerActor::new(
+        s.clone(),
+        workers(ConsumerConfig::new("/q").with_mode(DeliveryMode::AtMostOnce), 1, &ledger, Behaviour::Ack),
+    )
+    .start();
+    wait_until("the readable item is delivered", || ledger.acked.load(Ordering::SeqCst) == 1).await;
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    let name = created.path.rsplit('/').next().expect("name").to_owned();
+    assert_eq!(items_left(&s).await, vec![name], "the unreadable item is still in the queue");
+    assert_eq!(ledger.seen.lock().expect("ledger").len(), 1, "only the readable item was delivered");
+    s.close().await;
+}
+
+/// Issue 14, defect 4 (a move that cannot succeed): a poison item whose dead-letter path refuses
+/// it (`NoAuth`) is kept claimed and reported, not handed out again and again.
+#[actix_rt::test]
+async fn a_poison_item_that_cannot_be_moved_is_set_aside() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("queue-poison-no-auth");
+    let s = session_at(&zk.connect_string(), &root).await;
+    read_only_dir(&s, "/dlq").await;
+    let ledger = Ledger::default();
+    let id = Queue::new(s.clone(), "/q").put(b"poison".to_vec()).await.expect("put");
+    Queue::new(s.clone(), "/q").put(b"fine".to_vec()).await.expect("put");
+    let behaviour = Behaviour::Nack;
+    let _consumer = QueueConsumerActor::new(
+        s.clone(),
+        workers(ConsumerConfig::new("/q"), 1, &ledger, behaviour).with_max_attempts(1).with_dead_letter("/dlq"),
+    )
+    .start();
+    wait_until("both items delivered", || ledger.seen.lock().expect("ledger").len() == 2).await;
+    actix_rt::time::sleep(Duration::from_secs(1)).await;
+    let seen = ledger.seen.lock().expect("ledger").clone();
+    assert_eq!(seen[b"poison".as_slice()], vec![1], "delivered once, then set aside");
+    assert!(items_left(&s).await.contains(&id), "the poison item is still in the queue");
+    assert!(children(&s, "/q/claims").await.contains(&id), "and claimed, so nobody is handed it again");
+    s.close().await;
+}

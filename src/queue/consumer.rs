@@ -76,6 +76,9 @@ pub struct QueueConsumerActor {
     next_worker: usize,
     /// Malformed names already reported (so a foreign node is logged once, not on every listing).
     reported: HashSet<String>,
+    /// Items that cannot be read (a final error such as `NoAuth`): reported once and skipped,
+    /// never taken or claimed again by this consumer, so one bad item never blocks the rest.
+    set_aside: HashSet<String>,
     /// Deliveries revoked by a session's end, so that their late settlement says so.
     revoked: HashSet<String>,
     /// Settlements waiting to go out together in one `multi`.
@@ -100,6 +103,7 @@ impl QueueConsumerActor {
             generation: 0,
             next_worker: 0,
             reported: HashSet::new(),
+            set_aside: HashSet::new(),
             revoked: HashSet::new(),
             settling: Vec::new(),
             flush_scheduled: false,
@@ -146,7 +150,10 @@ impl QueueConsumerActor {
                     act.backoff.reset();
                     let claimed: HashSet<String> = claims.unwrap_or_default().into_iter().collect();
                     act.report_strays(&children.names);
-                    act.claim_some(items_in_order(children.names), claimed, ctx);
+                    let items = items_in_order(children.names);
+                    let listed: HashSet<&String> = items.iter().collect();
+                    act.set_aside.retain(|id| listed.contains(id));
+                    act.claim_some(items, claimed, ctx);
                 }
                 Err(Error::NoNode { .. }) => {
                     // No queue yet: create it so that the watch has something to watch.
@@ -183,7 +190,7 @@ impl QueueConsumerActor {
             if self.free() == 0 {
                 break;
             }
-            if self.in_flight.contains_key(&id) || self.claiming.contains(&id) {
+            if self.in_flight.contains_key(&id) || self.claiming.contains(&id) || self.set_aside.contains(&id) {
                 continue;
             }
             if claimed.contains(&id) {
@@ -223,10 +230,13 @@ impl QueueConsumerActor {
                         (Ok(claim), Ok(node)) => {
                             act.deliver(id, Some(claim_path), node, FencingToken(claim.stat.czxid), ctx)
                         }
-                        (Ok(claim), Err(_)) => {
+                        (Ok(claim), Err(error)) => {
                             // Finished by someone else meanwhile, or unreadable now: give the claim
                             // back (through connection loss too: a claim we forget about would
                             // block the item for as long as our session lives).
+                            if error.is_final() {
+                                act.set_item_aside(&id, &error);
+                            }
                             let release = delete_fenced(pinned, claim_path, claim.stat.czxid);
                             ctx.spawn(release.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
                         }
@@ -249,27 +259,43 @@ impl QueueConsumerActor {
                 }));
             }
             DeliveryMode::AtMostOnce => {
-                // Read then delete, back to back: whoever's delete succeeds has the item.
-                let read = self.session.get_data(&item);
-                let take = self.session.delete(&item, None);
-                let both = async move { (read.await, take.await) };
-                ctx.spawn(both.into_actor(self).map(move |(read, taken), act, ctx| {
+                // Read, then delete at the version read: whoever's delete succeeds has the item.
+                // Never the delete without a successful read, or an item nobody could read
+                // would be gone without a delivery (issue 14, defect 5).
+                let session = self.session.clone();
+                let take = async move {
+                    let node = session.get_data(&item).await?;
+                    session.delete(&item, Some(node.stat.version)).await.map(|()| node)
+                };
+                ctx.spawn(take.into_actor(self).map(move |taken, act, ctx| {
                     act.claiming.remove(&id);
-                    match (read, taken) {
-                        (Ok(node), Ok(())) => {
+                    match taken {
+                        Ok(node) => {
                             let token = FencingToken(node.stat.mzxid);
                             act.deliver(id, None, node, token, ctx)
                         }
-                        (_, Err(err)) if err.is_final() => act.give_up(err, ctx),
-                        (_, Err(err)) if !matches!(err, Error::NoNode { .. }) => {
-                            debug!(parent: &act.span, %id, error = %err, "take failed; retrying");
+                        // Someone else took it first.
+                        Err(Error::NoNode { .. } | Error::BadVersion { .. }) => act.fill(ctx),
+                        Err(error) if error.is_final() => {
+                            act.set_item_aside(&id, &error);
+                            act.fill(ctx);
+                        }
+                        Err(error) => {
+                            debug!(parent: &act.span, %id, %error, "take failed; retrying");
                             let delay = act.backoff.next_delay();
                             ctx.run_later(delay, |act, ctx| act.fill(ctx));
                         }
-                        _ => act.fill(ctx), // someone else took it
                     }
                 }));
             }
+        }
+    }
+
+    /// One item this consumer cannot read: report it once and skip it from now on (it stays
+    /// in the queue for an operator or a consumer that may read it).
+    fn set_item_aside(&mut self, id: &str, error: &Error) {
+        if self.set_aside.insert(id.to_owned()) {
+            tracing::error!(parent: &self.span, %id, %error, "cannot read this item; leaving it in the queue and skipping it");
         }
     }
 
@@ -331,10 +357,12 @@ impl QueueConsumerActor {
             Outcome::Ack => ops.push(Op::Delete { path: item, version: None }),
             Outcome::Nack if self.config.max_attempts.is_some_and(|max| attempt >= max) => {
                 if let Some(dead) = &self.config.dead_letter {
+                    // A new sequence number in the dead-letter queue: two queues may share one
+                    // dead-letter path, and their item names collide (issue 14, defect 4).
                     ops.push(Op::Create {
-                        path: path::join(dead, id),
+                        path: path::join(dead, super::ITEM_PREFIX),
                         data: flight.data.clone(),
-                        mode: CreateMode::Persistent,
+                        mode: CreateMode::PersistentSequential,
                     });
                 }
                 ops.push(Op::Delete { path: item, version: None });
@@ -452,7 +480,15 @@ impl Handler<Settle> for QueueConsumerActor {
         if let Some(flight) = self.in_flight.get_mut(&id) {
             flight.settling = true;
         }
-        self.settling.push(PendingSettle { id: id.clone(), ops, claim, generation, token, answer });
+        self.settling.push(PendingSettle {
+            id: id.clone(),
+            ops,
+            claim,
+            generation,
+            token,
+            dead_letter_made: false,
+            answer,
+        });
         if !std::mem::replace(&mut self.flush_scheduled, true) {
             ctx.notify(Flush);
         }
@@ -468,6 +504,8 @@ struct PendingSettle {
     /// The claim's session and czxid.
     generation: u64,
     token: FencingToken,
+    /// The dead-letter path was made again after a move found it gone (once only).
+    dead_letter_made: bool,
     answer: oneshot::Sender<Result<(), QueueError>>,
 }
 
@@ -523,17 +561,38 @@ impl QueueConsumerActor {
                             found
                         })
                         .unwrap_or(0);
-                    let failed = batch.remove(culprit);
-                    let error = if index == start && matches!(*source, Error::NoNode { .. }) {
-                        QueueError::ClaimLost { id: failed.id.clone() }
+                    let mut failed = batch.remove(culprit);
+                    let failed_op = failed.ops.get(index - start);
+                    let moving = failed.ops.iter().any(|op| matches!(op, Op::Create { .. }));
+                    if index == start && matches!(*source, Error::NoNode { .. }) {
+                        let id = failed.id.clone();
+                        act.finish(failed, Err(QueueError::ClaimLost { id }));
+                    } else if matches!((failed_op, &*source), (Some(Op::Create { .. }), Error::NoNode { .. }))
+                        && !std::mem::replace(&mut failed.dead_letter_made, true)
+                    {
+                        // The dead-letter path is gone (deleted since we made it): make it
+                        // again and move the item once more.
+                        let dead = act.config.dead_letter.clone().unwrap_or_default();
+                        let made = act.session.ensure_path(&dead);
+                        ctx.spawn(made.into_actor(act).map(move |_, act, ctx| {
+                            act.settling.push(failed);
+                            if !std::mem::replace(&mut act.flush_scheduled, true) {
+                                ctx.notify(Flush);
+                            }
+                        }));
+                    } else if moving {
+                        // The item used up its attempts but cannot be moved: keep our claim, so
+                        // that nobody is handed it again only to fail the same way (issue 14,
+                        // defect 4). It is set aside until our session ends.
+                        tracing::error!(parent: &act.span, id = %failed.id, error = %source, "cannot move the item to the dead-letter path; keeping it claimed");
+                        act.finish(failed, Err(QueueError::ZooKeeper(*source)));
                     } else {
                         // Give the item back rather than keep it claimed.
                         let release =
                             delete_fenced(act.session.pinned(failed.generation), failed.claim.clone(), failed.token.0);
                         ctx.spawn(release.into_actor(act).map(|_, _, _| ()));
-                        QueueError::ZooKeeper(*source)
-                    };
-                    act.finish(failed, Err(error));
+                        act.finish(failed, Err(QueueError::ZooKeeper(*source)));
+                    }
                     if !batch.is_empty() {
                         act.send_batch(batch, ctx);
                     }
