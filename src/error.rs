@@ -26,14 +26,15 @@ pub enum Error {
         /// Which rule it breaks.
         reason: String,
     },
-    /// The payload is larger than the server accepts; nothing was sent.
-    #[error("data for {path} is {size} bytes, over the limit of {limit} bytes")]
+    /// The request is larger than the server accepts (its `jute.maxbuffer`); nothing was sent,
+    /// and sending it again cannot help.
+    #[error("the request for {path} is {size} bytes, over the limit of {limit} bytes")]
     DataTooLarge {
-        /// The node the data was meant for.
+        /// The node the data was meant for (a `multi`'s first node).
         path: String,
-        /// Size of the rejected payload.
+        /// Size of the rejected request, as encoded on the wire.
         size: usize,
-        /// The configured limit (`SessionConfig::max_data_size`).
+        /// The configured limit (`SessionConfig::max_request_size`).
         limit: usize,
     },
     /// The request was malformed in a way ZooKeeper's client library caught before sending.

@@ -695,3 +695,57 @@ async fn a_poison_item_that_cannot_be_moved_is_set_aside() {
     assert!(children(&s, "/q/claims").await.contains(&id), "and claimed, so nobody is handed it again");
     s.close().await;
 }
+
+/// Issue 14, defect 3: settlements batched into one `multi` were measured op by op, never as a
+/// whole: four nacks of 300 kB items made a 1.2 MB request, the server closed the connection,
+/// the batch was sent again after every reconnect, and the items stayed claimed. And a nack of
+/// an item near the size limit could never fit at all. Batches are now measured whole and split,
+/// and a nack too large for one request goes in two steps.
+#[actix_rt::test]
+async fn large_nacks_never_cost_the_connection() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("queue-large-nacks");
+    let (s, events) = connected(
+        SessionConfig::new(zk.connect_string()).with_chroot(&root).with_session_timeout(Duration::from_secs(4)),
+    )
+    .await;
+    let queue = Queue::new(s.clone(), "/q");
+    for i in 0..4u8 {
+        queue.put(vec![i; 300_000]).await.expect("a 300 kB item");
+    }
+    // The largest item a create can carry: its nack (the item's data again, plus the claim's
+    // delete, in one multi) cannot fit.
+    let create_overhead = 8 + 4 + root.len() + "/q/qn-".len() + 4 + 27 + 4;
+    queue
+        .put(vec![9u8; actix_zookeeper::session::DEFAULT_MAX_REQUEST_SIZE - create_overhead])
+        .await
+        .expect("the largest item");
+    let ledger = Ledger::default();
+    let _consumer = QueueConsumerActor::new(
+        s.clone(),
+        workers(ConsumerConfig::new("/q"), 5, &ledger, Behaviour::Nack).with_concurrency(5).with_max_attempts(2),
+    )
+    .start();
+    let deadline = Instant::now() + WAIT;
+    while !items_left(&s).await.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "items still queued: {:?}",
+            ledger.seen.lock().expect("ledger").values().collect::<Vec<_>>()
+        );
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    let seen = ledger.seen.lock().expect("ledger").clone();
+    assert_eq!(seen.len(), 5);
+    for attempts in seen.values() {
+        assert_eq!(attempts, &vec![1, 2], "each item nacked once, then dropped after its second attempt");
+    }
+    assert!(
+        !events.snapshot().iter().any(|e| matches!(e, SessionEvent::Suspended { .. })),
+        "the connection never dropped: {:?}",
+        events.snapshot()
+    );
+    assert!(children(&s, "/q/claims").await.is_empty(), "no claim left");
+    s.close().await;
+}

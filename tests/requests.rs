@@ -176,7 +176,10 @@ async fn bad_input_gets_typed_errors_naming_the_path() {
     // Data over the limit is refused before sending, and the session stays healthy.
     let big = vec![7u8; DEFAULT_LIMIT + 1];
     let err = bounded("oversized create", s.create("/big", big.clone(), CreateMode::Persistent)).await.unwrap_err();
-    assert_eq!(err, Error::DataTooLarge { path: "/big".into(), size: DEFAULT_LIMIT + 1, limit: DEFAULT_LIMIT });
+    assert!(
+        matches!(&err, Error::DataTooLarge { path, size, limit } if path == "/big" && *size > DEFAULT_LIMIT + 1 && *limit == DEFAULT_LIMIT),
+        "{err:?}"
+    );
     s.create("/big", "", CreateMode::Persistent).await.expect("create /big");
     let err = bounded("oversized set", s.set_data("/big", big, None)).await.unwrap_err();
     assert!(matches!(err, Error::DataTooLarge { .. }));
@@ -192,7 +195,7 @@ async fn bad_input_gets_typed_errors_naming_the_path() {
     s.close().await;
 }
 
-const DEFAULT_LIMIT: usize = actix_zookeeper::session::DEFAULT_MAX_DATA_SIZE;
+const DEFAULT_LIMIT: usize = actix_zookeeper::session::DEFAULT_MAX_REQUEST_SIZE;
 
 #[actix_rt::test]
 async fn digest_acl_denies_other_identities() {
@@ -270,4 +273,42 @@ async fn requests_wait_for_the_first_session_and_close_fails_them() {
     // A bad config is refused at once.
     let err = SessionHandle::start(SessionConfig::new("127.0.0.1:1/bad//chroot")).unwrap_err();
     assert!(matches!(err, Error::InvalidPath { .. }));
+}
+
+/// Issue 14, defect 3: the client's limit was 1 MiB of data, above the server's 0xfffff-byte
+/// request limit, so a ~1 MiB write passed the check, the server closed the connection, and the
+/// caller saw `ConnectionLoss` (and every recipe on the session a suspension). Whole requests are
+/// now measured as the server measures them: the largest that fits is accepted, one byte more is
+/// refused before sending, and a client allowed to send that one byte more loses its connection.
+#[actix_rt::test]
+async fn the_request_limit_is_the_servers() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
+    let root = actix_zookeeper::testkit::unique_root("request-limit");
+    let (s, events) = connected(SessionConfig::new(zk.connect_string()).with_chroot(root.clone())).await;
+    s.create("/big", "", CreateMode::Persistent).await.expect("create /big");
+    // A setData is header (8) + path (4 + chroot + "/big") + data (4 + n) + version (4).
+    let overhead = 8 + 4 + root.len() + "/big".len() + 4 + 4;
+    let largest = DEFAULT_LIMIT - overhead;
+
+    let near_a_mebibyte = vec![1u8; 1024 * 1024 - 10];
+    let err = bounded("a write of 1 MiB - 10 bytes", s.set_data("/big", near_a_mebibyte, None)).await.unwrap_err();
+    assert!(matches!(err, Error::DataTooLarge { .. }), "refused before sending: {err:?}");
+    let err = bounded("one byte too many", s.set_data("/big", vec![1u8; largest + 1], None)).await.unwrap_err();
+    assert!(matches!(err, Error::DataTooLarge { size, .. } if size == DEFAULT_LIMIT + 1), "{err:?}");
+    bounded("the largest request that fits", s.set_data("/big", vec![1u8; largest], None)).await.expect("accepted");
+    assert_eq!(s.get_data("/big").await.expect("read").data.len(), largest);
+    assert!(
+        !events.snapshot().iter().any(|e| matches!(e, SessionEvent::Suspended { .. })),
+        "the connection never dropped: {:?}",
+        events.snapshot()
+    );
+    s.close().await;
+
+    // The control: a client that lets the byte more through is cut off by the server.
+    let lax = SessionConfig::new(zk.connect_string()).with_chroot(root).with_max_request_size(DEFAULT_LIMIT + 100);
+    let (lax, _) = connected(lax).await;
+    let err = bounded("one byte too many, sent", lax.set_data("/big", vec![1u8; largest + 1], None)).await.unwrap_err();
+    assert!(matches!(err, Error::ConnectionLoss { .. }), "the server refuses it: {err:?}");
+    lax.close().await;
 }

@@ -27,7 +27,7 @@ use super::producer::items_in_order;
 use crate::error::Error;
 use crate::path;
 use crate::recipe::FencingToken;
-use crate::recipe::fencing::delete_fenced;
+use crate::recipe::fencing::{FencedDelete, delete_fenced};
 use crate::retry::{Backoff, RetryPolicy};
 use crate::session::requests::{CreateMode, NodeData, Op};
 use crate::session::watch::weak_watcher;
@@ -515,8 +515,8 @@ struct PendingSettle {
 #[rtype(result = "()")]
 struct Flush;
 
-/// Largest number of settlements in one `multi` (its request must stay under the server's
-/// 1 MB limit; a nack carries the item's data).
+/// Largest number of settlements in one `multi`. A batch too large for the server in bytes (a
+/// nack carries the item's data) is refused before it is sent and split in two.
 const MAX_BATCH: usize = 64;
 
 impl Handler<Flush> for QueueConsumerActor {
@@ -597,6 +597,19 @@ impl QueueConsumerActor {
                         act.send_batch(batch, ctx);
                     }
                 }
+                Err(Error::DataTooLarge { .. }) if batch.len() > 1 => {
+                    // Refused before sending (issue 14, defect 3): halves fit, or split again.
+                    let mut first = batch;
+                    let second = first.split_off(first.len() / 2);
+                    act.send_batch(first, ctx);
+                    act.send_batch(second, ctx);
+                    return;
+                }
+                Err(error @ Error::DataTooLarge { .. }) => {
+                    let pending = batch.into_iter().next().expect("a batch of one");
+                    act.settle_too_large(pending, error, ctx);
+                    return;
+                }
                 Err(Error::SessionLost { .. }) => {
                     for pending in batch {
                         let id = pending.id.clone();
@@ -609,6 +622,54 @@ impl QueueConsumerActor {
                     }
                 }
             }
+            act.fill(ctx);
+        }));
+    }
+
+    /// One settlement whose `multi` cannot fit in a request: a nack of an item near the size
+    /// limit (the item's data plus the claim's delete). The nack goes in two steps instead,
+    /// both on the claim's session: the attempt is counted first (the item rewritten at the
+    /// version we read), then the claim is given back. A dead-letter move that cannot fit keeps
+    /// the item claimed, like any move that fails for good.
+    fn settle_too_large(&mut self, pending: PendingSettle, error: Error, ctx: &mut Context<Self>) {
+        let session = self.session.pinned(pending.generation);
+        let rewrite = pending.ops.iter().find_map(|op| match op {
+            Op::SetData { path, data, version: Some(version) } => Some((path.clone(), data.clone(), *version)),
+            _ => None,
+        });
+        let Some((item, data, version)) = rewrite else {
+            tracing::error!(parent: &self.span, id = %pending.id, %error, "the settlement cannot fit in a request; keeping the item claimed");
+            self.finish(pending, Err(QueueError::ZooKeeper(error)));
+            return;
+        };
+        let (claim, token) = (pending.claim.clone(), pending.token);
+        let nacked = async move {
+            let mut backoff = RetryPolicy::default().backoff();
+            let mut unsure = false;
+            loop {
+                match session.set_data(&item, data.clone(), Some(version)).await {
+                    Ok(_) => break,
+                    // Only we write the item while our claim stands: our own earlier attempt.
+                    Err(Error::BadVersion { .. }) if unsure => break,
+                    Err(err) if err.is_transient() && !matches!(err, Error::SessionLost { .. }) => {
+                        unsure |= err.outcome_unknown();
+                        tokio::time::sleep(backoff.next_delay()).await;
+                    }
+                    Err(err) => return Err(err),
+                }
+            }
+            match delete_fenced(session, claim, token.0).await? {
+                FencedDelete::SessionEnded => Err(Error::SessionLost { path: item }),
+                FencedDelete::Deleted | FencedDelete::NotOurs => Ok(()),
+            }
+        };
+        ctx.spawn(nacked.into_actor(self).map(move |nacked, act, ctx| {
+            let result = match nacked {
+                Ok(()) => Ok(()),
+                Err(Error::SessionLost { .. }) => Err(QueueError::Revoked { id: pending.id.clone() }),
+                Err(error) => Err(QueueError::ZooKeeper(error)),
+            };
+            act.finish(pending, result);
             act.fill(ctx);
         }));
     }

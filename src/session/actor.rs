@@ -25,6 +25,7 @@ use zookeeper_client::{
 use super::config::SessionConfig;
 use super::events::{SessionEvent, SessionId, WatchEvent, WatchEventKind, WatchId};
 use super::requests::*;
+use super::sizing;
 use super::watch::{PersistentWatch, WatchRegistry, deliver_once};
 use crate::error::{Error, Result};
 use crate::path;
@@ -343,16 +344,20 @@ impl SessionActor {
 
     // ---- requests ---------------------------------------------------------------------------
 
-    /// Checks a path (and payload) before anything is sent.
-    fn check(&self, path: &str, sequential: bool, data: Option<&[u8]>) -> Result<()> {
-        path::validate(path, sequential)?;
-        let limit = self.config.max_data_size();
-        match data {
-            Some(data) if data.len() > limit => {
-                Err(Error::DataTooLarge { path: path.to_string(), size: data.len(), limit })
-            }
-            _ => Ok(()),
-        }
+    /// Checks a path before anything is sent.
+    fn check(&self, path: &str, sequential: bool) -> Result<()> {
+        path::validate(path, sequential)
+    }
+
+    /// Checks that a request of `size` bytes (as [`sizing`] counts them) fits the server.
+    fn check_size(&self, path: &str, size: usize) -> Result<()> {
+        let limit = self.config.max_request_size();
+        if size > limit { Err(Error::DataTooLarge { path: path.to_string(), size, limit }) } else { Ok(()) }
+    }
+
+    /// Bytes the chroot adds to every path sent.
+    fn chroot_len(&self) -> usize {
+        self.config.chroot().map_or(0, str::len)
     }
 
     /// Runs `op` on the current client *now* (sending its request), or queues it until a session
@@ -569,11 +574,14 @@ impl Handler<Create> for SessionActor {
     type Result = ResponseFuture<Result<Created>>;
 
     fn handle(&mut self, msg: Create, _: &mut Context<Self>) -> Self::Result {
-        if let Err(err) = self.check(&msg.path, msg.mode.is_sequential(), Some(&msg.data)) {
+        if let Err(err) = self.check(&msg.path, msg.mode.is_sequential()) {
             return failed(err);
         }
         let Create { path, data, mode, acl } = msg;
         let acl = acl.unwrap_or_else(|| self.config.default_acl().to_vec());
+        if let Err(err) = self.check_size(&path, sizing::create(&path, &data, &acl, self.chroot_len())) {
+            return failed(err);
+        }
         let span = self.span("create", &path);
         self.dispatch(span, move |client, _| {
             Box::pin(async move {
@@ -594,7 +602,7 @@ impl Handler<Delete> for SessionActor {
     type Result = ResponseFuture<Result<()>>;
 
     fn handle(&mut self, msg: Delete, _: &mut Context<Self>) -> Self::Result {
-        if let Err(err) = self.check(&msg.path, false, None) {
+        if let Err(err) = self.check(&msg.path, false) {
             return failed(err);
         }
         let span = self.span("delete", &msg.path);
@@ -610,7 +618,7 @@ impl Handler<GetData> for SessionActor {
     type Result = ResponseFuture<Result<NodeData>>;
 
     fn handle(&mut self, msg: GetData, _: &mut Context<Self>) -> Self::Result {
-        if let Err(err) = self.check(&msg.path, false, None) {
+        if let Err(err) = self.check(&msg.path, false) {
             return failed(err);
         }
         let span = self.span("get_data", &msg.path);
@@ -635,7 +643,10 @@ impl Handler<SetData> for SessionActor {
     type Result = ResponseFuture<Result<Stat>>;
 
     fn handle(&mut self, msg: SetData, _: &mut Context<Self>) -> Self::Result {
-        if let Err(err) = self.check(&msg.path, false, Some(&msg.data)) {
+        if let Err(err) = self.check(&msg.path, false) {
+            return failed(err);
+        }
+        if let Err(err) = self.check_size(&msg.path, sizing::set_data(&msg.path, &msg.data, self.chroot_len())) {
             return failed(err);
         }
         let span = self.span("set_data", &msg.path);
@@ -651,7 +662,7 @@ impl Handler<Exists> for SessionActor {
     type Result = ResponseFuture<Result<Option<Stat>>>;
 
     fn handle(&mut self, msg: Exists, _: &mut Context<Self>) -> Self::Result {
-        if let Err(err) = self.check(&msg.path, false, None) {
+        if let Err(err) = self.check(&msg.path, false) {
             return failed(err);
         }
         let span = self.span("exists", &msg.path);
@@ -676,7 +687,7 @@ impl Handler<GetChildren> for SessionActor {
     type Result = ResponseFuture<Result<Children>>;
 
     fn handle(&mut self, msg: GetChildren, _: &mut Context<Self>) -> Self::Result {
-        if let Err(err) = self.check(&msg.path, false, None) {
+        if let Err(err) = self.check(&msg.path, false) {
             return failed(err);
         }
         let span = self.span("get_children", &msg.path);
@@ -704,17 +715,17 @@ impl Handler<Multi> for SessionActor {
 
     fn handle(&mut self, msg: Multi, _: &mut Context<Self>) -> Self::Result {
         for (index, op) in msg.ops.iter().enumerate() {
-            let (sequential, data) = match op {
-                Op::Create { mode, data, .. } => (mode.is_sequential(), Some(data.as_slice())),
-                Op::SetData { data, .. } => (false, Some(data.as_slice())),
-                Op::Check { .. } | Op::Delete { .. } => (false, None),
-            };
-            if let Err(err) = self.check(op.path(), sequential, data) {
+            let sequential = matches!(op, Op::Create { mode, .. } if mode.is_sequential());
+            if let Err(err) = self.check(op.path(), sequential) {
                 return failed(Error::Multi { index, source: Box::new(err) });
             }
         }
         let acl = self.config.default_acl().to_vec();
         let first = msg.ops.first().map(|op| op.path().to_string()).unwrap_or_else(|| "/".into());
+        // The whole request counts, not each op: a `multi` of small ops can be too large.
+        if let Err(err) = self.check_size(&first, sizing::multi(&msg.ops, &acl, self.chroot_len())) {
+            return failed(err);
+        }
         let span = self.span("multi", &first);
         self.dispatch(span, move |client, _| {
             Box::pin(async move {
@@ -801,7 +812,7 @@ impl Handler<Sync> for SessionActor {
     type Result = ResponseFuture<Result<()>>;
 
     fn handle(&mut self, msg: Sync, _: &mut Context<Self>) -> Self::Result {
-        if let Err(err) = self.check(&msg.path, false, None) {
+        if let Err(err) = self.check(&msg.path, false) {
             return failed(err);
         }
         let span = self.span("sync", &msg.path);
@@ -815,7 +826,7 @@ impl Handler<EnsurePath> for SessionActor {
     type Result = ResponseFuture<Result<()>>;
 
     fn handle(&mut self, msg: EnsurePath, _: &mut Context<Self>) -> Self::Result {
-        if let Err(err) = self.check(&msg.path, false, None) {
+        if let Err(err) = self.check(&msg.path, false) {
             return failed(err);
         }
         if msg.path == "/" {
@@ -836,7 +847,7 @@ impl Handler<DeleteRecursive> for SessionActor {
     type Result = ResponseFuture<Result<()>>;
 
     fn handle(&mut self, msg: DeleteRecursive, _: &mut Context<Self>) -> Self::Result {
-        if let Err(err) = self.check(&msg.path, false, None) {
+        if let Err(err) = self.check(&msg.path, false) {
             return failed(err);
         }
         let span = self.span("delete_recursive", &msg.path);
@@ -885,7 +896,7 @@ impl Handler<AddWatch> for SessionActor {
     type Result = ResponseFuture<Result<WatchId>>;
 
     fn handle(&mut self, msg: AddWatch, ctx: &mut Context<Self>) -> Self::Result {
-        if let Err(err) = self.check(&msg.path, false, None) {
+        if let Err(err) = self.check(&msg.path, false) {
             return failed(err);
         }
         if matches!(self.state, State::Closed) {

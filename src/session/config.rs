@@ -11,9 +11,10 @@ use zookeeper_client::Acl;
 use crate::error::Error;
 use crate::path;
 
-/// ZooKeeper's default `jute.maxbuffer`: a request larger than this is refused by the server
-/// (and the connection is dropped), so payloads are checked before they are sent.
-pub const DEFAULT_MAX_DATA_SIZE: usize = 1024 * 1024;
+/// ZooKeeper's default `jute.maxbuffer` (0xfffff bytes): the server closes the connection on
+/// any request longer than this, a `multi` counted whole, so every request is measured before
+/// it is sent.
+pub const DEFAULT_MAX_REQUEST_SIZE: usize = 0xfffff;
 
 /// Everything the session needs to connect, authenticate and recover.
 ///
@@ -43,7 +44,7 @@ pub struct SessionConfig {
     auth: Vec<(String, Vec<u8>)>,
     default_acl: Vec<Acl>,
     rebuild: RebuildPolicy,
-    max_data_size: usize,
+    max_request_size: usize,
 }
 
 impl SessionConfig {
@@ -66,7 +67,7 @@ impl SessionConfig {
             auth: Vec::new(),
             default_acl: vec![Acl::new_const(zookeeper_client::Permission::ALL, "world", "anyone")],
             rebuild: RebuildPolicy::forever(),
-            max_data_size: DEFAULT_MAX_DATA_SIZE,
+            max_request_size: DEFAULT_MAX_REQUEST_SIZE,
         }
     }
 
@@ -127,9 +128,11 @@ impl SessionConfig {
         self
     }
 
-    /// Largest payload accepted before sending (default 1 MiB, ZooKeeper's `jute.maxbuffer`).
-    pub fn with_max_data_size(mut self, bytes: usize) -> Self {
-        self.max_data_size = bytes;
+    /// Largest request sent, as encoded on the wire (path, data, ACL, a `multi`'s every op):
+    /// set it to the server's `jute.maxbuffer` (default 0xfffff bytes, ZooKeeper's default). A
+    /// larger request fails with [`Error::DataTooLarge`] before it is sent.
+    pub fn with_max_request_size(mut self, bytes: usize) -> Self {
+        self.max_request_size = bytes;
         self
     }
 
@@ -163,9 +166,9 @@ impl SessionConfig {
         &self.rebuild
     }
 
-    /// Largest accepted payload.
-    pub fn max_data_size(&self) -> usize {
-        self.max_data_size
+    /// Largest request sent, as encoded on the wire.
+    pub fn max_request_size(&self) -> usize {
+        self.max_request_size
     }
 
     /// Checks what can be checked without a server.

@@ -11,11 +11,12 @@ mod events;
 mod handle;
 mod pinned;
 pub mod requests;
+mod sizing;
 pub(crate) mod watch;
 
 pub(crate) use actor::IntoActorFree;
 pub use actor::SessionActor;
-pub use config::{DEFAULT_MAX_DATA_SIZE, RebuildPolicy, SessionConfig};
+pub use config::{DEFAULT_MAX_REQUEST_SIZE, RebuildPolicy, SessionConfig};
 pub use events::{SessionEvent, SessionId, WatchEvent, WatchEventKind, WatchId};
 pub use handle::SessionHandle;
 pub use pinned::PinnedSession;
