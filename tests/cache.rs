@@ -374,3 +374,54 @@ async fn dropping_the_last_address_stops_the_cache_and_removes_its_watch() {
     actix_rt::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(events.snapshot().len(), told);
 }
+
+/// Issue 14, defect 11: one node the cache may not read (another client's ACL denies READ) kept
+/// the load retrying forever: `CacheInitialized` never came, and a re-sync never finished. Such
+/// a node is now reported once and skipped, and the cache converges on the rest.
+#[actix_rt::test]
+async fn an_unreadable_node_is_skipped_and_the_rest_converges() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("cache-unreadable");
+    let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    s.ensure_path("/dir").await.expect("dir");
+    s.create("/dir/a", "a", CreateMode::Persistent).await.expect("a");
+    let no_read = vec![actix_zookeeper::Acl::new_const(
+        actix_zookeeper::Permission::WRITE | actix_zookeeper::Permission::DELETE,
+        "world",
+        "anyone",
+    )];
+    s.request(actix_zookeeper::session::requests::Create::new("/dir/b", "b", CreateMode::Persistent).with_acl(no_read))
+        .await
+        .expect("an unreadable node");
+    s.create("/dir/c", "c", CreateMode::Persistent).await.expect("c");
+    let events = Recorded::<CacheEvent>::start();
+    let cache =
+        CacheActor::new(s.clone(), CacheConfig::new("/dir").with_scope(CacheScope::Children)).expect("config").start();
+    cache.do_send(Subscribe { recipient: events.recipient.clone() });
+
+    events.wait_for(0, WAIT, |e| matches!(e, CacheEvent::CacheInitialized)).await;
+    let held: Vec<String> = cached(&cache).await.into_keys().collect();
+    assert_eq!(held, vec!["/dir/a".to_owned(), "/dir/c".to_owned()]);
+    let skipped: Vec<String> = events
+        .snapshot()
+        .into_iter()
+        .filter_map(|e| match e {
+            CacheEvent::NodeSkipped { path, error } => {
+                assert!(matches!(error, Error::NoAuth { .. }), "{error:?}");
+                Some(path)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(skipped, vec!["/dir/b".to_owned()], "the unreadable node is told, once");
+
+    // A re-sync (after a new session) completes too, and sees a change made meanwhile.
+    let info = s.session().await.expect("session").info;
+    expire_session(&zk.connect_string(), &info).await.expect("expire");
+    let from = events.snapshot().len();
+    events.wait_for(from, WAIT, |e| matches!(e, CacheEvent::CacheResynced)).await;
+    s.create("/dir/d", "d", CreateMode::Persistent).await.expect("d");
+    events.wait_for(from, WAIT, |e| matches!(e, CacheEvent::NodeAdded { path, .. } if path == "/dir/d")).await;
+    s.close().await;
+}

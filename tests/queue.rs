@@ -143,7 +143,13 @@ async fn four_consumers_two_producers_every_item_exactly_once() {
         }
     }
     assert!(items_left(&sessions[0]).await.is_empty(), "no item left");
-    assert!(children(&sessions[0], "/q/claims").await.is_empty(), "no claim left");
+    // A claim made on an item another consumer just finished is given back right after the read
+    // that finds the item gone: give those a moment.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !children(&sessions[0], "/q/claims").await.is_empty() {
+        assert!(Instant::now() < deadline, "no claim left: {:?}", children(&sessions[0], "/q/claims").await);
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
     drop(consumers);
     for s in sessions {
         s.close().await;
@@ -285,7 +291,8 @@ async fn oversize_and_foreign_items_are_reported_not_fatal() {
     assert!(matches!(err, QueueError::ZooKeeper(Error::DataTooLarge { .. })), "{err:?}");
     assert_eq!(queue.len().await.expect("len"), 0, "nothing written");
     let err = queue.put_all(vec![b"ok".to_vec(), vec![0u8; 2 * 1024 * 1024]]).await.unwrap_err();
-    assert!(matches!(err, QueueError::ZooKeeper(Error::Multi { index: 1, .. })), "{err:?}");
+    // Refused whole, before sending: the request is too large, whichever item makes it so.
+    assert!(matches!(err, QueueError::ZooKeeper(Error::DataTooLarge { .. })), "{err:?}");
     assert_eq!(queue.len().await.expect("len"), 0, "put_all is all or nothing");
 
     // Nodes a foreign client left in the queue directory are skipped, and work goes on.

@@ -112,6 +112,8 @@ pub struct CacheActor {
     next_seq: u64,
     walks: u64,
     walk: Option<Walk>,
+    /// Nodes that cannot be read for good, told once until they can be read again.
+    skipped: std::collections::BTreeSet<String>,
     watch: Option<WatchId>,
     generation: u64,
     span: tracing::Span,
@@ -133,6 +135,7 @@ impl CacheActor {
             next_seq: 0,
             walks: 0,
             walk: None,
+            skipped: Default::default(),
             watch: None,
             generation: 0,
             span,
@@ -214,6 +217,7 @@ impl CacheActor {
         let in_walk = read.walk.is_some() && read.walk == current_walk;
         match read.found {
             Found::Node(Ok(found)) => {
+                self.skipped.remove(&read.path);
                 let expand = match &found {
                     Some((_, stat)) => in_walk && stat.num_children > 0 && self.config.lists_below(read.depth),
                     None => false,
@@ -234,15 +238,24 @@ impl CacheActor {
                 }
             }
             Found::Children(Ok(_)) => {}
+            Found::Node(Err(error)) | Found::Children(Err(error)) if error.is_final() => {
+                // One node nobody lets us read must not keep the whole cache from converging
+                // (issue 14, defect 11): skip it. It exists (a missing node answers `NoNode`),
+                // so what we hold of it, if anything, still stands.
+                if let Some(held) = self.nodes.get_mut(&read.path) {
+                    held.confirmed_at = held.confirmed_at.max(read.seq);
+                }
+                if self.skipped.insert(read.path.clone()) {
+                    warn!(parent: &self.span, path = %read.path, %error, "cannot read a node; skipping it");
+                    self.tell(CacheEvent::NodeSkipped { path: read.path.clone(), error });
+                }
+            }
             Found::Node(Err(error)) | Found::Children(Err(error)) => {
                 debug!(parent: &self.span, path = %read.path, %error, "a read failed");
                 if in_walk {
                     if let Some(walk) = self.walk.as_mut() {
                         walk.broken = true;
                     }
-                }
-                if error.is_final() {
-                    warn!(parent: &self.span, path = %read.path, %error, "cannot read a node; it is left as it was");
                 }
             }
         }

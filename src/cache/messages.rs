@@ -45,6 +45,16 @@ pub enum CacheEvent {
         /// Its full path.
         path: String,
     },
+    /// A node in the cache's scope cannot be read for good (a final error such as `NoAuth`:
+    /// another client's ACL denies READ). It is left out of the cache (or kept as last seen, if
+    /// it was readable before), told once until it can be read again, and the load or re-sync
+    /// completes on the rest.
+    NodeSkipped {
+        /// Its full path.
+        path: String,
+        /// Why it cannot be read.
+        error: Error,
+    },
     /// The initial load is complete: every node present at the start was reported.
     CacheInitialized,
     /// After a reconnect or a new session, the cache re-read everything and reported exactly

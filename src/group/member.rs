@@ -221,6 +221,8 @@ impl Handler<CacheEvent> for GroupMember {
                 Some(GroupEvent::ViewReady)
             }
             CacheEvent::CacheResynced => Some(GroupEvent::ViewResynced),
+            // A member node we may not read: the view goes on without it.
+            CacheEvent::NodeSkipped { .. } => None,
             CacheEvent::CacheFailed { error } => Some(GroupEvent::JoinFailed { error: error.into() }),
         };
         if let Some(event) = told {
