@@ -125,6 +125,7 @@ impl Handler<CacheEvent> for Service {
                 let old = self.shared.with(|v| v.config.remove(&key)).unwrap_or_default();
                 self.changed(format!("key {key} removed (it was {old})"));
             }
+            CacheEvent::NodeSkipped { path, error } => println!("  cannot read {path} ({error}); leaving it out"),
             CacheEvent::CacheInitialized => {
                 self.loaded = true;
                 let now = self.shared.with(|v| {
