@@ -684,3 +684,43 @@ async fn stopping_a_worker_never_deletes_another_sessions_registration() {
     let stat = other.exists(&node).await.expect("exists").expect("the other process's registration is still there");
     assert_eq!(stat.ephemeral_owner, owner.0, "w is still the other process's");
 }
+
+/// Issue 14, defect 9: a worker remembered the assignments of its earlier registration by task
+/// name, so a task the master put back and assigned to it anew (same name, new node) before the
+/// worker listed again was never started. The test plays the master: it assigns a task before
+/// the worker registers (so the assignment is the earlier registration's), then replaces it in
+/// one transaction, so no listing can see it gone.
+#[actix_rt::test]
+async fn a_task_assigned_anew_under_the_same_name_is_started() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "tasks-forfeit-by-name");
+    let s = rig.session().await;
+    let task = "task-reassigned";
+    for dir in ["tasks", "status", "assign/w1", "workers"] {
+        s.ensure_path(&format!("{ROOT}/{dir}")).await.expect("layout");
+    }
+    s.create(&format!("{ROOT}/status/{task}"), "", CreateMode::Persistent).await.expect("status");
+    let assignment = format!("{ROOT}/assign/w1/{task}");
+    s.create(&assignment, "payload", CreateMode::Persistent).await.expect("an assignment older than w1's registration");
+
+    let w1 = rig.worker("w1", 1, Duration::ZERO, 0).await;
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !w1.events.snapshot().iter().any(|e| matches!(e, WorkerEvent::TaskStarted { .. })),
+        "an assignment of an earlier registration is not started"
+    );
+    s.multi(vec![
+        Op::Delete { path: assignment.clone(), version: None },
+        Op::Create { path: assignment, data: b"payload".to_vec(), mode: CreateMode::Persistent },
+    ])
+    .await
+    .expect("assigned anew");
+    let (_, finished) = w1
+        .events
+        .wait_for(0, WAIT, |e| matches!(e, WorkerEvent::TaskFinished { task_id } if task_id.as_str() == task))
+        .await;
+    assert!(matches!(finished, WorkerEvent::TaskFinished { .. }));
+    let status = s.get_data(&format!("{ROOT}/status/{task}")).await.expect("status");
+    assert_eq!(status.data, b"done:payload");
+}

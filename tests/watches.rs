@@ -147,3 +147,75 @@ impl actix::Handler<StopRecorder> for Recorder<WatchEvent> {
         ctx.stop();
     }
 }
+
+/// Issue 14, defect 12: after a reconnect of the same session the persistent watches are added
+/// again (the client library does not), but `Reconnected` could be told before that was sent,
+/// so a re-read an owner made on hearing it could reach the server first, and a change between
+/// the two was seen by neither. Now `Reconnected` is told only once every persistent watch's
+/// registration is on its way: a change this session makes on hearing `Reconnected` always
+/// reaches the watch. Many reconnects, each after a burst of events, because the old order was
+/// a race (one this machine did not lose: the test guards the order, the unit tests of
+/// `ReconnectGate` pin the rule).
+#[actix_rt::test]
+async fn a_change_made_on_hearing_reconnected_reaches_the_persistent_watch() {
+    use actix::prelude::*;
+    use actix_zookeeper::testkit::FaultProxy;
+
+    /// Creates a node the moment it hears `Reconnected`.
+    struct Writer {
+        session: SessionHandle,
+        made: usize,
+    }
+    impl Actor for Writer {
+        type Context = Context<Self>;
+    }
+    impl Handler<SessionEvent> for Writer {
+        type Result = ();
+        fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
+            if let SessionEvent::Reconnected { .. } = event {
+                self.made += 1;
+                let made = self.session.create(&format!("/w/n{}", self.made), "", CreateMode::Persistent);
+                ctx.spawn(
+                    async move {
+                        made.await.expect("create after the reconnect");
+                    }
+                    .into_actor(self),
+                );
+            }
+        }
+    }
+
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let proxy = FaultProxy::start(&zk.connect_string()).expect("proxy");
+    let (s, events) = connected(config(&proxy.address(), "reconnect-watch-order")).await;
+    s.ensure_path("/w").await.expect("dir");
+    let seen = Recorded::<WatchEvent>::start();
+    s.add_watch("/w", PersistentWatchMode::Recursive, seen.recipient.clone()).await.expect("watch");
+    let writer = Writer { session: s.clone(), made: 0 }.start();
+    s.subscribe(writer.clone().recipient());
+
+    // Another session makes a burst of changes before each reset, so the watch has a backlog
+    // of events to pass on when the connection drops: its own news of the reconnect comes
+    // late, which is when `Reconnected` could run ahead of the watch's re-registration.
+    const ROUNDS: usize = 10;
+    let mut from = 0;
+    for round in 1..=ROUNDS {
+        let burst: Vec<_> = (0..3000).map(|i| s.set_data("/w", format!("{i}"), None)).collect();
+        for write in burst {
+            write.await.expect("burst");
+        }
+        proxy.reset();
+        let (i, _) = events.wait_for(from, WAIT, |e| matches!(e, SessionEvent::Reconnected { .. })).await;
+        from = i + 1;
+        // Wait for the node, then for its event (which must come: the watch was on first).
+        let node = format!("/w/n{round}");
+        let deadline = std::time::Instant::now() + WAIT;
+        while s.exists(&node).await.expect("exists").is_none() {
+            assert!(std::time::Instant::now() < deadline, "{node} was never created");
+            actix_rt::time::sleep(Duration::from_millis(10)).await;
+        }
+        seen.wait_for(0, Duration::from_secs(5), |e| e.kind == WatchEventKind::NodeCreated && e.path == node).await;
+    }
+    s.close().await;
+}

@@ -26,7 +26,7 @@ use super::config::SessionConfig;
 use super::events::{SessionEvent, SessionId, WatchEvent, WatchEventKind, WatchId};
 use super::requests::*;
 use super::sizing;
-use super::watch::{PersistentWatch, WatchRegistry, deliver_once};
+use super::watch::{PersistentWatch, ReconnectGate, WatchRegistry, deliver_once};
 use crate::error::{Error, Result};
 use crate::path;
 
@@ -98,6 +98,8 @@ pub struct SessionActor {
     subscribers: Vec<WeakRecipient<SessionEvent>>,
     pending: VecDeque<Pending>,
     watches: WatchRegistry,
+    /// `Reconnected`, held until the persistent watches are added again.
+    gate: ReconnectGate<SessionEvent>,
     /// Callers of [`WaitConnected`] waiting for the session to be connected.
     awaiting_connection: Vec<crate::recipe::reply::Pending<Result<SessionSnapshot>>>,
     owns_arbiter: bool,
@@ -114,6 +116,7 @@ impl SessionActor {
             subscribers: Vec::new(),
             pending: VecDeque::new(),
             watches: WatchRegistry::default(),
+            gate: ReconnectGate::default(),
             awaiting_connection: Vec::new(),
             owns_arbiter,
         }
@@ -249,6 +252,9 @@ impl SessionActor {
                 info!("connection lost; session suspended");
                 live.link = Link::Down { since: Instant::now() };
                 live.state_task = Self::watch_state(watcher, generation, ctx);
+                self.watches.mark_stale();
+                // A `Reconnected` still held is moot: another follows this outage.
+                let _ = self.gate.release();
                 self.broadcast(SessionEvent::Suspended { session_id, generation });
             }
             SessionState::SyncConnected | SessionState::ConnectedReadOnly => {
@@ -270,11 +276,23 @@ impl SessionActor {
                     }
                 }
                 if was_down {
-                    self.broadcast(SessionEvent::Reconnected { session_id, generation, read_only });
+                    let news = SessionEvent::Reconnected { session_id, generation, read_only };
+                    match self.gate.reconnected(news, self.watches.any_stale()) {
+                        Some(news) => self.broadcast(news),
+                        None => {
+                            ctx.run_later(RECONNECT_HOLD, |act, _| {
+                                if let Some(news) = act.gate.release() {
+                                    warn!("a persistent watch was not added again in time; telling Reconnected anyway");
+                                    act.broadcast(news);
+                                }
+                            });
+                        }
+                    }
                 }
             }
             SessionState::Expired => {
                 warn!("session expired");
+                let _ = self.gate.release();
                 for task in self.watches.take_tasks() {
                     ctx.cancel_future(task);
                 }
@@ -428,6 +446,11 @@ impl SessionActor {
         if let Some(old) = watch.task.replace(task) {
             ctx.cancel_future(old);
         }
+        // Sent: whatever an owner sends from now on reaches the server after it.
+        watch.stale = false;
+        if let Some(news) = self.gate.watch_added(self.watches.any_stale()) {
+            self.broadcast(news);
+        }
     }
 
     fn on_watch_registered(
@@ -520,6 +543,9 @@ impl SessionActor {
         watch.task = Some(Self::next_watch_event(id, generation, watcher, ctx));
     }
 }
+
+/// The longest `Reconnected` waits for the persistent watches to be added again.
+const RECONNECT_HOLD: Duration = Duration::from_secs(2);
 
 /// Polls a request future once, right now, so that its request is written to the client's
 /// queue inside the current handler; returns the rest of it. The no-op waker is fine: whoever
@@ -918,6 +944,7 @@ impl Handler<AddWatch> for SessionActor {
             recipient: msg.recipient,
             task: None,
             waiters: vec![tx],
+            stale: false,
         });
         // With no session yet, the watch is registered as soon as one is up.
         self.register_watch(id, None, ctx);

@@ -29,6 +29,9 @@ pub(crate) struct PersistentWatch {
     pub(crate) task: Option<SpawnHandle>,
     /// Callers of `AddWatch` waiting for the first registration.
     pub(crate) waiters: Vec<oneshot::Sender<Result<WatchId, Error>>>,
+    /// The connection dropped since this watch was last (re-)registered: it must be added
+    /// again before owners hear `Reconnected` (see [`ReconnectGate`]).
+    pub(crate) stale: bool,
 }
 
 impl PersistentWatch {
@@ -92,6 +95,88 @@ impl WatchRegistry {
 
     pub(crate) fn drain(&mut self) -> Vec<PersistentWatch> {
         std::mem::take(&mut self.watches).into_values().collect()
+    }
+
+    /// The connection dropped: every watch must be added again on the same session.
+    pub(crate) fn mark_stale(&mut self) {
+        self.watches.values_mut().for_each(|w| w.stale = true);
+    }
+
+    /// Whether some watch still waits to be added again since the connection dropped.
+    pub(crate) fn any_stale(&self) -> bool {
+        self.watches.values().any(|w| w.stale)
+    }
+}
+
+/// Holds `Reconnected` back until every persistent watch has been added again.
+///
+/// The client library (0.11.2) does not re-send persistent watches after a reconnect; the
+/// session adds each one again when its watcher hears the connection is back. Owners re-read
+/// what they watch when they hear `Reconnected`; if that re-read reached the server before the
+/// watch was added again, a change between the two would be seen by neither (issue 14,
+/// defect 12). So the news waits until the last re-registration has been sent: requests sent
+/// after it reach the server after the watches. A watch whose watcher never says the
+/// connection is back would hold the news forever, so it is let go after a bound.
+#[derive(Debug)]
+pub(crate) struct ReconnectGate<E> {
+    held: Option<E>,
+}
+
+impl<E> Default for ReconnectGate<E> {
+    fn default() -> Self {
+        ReconnectGate { held: None }
+    }
+}
+
+impl<E> ReconnectGate<E> {
+    /// The connection is back: the news, to tell now if no watch is stale (else held).
+    pub(crate) fn reconnected(&mut self, news: E, any_stale: bool) -> Option<E> {
+        if any_stale {
+            self.held = Some(news);
+            None
+        } else {
+            self.held = None;
+            Some(news)
+        }
+    }
+
+    /// A watch was added again: the held news, if that was the last stale one.
+    pub(crate) fn watch_added(&mut self, any_stale: bool) -> Option<E> {
+        if any_stale { None } else { self.held.take() }
+    }
+
+    /// Waited long enough, or the connection dropped again: whatever is held.
+    pub(crate) fn release(&mut self) -> Option<E> {
+        self.held.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReconnectGate;
+
+    #[test]
+    fn the_news_waits_for_the_last_stale_watch() {
+        let mut gate = ReconnectGate::default();
+        assert_eq!(gate.reconnected("back", true), None);
+        assert_eq!(gate.watch_added(true), None, "one watch still to add");
+        assert_eq!(gate.watch_added(false), Some("back"));
+        assert_eq!(gate.watch_added(false), None, "told once");
+    }
+
+    #[test]
+    fn no_stale_watch_means_no_wait() {
+        let mut gate = ReconnectGate::default();
+        assert_eq!(gate.reconnected("back", false), Some("back"));
+        assert_eq!(gate.release(), None);
+    }
+
+    #[test]
+    fn a_held_news_is_let_go_after_the_bound() {
+        let mut gate = ReconnectGate::default();
+        assert_eq!(gate.reconnected("back", true), None);
+        assert_eq!(gate.release(), Some("back"));
+        assert_eq!(gate.watch_added(false), None);
     }
 }
 

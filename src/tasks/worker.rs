@@ -100,9 +100,6 @@ pub struct TaskWorker {
     backlog: BTreeSet<String>,
     /// Tasks whose result could not be written: not run again by this worker.
     failed: HashSet<String>,
-    /// Assignments made to an earlier registration of ours: the master puts them back, so
-    /// they are not started here.
-    forfeit: HashSet<String>,
     /// Our registration node's `czxid`: assignments older than it are forfeit.
     registered_at: i64,
     listing: bool,
@@ -135,7 +132,6 @@ impl TaskWorker {
             ended: 0,
             backlog: BTreeSet::new(),
             failed: HashSet::new(),
-            forfeit: HashSet::new(),
             registered_at: 0,
             listing: false,
             list_again: false,
@@ -237,13 +233,13 @@ impl TaskWorker {
                     let assigned: BTreeSet<String> = children.names.into_iter().collect();
                     // Moved away before we started them.
                     act.backlog.retain(|t| assigned.contains(t));
-                    act.forfeit.retain(|t| assigned.contains(t));
                     act.failed.retain(|t| assigned.contains(t));
                     for task in assigned {
-                        if !act.running.contains_key(&task)
-                            && !act.failed.contains(&task)
-                            && !act.forfeit.contains(&task)
-                        {
+                        // An assignment of an earlier registration of ours is read again (and
+                        // left alone again) rather than remembered by name: the master may put
+                        // it back and assign the same task here anew, under the same name, before
+                        // we list again (issue 14, defect 9). Its czxid tells, not its name.
+                        if !act.running.contains_key(&task) && !act.failed.contains(&task) {
                             act.backlog.insert(task);
                         }
                     }
@@ -298,7 +294,6 @@ impl TaskWorker {
             let handed = match read {
                 Ok(node) if node.stat.czxid < registered_at => {
                     debug!(parent: &act.span, %task, "assigned to our previous registration; the master takes it back");
-                    act.forfeit.insert(task.clone());
                     None
                 }
                 Ok(node) => {
