@@ -151,35 +151,6 @@ impl<E> ReconnectGate<E> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::ReconnectGate;
-
-    #[test]
-    fn the_news_waits_for_the_last_stale_watch() {
-        let mut gate = ReconnectGate::default();
-        assert_eq!(gate.reconnected("back", true), None);
-        assert_eq!(gate.watch_added(true), None, "one watch still to add");
-        assert_eq!(gate.watch_added(false), Some("back"));
-        assert_eq!(gate.watch_added(false), None, "told once");
-    }
-
-    #[test]
-    fn no_stale_watch_means_no_wait() {
-        let mut gate = ReconnectGate::default();
-        assert_eq!(gate.reconnected("back", false), Some("back"));
-        assert_eq!(gate.release(), None);
-    }
-
-    #[test]
-    fn a_held_news_is_let_go_after_the_bound() {
-        let mut gate = ReconnectGate::default();
-        assert_eq!(gate.reconnected("back", true), None);
-        assert_eq!(gate.release(), Some("back"));
-        assert_eq!(gate.watch_added(false), None);
-    }
-}
-
 /// Delivers a one-shot watch's single event to its recipient. Runs as a detached task: it ends
 /// when the event fires, which at the latest happens when the session ends.
 pub(crate) fn deliver_once(watcher: OneshotWatcher, path: String, recipient: Recipient<WatchEvent>, generation: u64) {
@@ -252,5 +223,34 @@ impl actix::Handler<WatchEvent> for WeakRelay {
             Some(target) => target.do_send(event),
             None => ctx.stop(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReconnectGate;
+
+    #[test]
+    fn the_news_waits_for_the_last_stale_watch() {
+        let mut gate = ReconnectGate::default();
+        assert_eq!(gate.reconnected("back", true), None);
+        assert_eq!(gate.watch_added(true), None, "one watch still to add");
+        assert_eq!(gate.watch_added(false), Some("back"));
+        assert_eq!(gate.watch_added(false), None, "told once");
+    }
+
+    #[test]
+    fn no_stale_watch_means_no_wait() {
+        let mut gate = ReconnectGate::default();
+        assert_eq!(gate.reconnected("back", false), Some("back"));
+        assert_eq!(gate.release(), None);
+    }
+
+    #[test]
+    fn a_held_news_is_let_go_after_the_bound() {
+        let mut gate = ReconnectGate::default();
+        assert_eq!(gate.reconnected("back", true), None);
+        assert_eq!(gate.release(), Some("back"));
+        assert_eq!(gate.watch_added(false), None);
     }
 }
