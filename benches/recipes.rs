@@ -17,7 +17,10 @@
 //!   128 in flight per consumer; `W4_WORKERS`, `W4_CONCURRENCY`, `W4_BATCH` override these), once
 //!   at-least-once and once at-most-once, each on a fresh queue. Timed from the first put to the
 //!   last item acked (at-least-once) or delivered (at-most-once); every item carries its index,
-//!   so duplicates and losses are counted.
+//!   so duplicates and losses are counted. Then **W4-backlog**: 100,000 items (`W4_BACKLOG`)
+//!   queued first, then the same 4 consumers, at-least-once, timed from the consumers' start;
+//!   its line carries `ratio_to_w4` (its rate over W4's at-least-once rate in the same run) and
+//!   `rss_growth_kib` (how much this process's resident memory grew while consuming).
 //! - **W5**: tree cache: 10,001 nodes (`/tree`, 100 directories × 99 leaves, created beforehand
 //!   by another session with pipelined `multi`s). The initial load of a [`CacheActor`] is timed
 //!   from its start to `CacheInitialized` reaching a subscriber actor (3 loads, one after the
@@ -72,6 +75,8 @@ const W3_SETTLE: Duration = Duration::from_millis(20);
 /// A hand-off that takes longer than this is a bug, not a slow run.
 const W3_TIMEOUT: Duration = Duration::from_secs(10);
 const W4_ITEMS: usize = 5000;
+/// W4-backlog: items queued before the consumers start (`W4_BACKLOG` overrides; 0 skips it).
+const W4_BACKLOG: usize = 100_000;
 const W4_ITEM_BYTES: usize = 100;
 const W4_BATCH: usize = 100;
 const W4_CONSUMERS: usize = 4;
@@ -641,6 +646,7 @@ async fn w3(connect: &str) -> String {
 /// What the W4 workers saw, shared by all workers of one run.
 struct W4Ledger {
     mode: DeliveryMode,
+    items: usize,
     /// Deliveries per item index.
     deliveries: Mutex<Vec<u32>>,
     /// Per item index: acked (at-least-once) or delivered (at-most-once).
@@ -655,11 +661,12 @@ struct W4Ledger {
 }
 
 impl W4Ledger {
-    fn new(mode: DeliveryMode) -> Self {
+    fn new(mode: DeliveryMode, items: usize) -> Self {
         W4Ledger {
             mode,
-            deliveries: Mutex::new(vec![0; W4_ITEMS]),
-            done: Mutex::new(vec![false; W4_ITEMS]),
+            items,
+            deliveries: Mutex::new(vec![0; items]),
+            done: Mutex::new(vec![false; items]),
             done_count: AtomicUsize::new(0),
             finished: Mutex::new(None),
             all_done: tokio::sync::Notify::new(),
@@ -675,7 +682,7 @@ impl W4Ledger {
 
     fn complete(&self, index: usize) {
         let first = !std::mem::replace(&mut self.done.lock().expect("ledger")[index], true);
-        if first && self.done_count.fetch_add(1, Ordering::SeqCst) + 1 == W4_ITEMS {
+        if first && self.done_count.fetch_add(1, Ordering::SeqCst) + 1 == self.items {
             *self.finished.lock().expect("ledger") = Some(Instant::now());
             self.all_done.notify_one();
         }
@@ -697,10 +704,10 @@ fn w4_item(index: usize) -> Vec<u8> {
     item
 }
 
-fn w4_index(data: &[u8]) -> Option<usize> {
+fn w4_index(data: &[u8], items: usize) -> Option<usize> {
     let bytes: [u8; 4] = data.get(..4)?.try_into().ok()?;
     let index = u32::from_be_bytes(bytes) as usize;
-    (index < W4_ITEMS && data.len() == W4_ITEM_BYTES).then_some(index)
+    (index < items && data.len() == W4_ITEM_BYTES).then_some(index)
 }
 
 /// Records each delivery and acks it at once. In at-most-once mode the item counts as done on
@@ -718,7 +725,7 @@ impl Handler<Delivery> for W4Worker {
 
     fn handle(&mut self, delivery: Delivery, ctx: &mut Context<Self>) {
         let ledger = self.ledger.clone();
-        let Some(index) = w4_index(&delivery.data) else {
+        let Some(index) = w4_index(&delivery.data, ledger.items) else {
             ledger.malformed.fetch_add(1, Ordering::SeqCst);
             ctx.spawn(
                 async move {
@@ -784,100 +791,160 @@ async fn w4(connect: &str) -> Vec<String> {
     let root = testkit::unique_root("bench-w4");
     eprintln!("W4: root {root}");
     let raw = raw_baseline(connect, &root).await;
+    let mut lines = Vec::new();
+    let mut streaming_rate = None;
+    for mode in [DeliveryMode::AtLeastOnce, DeliveryMode::AtMostOnce] {
+        let (line, rate) = w4_run(connect, &root, &raw, mode, W4_ITEMS, false, None).await;
+        if mode == DeliveryMode::AtLeastOnce {
+            streaming_rate = Some(rate);
+        }
+        lines.push(line);
+    }
+    let backlog = env_usize("W4_BACKLOG", W4_BACKLOG);
+    if backlog > 0 {
+        let (line, _) = w4_run(connect, &root, &raw, DeliveryMode::AtLeastOnce, backlog, true, streaming_rate).await;
+        lines.push(line);
+    }
+    lines
+}
+
+/// One W4 run on a fresh queue: `items` items, put while the consumers run, or all `queued`
+/// before they start (W4-backlog; timed from the consumers' start). `yardstick` is the
+/// streaming at-least-once rate of the same run, for the backlog's ratio.
+async fn w4_run(
+    connect: &str,
+    root: &str,
+    raw: &RawBaseline,
+    mode: DeliveryMode,
+    items: usize,
+    queued: bool,
+    yardstick: Option<f64>,
+) -> (String, f64) {
     let workers = env_usize("W4_WORKERS", W4_WORKERS);
     let concurrency = env_usize("W4_CONCURRENCY", W4_CONCURRENCY);
     let batch = env_usize("W4_BATCH", W4_BATCH).max(1);
-
-    let mut lines = Vec::new();
-    for mode in [DeliveryMode::AtLeastOnce, DeliveryMode::AtMostOnce] {
-        let name = mode_name(mode);
-        let queue_path = format!("/bench/q-{name}");
-        let producer = start_session(connect, &root);
-        let sessions: Vec<SessionHandle> = (0..W4_CONSUMERS).map(|_| start_session(connect, &root)).collect();
-        producer.ensure_path(&format!("{queue_path}/claims")).await.expect("ensure the queue");
-        for session in &sessions {
-            session.exists(&queue_path).await.expect("session up");
+    let name = mode_name(mode);
+    let workload = if queued { "W4-backlog" } else { "W4" };
+    let queue_path = format!("/bench/q-{name}-{items}");
+    let producer = start_session(connect, root);
+    producer.ensure_path(&format!("{queue_path}/claims")).await.expect("ensure the queue");
+    let queue = Queue::new(producer.clone(), queue_path.clone());
+    let put_all = move |queue: Queue| async move {
+        let started = Instant::now();
+        let indices: Vec<usize> = (0..items).collect();
+        // A few batches in flight at once: filling a large backlog one batch at a time would
+        // take longer than draining it.
+        for chunks in indices.chunks(batch * 8) {
+            let puts: Vec<_> = chunks
+                .chunks(batch)
+                .map(|chunk| {
+                    let queue = queue.clone();
+                    let data: Vec<Vec<u8>> = chunk.iter().map(|&i| w4_item(i)).collect();
+                    async move { queue.put_all(data).await.expect("put_all") }
+                })
+                .collect();
+            futures::future::join_all(puts).await;
         }
-
-        let ledger = Arc::new(W4Ledger::new(mode));
-        let consumers: Vec<Addr<QueueConsumerActor>> = sessions
-            .iter()
-            .enumerate()
-            .map(|(c, session)| {
-                let ledger = ledger.clone();
-                let config = ConsumerConfig::new(queue_path.clone())
-                    .with_consumer_id(format!("c{c}"))
-                    .with_workers(workers, move |_| W4Worker { ledger: ledger.clone() })
-                    .with_concurrency(concurrency)
-                    .with_mode(mode);
-                QueueConsumerActor::new(session.clone(), config).start()
-            })
-            .collect();
+        started.elapsed()
+    };
+    if queued {
+        eprintln!("{workload} ({name}): queueing {items} items first");
+        let took = put_all(queue.clone()).await;
+        eprintln!("{workload} ({name}): queued in {:.1} s", took.as_secs_f64());
+    }
+    let sessions: Vec<SessionHandle> = (0..W4_CONSUMERS).map(|_| start_session(connect, root)).collect();
+    for session in &sessions {
+        session.exists(&queue_path).await.expect("session up");
+    }
+    let ledger = Arc::new(W4Ledger::new(mode, items));
+    let rss_before = rss_kib();
+    let packets_before = packets_received(connect);
+    let started = Instant::now();
+    let consumers: Vec<Addr<QueueConsumerActor>> = sessions
+        .iter()
+        .enumerate()
+        .map(|(c, session)| {
+            let ledger = ledger.clone();
+            let config = ConsumerConfig::new(queue_path.clone())
+                .with_consumer_id(format!("c{c}"))
+                .with_workers(workers, move |_| W4Worker { ledger: ledger.clone() })
+                .with_concurrency(concurrency)
+                .with_mode(mode);
+            QueueConsumerActor::new(session.clone(), config).start()
+        })
+        .collect();
+    let (started, put) = if queued {
+        (started, None)
+    } else {
         // Let every consumer list the (empty) queue and set its watch before the clock starts.
         tokio::time::sleep(W4_SETTLE).await;
-        eprintln!(
-            "W4 ({name}): {W4_ITEMS} items of {W4_ITEM_BYTES} bytes in batches of {batch}, {W4_CONSUMERS} consumers \
-             x {workers} workers, concurrency {concurrency}"
-        );
-
-        let packets_before = packets_received(connect);
-        let queue = Queue::new(producer.clone(), queue_path.clone());
-        let started = Instant::now();
-        let put = actix::spawn(async move {
-            let indices: Vec<usize> = (0..W4_ITEMS).collect();
-            for chunk in indices.chunks(batch) {
-                queue.put_all(chunk.iter().map(|&i| w4_item(i)).collect()).await.expect("put_all");
-            }
-            started.elapsed()
+        (Instant::now(), Some(actix::spawn(put_all(queue))))
+    };
+    eprintln!(
+        "{workload} ({name}): {items} items of {W4_ITEM_BYTES} bytes in batches of {batch}, {W4_CONSUMERS} consumers \
+         x {workers} workers, concurrency {concurrency}"
+    );
+    let timeout = W4_TIMEOUT.max(Duration::from_millis(items as u64 * 2));
+    let completed = tokio::time::timeout(timeout, ledger.all_done.notified()).await.is_ok();
+    let put_elapsed = match put {
+        Some(put) => put.await.expect("producer finished"),
+        None => Duration::ZERO,
+    };
+    let elapsed = ledger.finished.lock().expect("ledger").map_or_else(|| started.elapsed(), |t| t - started);
+    let packets = packets_before.zip(packets_received(connect)).map(|(before, after)| after - before);
+    let rss_after = rss_kib();
+    if !completed {
+        eprintln!("{workload} ({name}): only {} of {items} items done after {timeout:?}", {
+            ledger.done_count.load(Ordering::SeqCst)
         });
-        let completed = tokio::time::timeout(W4_TIMEOUT, ledger.all_done.notified()).await.is_ok();
-        let put_elapsed = put.await.expect("producer finished");
-        let elapsed = ledger.finished.lock().expect("ledger").map_or_else(|| started.elapsed(), |t| t - started);
-        let packets = packets_before.zip(packets_received(connect)).map(|(before, after)| after - before);
-        if !completed {
-            eprintln!("W4 ({name}): only {} of {W4_ITEMS} items done after {W4_TIMEOUT:?}", {
-                ledger.done_count.load(Ordering::SeqCst)
-            });
-        }
-        // Late duplicates would show up now.
-        tokio::time::sleep(W4_LINGER).await;
-        let (duplicates, lost) = ledger.tally();
-        let left = producer
-            .children(&queue_path)
-            .await
-            .map(|c| c.names.iter().filter(|n| n.starts_with(ITEM_PREFIX)).count())
-            .unwrap_or(usize::MAX);
-        let items_per_s = per_second(W4_ITEMS, elapsed);
-        let packets_per_item = packets.map_or(-1.0, |p| p as f64 / W4_ITEMS as f64);
-        eprintln!(
-            "W4 ({name}): {items_per_s:.1} items/s ({:.0} ms; producer done after {:.0} ms); duplicates {duplicates}, \
-             lost {lost}, left {left}, ack errors {}, revoked {}, malformed {}; {packets_per_item:.2} requests \
-             received by the server per item",
-            elapsed.as_secs_f64() * 1e3,
-            put_elapsed.as_secs_f64() * 1e3,
-            ledger.ack_errors.load(Ordering::SeqCst),
-            ledger.revoked.load(Ordering::SeqCst),
-            ledger.malformed.load(Ordering::SeqCst),
-        );
-
-        drop(consumers);
-        for session in &sessions {
-            session.close().await;
-        }
-        producer.close().await;
-
-        lines.push(format!(
-            "{{\"lib\":\"{LIB}\",\"workload\":\"W4\",\"items\":{W4_ITEMS},\"consumers\":{W4_CONSUMERS},\
-             \"mode\":\"{name}\",\"items_per_s\":{items_per_s:.1},\"duplicates\":{duplicates},\"lost\":{lost},\
-             \"zk_rtt_p50_us\":{},\"workers_per_consumer\":{workers},\"concurrency\":{concurrency},\"batch\":{batch},\
-             \"elapsed_ms\":{:.1},\"put_ms\":{:.1},\"left\":{left},\"ack_errors\":{},\"zk_requests_per_item\":{packets_per_item:.2}}}",
-            raw.rtt_p50,
-            elapsed.as_secs_f64() * 1e3,
-            put_elapsed.as_secs_f64() * 1e3,
-            ledger.ack_errors.load(Ordering::SeqCst),
-        ));
     }
-    lines
+    // Late duplicates would show up now.
+    tokio::time::sleep(W4_LINGER).await;
+    let (duplicates, lost) = ledger.tally();
+    let left = producer
+        .children(&queue_path)
+        .await
+        .map(|c| c.names.iter().filter(|n| n.starts_with(ITEM_PREFIX)).count())
+        .unwrap_or(usize::MAX);
+    let items_per_s = per_second(items, elapsed);
+    let packets_per_item = packets.map_or(-1.0, |p| p as f64 / items as f64);
+    let rss_growth_kib = rss_after.zip(rss_before).map_or(-1, |(after, before)| after as i64 - before as i64);
+    eprintln!(
+        "{workload} ({name}): {items_per_s:.1} items/s ({:.0} ms; producer done after {:.0} ms); duplicates {duplicates}, \
+         lost {lost}, left {left}, ack errors {}, revoked {}, malformed {}; {packets_per_item:.2} requests \
+         received by the server per item; resident memory grew {rss_growth_kib} KiB while consuming",
+        elapsed.as_secs_f64() * 1e3,
+        put_elapsed.as_secs_f64() * 1e3,
+        ledger.ack_errors.load(Ordering::SeqCst),
+        ledger.revoked.load(Ordering::SeqCst),
+        ledger.malformed.load(Ordering::SeqCst),
+    );
+
+    drop(consumers);
+    for session in &sessions {
+        session.close().await;
+    }
+    producer.close().await;
+
+    let ratio = yardstick.map_or(String::new(), |y| format!(",\"ratio_to_w4\":{:.3}", items_per_s / y));
+    let line = format!(
+        "{{\"lib\":\"{LIB}\",\"workload\":\"{workload}\",\"items\":{items},\"consumers\":{W4_CONSUMERS},\
+         \"mode\":\"{name}\",\"items_per_s\":{items_per_s:.1},\"duplicates\":{duplicates},\"lost\":{lost},\
+         \"zk_rtt_p50_us\":{},\"workers_per_consumer\":{workers},\"concurrency\":{concurrency},\"batch\":{batch},\
+         \"elapsed_ms\":{:.1},\"put_ms\":{:.1},\"left\":{left},\"ack_errors\":{},\"zk_requests_per_item\":{packets_per_item:.2},\
+         \"rss_growth_kib\":{rss_growth_kib}{ratio}}}",
+        raw.rtt_p50,
+        elapsed.as_secs_f64() * 1e3,
+        put_elapsed.as_secs_f64() * 1e3,
+        ledger.ack_errors.load(Ordering::SeqCst),
+    );
+    (line, items_per_s)
+}
+
+/// This process's resident memory (`VmRSS`), in KiB.
+fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status.lines().find_map(|l| l.strip_prefix("VmRSS:")?.trim().strip_suffix("kB")?.trim().parse().ok())
 }
 
 // ---- W5 -----------------------------------------------------------------------------------------

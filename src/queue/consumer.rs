@@ -13,7 +13,7 @@
 //!
 //! [`Queue`]: super::Queue
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -23,7 +23,7 @@ use tracing::{debug, info, warn};
 use super::QueueError;
 use super::config::{ConsumerConfig, DeliveryMode};
 use super::messages::{Delivery, Outcome, Revoked, Settle, Stop};
-use super::producer::items_in_order;
+use super::plan;
 use crate::error::Error;
 use crate::path;
 use crate::recipe::FencingToken;
@@ -32,6 +32,14 @@ use crate::retry::{Backoff, RetryPolicy};
 use crate::session::requests::{CreateMode, NodeData, Op};
 use crate::session::watch::weak_watcher;
 use crate::session::{PinnedSession, SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
+
+/// A plan remembers this many items per in-flight slot (at least `PLAN_MIN`): enough that
+/// listings are rare, few enough that memory does not follow the backlog, and that the oldest
+/// items are worked on first. Consumers start at a random place in their plan.
+const PLAN_PER_SLOT: usize = 16;
+const PLAN_MIN: usize = 1024;
+/// Claims in a row that found their item taken or gone before the plan is dropped.
+const MISSES_BEFORE_RELIST: usize = 8;
 
 /// How often deliveries held by stopped workers are looked for.
 const WORKER_SWEEP: Duration = Duration::from_millis(500);
@@ -69,6 +77,10 @@ pub struct QueueConsumerActor {
     in_flight: HashMap<String, InFlight>,
     /// Items whose claim (or take) is in flight.
     claiming: HashSet<String>,
+    /// Items to try next, from the last listing (see `plan.rs`).
+    candidates: VecDeque<String>,
+    /// Claims in a row that found their item taken or gone.
+    misses: usize,
     /// A listing is in flight; `relist` asks for another one when it returns.
     listing: bool,
     relist: bool,
@@ -98,6 +110,8 @@ impl QueueConsumerActor {
             config,
             in_flight: HashMap::new(),
             claiming: HashSet::new(),
+            candidates: VecDeque::new(),
+            misses: 0,
             listing: false,
             relist: false,
             generation: 0,
@@ -120,12 +134,27 @@ impl QueueConsumerActor {
         self.config.limit().saturating_sub(self.in_flight.len() + self.claiming.len())
     }
 
-    /// Looks for work: lists the queue (with a watch, so an empty queue costs nothing until an
-    /// item arrives) and claims what fits.
+    /// Looks for work: claims the next items of the plan while there is room, and lists the
+    /// queue again only once the plan is used up.
     fn fill(&mut self, ctx: &mut Context<Self>) {
-        if self.generation == 0 || self.free() == 0 {
+        if self.generation == 0 {
             return;
         }
+        while self.free() > 0 {
+            let Some(id) = self.candidates.pop_front() else { break };
+            if !self.in_flight.contains_key(&id) && !self.claiming.contains(&id) && !self.set_aside.contains(&id) {
+                self.claim(id, ctx);
+            }
+        }
+        if self.free() > 0 && self.candidates.is_empty() {
+            self.list(ctx);
+        }
+    }
+
+    /// Lists the queue (with a watch, so an empty queue costs nothing until an item arrives) and
+    /// the claims, makes a new plan from them, and claims what fits. A listing that finds
+    /// nothing to claim waits for its watch: it never lists again by itself.
+    fn list(&mut self, ctx: &mut Context<Self>) {
         if self.listing {
             self.relist = true;
             return;
@@ -150,28 +179,58 @@ impl QueueConsumerActor {
                     act.backoff.reset();
                     let claimed: HashSet<String> = claims.unwrap_or_default().into_iter().collect();
                     act.report_strays(&children.names);
-                    let items = items_in_order(children.names);
-                    let listed: HashSet<&String> = items.iter().collect();
+                    let listed: HashSet<&String> = children.names.iter().collect();
                     act.set_aside.retain(|id| listed.contains(id));
-                    act.claim_some(items, claimed, ctx);
+                    let plan = act.plan(children.names, &claimed);
+                    act.candidates = plan.candidates;
+                    if plan.held_elsewhere {
+                        // Items held by other consumers come back when their claims go: watch
+                        // the claims.
+                        let watch =
+                            act.session.children_watched(&act.config.claims(), weak_watcher(ctx.address().downgrade()));
+                        ctx.spawn(watch.into_actor(act).map(|_, _, _| ()));
+                    }
+                    if std::mem::take(&mut act.relist) {
+                        act.fill(ctx);
+                    } else {
+                        act.claim_candidates(ctx);
+                    }
                 }
                 Err(Error::NoNode { .. }) => {
                     // No queue yet: create it so that the watch has something to watch.
                     let ensure = act.session.ensure_path(&act.config.queue);
                     ctx.spawn(ensure.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
-                    return;
                 }
-                Err(err) if err.is_final() => return act.give_up(err, ctx),
+                Err(err) if err.is_final() => act.give_up(err, ctx),
                 Err(err) => {
                     debug!(parent: &act.span, error = %err, "listing failed; retrying");
                     let delay = act.backoff.next_delay();
                     ctx.run_later(delay, |act, ctx| act.fill(ctx));
                 }
             }
-            if std::mem::take(&mut act.relist) {
-                act.fill(ctx);
-            }
         }));
+    }
+
+    /// Claims from the plan without listing again (right after a listing).
+    fn claim_candidates(&mut self, ctx: &mut Context<Self>) {
+        while self.free() > 0 {
+            let Some(id) = self.candidates.pop_front() else { break };
+            if !self.in_flight.contains_key(&id) && !self.claiming.contains(&id) && !self.set_aside.contains(&id) {
+                self.claim(id, ctx);
+            }
+        }
+    }
+
+    /// The plan for a listing: this consumer's share of the oldest items.
+    fn plan(&mut self, names: Vec<String>, claimed: &HashSet<String>) -> plan::Plan {
+        use std::hash::{BuildHasher, Hasher};
+        let limit = self.config.limit();
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write(self.config.consumer_id.as_bytes());
+        let keep = (limit * PLAN_PER_SLOT).max(PLAN_MIN);
+        let shape = plan::Shape { keep, spread: keep, offset: hasher.finish() };
+        let (in_flight, claiming) = (&self.in_flight, &self.claiming);
+        plan::plan(names, claimed, |id| in_flight.contains_key(id) || claiming.contains(id), shape)
     }
 
     /// Foreign nodes in the queue directory are reported once and skipped.
@@ -181,28 +240,6 @@ impl QueueConsumerActor {
             if !item && name != "claims" && self.reported.insert(name.clone()) {
                 warn!(parent: &self.span, node = %name, "not a queue item (expected qn-<10 digits>); skipping it");
             }
-        }
-    }
-
-    fn claim_some(&mut self, items: Vec<String>, claimed: HashSet<String>, ctx: &mut Context<Self>) {
-        let mut held_elsewhere = false;
-        for id in items {
-            if self.free() == 0 {
-                break;
-            }
-            if self.in_flight.contains_key(&id) || self.claiming.contains(&id) || self.set_aside.contains(&id) {
-                continue;
-            }
-            if claimed.contains(&id) {
-                held_elsewhere = true;
-                continue;
-            }
-            self.claim(id, ctx);
-        }
-        if held_elsewhere && self.free() > 0 {
-            // Items held by other consumers come back when their claims go: watch the claims.
-            let watch = self.session.children_watched(&self.config.claims(), weak_watcher(ctx.address().downgrade()));
-            ctx.spawn(watch.into_actor(self).map(|_, _, _| ()));
         }
     }
 
@@ -233,14 +270,25 @@ impl QueueConsumerActor {
                         (Ok(claim), Err(error)) => {
                             // Finished by someone else meanwhile, or unreadable now: give the claim
                             // back (through connection loss too: a claim we forget about would
-                            // block the item for as long as our session lives).
+                            // block the item for as long as our session lives). We made it on
+                            // this session a moment ago, so its version is the one to delete.
                             if error.is_final() {
                                 act.set_item_aside(&id, &error);
+                            } else {
+                                act.missed(ctx);
                             }
-                            let release = delete_fenced(pinned, claim_path, claim.stat.czxid);
+                            let first = pinned.delete(&claim_path, Some(claim.stat.version));
+                            let release = async move {
+                                if first.await.is_err() {
+                                    let _ = delete_fenced(pinned, claim_path, claim.stat.czxid).await;
+                                }
+                            };
                             ctx.spawn(release.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
                         }
-                        (Err(Error::NodeExists { .. }), _) => act.fill(ctx),
+                        (Err(Error::NodeExists { .. }), _) => {
+                            act.missed(ctx);
+                            act.fill(ctx);
+                        }
                         (Err(Error::NoNode { .. }), _) => {
                             let ensure = act.session.ensure_path(&act.config.claims());
                             ctx.spawn(ensure.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
@@ -299,6 +347,17 @@ impl QueueConsumerActor {
         }
     }
 
+    /// A claim found its item taken or finished by another consumer. A few in a row mean this
+    /// consumer has caught up with another one's part of the plan: list again (a fresh plan,
+    /// from a new place) rather than walk through items that are gone.
+    fn missed(&mut self, _ctx: &mut Context<Self>) {
+        self.misses += 1;
+        if self.misses >= MISSES_BEFORE_RELIST {
+            self.misses = 0;
+            self.candidates.clear();
+        }
+    }
+
     fn deliver(
         &mut self,
         id: String,
@@ -317,6 +376,7 @@ impl QueueConsumerActor {
             return;
         };
         self.next_worker = worker + 1;
+        self.misses = 0;
         let attempt = u32::try_from(node.stat.version).unwrap_or(0) + 1;
         debug!(parent: &self.span, %id, attempt, %token, worker, "delivering");
         let delivery =
@@ -416,6 +476,7 @@ impl QueueConsumerActor {
             self.config.workers[flight.worker].revoke.do_send(Revoked { id });
         }
         self.claiming.clear();
+        self.candidates.clear();
         self.listing = false;
     }
 }

@@ -5,7 +5,7 @@
 //! `element`, `poll`, `remove`, `take`), and [`QueueConsumerActor`] (claims, deliveries, acks,
 //! redelivery, dead letters). See `docs/recipes/queue.md`.
 //!
-//! Files: `config.rs` (how a consumer consumes), `messages.rs` (deliveries, settlements, `Stop`), `error.rs`, `consumer.rs` (the consumer actor), `producer.rs` ([`Queue`]).
+//! Files: `config.rs` (how a consumer consumes), `messages.rs` (deliveries, settlements, `Stop`), `error.rs`, `consumer.rs` (the consumer actor), `plan.rs` (which items a consumer tries next), `producer.rs` ([`Queue`]).
 //!
 #![doc = include_str!("../../docs/recipes/queue.md")]
 
@@ -13,6 +13,7 @@ mod config;
 mod consumer;
 mod error;
 mod messages;
+mod plan;
 mod producer;
 
 pub use config::{ConsumerConfig, DeliveryMode, Worker};
