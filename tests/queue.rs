@@ -756,3 +756,45 @@ async fn large_nacks_never_cost_the_connection() {
     assert!(children(&s, "/q/claims").await.is_empty(), "no claim left");
     s.close().await;
 }
+
+/// A consumer of concurrency 1 alone on a queue delivers in strict FIFO order (consumers with
+/// more in flight start at a random place among the oldest items; this one starts at the head).
+#[actix_rt::test]
+async fn a_sequential_consumer_delivers_in_queue_order() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("queue-fifo");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let items: Vec<Vec<u8>> = (0..50u8).map(|n| vec![n]).collect();
+    Queue::new(s.clone(), "/q").put_all(items.clone()).await.expect("put");
+    let order = Arc::new(Mutex::new(Vec::new()));
+    struct InOrder(Arc<Mutex<Vec<Vec<u8>>>>);
+    impl Actor for InOrder {
+        type Context = Context<Self>;
+    }
+    impl Handler<Delivery> for InOrder {
+        type Result = ();
+        fn handle(&mut self, delivery: Delivery, ctx: &mut Context<Self>) {
+            self.0.lock().expect("order").push(delivery.data.clone());
+            ctx.wait(
+                async move {
+                    delivery.ack().await.expect("ack");
+                }
+                .into_actor(self),
+            );
+        }
+    }
+    impl Handler<Revoked> for InOrder {
+        type Result = ();
+        fn handle(&mut self, _: Revoked, _: &mut Context<Self>) {}
+    }
+    let seen = order.clone();
+    let _consumer = QueueConsumerActor::new(
+        s.clone(),
+        ConsumerConfig::new("/q").with_workers(1, move |_| InOrder(seen.clone())).with_concurrency(1),
+    )
+    .start();
+    wait_until("all delivered", || order.lock().expect("order").len() == items.len()).await;
+    assert_eq!(*order.lock().expect("order"), items);
+    s.close().await;
+}
