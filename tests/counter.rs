@@ -29,6 +29,11 @@ fn start_count(session: &SessionHandle, path: &str, seed: i32) -> Addr<SharedCou
     SharedCount::new(session.clone(), SharedCountConfig::new(path).with_seed(seed)).start()
 }
 
+/// A count's value and version (which node it belongs to is checked where it matters).
+fn vv(count: VersionedCount) -> (i32, i32) {
+    (count.value, count.version)
+}
+
 async fn get(count: &Addr<SharedCount>) -> VersionedCount {
     bounded("GetCount", count.send(GetCount)).await.expect("actor").expect("count")
 }
@@ -105,7 +110,7 @@ async fn four_sessions_incrementing_concurrently_end_at_exactly_2000() {
     // A fresh session reads 2000, at version 2000 (one write per increment, none lost or doubled).
     let (fresh, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(10))).await;
     let reader = start_count(&fresh, "/counters/hits", 0);
-    assert_eq!(get(&reader).await, VersionedCount { value: 2000, version: 2000 });
+    assert_eq!(vv(get(&reader).await), (2000, 2000));
     let raw = fresh.get_data("/counters/hits").await.expect("raw read");
     assert_eq!(raw.data, [0x00, 0x00, 0x07, 0xd0], "4 bytes, big-endian");
     assert_eq!(raw.stat.version, 2000);
@@ -128,7 +133,7 @@ async fn rust_and_curator_share_one_count() {
 
     // Rust creates the count (seed 100); Curator, started later with seed 0, finds it.
     let c1 = start_count(&s1, "/shared/count", 100);
-    assert_eq!(get(&c1).await, VersionedCount { value: 100, version: 0 });
+    assert_eq!(vv(get(&c1).await), (100, 0));
     let c2 = start_count(&s2, "/shared/count", 0);
     let connect = format!("{}{root}", zk.connect_string());
     let java = actix_rt::task::spawn_blocking(move || CuratorPeer::start_count(&connect, "/shared/count", 0))
@@ -149,7 +154,7 @@ async fn rust_and_curator_share_one_count() {
     assert!(rust.iter().all(|r| r.is_ok()), "{:?}", rust.iter().find(|r| r.is_err()));
     println!("Curator lost {lost} attempts while Rust added concurrently");
     let total = 100 + 600 + 600;
-    assert_eq!(eventually(&c1, total).await, VersionedCount { value: total, version: 1200 });
+    assert_eq!(vv(eventually(&c1, total).await), (total, 1200));
     let raw = s1.get_data("/shared/count").await.expect("raw");
     assert_eq!(raw.data, total.to_be_bytes());
     let deadline = Instant::now() + WAIT;
@@ -169,11 +174,11 @@ async fn rust_and_curator_share_one_count() {
     let (java, set) = peer(java, |p| p.count_set(4242, WAIT)).await;
     set.expect("Curator set");
     let (_, changed) = changes.wait_for(0, WAIT, |c| c.value == 4242).await;
-    assert_eq!(changed, CountChanged { value: 4242, version: 1201 });
+    assert_eq!((changed.value, changed.version), (4242, 1201));
 
     // Rust sets a negative count; Curator's SharedCount reads it (two's complement agrees).
     let written = c1.send(SetCount { value: -7 }).await.expect("actor").expect("set");
-    assert_eq!(written, VersionedCount { value: -7, version: 1202 });
+    assert_eq!(vv(written), (-7, 1202));
     let deadline = Instant::now() + WAIT;
     let mut java = java;
     loop {
@@ -205,15 +210,15 @@ async fn subscribers_see_every_change_in_version_order() {
     let (b, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(10))).await;
     let count = start_count(&a, "/c", 0);
     let changes = watched(&count);
-    changes.wait_for(0, WAIT, |c| *c == CountChanged { value: 0, version: 0 }).await;
+    changes.wait_for(0, WAIT, |c| (c.value, c.version) == (0, 0)).await;
 
     // Paced writes from another session: each one is reported, in order.
     for k in 1..=10 {
         b.set_data("/c", encode_count(k * 10), Some(k - 1)).await.expect("set");
         changes.wait_for(0, WAIT, |c| c.version == k).await;
     }
-    let paced: Vec<_> = changes.snapshot();
-    let expected: Vec<_> = (0..=10).map(|k| CountChanged { value: k * 10, version: k }).collect();
+    let paced: Vec<_> = changes.snapshot().iter().map(|c| (c.value, c.version)).collect();
+    let expected: Vec<_> = (0..=10).map(|k| (k * 10, k)).collect();
     assert_eq!(paced, expected);
 
     // A burst: versions strictly grow, every value belongs to its version, the last is there.
@@ -224,18 +229,18 @@ async fn subscribers_see_every_change_in_version_order() {
     changes.wait_for(0, WAIT, |c| c.version == 60).await;
     // Our own write is reported as well.
     let own = count.send(SetCount { value: 7 }).await.expect("actor").expect("set");
-    assert_eq!(own, VersionedCount { value: 7, version: 61 });
+    assert_eq!(vv(own), (7, 61));
     changes.wait_for(0, WAIT, |c| c.version == 61).await;
     actix_rt::time::sleep(Duration::from_millis(300)).await;
     let all = changes.snapshot();
     assert!(all.windows(2).all(|w| w[0].version < w[1].version), "{all:?}");
     assert!(all.iter().all(|c| c.value == c.version * 10 || c.version == 61), "{all:?}");
-    assert_eq!(all.last(), Some(&CountChanged { value: 7, version: 61 }));
+    assert_eq!(all.last().map(|c| (c.value, c.version)), Some((7, 61)));
     println!("burst of 50 writes reported as {} notifications", all.len() - 12);
 
     // A late subscriber starts with the current count.
     let late = watched(&count);
-    late.wait_for(0, WAIT, |c| *c == CountChanged { value: 7, version: 61 }).await;
+    late.wait_for(0, WAIT, |c| (c.value, c.version) == (7, 61)).await;
     a.close().await;
     b.close().await;
 }
@@ -443,11 +448,11 @@ async fn a_deleted_count_is_created_again_with_the_seed() {
     // Parents are created on demand; an existing node keeps its count whatever the seed.
     s.create("/existing", encode_count(77), CreateMode::Persistent).await.expect("create");
     let existing = start_count(&s, "/existing", 5);
-    assert_eq!(get(&existing).await, VersionedCount { value: 77, version: 0 });
+    assert_eq!(vv(get(&existing).await), (77, 0));
 
     let count = start_count(&s, "/deep/er/c", 9);
     let changes = watched(&count);
-    assert_eq!(get(&count).await, VersionedCount { value: 9, version: 0 });
+    assert_eq!(vv(get(&count).await), (9, 0));
     count.send(SetCount { value: 50 }).await.expect("actor").expect("set");
     let (set, _) = changes.wait_for(0, WAIT, |c| c.value == 50).await;
     s.delete("/deep/er/c", None).await.expect("delete");
@@ -455,9 +460,9 @@ async fn a_deleted_count_is_created_again_with_the_seed() {
     assert_eq!((i, again.version), (set + 1, 0), "{:?}", changes.snapshot());
     assert_eq!(s.get_data("/deep/er/c").await.expect("recreated").data, encode_count(9));
     // A compare-and-set against the deleted node's version does not apply.
-    let stale = VersionedCount { value: 50, version: 1 };
+    let stale = VersionedCount::guess(50, 1);
     assert!(!count.send(TrySetCount { value: 51, expected: stale }).await.expect("actor").expect("cas"));
-    assert_eq!(add(&count, 1).await.expect("add"), VersionedCount { value: 10, version: 1 });
+    assert_eq!(vv(add(&count, 1).await.expect("add")), (10, 1));
     s.close().await;
 }
 
@@ -475,7 +480,7 @@ async fn bad_input_gets_a_typed_error_naming_the_path() {
         let changes = watched(&count);
         let not_a_count = CounterError::NotACount { path: path.into(), len: data.len() };
         assert_eq!(count.send(GetCount).await.expect("actor"), Err(not_a_count.clone()));
-        let guess = TrySetCount { value: 1, expected: VersionedCount { value: 0, version: 0 } };
+        let guess = TrySetCount { value: 1, expected: VersionedCount::guess(0, 0) };
         assert_eq!(count.send(guess).await.expect("actor"), Err(not_a_count.clone()));
         assert_eq!(add(&count, 1).await, Err(not_a_count.clone()));
         assert_eq!(s.get_data(path).await.expect("read").data, data, "nothing was written");
@@ -483,9 +488,9 @@ async fn bad_input_gets_a_typed_error_naming_the_path() {
         assert_eq!(not_a_count.path(), Some(path));
         // An unconditional set repairs it.
         let set = count.send(SetCount { value: 5 }).await.expect("actor").expect("set");
-        assert_eq!(set, VersionedCount { value: 5, version: 1 });
+        assert_eq!(vv(set), (5, 1));
         assert_eq!(get(&count).await, set);
-        changes.wait_for(0, WAIT, |c| *c == CountChanged { value: 5, version: 1 }).await;
+        changes.wait_for(0, WAIT, |c| (c.value, c.version) == (5, 1)).await;
     }
 
     // Invalid paths: a typed error for every request, nothing sent.
@@ -496,7 +501,7 @@ async fn bad_input_gets_a_typed_error_naming_the_path() {
             _ => false,
         };
         assert!(invalid(count.send(GetCount).await.expect("actor").map(|_| ())), "{path}");
-        let guess = TrySetCount { value: 1, expected: VersionedCount { value: 0, version: 0 } };
+        let guess = TrySetCount { value: 1, expected: VersionedCount::guess(0, 0) };
         assert!(invalid(count.send(guess).await.expect("actor").map(|_| ())), "{path}");
         assert!(invalid(count.send(SetCount { value: 1 }).await.expect("actor").map(|_| ())), "{path}");
         assert!(invalid(add(&count, 1).await.map(|_| ())), "{path}");
@@ -505,7 +510,7 @@ async fn bad_input_gets_a_typed_error_naming_the_path() {
     // Overflow: refused before anything is written.
     let max = start_count(&s, "/max", i32::MAX);
     assert_eq!(add(&max, 1).await, Err(CounterError::Overflow { path: "/max".into(), value: i32::MAX, by: 1 }));
-    assert_eq!(add(&max, -1).await, Ok(VersionedCount { value: i32::MAX - 1, version: 1 }));
+    assert_eq!(add(&max, -1).await.map(vv), Ok((i32::MAX - 1, 1)));
 
     // A stopped counter says so.
     max.send(Stop).await.expect("actor");
@@ -527,6 +532,44 @@ async fn dropping_the_last_address_stops_the_counter() {
     actix_rt::time::sleep(Duration::from_millis(200)).await;
     s.set_data("/c", encode_count(4), None).await.expect("write");
     actix_rt::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(changes.snapshot(), [CountChanged { value: 3, version: 0 }], "a stopped counter reports nothing");
+    assert_eq!(
+        changes.snapshot().iter().map(|c| (c.value, c.version)).collect::<Vec<_>>(),
+        [(3, 0)],
+        "a stopped counter reports nothing"
+    );
     s.close().await;
+}
+
+/// Issue 14, defect 13: versions start again at 0 when a node is deleted and created again, so a
+/// count read from the old node passed a compare-and-set on the new one (same version). A count
+/// now says which node it was read from, and a compare-and-set against another node fails.
+#[actix_rt::test]
+async fn a_count_read_from_a_deleted_node_never_sets_the_new_one() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("counter-recreated");
+    let (s, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(10))).await;
+    let (other, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(10))).await;
+    let count = start_count(&s, "/c", 0);
+    let changes = watched(&count);
+    let old = get(&count).await;
+    assert_eq!(vv(old), (0, 0));
+
+    // Another process deletes the count and makes it again, at version 0 like the old one.
+    other.delete("/c", None).await.expect("delete");
+    other.create("/c", encode_count(0), CreateMode::Persistent).await.expect("create again");
+    let new = other.exists("/c").await.expect("exists").expect("there").czxid;
+    assert_ne!(new, old.czxid);
+    changes.wait_for(0, WAIT, |c| c.czxid == new).await;
+
+    let set = count.send(TrySetCount { value: 1, expected: old }).await.expect("actor");
+    assert_eq!(set, Ok(false), "a count of the old node does not set the new one");
+    let node = other.get_data("/c").await.expect("read");
+    assert_eq!((node.data, node.stat.version), (encode_count(0).to_vec(), 0), "nothing was written");
+    // A count read from the new node does.
+    let fresh = get(&count).await;
+    assert_eq!(fresh.czxid, new);
+    assert_eq!(count.send(TrySetCount { value: 1, expected: fresh }).await.expect("actor"), Ok(true));
+    s.close().await;
+    other.close().await;
 }

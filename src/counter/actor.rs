@@ -40,6 +40,8 @@ struct Seen {
     /// The count, or the length of data that is not one.
     content: Result<i32, usize>,
     version: i32,
+    /// Which node (a re-created node has a new one).
+    czxid: i64,
     /// Orders everything seen: every change of the node, its re-creation included, has a
     /// larger zxid than the one before.
     mzxid: i64,
@@ -47,12 +49,12 @@ struct Seen {
 
 impl Seen {
     fn new(stat: &Stat, content: Result<i32, usize>) -> Seen {
-        Seen { content, version: stat.version, mzxid: stat.mzxid }
+        Seen { content, version: stat.version, czxid: stat.czxid, mzxid: stat.mzxid }
     }
 
     fn answer(&self, path: &str) -> Result<VersionedCount, CounterError> {
         match self.content {
-            Ok(value) => Ok(VersionedCount { value, version: self.version }),
+            Ok(value) => Ok(VersionedCount { value, version: self.version, czxid: self.czxid }),
             Err(len) => Err(CounterError::NotACount { path: path.to_owned(), len }),
         }
     }
@@ -169,7 +171,7 @@ impl SharedCount {
         match seen.content {
             Ok(value) => {
                 debug!(parent: &self.span, value, version = seen.version, "count changed");
-                self.broadcast(CountChanged { value, version: seen.version });
+                self.broadcast(CountChanged { value, version: seen.version, czxid: seen.czxid });
             }
             Err(len) => {
                 warn!(parent: &self.span, len, version = seen.version, "the node does not hold a count");
@@ -266,6 +268,10 @@ impl SharedCount {
         match outcome {
             Ok(stat) => {
                 self.accept(Seen::new(&stat, Ok(msg.value)));
+                if msg.expected.czxid != 0 && stat.czxid != msg.expected.czxid {
+                    warn!(parent: &self.span, "a compare-and-set reached a node created after its count was read");
+                    return Err(CounterError::Recreated { path: self.path().to_owned() });
+                }
                 Ok(true)
             }
             Err(Error::BadVersion { .. }) => {
@@ -421,6 +427,9 @@ impl Handler<TrySetCount> for SharedCount {
                 Ok(value) if seen.version == expected.version && value != expected.value => {
                     return Reply::Now(Ok(false));
                 }
+                // Another node than the one the count was read from: its versions mean nothing
+                // for this one (defect 13).
+                _ if expected.czxid != 0 && expected.czxid != seen.czxid => return Reply::Now(Ok(false)),
                 // Versions only grow (a re-created node is a reason to read again anyway).
                 _ if expected.version < seen.version => return Reply::Now(Ok(false)),
                 _ => {}
@@ -471,7 +480,7 @@ impl Handler<SetCount> for SharedCount {
             let answer = match outcome {
                 Ok(stat) => {
                     act.accept(Seen::new(&stat, Ok(msg.value)));
-                    Ok(VersionedCount { value: msg.value, version: stat.version })
+                    Ok(VersionedCount { value: msg.value, version: stat.version, czxid: stat.czxid })
                 }
                 Err(err) => Err(CounterError::of_write(act.path(), err)),
             };
@@ -499,7 +508,11 @@ impl Handler<AddCount> for SharedCount {
                 let set = TrySetCount { value, expected: current };
                 if me.send(set).await.map_err(|_| CounterError::Stopped)?? {
                     // A versioned write that applies moves the version by exactly one.
-                    return Ok(VersionedCount { value, version: current.version.wrapping_add(1) });
+                    return Ok(VersionedCount {
+                        value,
+                        version: current.version.wrapping_add(1),
+                        czxid: current.czxid,
+                    });
                 }
             }
         })
@@ -510,8 +523,8 @@ impl Handler<Subscribe> for SharedCount {
     type Result = ();
 
     fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
-        if let Some(Seen { content: Ok(value), version, .. }) = self.seen {
-            msg.recipient.do_send(CountChanged { value, version });
+        if let Some(Seen { content: Ok(value), version, czxid, .. }) = self.seen {
+            msg.recipient.do_send(CountChanged { value, version, czxid });
         }
         self.subscribers.add(msg.recipient);
     }

@@ -34,6 +34,15 @@ pub enum CounterError {
         /// What interrupted the request.
         source: Error,
     },
+    /// The node was deleted and created again after the expected count was read, and this
+    /// compare-and-set reached the new node at the expected version (ZooKeeper compares
+    /// versions only, and a new node's start at 0 again): the count now holds the written value,
+    /// but not as the successor of the expected one.
+    #[error("{path} was created again after the expected count was read; the write reached the new node")]
+    Recreated {
+        /// The counter's node.
+        path: String,
+    },
     /// The counter's actor has stopped.
     #[error("the shared count actor has stopped")]
     Stopped,
@@ -49,7 +58,8 @@ impl CounterError {
         match self {
             CounterError::NotACount { path, .. }
             | CounterError::Overflow { path, .. }
-            | CounterError::OutcomeUnknown { path, .. } => Some(path),
+            | CounterError::OutcomeUnknown { path, .. }
+            | CounterError::Recreated { path } => Some(path),
             CounterError::Stopped => None,
             CounterError::ZooKeeper(err) => err.path(),
         }
