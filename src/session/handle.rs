@@ -52,7 +52,7 @@ impl SessionHandle {
         async move { reply.await.map_err(|_| Error::Closed)? }
     }
 
-    /// Requests that run only on the session of `generation` (see [`PinnedSession`]).
+    /// Requests that run only on the session of `generation` (see [`PinnedSession`](super::PinnedSession)).
     pub fn pinned(&self, generation: u64) -> super::PinnedSession {
         super::PinnedSession::new(self.clone(), generation)
     }
