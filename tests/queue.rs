@@ -798,3 +798,39 @@ async fn a_sequential_consumer_delivers_in_queue_order() {
     assert_eq!(*order.lock().expect("order"), items);
     s.close().await;
 }
+
+/// Issue 14, defect 6: every `take(timeout)` that timed out left its watch behind (a watcher
+/// actor, the client's one-shot watcher, and so the server's watch) until the queue changed. A
+/// `take` that gives up now withdraws its watch.
+#[actix_rt::test]
+async fn a_take_that_times_out_leaves_no_watch_behind() {
+    init_tracing();
+    let server = ZkServer::start().expect("ZooKeeper");
+    let root = unique_root("queue-take-timeout");
+    let s = session_at(&server.connect_string(), &root).await;
+    let queue = Queue::new(s.clone(), "/q");
+    for _ in 0..50 {
+        let err = queue.take(Some(Duration::from_millis(20))).await.unwrap_err();
+        assert!(matches!(err, QueueError::Empty { .. }), "{err:?}");
+    }
+    // The server's count of watches (`wchp` shows data watches only; a take's is a children
+    // watch). Nothing else watches on this server.
+    let watches = || {
+        let mntr = actix_zookeeper::testkit::mntr(&server.connect_string()).expect("mntr");
+        mntr.lines().find_map(|l| l.strip_prefix("zk_watch_count")?.trim().parse::<u64>().ok()).expect("zk_watch_count")
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while watches() > 0 {
+        assert!(Instant::now() < deadline, "the queue is still watched after every take gave up");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    // And a take that waits still gets the next item.
+    let waiting = actix_rt::spawn({
+        let queue = queue.clone();
+        async move { queue.take(Some(WAIT)).await }
+    });
+    actix_rt::time::sleep(Duration::from_millis(200)).await;
+    queue.put(b"next".to_vec()).await.expect("put");
+    assert_eq!(waiting.await.expect("take task"), Ok(b"next".to_vec()));
+    s.close().await;
+}

@@ -6,14 +6,11 @@
 
 use std::time::Duration;
 
-use actix::prelude::*;
-use futures::channel::oneshot;
-
 use super::QueueError;
 use crate::error::Error;
 use crate::path;
+use crate::session::SessionHandle;
 use crate::session::requests::{CreateMode, Op, OpResult};
-use crate::session::{SessionHandle, WatchEvent};
 
 /// The name prefix of items: the same as ZooKeeper's own `DistributedQueue` recipe and Curator's
 /// `SimpleDistributedQueue`, so either can read (and write) this queue.
@@ -129,8 +126,10 @@ impl Queue {
     pub async fn take(&self, timeout: Option<Duration>) -> Result<Vec<u8>, QueueError> {
         let wait = async {
             loop {
-                let (changed, watcher) = ChildrenWatch::start();
-                let listing = self.session.children_watched(&self.path, watcher).await;
+                // Dropped with this future when the caller gives up (a timeout): the watch is
+                // withdrawn with it, so a timed-out `take` leaves nothing behind.
+                let (listing, changed) = self.session.children_until_dropped(&self.path);
+                let listing = listing.await;
                 let names = match listing {
                     Ok(children) => items_in_order(children.names),
                     Err(Error::NoNode { .. }) => {
@@ -186,30 +185,5 @@ impl Queue {
             Err(Error::NoNode { .. } | Error::BadVersion { .. }) => Ok(None),
             Err(err) => Err(err.into()),
         }
-    }
-}
-
-/// A one-shot children watch for plain async code: resolves once the children change.
-struct ChildrenWatch(Option<oneshot::Sender<()>>);
-
-impl ChildrenWatch {
-    fn start() -> (oneshot::Receiver<()>, Recipient<WatchEvent>) {
-        let (tx, rx) = oneshot::channel();
-        (rx, ChildrenWatch(Some(tx)).start().recipient())
-    }
-}
-
-impl Actor for ChildrenWatch {
-    type Context = Context<Self>;
-}
-
-impl Handler<WatchEvent> for ChildrenWatch {
-    type Result = ();
-
-    fn handle(&mut self, _: WatchEvent, ctx: &mut Context<Self>) {
-        if let Some(tx) = self.0.take() {
-            let _ = tx.send(());
-        }
-        ctx.stop();
     }
 }

@@ -26,7 +26,7 @@ use super::config::SessionConfig;
 use super::events::{SessionEvent, SessionId, WatchEvent, WatchEventKind, WatchId};
 use super::requests::*;
 use super::sizing;
-use super::watch::{PersistentWatch, ReconnectGate, WatchRegistry, deliver_once};
+use super::watch::{PersistentWatch, ReconnectGate, WatchRegistry, WatchSink, deliver_once};
 use crate::error::{Error, Result};
 use crate::path;
 
@@ -644,20 +644,55 @@ impl Handler<GetData> for SessionActor {
     type Result = ResponseFuture<Result<NodeData>>;
 
     fn handle(&mut self, msg: GetData, _: &mut Context<Self>) -> Self::Result {
-        if let Err(err) = self.check(&msg.path, false) {
+        self.get_data(msg.path, msg.watch.map(WatchSink::Actor))
+    }
+}
+
+impl Handler<GetDataUntilDropped> for SessionActor {
+    type Result = ResponseFuture<Result<NodeData>>;
+
+    fn handle(&mut self, msg: GetDataUntilDropped, _: &mut Context<Self>) -> Self::Result {
+        self.get_data(msg.path, Some(WatchSink::Once(msg.tx)))
+    }
+}
+
+impl SessionActor {
+    fn get_data(&mut self, path: String, sink: Option<WatchSink>) -> ResponseFuture<Result<NodeData>> {
+        if let Err(err) = self.check(&path, false) {
             return failed(err);
         }
-        let span = self.span("get_data", &msg.path);
+        let span = self.span("get_data", &path);
         self.dispatch(span, move |client, generation| {
             Box::pin(async move {
-                let GetData { path, watch } = msg;
                 let fail = |e| Error::from_zk(&path, e);
-                match watch {
+                match sink {
                     None => client.get_data(&path).await.map(|(data, stat)| NodeData { data, stat }).map_err(fail),
-                    Some(recipient) => {
+                    Some(sink) => {
                         let (data, stat, watcher) = client.get_and_watch_data(&path).await.map_err(fail)?;
-                        deliver_once(watcher, path.clone(), recipient, generation);
+                        deliver_once(watcher, path.clone(), sink, generation);
                         Ok(NodeData { data, stat })
+                    }
+                }
+            })
+        })
+    }
+
+    fn get_children(&mut self, path: String, sink: Option<WatchSink>) -> ResponseFuture<Result<Children>> {
+        if let Err(err) = self.check(&path, false) {
+            return failed(err);
+        }
+        let span = self.span("get_children", &path);
+        self.dispatch(span, move |client, generation| {
+            Box::pin(async move {
+                let fail = |e| Error::from_zk(&path, e);
+                match sink {
+                    None => {
+                        client.get_children(&path).await.map(|(names, stat)| Children { names, stat }).map_err(fail)
+                    }
+                    Some(sink) => {
+                        let (names, stat, watcher) = client.get_and_watch_children(&path).await.map_err(fail)?;
+                        deliver_once(watcher, path.clone(), sink, generation);
+                        Ok(Children { names, stat })
                     }
                 }
             })
@@ -700,7 +735,7 @@ impl Handler<Exists> for SessionActor {
                     None => client.check_stat(&path).await.map_err(fail),
                     Some(recipient) => {
                         let (stat, watcher) = client.check_and_watch_stat(&path).await.map_err(fail)?;
-                        deliver_once(watcher, path.clone(), recipient, generation);
+                        deliver_once(watcher, path.clone(), WatchSink::Actor(recipient), generation);
                         Ok(stat)
                     }
                 }
@@ -713,26 +748,15 @@ impl Handler<GetChildren> for SessionActor {
     type Result = ResponseFuture<Result<Children>>;
 
     fn handle(&mut self, msg: GetChildren, _: &mut Context<Self>) -> Self::Result {
-        if let Err(err) = self.check(&msg.path, false) {
-            return failed(err);
-        }
-        let span = self.span("get_children", &msg.path);
-        self.dispatch(span, move |client, generation| {
-            Box::pin(async move {
-                let GetChildren { path, watch } = msg;
-                let fail = |e| Error::from_zk(&path, e);
-                match watch {
-                    None => {
-                        client.get_children(&path).await.map(|(names, stat)| Children { names, stat }).map_err(fail)
-                    }
-                    Some(recipient) => {
-                        let (names, stat, watcher) = client.get_and_watch_children(&path).await.map_err(fail)?;
-                        deliver_once(watcher, path.clone(), recipient, generation);
-                        Ok(Children { names, stat })
-                    }
-                }
-            })
-        })
+        self.get_children(msg.path, msg.watch.map(WatchSink::Actor))
+    }
+}
+
+impl Handler<GetChildrenUntilDropped> for SessionActor {
+    type Result = ResponseFuture<Result<Children>>;
+
+    fn handle(&mut self, msg: GetChildrenUntilDropped, _: &mut Context<Self>) -> Self::Result {
+        self.get_children(msg.path, Some(WatchSink::Once(msg.tx)))
     }
 }
 

@@ -129,6 +129,28 @@ impl SessionHandle {
         self.request(Multi { ops })
     }
 
+    /// Reads a node and leaves a one-shot watch whose event comes on the returned receiver;
+    /// dropping the receiver withdraws the watch.
+    pub(crate) fn get_data_until_dropped(
+        &self,
+        path: &str,
+    ) -> (impl Future<Output = Result<NodeData>> + 'static + use<>, futures::channel::oneshot::Receiver<WatchEvent>)
+    {
+        let (tx, rx) = futures::channel::oneshot::channel();
+        (self.request(GetDataUntilDropped { path: path.into(), tx }), rx)
+    }
+
+    /// Lists a node's children and leaves a one-shot watch whose event comes on the returned
+    /// receiver; dropping the receiver withdraws the watch.
+    pub(crate) fn children_until_dropped(
+        &self,
+        path: &str,
+    ) -> (impl Future<Output = Result<Children>> + 'static + use<>, futures::channel::oneshot::Receiver<WatchEvent>)
+    {
+        let (tx, rx) = futures::channel::oneshot::channel();
+        (self.request(GetChildrenUntilDropped { path: path.into(), tx }), rx)
+    }
+
     /// Syncs the connected server with the leader on `path`.
     pub fn sync(&self, path: &str) -> impl Future<Output = Result<()>> + 'static + use<> {
         self.request(Sync { path: path.into() })

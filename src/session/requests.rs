@@ -370,3 +370,20 @@ pub struct OnSession<M> {
 impl<M: Message> Message for OnSession<M> {
     type Result = M::Result;
 }
+
+/// `GetData` with a one-shot watch for plain async code: the event goes to `tx`, and dropping
+/// its receiver withdraws the watch (nothing is left behind by a caller that gave up).
+#[derive(Message, Debug)]
+#[rtype(result = "Result<NodeData>")]
+pub(crate) struct GetDataUntilDropped {
+    pub(crate) path: String,
+    pub(crate) tx: futures::channel::oneshot::Sender<WatchEvent>,
+}
+
+/// `GetChildren` with a one-shot watch for plain async code (see [`GetDataUntilDropped`]).
+#[derive(Message, Debug)]
+#[rtype(result = "Result<Children>")]
+pub(crate) struct GetChildrenUntilDropped {
+    pub(crate) path: String,
+    pub(crate) tx: futures::channel::oneshot::Sender<WatchEvent>,
+}

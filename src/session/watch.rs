@@ -151,16 +151,47 @@ impl<E> ReconnectGate<E> {
     }
 }
 
-/// Delivers a one-shot watch's single event to its recipient. Runs as a detached task: it ends
-/// when the event fires, which at the latest happens when the session ends.
-pub(crate) fn deliver_once(watcher: OneshotWatcher, path: String, recipient: Recipient<WatchEvent>, generation: u64) {
+/// Where a one-shot watch's event goes.
+pub(crate) enum WatchSink {
+    /// To an actor (recipe actors).
+    Actor(Recipient<WatchEvent>),
+    /// To plain async code waiting for it. Dropping the receiver withdraws the watch: a caller
+    /// that gave up (a `take` or a `result` that timed out) leaves nothing behind (issue 14,
+    /// defect 6).
+    Once(oneshot::Sender<WatchEvent>),
+}
+
+/// Delivers a one-shot watch's single event to its sink. Runs as a detached task: it ends when
+/// the event fires (at the latest when the session ends), or when a [`WatchSink::Once`]'s
+/// receiver is dropped: then the watcher is dropped too, which removes it from the client.
+pub(crate) fn deliver_once(watcher: OneshotWatcher, path: String, sink: WatchSink, generation: u64) {
     actix::spawn(async move {
-        let event = watcher.changed().await;
+        let changed = watcher.changed();
+        let (event, sink) = match sink {
+            WatchSink::Actor(recipient) => (changed.await, WatchSink::Actor(recipient)),
+            WatchSink::Once(mut tx) => {
+                let gave_up = tx.cancellation();
+                futures::pin_mut!(changed);
+                match futures::future::select(changed, gave_up).await {
+                    futures::future::Either::Left((event, _)) => (event, WatchSink::Once(tx)),
+                    futures::future::Either::Right(_) => {
+                        tracing::debug!(%path, "nobody waits for the watch any more; removing it");
+                        return;
+                    }
+                }
+            }
+        };
         let kind = WatchEventKind::from_zk(event.event_type).unwrap_or(WatchEventKind::SessionEnded);
         let path = if event.path.is_empty() { path } else { event.path };
         tracing::debug!(%path, ?kind, generation, "one-shot watch fired");
-        // do_send bypasses the mailbox limit: a watch event must not be dropped for backpressure.
-        recipient.do_send(WatchEvent { path, kind, generation, watch: None });
+        let event = WatchEvent { path, kind, generation, watch: None };
+        match sink {
+            // do_send bypasses the mailbox limit: a watch event must not be dropped for backpressure.
+            WatchSink::Actor(recipient) => recipient.do_send(event),
+            WatchSink::Once(tx) => {
+                let _ = tx.send(event);
+            }
+        }
     });
 }
 

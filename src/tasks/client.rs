@@ -16,7 +16,6 @@ use crate::error::Error;
 use crate::path;
 use crate::retry::RetryPolicy;
 use crate::session::SessionHandle;
-use crate::session::watch::watch_once;
 use crate::{CreateMode, Op};
 
 /// What an installation looks like right now (read from ZooKeeper).
@@ -118,8 +117,9 @@ impl TaskClient {
         let wait = async move {
             let mut backoff = RetryPolicy::default().backoff();
             loop {
-                let (watcher, fired) = watch_once();
-                match session.get_data_watched(&status, watcher).await {
+                // Withdrawn when this future is dropped (a timeout): nothing is left behind.
+                let (read, fired) = session.get_data_until_dropped(&status);
+                match read.await {
                     Ok(node) if node.stat.version > 0 => return Ok(node.data),
                     Ok(_) => {
                         // Not finished: the watch fires when the result is written (or the
