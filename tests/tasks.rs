@@ -724,3 +724,44 @@ async fn a_task_assigned_anew_under_the_same_name_is_started() {
     let status = s.get_data(&format!("{ROOT}/status/{task}")).await.expect("status");
     assert_eq!(status.data, b"done:payload");
 }
+
+/// Issue 14, defect 10: a master read every waiting task's payload when it rebuilt its view, and
+/// kept them all in memory (1M tasks of 10 KB: 10 GB). It now reads a task's payload only when
+/// it assigns the task. Shown by what the server sends while a master rebuilds over a backlog of
+/// large tasks and no worker: far less than the payloads.
+#[actix_rt::test]
+async fn a_master_does_not_read_the_payloads_of_waiting_tasks() {
+    init_tracing();
+    let server = ZkServer::start().expect("ZooKeeper");
+    let rig = Rig::new(server.connect_string(), "tasks-backlog-memory");
+    let client = rig.client().await;
+    const TASKS: usize = 40;
+    const PAYLOAD: usize = 200_000;
+    for i in 0..TASKS {
+        client.submit(vec![i as u8; PAYLOAD]).await.expect("submit");
+    }
+    let response_bytes = || {
+        let mntr = actix_zookeeper::testkit::mntr(&server.connect_string()).expect("mntr");
+        mntr.lines().find_map(|l| l.strip_prefix("zk_response_bytes")?.trim().parse::<u64>().ok()).unwrap_or(0)
+    };
+    let before = response_bytes();
+    let master = rig.master("m").await;
+    master.events.wait_for(0, WAIT, |e| matches!(e, MasterEvent::Rebuilt { pending, .. } if *pending == TASKS)).await;
+    let sent = response_bytes() - before;
+    let payloads = (TASKS * PAYLOAD) as u64;
+    assert!(sent < payloads / 10, "the master read {sent} bytes rebuilding over {payloads} bytes of payloads");
+
+    // Workers still get every payload.
+    let _w = rig.worker("w", 4, Duration::ZERO, 0).await;
+    let ids = client.overview().await.expect("overview");
+    assert_eq!(ids.pending + ids.assigned, TASKS);
+    let deadline = Instant::now() + WAIT;
+    while {
+        let now = client.overview().await.expect("overview");
+        now.pending + now.assigned > 0
+    } {
+        assert!(Instant::now() < deadline, "every task is finished");
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(rig.ledger.runs.lock().expect("runs").len(), TASKS);
+}

@@ -20,10 +20,11 @@
 //! fenced, when the worker left), `assign → status` (worker). A task is therefore always in
 //! exactly one place, and its result is written once. See `docs/recipes/master-worker.md`.
 //!
-//! Files: `layout.rs` (where everything lives), `messages.rs`, `error.rs`, `master.rs` and `term.rs` (the master and its term), `worker.rs`, `client.rs`, `fence.rs`, `strategy.rs`. It holds three roles, so its requests are named per role (`SubscribeMaster`, `StopWorker`, ...) rather than `Subscribe`/`Stop`.
+//! Files: `layout.rs` (where everything lives), `messages.rs`, `error.rs`, `master.rs` and `term.rs` (the master and its term), `backlog.rs` (the waiting tasks, oldest first), `worker.rs`, `client.rs`, `fence.rs`, `strategy.rs`. It holds three roles, so its requests are named per role (`SubscribeMaster`, `StopWorker`, ...) rather than `Subscribe`/`Stop`.
 //!
 #![doc = include_str!("../../docs/recipes/master-worker.md")]
 
+mod backlog;
 mod client;
 mod error;
 mod fence;

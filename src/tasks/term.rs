@@ -21,6 +21,7 @@ use actix::prelude::*;
 use futures::future::join_all;
 use tracing::{debug, info, warn};
 
+use super::backlog::Backlog;
 use super::error::TaskError;
 use super::fence::MasterFence;
 use super::layout::{Layout, TaskId};
@@ -64,14 +65,6 @@ impl Dirty {
     }
 }
 
-/// A task waiting in `tasks/`, read.
-#[derive(Debug)]
-struct Pending {
-    data: Vec<u8>,
-    /// Its `czxid`: tasks are assigned in the order they were submitted.
-    czxid: i64,
-}
-
 /// A worker's registration as read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Registration {
@@ -91,8 +84,8 @@ struct View {
     workers: BTreeMap<String, Registration>,
     /// Assignment directories and the tasks in them, with each assignment's `czxid`.
     dirs: BTreeMap<String, BTreeMap<String, i64>>,
-    /// Tasks waiting in `tasks/`, read (payload and `czxid`).
-    pending: BTreeMap<String, Pending>,
+    /// Tasks waiting in `tasks/`, oldest first (by `czxid`), without their payloads.
+    pending: Backlog,
 }
 
 /// An assignment directory's tasks, each with its `czxid` (`None`: gone before it was read).
@@ -108,9 +101,9 @@ struct Reads {
     /// Contents of assignment directories (`None`: the directory is gone), with the `czxid` of
     /// assignments not in the view before (`None`: gone meanwhile).
     dir_contents: Vec<(String, Option<DirContents>)>,
-    /// `tasks/` children and each new task's payload (`None`: gone meanwhile).
+    /// `tasks/` children and each new task's `czxid` (`None`: gone meanwhile).
     tasks: Option<Vec<String>>,
-    payloads: Vec<(String, Option<Pending>)>,
+    created: Vec<(String, Option<i64>)>,
 }
 
 /// What one write achieved.
@@ -249,7 +242,7 @@ impl MasterTerm {
     fn read(&self, dirty: &Dirty) -> impl Future<Output = Result<Reads, Error>> + 'static + use<> {
         let session = self.session.clone();
         let layout = self.layout.clone();
-        let known_tasks: BTreeSet<String> = self.view.pending.keys().cloned().collect();
+        let known_tasks: BTreeSet<String> = self.view.pending.names().cloned().collect();
         let known_assignments: BTreeMap<String, BTreeSet<String>> =
             // An assignment whose reply never came is read again.
             self.view
@@ -292,13 +285,15 @@ impl MasterTerm {
             // Second round, again all sent before any is awaited.
             let registrations: Vec<_> =
                 workers.iter().flatten().map(|w| (w.clone(), session.get_data(&layout.worker(w)))).collect();
-            let payloads: Vec<_> = reads
+            // When each new task was submitted (its stat, not its payload: the payload is read
+            // when the task is assigned).
+            let stats: Vec<_> = reads
                 .tasks
                 .iter()
                 .flatten()
                 .filter(|t| !known_tasks.contains(*t) && !seen_tasks.contains(*t))
                 .chain(&seen_tasks)
-                .map(|t| (t.clone(), session.get_data(&layout.task(t))))
+                .map(|t| (t.clone(), session.exists(&layout.task(t))))
                 .collect();
             for (dir, list) in more_dirs {
                 listings.push((dir, absent_as_none(list.await)?.map(|c| c.names)));
@@ -312,10 +307,8 @@ impl MasterTerm {
                 }
                 reads.workers = Some(read);
             }
-            for (task, read) in payloads {
-                let pending =
-                    absent_as_none(read.await)?.map(|node| Pending { data: node.data, czxid: node.stat.czxid });
-                reads.payloads.push((task, pending));
+            for (task, stat) in stats {
+                reads.created.push((task, stat.await?.map(|stat| stat.czxid)));
             }
             // Third round: when each new assignment was made.
             let no_names = BTreeSet::new();
@@ -399,13 +392,13 @@ impl MasterTerm {
         }
         if let Some(tasks) = reads.tasks {
             let listed: BTreeSet<String> = tasks.into_iter().collect();
-            view.pending.retain(|t, _| listed.contains(t));
+            view.pending.retain(|t| listed.contains(t));
         }
         // Only this term's own assignments delete tasks, and not before reading them: a task
         // read now is still waiting.
-        for (task, pending) in reads.payloads {
-            if let Some(pending) = pending {
-                view.pending.insert(task, pending);
+        for (task, czxid) in reads.created {
+            if let Some(czxid) = czxid {
+                view.pending.insert(task, czxid);
             }
         }
         if self.phase == Phase::Rebuilding {
@@ -443,10 +436,22 @@ impl MasterTerm {
         for (worker, task) in stale {
             writes.push(Box::pin(self.requeue(worker, task)));
         }
-        // Pending tasks, oldest first, to workers with room.
-        let mut order: Vec<(i64, String)> = self.view.pending.iter().map(|(t, p)| (p.czxid, t.clone())).collect();
-        order.sort();
-        for (_, task) in order {
+        // Pending tasks, oldest first, to workers with room: no more than there is room for
+        // are looked at (the backlog is kept in order; nothing is sorted per pass).
+        let room: usize = self
+            .view
+            .workers
+            .iter()
+            .map(|(w, registration)| {
+                let assigned = self
+                    .view
+                    .dirs
+                    .get(w)
+                    .map_or(0, |tasks| tasks.values().filter(|czxid| **czxid >= registration.czxid).count());
+                registration.capacity.saturating_sub(assigned)
+            })
+            .sum();
+        for task in self.view.pending.oldest(room) {
             let candidates: Vec<WorkerLoad> = self
                 .view
                 .workers
@@ -468,8 +473,10 @@ impl MasterTerm {
             }
             let choice = self.strategy.pick(&task, &candidates).min(candidates.len() - 1);
             let worker = candidates[choice].worker_id.clone();
-            let Some(pending) = self.view.pending.remove(&task) else { continue };
-            writes.push(Box::pin(self.assign(task, worker, pending)));
+            if !self.view.pending.remove(&task) {
+                continue;
+            }
+            writes.push(Box::pin(self.assign(task, worker)));
         }
         writes
     }
@@ -477,25 +484,33 @@ impl MasterTerm {
     /// Moves `task` from `tasks/` to `assign/<worker>/` in one fenced transaction (creating the
     /// worker's directory in it when the view has none), so it is never in both places or in
     /// neither. The view counts it as assigned at once, so that capacity holds within a pass.
-    fn assign(&mut self, task: String, worker: String, pending: Pending) -> impl Future<Output = Outcome> + 'static {
-        let mut ops = vec![Op::Delete { path: self.layout.task(&task), version: None }];
-        if !self.view.dirs.contains_key(&worker) {
+    /// The payload is read here, for this task only, and the move is made at the version read.
+    fn assign(&mut self, task: String, worker: String) -> impl Future<Output = Outcome> + 'static {
+        let make_dir = !self.view.dirs.contains_key(&worker);
+        self.view.dirs.entry(worker.clone()).or_default().insert(task.clone(), JUST_ASSIGNED);
+        debug!(parent: &self.span, %task, %worker, "assigning");
+        let (session, fence, layout) = (self.session.clone(), self.fence.clone(), self.layout.clone());
+        let read = session.get_data(&layout.task(&task));
+        async move {
+            let retry = |worker: String| Dirty { tasks: true, assign: true, dirs: [worker].into(), ..Dirty::default() };
+            let node = match read.await {
+                Ok(node) => node,
+                Err(error) => return Outcome::Retry { dirty: retry(worker), error: error.into() },
+            };
+            let mut ops = vec![Op::Delete { path: layout.task(&task), version: Some(node.stat.version) }];
+            if make_dir {
+                ops.push(Op::Create {
+                    path: layout.assign_dir(&worker),
+                    data: Vec::new(),
+                    mode: CreateMode::Persistent,
+                });
+            }
             ops.push(Op::Create {
-                path: self.layout.assign_dir(&worker),
-                data: Vec::new(),
+                path: layout.assignment(&worker, &task),
+                data: node.data,
                 mode: CreateMode::Persistent,
             });
-        }
-        self.view.dirs.entry(worker.clone()).or_default().insert(task.clone(), JUST_ASSIGNED);
-        ops.push(Op::Create {
-            path: self.layout.assignment(&worker, &task),
-            data: pending.data,
-            mode: CreateMode::Persistent,
-        });
-        debug!(parent: &self.span, %task, %worker, "assigning");
-        let write = self.fence.write(&self.session, ops);
-        async move {
-            match write.await {
+            match fence.write(&session, ops).await {
                 Ok(results) => {
                     // The server may answer a create inside a multi with an invalid stat
                     // (ZOOKEEPER-4026); then the next read of the directory asks for it.
@@ -505,9 +520,7 @@ impl MasterTerm {
                     });
                     Outcome::Assigned { task, worker, czxid }
                 }
-                Err(error) => {
-                    write_failed(error, Dirty { tasks: true, assign: true, dirs: [worker].into(), ..Dirty::default() })
-                }
+                Err(error) => write_failed(error, retry(worker)),
             }
         }
     }
