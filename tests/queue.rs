@@ -834,3 +834,39 @@ async fn a_take_that_times_out_leaves_no_watch_behind() {
     assert_eq!(waiting.await.expect("take task"), Ok(b"next".to_vec()));
     s.close().await;
 }
+
+/// Issue 14, idempotent production: a put whose reply is lost (the item applied, the answer
+/// never came) is retried by `put_with_id` without queueing the item twice.
+#[actix_rt::test]
+async fn a_put_with_an_id_whose_reply_is_lost_queues_the_item_once() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let proxy = actix_zookeeper::testkit::FaultProxy::start(&zk.connect_string()).expect("proxy");
+    let root = unique_root("queue-put-with-id");
+    let cut = SessionConfig::new(proxy.address()).with_chroot(&root).with_session_timeout(Duration::from_secs(4));
+    let s = connected(cut).await.0;
+    let direct = session_at(&zk.connect_string(), &root).await;
+    let queue = Queue::new(s.clone(), "/q");
+    queue.put(b"first".to_vec()).await.expect("an ordinary item first");
+
+    // Replies are held back long enough that the client gives up on the connection.
+    proxy.set_latency(actix_zookeeper::testkit::Direction::Downstream, Duration::from_secs(6));
+    let put = actix_rt::spawn({
+        let queue = queue.clone();
+        async move { queue.put_with_id("order-17", b"second".to_vec()).await }
+    });
+    let deadline = Instant::now() + WAIT;
+    while items_left(&direct).await.len() < 2 {
+        assert!(Instant::now() < deadline, "the put never reached the server");
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    actix_rt::time::sleep(Duration::from_secs(3)).await;
+    proxy.heal();
+    let name = bounded("the put is answered", put).await.expect("put task").expect("put_with_id");
+    assert!(name.starts_with("qn-order-17-"), "{name}");
+    assert_eq!(items_left(&direct).await.len(), 2, "the item was queued once: {:?}", items_left(&direct).await);
+    assert_eq!(queue.find("order-17").await, Ok(Some(name)));
+    assert!(matches!(queue.put_with_id("a/b", b"x".to_vec()).await, Err(QueueError::InvalidItemId { .. })));
+    s.close().await;
+    direct.close().await;
+}

@@ -765,3 +765,40 @@ async fn a_master_does_not_read_the_payloads_of_waiting_tasks() {
     }
     assert_eq!(rig.ledger.runs.lock().expect("runs").len(), TASKS);
 }
+
+/// Issue 14, idempotent production: a task's id can be chosen before it is submitted, so a
+/// submission whose outcome is unknown (its session closed with it in flight) can be looked up,
+/// and submitting the same id again never makes a second task.
+#[actix_rt::test]
+async fn a_submission_whose_outcome_is_unknown_can_be_looked_up_and_retried() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let rig = Rig::new(zk.connect_string(), "tasks-submit-as");
+    let client = rig.client().await;
+    assert_eq!(client.state(&TaskId::random()).await, Ok(TaskState::Unknown));
+
+    // The first submission goes into a blackhole, and its caller gives up waiting: from where
+    // it stands, the outcome is unknown. The id it chose tells.
+    let cut = SessionConfig::new(links.connect_string()).with_chroot(rig.chroot.clone());
+    let lost = TaskClient::new(connected(cut).await.0, ROOT).expect("client");
+    let id = TaskId::random();
+    links.blackhole();
+    let gave_up = tokio::time::timeout(Duration::from_secs(1), lost.submit_as(id.clone(), "payload")).await;
+    assert!(gave_up.is_err(), "no answer through a blackhole: {gave_up:?}");
+    links.heal();
+    let state = client.state(&id).await.expect("state");
+    assert!(matches!(state, TaskState::Unknown | TaskState::Waiting), "{state:?}");
+
+    // Submitting the same id again, twice, makes exactly one task.
+    assert_eq!(client.submit_as(id.clone(), "payload").await, Ok(id.clone()));
+    assert_eq!(client.submit_as(id.clone(), "payload").await, Ok(id.clone()));
+    assert_eq!(client.state(&id).await, Ok(TaskState::Waiting));
+    assert_eq!(client.overview().await.expect("overview").pending, 1);
+
+    let _master = rig.master("m").await;
+    let _worker = rig.worker("w", 1, Duration::ZERO, 0).await;
+    assert_eq!(client.result(&id, WAIT).await.expect("result"), b"done:payload");
+    assert_eq!(client.state(&id).await, Ok(TaskState::Finished));
+    assert_eq!(rig.ledger.runs_of(&id), 1, "run once");
+}

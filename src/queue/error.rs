@@ -42,6 +42,15 @@ pub enum QueueError {
         /// The item.
         id: String,
     },
+    /// An item id given to [`Queue::put_with_id`](super::Queue::put_with_id) that cannot be
+    /// part of a node name.
+    #[error("invalid item id {id:?}: {reason}")]
+    InvalidItemId {
+        /// The id given.
+        id: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// A ZooKeeper request failed (e.g. `DataTooLarge` for an oversize item).
     #[error(transparent)]
     ZooKeeper(#[from] Error),

@@ -16,6 +16,23 @@ use crate::session::requests::{CreateMode, Op, OpResult};
 /// `SimpleDistributedQueue`, so either can read (and write) this queue.
 pub const ITEM_PREFIX: &str = "qn-";
 
+/// A caller's item id must make one node name with the prefix and the sequence number.
+fn check_item_id(id: &str) -> Result<(), QueueError> {
+    let reason = if id.is_empty() {
+        Some("it is empty")
+    } else if id.contains('/') {
+        Some("it contains '/'")
+    } else if id.len() > 200 {
+        Some("it is longer than 200 bytes")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(QueueError::InvalidItemId { id: id.to_owned(), reason }),
+        None => Ok(()),
+    }
+}
+
 /// Items of `names` in queue order (by sequence number), skipping names that are not items.
 pub(crate) fn items_in_order(names: Vec<String>) -> Vec<String> {
     path::sequential_in_order(names.into_iter().filter(|n| n.starts_with(ITEM_PREFIX)).collect())
@@ -54,6 +71,50 @@ impl Queue {
                 Err(err) => return Err(err.into()),
             }
         }
+    }
+
+    /// Appends an item under an id of the caller's (a request id, a message key), as
+    /// `qn-<id>-<seq>`: a producer that retries after an unknown outcome (a lost reply, a
+    /// timeout of its own) does not queue the item twice while the first one is still queued.
+    /// A retry whose first attempt may have applied looks the id up ([`find`](Self::find)) and
+    /// returns that item instead of making another. Once an item is consumed, its id can be
+    /// queued again. Consumers see an ordinary item (its place is its sequence number).
+    ///
+    /// The id must be a node name of its own: not empty, no `/`, at most 200 bytes.
+    pub async fn put_with_id(&self, id: &str, data: impl Into<Vec<u8>>) -> Result<String, QueueError> {
+        check_item_id(id)?;
+        let data = data.into();
+        let prefix = path::join(&self.path, &format!("{ITEM_PREFIX}{id}-"));
+        let mut backoff = crate::retry::RetryPolicy::default().backoff();
+        let mut unsure = false;
+        loop {
+            if unsure {
+                if let Some(existing) = self.find(id).await? {
+                    return Ok(existing);
+                }
+            }
+            match self.session.create(&prefix, data.clone(), CreateMode::PersistentSequential).await {
+                Ok(created) => return Ok(path::name(&created.path).to_string()),
+                Err(Error::NoNode { .. }) => self.session.ensure_path(&self.path).await?,
+                Err(err) if err.is_transient() => {
+                    unsure |= err.outcome_unknown();
+                    tokio::time::sleep(backoff.next_delay()).await;
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+
+    /// The queued item put with `id` ([`put_with_id`](Self::put_with_id)), if it is still
+    /// queued: its node name. Lists the queue.
+    pub async fn find(&self, id: &str) -> Result<Option<String>, QueueError> {
+        check_item_id(id)?;
+        let prefix = format!("{ITEM_PREFIX}{id}-");
+        Ok(self
+            .items()
+            .await?
+            .into_iter()
+            .find(|name| name.strip_prefix(&prefix).is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit()))))
     }
 
     /// Appends all `items` atomically (one `multi`): all are enqueued, in order, or none.

@@ -31,6 +31,19 @@ pub struct Overview {
     pub assigned: usize,
 }
 
+/// Where a task is, as [`TaskClient::state`] found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskState {
+    /// No such task: never stored (a submission that did not apply), or forgotten.
+    Unknown,
+    /// Stored, waiting for a worker.
+    Waiting,
+    /// Given to a worker, no result yet.
+    Assigned,
+    /// Its result is recorded.
+    Finished,
+}
+
 /// Submits tasks to one master–worker installation and waits for their results.
 ///
 /// ```no_run
@@ -60,7 +73,18 @@ impl TaskClient {
     /// is sent again with the same id, and the transaction cannot apply twice (the status node
     /// it creates already exists), so one call never makes two tasks.
     pub fn submit<D: Into<Vec<u8>>>(&self, data: D) -> impl Future<Output = Result<TaskId, TaskError>> + 'static {
-        let id = TaskId::generate();
+        self.submit_as(TaskId::random(), data)
+    }
+
+    /// Submits a task under an id chosen beforehand ([`TaskId::random`]). If this fails with
+    /// an error whose outcome is unknown (the session closed with the submission in flight), the
+    /// id still tells: [`state`](Self::state) says whether the task was stored. Submitting the
+    /// same id again is safe: it never makes a second task while the first one's status exists.
+    pub fn submit_as<D: Into<Vec<u8>>>(
+        &self,
+        id: TaskId,
+        data: D,
+    ) -> impl Future<Output = Result<TaskId, TaskError>> + 'static {
         let ops = vec![
             Op::Create { path: self.layout.task(id.as_str()), data: data.into(), mode: CreateMode::Persistent },
             Op::Create { path: self.layout.status_of(id.as_str()), data: Vec::new(), mode: CreateMode::Persistent },
@@ -71,15 +95,16 @@ impl TaskClient {
         let layout = self.layout.clone();
         async move {
             let mut reply = first;
-            let mut unsure = false;
             let mut ensured = false;
             let mut backoff = RetryPolicy::default().backoff();
             loop {
                 match reply.await {
                     Ok(_) => return Ok(id),
-                    // Our own earlier attempt applied after all: the task exists (perhaps already
-                    // moved on to a worker), and so does its status.
-                    Err(Error::Multi { source, .. }) if unsure && matches!(*source, Error::NodeExists { .. }) => {
+                    // Our own earlier attempt applied after all (or an earlier call with this
+                    // id did): the task exists (perhaps already moved on to a worker), or its
+                    // status does. Ids are this client's GUIDs or the caller's own choice, so
+                    // nobody else's task has this one.
+                    Err(Error::Multi { source, .. }) if matches!(*source, Error::NodeExists { .. }) => {
                         debug!(task = %id, "submission had applied before its reply was lost");
                         return Ok(id);
                     }
@@ -88,11 +113,7 @@ impl TaskClient {
                         ensured = true;
                         layout.ensure(&session).await?;
                     }
-                    Err(error) if error.is_transient() => {
-                        // A submission that was never sent cannot be the one that exists.
-                        unsure |= error.outcome_unknown();
-                        tokio::time::sleep(backoff.next_delay()).await;
-                    }
+                    Err(error) if error.is_transient() => tokio::time::sleep(backoff.next_delay()).await,
                     // Name the real problem (e.g. `DataTooLarge` for the task's path), not the
                     // transaction around it.
                     Err(Error::Multi { source, .. }) => return Err((*source).into()),
@@ -140,6 +161,27 @@ impl TaskClient {
                 Ok(result) => result,
                 Err(_) => Err(TaskError::Timeout { id: id.as_str().to_owned(), waited: timeout }),
             }
+        }
+    }
+
+    /// Where a task is now: looked up by its id (also after a submission whose outcome was
+    /// unknown).
+    pub fn state(&self, task: &TaskId) -> impl Future<Output = Result<TaskState, TaskError>> + 'static {
+        let status = self.session.exists(&self.layout.status_of(task.as_str()));
+        let waiting = self.session.exists(&self.layout.task(task.as_str()));
+        async move {
+            let or_none = |read: Result<Option<crate::Stat>, Error>| match read {
+                Ok(stat) => Ok(stat),
+                Err(Error::NoNode { .. }) => Ok(None),
+                Err(error) => Err(error),
+            };
+            let (status, waiting) = (or_none(status.await)?, or_none(waiting.await)?);
+            Ok(match status {
+                None => TaskState::Unknown,
+                Some(stat) if stat.version > 0 => TaskState::Finished,
+                Some(_) if waiting.is_some() => TaskState::Waiting,
+                Some(_) => TaskState::Assigned,
+            })
         }
     }
 

@@ -25,7 +25,10 @@ use crate::session::SessionHandle;
 pub struct TaskId(String);
 
 impl TaskId {
-    pub(crate) fn generate() -> TaskId {
+    /// A new id, unique to this call: choose a task's id before submitting it (with
+    /// [`TaskClient::submit_as`](super::TaskClient::submit_as)), so that a submission whose
+    /// outcome is unknown can still be looked up.
+    pub fn random() -> TaskId {
         TaskId(format!("task-{}", crate::recipe::naming::new_guid()))
     }
 
@@ -152,8 +155,8 @@ mod tests {
         assert!(matches!(TaskId::parse("job-1"), Err(TaskError::InvalidTaskId { .. })));
         assert!(matches!(TaskId::parse("task-"), Err(TaskError::InvalidTaskId { .. })));
         assert!(matches!(TaskId::parse("task-a/b"), Err(TaskError::InvalidTaskId { .. })));
-        assert!(TaskId::generate().as_str().starts_with("task-"));
-        assert_ne!(TaskId::generate(), TaskId::generate());
+        assert!(TaskId::random().as_str().starts_with("task-"));
+        assert_ne!(TaskId::random(), TaskId::random());
     }
 
     #[test]

@@ -35,7 +35,7 @@ mod strategy;
 mod term;
 mod worker;
 
-pub use client::{Overview, TaskClient};
+pub use client::{Overview, TaskClient, TaskState};
 pub use error::TaskError;
 pub use fence::MasterFence;
 pub use layout::TaskId;
