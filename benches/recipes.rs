@@ -56,7 +56,7 @@ use actix_zookeeper::lock::{Acquire, LockActor, LockConfig, Release};
 use actix_zookeeper::queue::{ConsumerConfig, Delivery, DeliveryMode, ITEM_PREFIX, Queue, QueueConsumerActor, Revoked};
 use actix_zookeeper::tasks::{
     MasterEvent, StopMaster, StopWorker, SubscribeMaster, SubscribeWorker, TaskAssigned, TaskClient, TaskId,
-    TaskMaster, TaskMasterConfig, TaskWorker, TaskWorkerConfig, WorkerEvent,
+    TaskMaster, TaskMasterConfig, TaskOutcome, TaskWorker, TaskWorkerConfig, WorkerEvent,
 };
 use actix_zookeeper::testkit::{self, ServerOptions, ZkServer};
 use actix_zookeeper::{CreateMode, Op, SessionConfig, SessionHandle};
@@ -1264,10 +1264,10 @@ impl Actor for W6Runner {
 }
 
 impl Handler<TaskAssigned> for W6Runner {
-    type Result = Vec<u8>;
+    type Result = TaskOutcome;
 
-    fn handle(&mut self, _: TaskAssigned, _: &mut Context<Self>) -> Vec<u8> {
-        W6_RESULT.to_vec()
+    fn handle(&mut self, _: TaskAssigned, _: &mut Context<Self>) -> TaskOutcome {
+        W6_RESULT.to_vec().into()
     }
 }
 

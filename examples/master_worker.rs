@@ -23,7 +23,7 @@ use actix::prelude::*;
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::tasks::{
     CurrentTerm, MasterEvent, StopMaster, StopWorker, SubscribeMaster, SubscribeWorker, TaskAssigned, TaskClient,
-    TaskError, TaskId, TaskMaster, TaskMasterConfig, TaskWorker, TaskWorkerConfig, WorkerEvent,
+    TaskError, TaskId, TaskMaster, TaskMasterConfig, TaskOutcome, TaskWorker, TaskWorkerConfig, WorkerEvent,
 };
 use actix_zookeeper::testkit::{TestZooKeeper, expire_session, unique_root};
 use futures::future::join_all;
@@ -141,7 +141,7 @@ impl Actor for Runner {
 struct Crash;
 
 impl Handler<TaskAssigned> for Runner {
-    type Result = ResponseActFuture<Self, Vec<u8>>;
+    type Result = ResponseActFuture<Self, TaskOutcome>;
 
     fn handle(&mut self, task: TaskAssigned, _: &mut Context<Self>) -> Self::Result {
         let (label, worker) = (self.shared.label(&task.task_id), self.worker);
@@ -156,7 +156,7 @@ impl Handler<TaskAssigned> for Runner {
                     run.1 = Run::Answered;
                 }
             });
-            task.data.to_ascii_uppercase()
+            task.data.to_ascii_uppercase().into()
         }))
     }
 }
@@ -284,6 +284,12 @@ impl Handler<WorkerEvent> for WorkerNarrator {
             WorkerEvent::Failed { error } => println!("  [{me}] gave up: {error}"),
             WorkerEvent::TaskDiscarded { task_id, reason } => {
                 println!("  [{me}] ran {} but its result was not recorded: {reason:?}", self.shared.label(&task_id))
+            }
+            WorkerEvent::TaskAbandoned { task_id, reason } => {
+                println!("  [{me}] gave up on {}: {reason}", self.shared.label(&task_id))
+            }
+            WorkerEvent::TaskReturned { task_id } => {
+                println!("  [{me}] put {} back to run later", self.shared.label(&task_id))
             }
             WorkerEvent::TaskOutcomeUnknown { task_id } => {
                 println!(

@@ -55,7 +55,7 @@ impl Actor for Runner {
 }
 
 impl Handler<TaskAssigned> for Runner {
-    type Result = ResponseFuture<Vec<u8>>;
+    type Result = ResponseFuture<TaskOutcome>;
 
     fn handle(&mut self, task: TaskAssigned, _: &mut Context<Self>) -> Self::Result {
         let ledger = self.ledger.clone();
@@ -83,7 +83,14 @@ impl Handler<TaskAssigned> for Runner {
             ledger.running.lock().expect("running").remove(&task.task_id);
             *ledger.now.lock().expect("now").entry(worker).or_default() -= 1;
             *ledger.runs.lock().expect("runs").entry(task.task_id.clone()).or_default() += 1;
-            [b"done:".as_slice(), &task.data].concat()
+            if task.data.starts_with(b"give-up") {
+                return TaskOutcome::GiveUp { reason: "cannot be done".into() };
+            }
+            // Asks to be run later the first time it runs (on any worker).
+            if task.data.starts_with(b"later") && ledger.runs_of(&task.task_id) == 1 {
+                return TaskOutcome::RetryLater { after: Duration::from_millis(100) };
+            }
+            [b"done:".as_slice(), &task.data].concat().into()
         })
     }
 }
@@ -801,4 +808,31 @@ async fn a_submission_whose_outcome_is_unknown_can_be_looked_up_and_retried() {
     assert_eq!(client.result(&id, WAIT).await.expect("result"), b"done:payload");
     assert_eq!(client.state(&id).await, Ok(TaskState::Finished));
     assert_eq!(rig.ledger.runs_of(&id), 1, "run once");
+}
+
+/// Issue 14: a runner can fail a task instead of only returning bytes: give it up (the client
+/// hears why, and it is not run again) or ask to run it later (it is put back and run again).
+#[actix_rt::test]
+async fn a_runner_can_give_up_on_a_task_or_run_it_later() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "tasks-runner-outcomes");
+    let _master = rig.master("m").await;
+    let w = rig.worker("w", 2, Duration::ZERO, 0).await;
+    let client = rig.client().await;
+    let doomed = client.submit("give-up please").await.expect("submit");
+    let later = client.submit("later please").await.expect("submit");
+
+    let err = client.result(&doomed, WAIT).await.unwrap_err();
+    assert_eq!(err, TaskError::Abandoned { id: doomed.as_str().to_owned(), reason: "cannot be done".into() });
+    assert_eq!(client.state(&doomed).await, Ok(TaskState::Abandoned));
+    w.events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::TaskAbandoned { task_id, .. } if *task_id == doomed)).await;
+
+    assert_eq!(client.result(&later, WAIT).await.expect("result"), b"done:later please");
+    w.events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::TaskReturned { task_id } if *task_id == later)).await;
+    assert_eq!(rig.ledger.runs_of(&later), 2, "run, put back, run again");
+    assert_eq!(rig.ledger.runs_of(&doomed), 1, "a task given up is not run again");
+    let clean = rig.session().await;
+    assert!(children(&clean, &format!("{ROOT}/tasks")).await.is_empty());
+    assert!(children(&clean, &format!("{ROOT}/assign/w")).await.is_empty());
 }

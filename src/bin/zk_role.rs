@@ -38,7 +38,7 @@ use actix_zookeeper::lock::{self, Acquire, LockActor, LockConfig, LockError, Loc
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::queue::{ConsumerConfig, Delivery, QueueConsumerActor, QueueError, Revoked, Worker};
 use actix_zookeeper::tasks::{
-    MasterEvent, SubscribeMaster, SubscribeWorker, TaskAssigned, TaskMaster, TaskMasterConfig, TaskWorker,
+    MasterEvent, SubscribeMaster, SubscribeWorker, TaskAssigned, TaskMaster, TaskMasterConfig, TaskOutcome, TaskWorker,
     TaskWorkerConfig, WorkerEvent,
 };
 use actix_zookeeper::{SessionId, path};
@@ -829,7 +829,7 @@ impl Actor for Runner {
 }
 
 impl Handler<TaskAssigned> for Runner {
-    type Result = ResponseFuture<Vec<u8>>;
+    type Result = ResponseFuture<TaskOutcome>;
 
     fn handle(&mut self, task: TaskAssigned, _: &mut Context<Self>) -> Self::Result {
         emit!("assigned", task = task.task_id);
@@ -837,7 +837,7 @@ impl Handler<TaskAssigned> for Runner {
         let work = self.work;
         Box::pin(async move {
             tokio::time::sleep(work).await;
-            result
+            result.into()
         })
     }
 }

@@ -42,6 +42,8 @@ pub enum TaskState {
     Assigned,
     /// Its result is recorded.
     Finished,
+    /// Its runner gave up on it (the client's `result` says why).
+    Abandoned,
 }
 
 /// Submits tasks to one master–worker installation and waits for their results.
@@ -141,6 +143,13 @@ impl TaskClient {
                 // Withdrawn when this future is dropped (a timeout): nothing is left behind.
                 let (read, fired) = session.get_data_until_dropped(&status);
                 match read.await {
+                    // Written twice: the runner gave up, and the data is its reason.
+                    Ok(node) if node.stat.version > 1 => {
+                        return Err(TaskError::Abandoned {
+                            id: id.as_str().to_owned(),
+                            reason: String::from_utf8_lossy(&node.data).into_owned(),
+                        });
+                    }
                     Ok(node) if node.stat.version > 0 => return Ok(node.data),
                     Ok(_) => {
                         // Not finished: the watch fires when the result is written (or the
@@ -178,6 +187,7 @@ impl TaskClient {
             let (status, waiting) = (or_none(status.await)?, or_none(waiting.await)?);
             Ok(match status {
                 None => TaskState::Unknown,
+                Some(stat) if stat.version > 1 => TaskState::Abandoned,
                 Some(stat) if stat.version > 0 => TaskState::Finished,
                 Some(_) if waiting.is_some() => TaskState::Waiting,
                 Some(_) => TaskState::Assigned,

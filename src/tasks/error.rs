@@ -56,6 +56,15 @@ pub enum TaskError {
         /// Why the outcome is unknown ([`Error::outcome_unknown`] holds for it).
         source: Error,
     },
+    /// The task's runner gave up on it ([`TaskOutcome::GiveUp`](super::TaskOutcome::GiveUp)):
+    /// it has no result and is not run again.
+    #[error("task {id} was given up by its runner: {reason}")]
+    Abandoned {
+        /// The task.
+        id: String,
+        /// The runner's reason.
+        reason: String,
+    },
     /// Another live session is registered with this worker id.
     #[error("worker id {id} is registered by another session")]
     WorkerIdTaken {

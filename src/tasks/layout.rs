@@ -9,7 +9,8 @@
 //! <root>/tasks/<task>                   a task waiting for a worker, data = payload
 //! <root>/assign/<worker>/<task>         a task assigned to a worker, data = payload
 //! <root>/status/<task>                  created empty (version 0) with the task; the result
-//!                                       is written into it once (version 1)
+//!                                       is written into it once (version 1), or the reason
+//!                                       a runner gave up, twice (version 2)
 //! ```
 
 use std::fmt;

@@ -9,14 +9,41 @@ use crate::error::Error;
 use crate::recipe::FencingToken;
 
 /// Sent by a [`TaskWorker`](super::TaskWorker) to the user's actor: run this task. The
-/// handler's reply is the task's result, written to `status/<task>` for the client.
+/// handler's reply says what the run came to ([`TaskOutcome`]; a `Vec<u8>` converts into
+/// [`TaskOutcome::Done`]): a result is written to `status/<task>` for the client.
 #[derive(Message, Debug, Clone, PartialEq, Eq)]
-#[rtype(result = "Vec<u8>")]
+#[rtype(result = "TaskOutcome")]
 pub struct TaskAssigned {
     /// The task.
     pub task_id: TaskId,
     /// Its payload, as submitted.
     pub data: Vec<u8>,
+}
+
+/// What a run of a task came to: the runner's reply to [`TaskAssigned`].
+#[derive(actix::MessageResponse, Debug, Clone, PartialEq, Eq)]
+pub enum TaskOutcome {
+    /// The task's result, recorded for the client.
+    Done(Vec<u8>),
+    /// Not now (a resource is busy, a dependency is down): keep the task for `after`, then put
+    /// it back so that a worker (perhaps this one) runs it again. Nothing is recorded.
+    RetryLater {
+        /// How long to wait before the task is put back.
+        after: std::time::Duration,
+    },
+    /// The task cannot succeed: record it as failed with `reason`. The client's
+    /// [`result`](super::TaskClient::result) answers [`TaskError::Abandoned`](super::TaskError::Abandoned),
+    /// and the task is not run again.
+    GiveUp {
+        /// Why, for the client.
+        reason: String,
+    },
+}
+
+impl From<Vec<u8>> for TaskOutcome {
+    fn from(result: Vec<u8>) -> Self {
+        TaskOutcome::Done(result)
+    }
 }
 
 /// Send every [`MasterEvent`] of this candidate to `recipient`.
@@ -157,6 +184,20 @@ pub enum WorkerEvent {
         task_id: TaskId,
         /// Why.
         reason: DiscardReason,
+    },
+    /// The runner gave up on the task ([`TaskOutcome::GiveUp`]); its failure is recorded for the
+    /// client, in one transaction with the assignment's removal.
+    TaskAbandoned {
+        /// The task.
+        task_id: TaskId,
+        /// The runner's reason.
+        reason: String,
+    },
+    /// The runner asked to run the task later ([`TaskOutcome::RetryLater`]): after the wait it
+    /// was put back, for a worker to run again.
+    TaskReturned {
+        /// The task.
+        task_id: TaskId,
     },
     /// A run finished and its result was sent, but the session it belongs to ended before the
     /// server's answer came: the result may or may not be recorded. If it was not, the master

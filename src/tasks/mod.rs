@@ -42,7 +42,7 @@ pub use layout::TaskId;
 pub use master::{TaskMaster, TaskMasterConfig};
 pub use messages::{
     CurrentTerm, DiscardReason, MasterEvent, StopMaster, StopWorker, SubscribeMaster, SubscribeWorker, TaskAssigned,
-    WorkerEvent,
+    TaskOutcome, WorkerEvent,
 };
 pub use strategy::{AssignStrategy, LeastLoaded, Random, RoundRobin, WorkerLoad};
 pub use worker::{TaskWorker, TaskWorkerConfig};

@@ -299,7 +299,8 @@ impl TaskWorker {
                 Ok(node) => {
                     debug!(parent: &act.span, %task, "task started");
                     act.tell(WorkerEvent::TaskStarted { task_id: task_id.clone() });
-                    Some(act.runner.send(TaskAssigned { task_id, data: node.data }))
+                    let assignment = Assignment { data: node.data.clone(), version: node.stat.version };
+                    Some((act.runner.send(TaskAssigned { task_id, data: node.data }), assignment))
                 }
                 Err(error) => {
                     // Moved away (NoNode), or the connection dropped: the next listing
@@ -316,14 +317,22 @@ impl TaskWorker {
             };
             async move {
                 match handed {
-                    Some(reply) => Run::Done(reply.await),
+                    Some((reply, assignment)) => Run::Done(reply.await, assignment),
                     None => Run::NotStarted,
                 }
             }
             .into_actor_free()
             .map(move |run, act: &mut Self, ctx| match run {
-                Run::Done(Ok(result)) => act.finish(task, result, generation, ctx),
-                Run::Done(Err(_)) => {
+                Run::Done(Ok(TaskOutcome::Done(result)), _) => {
+                    act.finish(task, Record::Result(result), generation, ctx)
+                }
+                Run::Done(Ok(TaskOutcome::GiveUp { reason }), _) => {
+                    act.finish(task, Record::GaveUp(reason), generation, ctx)
+                }
+                Run::Done(Ok(TaskOutcome::RetryLater { after }), assignment) => {
+                    ctx.run_later(after, move |act, ctx| act.give_back(task, assignment, generation, ctx));
+                }
+                Run::Done(Err(_), _) => {
                     warn!(parent: &act.span, "the task runner has stopped; the worker stops");
                     act.running.remove(&task);
                     act.registration = Registration::Draining;
@@ -346,11 +355,15 @@ impl TaskWorker {
     /// wanted; and while our session lives the task stays ours, so nobody else can have written
     /// its status. That is what makes a `BadVersion` after a lost reply our own earlier write:
     /// checked on any later session it could be another worker's (issue 14, defect 7).
-    fn finish(&mut self, task: String, result: Vec<u8>, generation: u64, ctx: &mut Context<Self>) {
+    fn finish(&mut self, task: String, record: Record, generation: u64, ctx: &mut Context<Self>) {
         let session = self.session.pinned(generation);
         let status = self.layout.status_of(&task);
         let assignment = self.layout.assignment(&self.config.worker_id, &task);
         let ended = generation <= self.ended;
+        let gave_up = match &record {
+            Record::GaveUp(reason) => Some(reason.clone()),
+            Record::Result(_) => None,
+        };
         let write = async move {
             if ended {
                 // Known before anything is sent: the registration is gone, the master has the
@@ -360,10 +373,17 @@ impl TaskWorker {
             let mut unsure = false;
             let mut backoff = RetryPolicy::default().backoff();
             loop {
-                let ops = vec![
-                    Op::SetData { path: status.clone(), data: result.clone(), version: Some(0) },
-                    Op::Delete { path: assignment.clone(), version: None },
-                ];
+                let mut ops = match &record {
+                    Record::Result(result) => {
+                        vec![Op::SetData { path: status.clone(), data: result.clone(), version: Some(0) }]
+                    }
+                    Record::GaveUp(reason) => vec![
+                        Op::SetData { path: status.clone(), data: reason.clone().into_bytes(), version: Some(0) },
+                        Op::SetData { path: status.clone(), data: reason.clone().into_bytes(), version: Some(1) },
+                    ],
+                };
+                let delete_at = ops.len();
+                ops.push(Op::Delete { path: assignment.clone(), version: None });
                 match session.multi(ops).await {
                     Ok(_) => return Finish::Recorded,
                     Err(Error::Multi { index: 0, source }) => {
@@ -378,7 +398,9 @@ impl TaskWorker {
                         let _ = session.delete(&assignment, None).await;
                         return Finish::Discarded(reason);
                     }
-                    Err(Error::Multi { index: 1, .. }) => return Finish::Discarded(DiscardReason::Reassigned),
+                    Err(Error::Multi { index, .. }) if index == delete_at => {
+                        return Finish::Discarded(DiscardReason::Reassigned);
+                    }
                     // The session ended with the write's outcome unknown (its reply lost, or the
                     // request still on its way): it may have applied in the session's last
                     // moments, and nothing later can tell whose write the status holds.
@@ -397,6 +419,11 @@ impl TaskWorker {
             act.running.remove(&task);
             if let Ok(task_id) = TaskId::parse(task.clone()) {
                 match finish {
+                    Finish::Recorded if gave_up.is_some() => {
+                        let reason = gave_up.unwrap_or_default();
+                        info!(parent: &act.span, task = %task_id, %reason, "task given up; recorded");
+                        act.tell(WorkerEvent::TaskAbandoned { task_id, reason });
+                    }
                     Finish::Recorded => {
                         debug!(parent: &act.span, task = %task_id, "task finished");
                         act.tell(WorkerEvent::TaskFinished { task_id });
@@ -414,6 +441,44 @@ impl TaskWorker {
                         act.failed.insert(task);
                         act.tell(WorkerEvent::TaskFailed { task_id, error });
                     }
+                }
+            }
+            act.after_task(ctx);
+        }));
+    }
+
+    /// Puts a task the runner wants to run later back in `tasks/` (payload and all), in one
+    /// transaction with the removal of our assignment at the version read, on our
+    /// registration's session: if that has ended, the master has put the task back already.
+    fn give_back(&mut self, task: String, assignment: Assignment, generation: u64, ctx: &mut Context<Self>) {
+        let session = self.session.pinned(generation);
+        let ops = vec![
+            Op::Delete {
+                path: self.layout.assignment(&self.config.worker_id, &task),
+                version: Some(assignment.version),
+            },
+            Op::Create { path: self.layout.task(&task), data: assignment.data, mode: crate::CreateMode::Persistent },
+        ];
+        let returned = async move {
+            let mut backoff = RetryPolicy::default().backoff();
+            loop {
+                match session.multi(ops.clone()).await {
+                    Ok(_) => return true,
+                    // Applied before its reply was lost (the assignment is gone, the task back).
+                    Err(Error::Multi { index: 0, source }) if matches!(*source, Error::NoNode { .. }) => return false,
+                    Err(error) if error.is_transient() && !matches!(error, Error::SessionLost { .. }) => {
+                        tokio::time::sleep(backoff.next_delay()).await;
+                    }
+                    Err(_) => return false,
+                }
+            }
+        };
+        ctx.spawn(returned.into_actor_free().map(move |returned, act: &mut Self, ctx| {
+            act.running.remove(&task);
+            if returned {
+                if let Ok(task_id) = TaskId::parse(task.clone()) {
+                    debug!(parent: &act.span, task = %task_id, "task put back to run later");
+                    act.tell(WorkerEvent::TaskReturned { task_id });
                 }
             }
             act.after_task(ctx);
@@ -466,10 +531,25 @@ impl TaskWorker {
 }
 
 enum Run {
-    /// The runner's reply (an error: the runner has stopped).
-    Done(Result<Vec<u8>, MailboxError>),
+    /// The runner's reply (an error: the runner has stopped), and the assignment it ran.
+    Done(Result<TaskOutcome, MailboxError>, Assignment),
     /// Not handed to the runner (gone, forfeit, or unreadable).
     NotStarted,
+}
+
+/// An assignment as read when its run started: what to put back if the runner asks to retry.
+struct Assignment {
+    data: Vec<u8>,
+    version: i32,
+}
+
+/// What a finished run records in the task's status.
+enum Record {
+    /// The result (the status is written once: version 1).
+    Result(Vec<u8>),
+    /// The runner gave up; the reason is written twice, so the status is at version 2: how a
+    /// client tells a failure from a result without another node.
+    GaveUp(String),
 }
 
 enum Finish {
