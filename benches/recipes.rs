@@ -74,6 +74,10 @@ const W3_ROUNDS: usize = 50;
 const W3_SETTLE: Duration = Duration::from_millis(20);
 /// A hand-off that takes longer than this is a bug, not a slow run.
 const W3_TIMEOUT: Duration = Duration::from_secs(10);
+#[allow(dead_code)]
+#[path = "../tests/common/curator.rs"]
+mod curator;
+
 const W4_ITEMS: usize = 5000;
 /// W4-backlog: items queued before the consumers start (`W4_BACKLOG` overrides; 0 skips it).
 const W4_BACKLOG: usize = 100_000;
@@ -801,11 +805,76 @@ async fn w4(connect: &str) -> Vec<String> {
         lines.push(line);
     }
     let backlog = env_usize("W4_BACKLOG", W4_BACKLOG);
+    let mut backlog_rate = None;
     if backlog > 0 {
-        let (line, _) = w4_run(connect, &root, &raw, DeliveryMode::AtLeastOnce, backlog, true, streaming_rate).await;
+        let (line, rate) = w4_run(connect, &root, &raw, DeliveryMode::AtLeastOnce, backlog, true, streaming_rate).await;
+        backlog_rate = Some(rate);
         lines.push(line);
     }
+    // The yardstick: Curator's DistributedQueue, same server, same run.
+    if std::env::var("W4_CURATOR").map_or(true, |v| v != "0") {
+        for mode in ["lock-safe", "plain"] {
+            match curator_queue(connect, &format!("{root}/bench/curator-{mode}"), W4_ITEMS, W4_CONSUMERS, mode) {
+                Ok((line, rate)) => {
+                    eprintln!("W4 Curator ({mode}): {rate:.1} items/s");
+                    lines.push(line);
+                    let ours = if mode == "lock-safe" { streaming_rate } else { None };
+                    if let (Some(ours), Some(backlog)) = (ours, backlog_rate) {
+                        lines.push(format!(
+                            "{{\"lib\":\"{LIB}\",\"workload\":\"W4-vs-curator\",\"curator_lock_safe_items_per_s\":{rate:.1},\
+                             \"w4_at_least_once_items_per_s\":{ours:.1},\"w4_backlog_items_per_s\":{backlog:.1},\
+                             \"ratio_w4_to_curator\":{:.2},\"ratio_backlog_to_curator\":{:.2}}}",
+                            ours / rate,
+                            backlog / rate
+                        ));
+                    }
+                }
+                Err(why) => eprintln!("W4 Curator ({mode}) skipped: {why}"),
+            }
+        }
+    }
     lines
+}
+
+/// Runs `benches/java/CuratorQueueBench.java` (Curator 5.4's `DistributedQueue`): `items`
+/// queued first, then drained by `consumers` Curator clients; returns its JSON line and rate.
+fn curator_queue(connect: &str, path: &str, items: usize, consumers: usize, mode: &str) -> Result<(String, f64), String> {
+    let classpath = curator::curator_classpath()?;
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/java/CuratorQueueBench.java");
+    let classes = std::env::temp_dir().join(format!("actix-zookeeper-curator-queue-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&classes).map_err(|e| e.to_string())?;
+    let javac = std::process::Command::new("javac")
+        .arg("-d")
+        .arg(&classes)
+        .arg("-cp")
+        .arg(&classpath)
+        .arg(&source)
+        .output()
+        .map_err(|e| format!("javac: {e}"))?;
+    if !javac.status.success() {
+        return Err(format!("javac failed: {}", String::from_utf8_lossy(&javac.stderr)));
+    }
+    // A connect string without the chroot: the Java side names the full path.
+    let host = connect.split('/').next().unwrap_or(connect);
+    let run = std::process::Command::new("java")
+        .arg("-cp")
+        .arg(format!("{}:{classpath}", classes.display()))
+        .arg("CuratorQueueBench")
+        .args([host, path, &items.to_string(), &consumers.to_string(), mode])
+        .output()
+        .map_err(|e| format!("java: {e}"))?;
+    let _ = std::fs::remove_dir_all(&classes);
+    let out = String::from_utf8_lossy(&run.stdout);
+    let line = out.lines().find(|l| l.starts_with('{')).ok_or_else(|| {
+        format!("no result from the Curator run: {}", String::from_utf8_lossy(&run.stderr).lines().last().unwrap_or(""))
+    })?;
+    let rate = line
+        .split("\"items_per_s\":")
+        .nth(1)
+        .and_then(|rest| rest.split([',', '}']).next())
+        .and_then(|n| n.parse::<f64>().ok())
+        .ok_or_else(|| format!("no rate in {line}"))?;
+    Ok((line.to_owned(), rate))
 }
 
 /// One W4 run on a fresh queue: `items` items, put while the consumers run, or all `queued`

@@ -418,8 +418,8 @@ async fn an_unreadable_node_is_skipped_and_the_rest_converges() {
 
     // A re-sync (after a new session) completes too, and sees a change made meanwhile.
     let info = s.session().await.expect("session").info;
-    expire_session(&zk.connect_string(), &info).await.expect("expire");
     let from = events.snapshot().len();
+    expire_session(&zk.connect_string(), &info).await.expect("expire");
     events.wait_for(from, WAIT, |e| matches!(e, CacheEvent::CacheResynced)).await;
     s.create("/dir/d", "d", CreateMode::Persistent).await.expect("d");
     events.wait_for(from, WAIT, |e| matches!(e, CacheEvent::NodeAdded { path, .. } if path == "/dir/d")).await;
