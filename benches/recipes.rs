@@ -838,7 +838,13 @@ async fn w4(connect: &str) -> Vec<String> {
 
 /// Runs `benches/java/CuratorQueueBench.java` (Curator 5.4's `DistributedQueue`): `items`
 /// queued first, then drained by `consumers` Curator clients; returns its JSON line and rate.
-fn curator_queue(connect: &str, path: &str, items: usize, consumers: usize, mode: &str) -> Result<(String, f64), String> {
+fn curator_queue(
+    connect: &str,
+    path: &str,
+    items: usize,
+    consumers: usize,
+    mode: &str,
+) -> Result<(String, f64), String> {
     let classpath = curator::curator_classpath()?;
     let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/java/CuratorQueueBench.java");
     let classes = std::env::temp_dir().join(format!("actix-zookeeper-curator-queue-bench-{}", std::process::id()));

@@ -421,7 +421,10 @@ async fn an_unreadable_node_is_skipped_and_the_rest_converges() {
     let from = events.snapshot().len();
     expire_session(&zk.connect_string(), &info).await.expect("expire");
     events.wait_for(from, WAIT, |e| matches!(e, CacheEvent::CacheResynced)).await;
-    s.create("/dir/d", "d", CreateMode::Persistent).await.expect("d");
+    // Made by another session: this one may still be between its old session and its new one.
+    let other = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    other.create("/dir/d", "d", CreateMode::Persistent).await.expect("d");
     events.wait_for(from, WAIT, |e| matches!(e, CacheEvent::NodeAdded { path, .. } if path == "/dir/d")).await;
+    other.close().await;
     s.close().await;
 }
