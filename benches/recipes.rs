@@ -74,7 +74,7 @@ const W3_ROUNDS: usize = 50;
 const W3_SETTLE: Duration = Duration::from_millis(20);
 /// A hand-off that takes longer than this is a bug, not a slow run.
 const W3_TIMEOUT: Duration = Duration::from_secs(10);
-#[allow(dead_code)]
+// Only its Curator classpath is used here (the file allows its own dead code).
 #[path = "../tests/common/curator.rs"]
 mod curator;
 
