@@ -213,6 +213,7 @@ fn main() {
         }
         if workload.runs(Workload::W6) {
             println!("{}", w6(&connect).await);
+            println!("{}", w6_backlog(&connect).await);
         }
     });
 
@@ -1549,6 +1550,77 @@ fn w6_drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<(Instant, W6Seen)>) ->
 fn longest_gap(stamps: &mut [Instant]) -> u128 {
     stamps.sort_unstable();
     stamps.windows(2).map(|w| w[1].duration_since(w[0]).as_micros()).max().unwrap_or(0)
+}
+
+/// W6-backlog: what a master costs over a large backlog. 2,000 tasks of 10 KB (20 MB of
+/// payloads) are queued with no master; then a master starts and rebuilds its view. Reports
+/// what the server sent while it rebuilt (`zk_response_bytes`) and how much this process's
+/// resident memory grew, next to the payloads' total: a master holds no payload.
+async fn w6_backlog(connect: &str) -> String {
+    const TASKS: usize = 2000;
+    const PAYLOAD: usize = 10 * 1024;
+    let root = testkit::unique_root("bench-w6-backlog");
+    let session = start_session(connect, &root);
+    let client = TaskClient::new(session.clone(), W6_ROOT).expect("client");
+    for chunk in (0..TASKS).collect::<Vec<_>>().chunks(200) {
+        let submits: Vec<_> = chunk.iter().map(|&i| client.submit(vec![(i % 251) as u8; PAYLOAD])).collect();
+        for submitted in futures::future::join_all(submits).await {
+            submitted.expect("submitted");
+        }
+    }
+    let host = connect.split(',').next().unwrap_or(connect);
+    let response_bytes = || {
+        testkit::mntr(host)
+            .ok()
+            .and_then(|m| m.lines().find_map(|l| l.strip_prefix("zk_response_bytes")?.trim().parse::<u64>().ok()))
+            .unwrap_or(0)
+    };
+    let master_session = start_session(connect, &root);
+    master_session.exists("/").await.expect("session up");
+    let (rss_before, bytes_before) = (rss_kib(), response_bytes());
+    let (tx, rx) = futures::channel::oneshot::channel();
+    let waiter = RebuiltWaiter(Some(tx)).start();
+    let master = TaskMaster::new(master_session.clone(), TaskMasterConfig::new(W6_ROOT).with_master_id("m"))
+        .expect("master")
+        .start();
+    master.do_send(SubscribeMaster { recipient: waiter.clone().recipient() });
+    let pending = tokio::time::timeout(W6_TIMEOUT, rx).await.expect("rebuilt in time").expect("waiter alive");
+    let (rss_after, bytes_after) = (rss_kib(), response_bytes());
+    let growth = rss_after.zip(rss_before).map_or(-1, |(a, b)| a as i64 - b as i64);
+    let sent = bytes_after.saturating_sub(bytes_before);
+    eprintln!(
+        "W6-backlog: a master rebuilt over {pending} waiting tasks ({} KB of payloads): the server sent {} KB, \
+         resident memory grew {growth} KiB",
+        TASKS * PAYLOAD / 1024,
+        sent / 1024
+    );
+    drop(master);
+    master_session.close().await;
+    session.close().await;
+    format!(
+        "{{\"lib\":\"{LIB}\",\"workload\":\"W6-backlog\",\"tasks\":{TASKS},\"payload_bytes\":{},\"pending_seen\":{pending},\
+         \"rebuild_response_bytes\":{sent},\"rss_growth_kib\":{growth}}}",
+        TASKS * PAYLOAD
+    )
+}
+
+/// Tells once how many tasks a master's rebuilt view holds.
+struct RebuiltWaiter(Option<futures::channel::oneshot::Sender<usize>>);
+
+impl Actor for RebuiltWaiter {
+    type Context = Context<Self>;
+}
+
+impl Handler<MasterEvent> for RebuiltWaiter {
+    type Result = ();
+
+    fn handle(&mut self, event: MasterEvent, _: &mut Context<Self>) {
+        if let MasterEvent::Rebuilt { pending, .. } = event {
+            if let Some(tx) = self.0.take() {
+                let _ = tx.send(pending);
+            }
+        }
+    }
 }
 
 async fn w6(connect: &str) -> String {
