@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use actix_zookeeper::group::*;
 use actix_zookeeper::prelude::*;
-use actix_zookeeper::testkit::{TestZooKeeper, ZkServer, expire_session, unique_root};
+use actix_zookeeper::testkit::{ClientLinks, TestZooKeeper, ZkServer, expire_session, unique_root};
 use common::*;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -249,16 +249,20 @@ async fn a_member_that_may_not_join_says_so_once_and_stops_asking() {
 async fn leaving_never_deletes_another_sessions_member_node() {
     init_tracing();
     let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("group-leave-fenced");
-    let a = member(&zk.connect_string(), &root, "x", Duration::from_secs(4)).await;
+    let a = member(&links.connect_string(), &root, "x", Duration::from_secs(4)).await;
     a.events.wait_for(0, WAIT, |e| matches!(e, GroupEvent::Joined { .. })).await;
     let other = connected(SessionConfig::new(zk.connect_string()).with_chroot(&root)).await.0;
 
+    // a's session ends on the server while a cannot reach it, and another process takes the id
+    // before a's new session can try to join again.
     let info = a.session.session().await.expect("session").info;
+    links.blackhole();
     expire_session(&zk.connect_string(), &info).await.expect("expire a's session");
-    // Another process takes the id while a's session is being rebuilt.
     let node = format!("{GROUP}/x");
     other.create(&node, "the other process", CreateMode::Ephemeral).await.expect("the other process joins as x");
+    links.heal();
     let owner = other.session().await.expect("session").session_id;
     a.events.wait_for(0, WAIT, |e| matches!(e, GroupEvent::JoinFailed { .. })).await;
 

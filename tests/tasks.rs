@@ -675,15 +675,20 @@ async fn a_worker_never_reports_finished_for_a_result_another_wrote() {
 async fn stopping_a_worker_never_deletes_another_sessions_registration() {
     init_tracing();
     let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let rig = Rig::new(zk.connect_string(), "tasks-deregister-fenced");
-    let w = rig.worker("w", 1, Duration::ZERO, 0).await;
+    let cut = SessionConfig::new(links.connect_string()).with_chroot(rig.chroot.clone());
+    let w = rig.worker_on(connected(cut).await.0, "w", 1, Duration::ZERO, 0).await;
     let other = rig.session().await;
 
+    // The worker's session ends on the server while the worker cannot reach it, and another
+    // process registers the same id before the worker's new session can try again.
     let info = w.session.session().await.expect("session").info;
+    links.blackhole();
     expire_session(&zk.connect_string(), &info).await.expect("expire the worker's session");
-    // Another process registers the same id while the worker's session is being rebuilt.
     let node = format!("{ROOT}/workers/w");
     other.create(&node, "1", CreateMode::Ephemeral).await.expect("the other process registers as w");
+    links.heal();
     let owner = other.session().await.expect("session").session_id;
     w.events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::RegistrationFailed { .. })).await;
 
