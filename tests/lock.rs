@@ -31,6 +31,32 @@ async fn nodes(session: &SessionHandle, dir: &str) -> Vec<String> {
     }
 }
 
+/// How long a test's holder keeps the lock before releasing it (see [`Exclusive`]).
+const HOLD: Duration = Duration::from_millis(2);
+
+/// The control for the holder check: two workers that "acquire" with no lock at all, as a
+/// broken grant would, are caught holding at once (issue 15: a check that could not see a
+/// second grant proved nothing).
+#[actix_rt::test]
+async fn the_holder_check_catches_two_holders() {
+    let exclusive = Exclusive::default();
+    let broken: Vec<_> = (0..2)
+        .map(|_| {
+            let exclusive = exclusive.clone();
+            actix_rt::spawn(async move {
+                for _ in 0..5 {
+                    exclusive.enter();
+                    exclusive.hold_and_leave(HOLD).await;
+                }
+            })
+        })
+        .collect();
+    for worker in broken {
+        worker.await.expect("worker");
+    }
+    assert!(exclusive.violations() > 0, "two holders at once were not counted");
+}
+
 #[actix_rt::test]
 async fn mutual_exclusion_fifo_and_increasing_tokens_under_contention() {
     init_tracing();
@@ -40,8 +66,7 @@ async fn mutual_exclusion_fifo_and_increasing_tokens_under_contention() {
     for _ in 0..4 {
         sessions.push(session_at(&zk.connect_string(), &root).await);
     }
-    let holders = Arc::new(AtomicUsize::new(0));
-    let violations = Arc::new(AtomicUsize::new(0));
+    let exclusive = Exclusive::default();
     let grants = Arc::new(std::sync::Mutex::new(Vec::<LockGrant>::new()));
     const ROUNDS_PER_ACTOR: usize = 38; // 8 actors: 304 acquisitions in all
 
@@ -50,19 +75,15 @@ async fn mutual_exclusion_fifo_and_increasing_tokens_under_contention() {
         let lock =
             LockActor::new(sessions[i % 4].clone(), LockConfig::new("/lock").with_participant_id(format!("w{i}")))
                 .start();
-        let (holders, violations, grants) = (holders.clone(), violations.clone(), grants.clone());
+        let (exclusive, grants) = (exclusive.clone(), grants.clone());
         workers.push(actix_rt::spawn(async move {
             for _ in 0..ROUNDS_PER_ACTOR {
                 let grant = lock.send(Acquire::default()).await.expect("lock actor").expect("acquire");
-                if holders.fetch_add(1, Ordering::SeqCst) != 0 {
-                    violations.fetch_add(1, Ordering::SeqCst);
-                }
+                exclusive.enter();
                 grants.lock().expect("grants").push(grant);
-                // Hold across a few scheduler turns so that overlapping holders would show.
-                for _ in 0..3 {
-                    actix_rt::task::yield_now().await;
-                }
-                holders.fetch_sub(1, Ordering::SeqCst);
+                // Held until the release is sent, and long enough that a wrong second grant
+                // (a notification and several actor hops away) would land meanwhile.
+                exclusive.hold_and_leave(HOLD).await;
                 lock.send(Release).await.expect("lock actor").expect("release");
             }
         }));
@@ -70,7 +91,7 @@ async fn mutual_exclusion_fifo_and_increasing_tokens_under_contention() {
     for worker in workers {
         bounded("worker", worker).await.expect("worker finished");
     }
-    assert_eq!(violations.load(Ordering::SeqCst), 0, "two holders at once");
+    assert_eq!(exclusive.violations(), 0, "two holders at once");
     let grants = grants.lock().expect("grants").clone();
     assert_eq!(grants.len(), 8 * ROUNDS_PER_ACTOR);
     for pair in grants.windows(2) {

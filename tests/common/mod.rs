@@ -165,3 +165,34 @@ async fn dir_allowing(session: &SessionHandle, path: &str, allowed: actix_zookee
         .await
         .expect("a directory nobody may read");
 }
+
+/// Counts the holders of something exclusive, as a test's workers see it: entering while
+/// another holds is a violation. A worker holds from the grant until just before it releases,
+/// and long enough (`hold`) that a wrong second grant, which arrives after a notification and
+/// several actor hops, lands while the first is still counted.
+#[derive(Clone, Default)]
+pub struct Exclusive {
+    holders: Arc<std::sync::atomic::AtomicUsize>,
+    violations: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Exclusive {
+    /// A grant arrived.
+    pub fn enter(&self) {
+        use std::sync::atomic::Ordering;
+        if self.holders.fetch_add(1, Ordering::SeqCst) != 0 {
+            self.violations.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Holds for `hold`, then counts the holder out (call it right before releasing).
+    pub async fn hold_and_leave(&self, hold: Duration) {
+        actix_rt::time::sleep(hold).await;
+        self.holders.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Grants that came while another was held.
+    pub fn violations(&self) -> usize {
+        self.violations.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
