@@ -12,7 +12,8 @@ use super::error::GroupError;
 use super::messages::*;
 use crate::cache::{self, CacheActor, CacheConfig, CacheEvent, CacheScope};
 use crate::path;
-use crate::recipe::registration::{RegisterError, deregister, register_ephemeral};
+use crate::recipe::fencing::delete_own_ephemeral;
+use crate::recipe::registration::{RegisterError, register_ephemeral};
 use crate::recipe::subscribers::Subscribers;
 use crate::retry::{Backoff, RetryPolicy};
 use crate::session::IntoActorFree;
@@ -168,7 +169,7 @@ impl Actor for GroupMember {
         }
         if self.membership != Membership::Left {
             // Detached: a request dropped by a stopping actor would never be sent.
-            let deleted = deregister(self.session.pinned(self.generation), self.node.clone());
+            let deleted = delete_own_ephemeral(self.session.pinned(self.generation), self.node.clone());
             actix::spawn(async move {
                 let _ = deleted.await;
             });
@@ -291,7 +292,7 @@ impl Handler<Leave> for GroupMember {
     fn handle(&mut self, _: Leave, _: &mut Context<Self>) -> Self::Result {
         self.membership = Membership::Left;
         info!(parent: &self.span, "leaving the group");
-        let deleted = deregister(self.session.pinned(self.generation), self.node.clone());
+        let deleted = delete_own_ephemeral(self.session.pinned(self.generation), self.node.clone());
         Box::pin(deleted.into_actor(self).map(|deleted, _, ctx| {
             ctx.stop();
             deleted.map_err(GroupError::from)

@@ -27,7 +27,7 @@ use super::plan;
 use crate::error::Error;
 use crate::path;
 use crate::recipe::FencingToken;
-use crate::recipe::fencing::{FencedDelete, delete_fenced};
+use crate::recipe::fencing::{FencedDelete, delete_fenced, delete_own_ephemeral};
 use crate::retry::{Backoff, RetryPolicy};
 use crate::session::requests::{CreateMode, NodeData, Op};
 use crate::session::watch::weak_watcher;
@@ -142,12 +142,7 @@ impl QueueConsumerActor {
         if self.generation == 0 {
             return;
         }
-        while self.free() > 0 {
-            let Some(id) = self.candidates.pop_front() else { break };
-            if !self.in_flight.contains_key(&id) && !self.claiming.contains(&id) && !self.set_aside.contains(&id) {
-                self.claim(id, ctx);
-            }
-        }
+        self.claim_candidates(ctx);
         if self.free() > 0 && self.candidates.is_empty() {
             self.list(ctx);
         }
@@ -279,7 +274,7 @@ impl QueueConsumerActor {
                             if error.is_final() {
                                 act.set_item_aside(&id, &error);
                             } else {
-                                act.missed(ctx);
+                                act.missed();
                             }
                             let first = pinned.delete(&claim_path, Some(claim.stat.version));
                             let release = async move {
@@ -290,7 +285,7 @@ impl QueueConsumerActor {
                             ctx.spawn(release.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
                         }
                         (Err(Error::NodeExists { .. }), _) => {
-                            act.missed(ctx);
+                            act.missed();
                             act.fill(ctx);
                         }
                         (Err(Error::NoNode { .. }), _) => {
@@ -304,7 +299,7 @@ impl QueueConsumerActor {
                             // The create may have happened: if the claim is ours, give it back.
                             debug!(parent: &act.span, %id, error = %err, "claim outcome unknown; checking");
                             act.candidates.push_front(id);
-                            let release = release_if_ours(pinned, claim_path);
+                            let release = delete_own_ephemeral(pinned, claim_path);
                             ctx.spawn(release.into_actor(act).map(|_, act, ctx| {
                                 let delay = act.backoff.next_delay();
                                 ctx.run_later(delay, |act, ctx| act.fill(ctx));
@@ -358,7 +353,7 @@ impl QueueConsumerActor {
     /// A claim found its item taken or finished by another consumer. A few in a row mean this
     /// consumer has caught up with another one's part of the plan: list again (a fresh plan,
     /// from a new place) rather than walk through items that are gone.
-    fn missed(&mut self, _ctx: &mut Context<Self>) {
+    fn missed(&mut self) {
         self.misses += 1;
         if self.misses >= MISSES_BEFORE_RELIST {
             self.misses = 0;
@@ -746,29 +741,6 @@ impl QueueConsumerActor {
     fn finish(&mut self, pending: PendingSettle, result: Result<(), QueueError>) {
         self.in_flight.remove(&pending.id);
         let _ = pending.answer.send(result);
-    }
-}
-
-/// Deletes `claim` if it exists and belongs to the pinned session (a claim whose create reply
-/// was lost). Retries reading through connection loss; once the session has ended, the claim
-/// went with it.
-async fn release_if_ours(session: PinnedSession, claim: String) {
-    let mut backoff = RetryPolicy::default().backoff();
-    loop {
-        let current = session.handle().session();
-        let stat = session.exists(&claim);
-        match (current.await, stat.await) {
-            (Some(current), Ok(Some(stat)))
-                if current.generation == session.generation() && stat.ephemeral_owner == current.session_id.0 =>
-            {
-                let _ = delete_fenced(session, claim, stat.czxid).await;
-                return;
-            }
-            (_, Ok(_)) => return,
-            (_, Err(Error::SessionLost { .. })) => return,
-            (_, Err(err)) if err.is_final() => return,
-            _ => tokio::time::sleep(backoff.next_delay()).await,
-        }
     }
 }
 

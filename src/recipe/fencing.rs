@@ -117,3 +117,32 @@ pub(crate) async fn delete_fenced(
         }
     }
 }
+
+/// Deletes the ephemeral node at `path` if the pinned session owns it, and nothing else.
+///
+/// For a node of a fixed name (a registration, a member node, a queue claim) whose create may
+/// or may not have applied, or whose session may have ended meanwhile: once our session has
+/// ended, our node went with it and the name may be another process's by now, so nothing is
+/// sent; on our session, only a node it owns is deleted ([`delete_fenced`] by its czxid).
+/// Retries reading through connection loss; a final error ends it.
+pub(crate) async fn delete_own_ephemeral(
+    session: crate::session::PinnedSession,
+    path: String,
+) -> Result<(), crate::Error> {
+    use crate::Error;
+    let mut backoff = crate::retry::RetryPolicy::default().backoff();
+    loop {
+        let current = session.handle().session().await;
+        let Some(current) = current.filter(|c| c.generation == session.generation()) else {
+            return Ok(());
+        };
+        match session.exists(&path).await {
+            Ok(Some(stat)) if stat.ephemeral_owner == current.session_id.0 => {
+                return delete_fenced(session, path, stat.czxid).await.map(|_| ());
+            }
+            Ok(_) | Err(Error::SessionLost { .. }) => return Ok(()),
+            Err(error) if error.is_final() => return Err(error),
+            Err(_) => tokio::time::sleep(backoff.next_delay()).await,
+        }
+    }
+}

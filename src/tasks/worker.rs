@@ -25,7 +25,8 @@ use super::layout::{Layout, TaskId, check_worker_id};
 use super::messages::*;
 use crate::Op;
 use crate::error::Error;
-use crate::recipe::registration::{RegisterError, deregister, register_ephemeral};
+use crate::recipe::fencing::delete_own_ephemeral;
+use crate::recipe::registration::{RegisterError, register_ephemeral};
 use crate::recipe::subscribers::Subscribers;
 use crate::retry::{Backoff, RetryPolicy};
 use crate::session::watch::weak_watcher;
@@ -419,15 +420,16 @@ impl TaskWorker {
             act.running.remove(&task);
             if let Ok(task_id) = TaskId::parse(task.clone()) {
                 match finish {
-                    Finish::Recorded if gave_up.is_some() => {
-                        let reason = gave_up.unwrap_or_default();
-                        info!(parent: &act.span, task = %task_id, %reason, "task given up; recorded");
-                        act.tell(WorkerEvent::TaskAbandoned { task_id, reason });
-                    }
-                    Finish::Recorded => {
-                        debug!(parent: &act.span, task = %task_id, "task finished");
-                        act.tell(WorkerEvent::TaskFinished { task_id });
-                    }
+                    Finish::Recorded => match gave_up {
+                        Some(reason) => {
+                            info!(parent: &act.span, task = %task_id, %reason, "task given up; recorded");
+                            act.tell(WorkerEvent::TaskAbandoned { task_id, reason });
+                        }
+                        None => {
+                            debug!(parent: &act.span, task = %task_id, "task finished");
+                            act.tell(WorkerEvent::TaskFinished { task_id });
+                        }
+                    },
                     Finish::Discarded(reason) => {
                         info!(parent: &act.span, task = %task_id, ?reason, "result discarded");
                         act.tell(WorkerEvent::TaskDiscarded { task_id, reason });
@@ -511,7 +513,8 @@ impl TaskWorker {
     fn deregister(&mut self, ctx: &mut Context<Self>) {
         self.registration = Registration::Stopped;
         let session = self.session.clone();
-        let registration = deregister(self.session.pinned(self.generation), self.layout.worker(&self.config.worker_id));
+        let registration =
+            delete_own_ephemeral(self.session.pinned(self.generation), self.layout.worker(&self.config.worker_id));
         let dir = self.layout.assign_dir(&self.config.worker_id);
         let gone = async move {
             let _ = registration.await;
@@ -571,7 +574,8 @@ impl Actor for TaskWorker {
             // Stopped without StopWorker: deregister anyway, so the master re-assigns our tasks
             // now rather than after the session ends. Detached: a request dropped by a stopping
             // actor would never be sent.
-            let deleted = deregister(self.session.pinned(self.generation), self.layout.worker(&self.config.worker_id));
+            let deleted =
+                delete_own_ephemeral(self.session.pinned(self.generation), self.layout.worker(&self.config.worker_id));
             actix::spawn(async move {
                 let _ = deleted.await;
             });
