@@ -337,9 +337,7 @@ async fn three_node_ensemble_loses_the_caches_member_mid_run_and_the_cache_conve
     let (reader, cache, events, init) = watched_tree(&ensemble.connect_string(), &root, timeout).await;
     let writers = start_writers(&ensemble.connect_string(), &root, timeout, 21..23, 400).await;
     actix_rt::time::sleep(Duration::from_millis(200)).await;
-    let id = reader.session().await.expect("session").session_id;
-    let member = ensemble.member_serving(id.0).unwrap_or(0);
-    ensemble.kill_member(member).expect("kill the cache's member");
+    kill_the_serving_member(&mut ensemble, &reader).await;
     events.wait_for(init, WAIT, |e| *e == CacheEvent::CacheResynced).await;
     for writer in writers {
         writer.await.expect("writer");

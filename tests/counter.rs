@@ -430,6 +430,8 @@ async fn a_crash_during_writes_gives_typed_errors_and_never_loses_count_of_what_
         sets_unknown.get()
     );
     assert!(won > 0);
+    // The fault happened: a write was cut off in flight, and was told as such.
+    assert!(unknown + sets_unknown.get() > 0, "no write met the crash");
 
     let (fresh, _) = connected(at(&server.connect_string(), &root, Duration::from_secs(10))).await;
     let total = fresh.get_data("/c").await.expect("raw read");

@@ -242,9 +242,7 @@ async fn killing_ensemble_members_never_makes_two_leaders() {
     let (leader, token) = next_leader(&participants, None).await;
 
     // Kill the member the leader's session is connected to.
-    let sid = sessions[leader].session().await.expect("session").session_id.0;
-    let member = ensemble.member_serving(sid).expect("serving member");
-    ensemble.kill_member(member).expect("kill");
+    let member = kill_the_serving_member(&mut ensemble, &sessions[leader]).await;
     participants[leader]
         .events
         .wait_for(0, WAIT, |e| {

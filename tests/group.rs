@@ -163,9 +163,7 @@ async fn three_node_ensemble_loses_a_member_and_the_group_is_unchanged() {
     let b = member(&ensemble.connect_string(), &root, "b", timeout).await;
     sees(&a, &["a", "b"]).await;
     sees(&b, &["a", "b"]).await;
-    let id = a.session.session().await.expect("session").session_id;
-    let killed = ensemble.member_serving(id.0).unwrap_or(0);
-    ensemble.kill_member(killed).expect("kill a's server");
+    kill_the_serving_member(&mut ensemble, &a.session).await;
     a.events.wait_for(0, WAIT, |e| *e == GroupEvent::ViewResynced).await;
     let c = member(&ensemble.connect_string(), &root, "c", timeout).await;
     for m in [&a, &b, &c] {

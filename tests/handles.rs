@@ -48,7 +48,7 @@ async fn a_lock_handle_acquires_tries_releases_and_names_holder_and_waiters() {
     assert_eq!(alice.acquire(None).await, Ok(grant.clone()), "holding already: the same grant");
     assert_eq!(bob.try_acquire().await, Ok(None), "held by alice: bob's try says no");
     let waiting = actix_rt::spawn(bob.acquire(Some(Duration::from_secs(10))));
-    wait_until_async(|| async { alice.participants().await.map(|p| p.len()) == Ok(2) }).await;
+    wait_until_async("the handle's effect", || async { alice.participants().await.map(|p| p.len()) == Ok(2) }).await;
     assert_eq!(bob.participants().await, Ok(vec!["alice".to_string(), "bob".to_string()]));
     assert_eq!(bob.holder().await, Ok(Some("alice".to_string())));
 
@@ -62,15 +62,6 @@ async fn a_lock_handle_acquires_tries_releases_and_names_holder_and_waiters() {
     bob.release().await.expect("bob releases");
     a.close().await;
     b.close().await;
-}
-
-/// Waits (bounded) until the async `check` holds.
-async fn wait_until_async<F: Future<Output = bool>>(mut check: impl FnMut() -> F) {
-    let deadline = std::time::Instant::now() + WAIT;
-    while !check().await {
-        assert!(std::time::Instant::now() < deadline, "timed out");
-        actix_rt::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[actix_rt::test]
@@ -162,7 +153,7 @@ async fn a_grant_that_reached_a_dropped_acquire_is_given_back() {
             })
         };
         let dropped = poll_once(dropped).await;
-        wait_until_async(|| async { a.participants().await.map(|p| p.len()) == Ok(2) }).await;
+        wait_until_async("the handle's effect", || async { a.participants().await.map(|p| p.len()) == Ok(2) }).await;
         a.release().await.expect("a releases");
         // The grant is in B's reply channel once B's subscribers hear of it.
         events.wait_for(0, WAIT, |e| matches!(e, LockEvent::Acquired { .. })).await;
@@ -193,7 +184,7 @@ async fn an_election_handle_awaits_leadership_resigns_requeues_and_rejoins() {
     let term = bounded("alpha leads", alpha.leadership()).await.expect("alpha leads");
     let bravo = ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("bravo"));
     let bravo_leads = actix_rt::spawn(bravo.leadership());
-    wait_until_async(|| async { alpha.participants().await.map(|p| p.len()) == Ok(2) }).await;
+    wait_until_async("the handle's effect", || async { alpha.participants().await.map(|p| p.len()) == Ok(2) }).await;
     assert_eq!(bravo.leader().await, Ok(Some("alpha".to_string())));
     assert_eq!(bravo.participants().await, Ok(vec!["alpha".to_string(), "bravo".to_string()]));
     assert_eq!(alpha.leadership().await.map(|t| t.token), Ok(term.token), "leading: answered at once");
@@ -207,7 +198,7 @@ async fn an_election_handle_awaits_leadership_resigns_requeues_and_rejoins() {
     assert_eq!(bravo.leadership().await.map(|_| ()), Err(ElectionError::NotParticipating { path: "/e".into() }));
     bounded("alpha leads again", alpha.leadership()).await.expect("alpha leads again");
     bravo.join().await.expect("bravo rejoins");
-    wait_until_async(|| async { alpha.participants().await.map(|p| p.len()) == Ok(2) }).await;
+    wait_until_async("the handle's effect", || async { alpha.participants().await.map(|p| p.len()) == Ok(2) }).await;
     a.close().await;
     b.close().await;
 }
@@ -222,7 +213,7 @@ async fn connected_resolves_when_the_session_is_up_and_again_after_a_server_rest
     assert!(first.connected);
     server.stop().expect("stop");
     // Wait until the session has noticed.
-    wait_until_async(|| async { session.session().await.is_some_and(|s| !s.connected) }).await;
+    wait_until_async("the handle's effect", || async { session.session().await.is_some_and(|s| !s.connected) }).await;
     let again = actix_rt::spawn(session.connected());
     actix_rt::time::sleep(Duration::from_millis(300)).await;
     assert!(!again.is_finished(), "connected() waits while the server is down");
@@ -247,9 +238,13 @@ async fn dropping_the_last_handle_releases_the_lock_and_closes_the_session() {
     let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
     lock.acquire(None).await.expect("acquire");
     drop(lock);
-    wait_until_async(|| async { observer.children("/l").await.map(|c| c.names.is_empty()).unwrap_or(true) }).await;
+    wait_until_async("the handle's effect", || async {
+        observer.children("/l").await.map(|c| c.names.is_empty()).unwrap_or(true)
+    })
+    .await;
     assert!(observer.exists("/mine").await.expect("exists").is_some(), "the session lives while a handle does");
     drop(s);
-    wait_until_async(|| async { observer.exists("/mine").await.expect("exists").is_none() }).await;
+    wait_until_async("the handle's effect", || async { observer.exists("/mine").await.expect("exists").is_none() })
+        .await;
     observer.close().await;
 }

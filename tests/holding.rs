@@ -78,15 +78,6 @@ async fn a_withdrawal_while_the_first_create_meets_a_missing_directory_is_answer
     s.close().await;
 }
 
-/// Waits (bounded) until the async `check` holds.
-async fn wait_until_async<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
-    let deadline = Instant::now() + WAIT;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        actix_rt::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// Defect 6: a release that meets a session expiry (sent while the client cannot yet know the
 /// session is gone) was answered `Ok` and told as `Released`, although the server, not our
 /// delete, removed the node: the holder had lost the lock before it let go.

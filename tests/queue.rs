@@ -432,9 +432,7 @@ async fn killing_a_consumers_ensemble_member_loses_nothing() {
         .collect();
     Queue::new(a.clone(), "/q").put_all((0..200u32).map(|n| n.to_be_bytes().to_vec()).collect()).await.expect("put");
     wait_until("some progress", || ledger.acked.load(Ordering::SeqCst) >= 30).await;
-    let sid = a.session().await.expect("session").session_id.0;
-    let member = ensemble.member_serving(sid).expect("a member serves a");
-    ensemble.kill_member(member).expect("kill -9");
+    kill_the_serving_member(&mut ensemble, &a).await;
     let deadline = Instant::now() + WAIT;
     while !items_left(&b).await.is_empty() {
         assert!(Instant::now() < deadline, "items left after the member was killed");

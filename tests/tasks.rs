@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::tasks::*;
-use actix_zookeeper::testkit::{ClientLinks, TestZooKeeper, ZkEnsemble, ZkServer, expire_session, unique_root};
+use actix_zookeeper::testkit::{
+    ClientLinks, Direction, TestZooKeeper, ZkEnsemble, ZkServer, expire_session, unique_root,
+};
 use common::*;
 use futures::future::join_all;
 
@@ -428,35 +430,43 @@ async fn the_server_restarts_mid_run_and_the_run_completes() {
     assert_finished_and_clean(&rig.session().await, &tasks).await;
 }
 
+/// A submission whose reply is lost for certain: the proxy holds every reply, the test sees the
+/// task stored on the server, then drops the connection. The client sends the same transaction
+/// again, finds it applied, and answers the one id.
 #[actix_rt::test]
 async fn a_submission_whose_reply_is_lost_makes_exactly_one_task() {
     init_tracing();
-    let mut server = ZkServer::start().expect("ZooKeeper");
-    let mut rig = Rig::new(server.connect_string(), "tasks-lost-submit");
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let mut rig = Rig::new(links.connect_string(), "tasks-lost-submit");
     rig.timeout = Duration::from_secs(10);
     let client = rig.client().await;
-    let observer = rig.session().await;
+    let observer = Rig { connect: zk.connect_string(), chroot: rig.chroot.clone(), ..Rig::new(String::new(), "") };
+    let observer = observer.session().await;
     client.submit("warm-up").await.expect("directories made");
     let mut ids = Vec::new();
-    for round in 0..5u64 {
-        // The multi is sent by the time the session has handled it; stopping the server then
-        // loses either the request or its reply.
+    for round in 0..3usize {
+        links.proxy(0).set_latency(Direction::Downstream, Duration::from_secs(60));
         let submitting = actix_rt::spawn(client.submit(format!("round-{round}")));
-        actix_rt::time::sleep(Duration::from_millis(round)).await;
-        server.stop().expect("stop");
-        server.restart().expect("restart");
+        // The fault happened: the task is stored, and its reply is held by the proxy.
+        wait_until_async("the task is stored", || async {
+            children(&observer, &format!("{ROOT}/tasks")).await.len() == round + 2
+        })
+        .await;
+        links.reset();
+        links.heal();
         let id = bounded("submit across a lost reply", submitting).await.expect("task").expect("submitted");
         ids.push(id);
     }
     // No master runs: every task is still waiting, exactly once each.
     let waiting = children(&observer, &format!("{ROOT}/tasks")).await;
-    assert_eq!(waiting.len(), 6, "one task per submission: {waiting:?}");
+    assert_eq!(waiting.len(), 4, "one task per submission: {waiting:?}");
     for (round, id) in ids.iter().enumerate() {
         assert!(waiting.contains(&id.to_string()), "{id} stored");
         let task = observer.get_data(&format!("{ROOT}/tasks/{id}")).await.expect("task");
         assert_eq!(task.data, format!("round-{round}").into_bytes());
     }
-    assert_eq!(children(&observer, &format!("{ROOT}/status")).await.len(), 6, "one status per task");
+    assert_eq!(children(&observer, &format!("{ROOT}/status")).await.len(), 4, "one status per task");
 }
 
 #[actix_rt::test]
@@ -476,9 +486,7 @@ async fn three_node_ensemble_loses_a_member_mid_run_and_the_run_completes() {
     wait_until("30 tasks done", || rig.ledger.runs.lock().expect("runs").len() >= 30).await;
     // Kill the member the current master talks to: its connection must move.
     let first = current_master(&[&masters[0], &masters[1]]).await;
-    let id = masters[first].session.session().await.expect("session").session_id;
-    let member = ensemble.member_serving(id.0).unwrap_or(0);
-    ensemble.kill_member(member).expect("kill a member");
+    kill_the_serving_member(&mut ensemble, &masters[first].session).await;
     expect_results(&client, &tasks).await;
     assert!(rig.ledger.overlaps.lock().expect("overlaps").is_empty(), "no task ran twice at once");
     assert_finished_and_clean(&rig.session().await, &tasks).await;
@@ -752,8 +760,9 @@ async fn a_master_does_not_read_the_payloads_of_waiting_tasks() {
     let client = rig.client().await;
     const TASKS: usize = 40;
     const PAYLOAD: usize = 200_000;
+    let mut submitted = Vec::new();
     for i in 0..TASKS {
-        client.submit(vec![i as u8; PAYLOAD]).await.expect("submit");
+        submitted.push(client.submit(vec![i as u8; PAYLOAD]).await.expect("submit"));
     }
     let response_bytes = || {
         let mntr = actix_zookeeper::testkit::mntr(&server.connect_string()).expect("mntr");
@@ -767,9 +776,11 @@ async fn a_master_does_not_read_the_payloads_of_waiting_tasks() {
     assert!(sent < payloads / 10, "the master read {sent} bytes rebuilding over {payloads} bytes of payloads");
 
     // Workers still get every payload.
-    let _w = rig.worker("w", 4, Duration::ZERO, 0).await;
+    // Counted before a worker runs: the overview's reads are not one snapshot, and a task moving
+    // between them would be counted twice (this raced, 1 run in 3).
     let ids = client.overview().await.expect("overview");
-    assert_eq!(ids.pending + ids.assigned, TASKS);
+    assert_eq!((ids.pending, ids.assigned), (TASKS, 0));
+    let _w = rig.worker("w", 4, Duration::ZERO, 0).await;
     let deadline = Instant::now() + WAIT;
     while {
         let now = client.overview().await.expect("overview");
@@ -778,7 +789,8 @@ async fn a_master_does_not_read_the_payloads_of_waiting_tasks() {
         assert!(Instant::now() < deadline, "every task is finished");
         actix_rt::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(rig.ledger.runs.lock().expect("runs").len(), TASKS);
+    let runs = rig.ledger.runs.lock().expect("runs").clone();
+    assert_eq!(runs.len(), TASKS, "runs {runs:?}, submitted {submitted:?}");
 }
 
 /// Issue 14, idempotent production: a task's id can be chosen before it is submitted, so a

@@ -208,6 +208,9 @@ impl TaskClient {
     }
 
     /// Reads who is master, which workers are registered, and how many tasks wait or run.
+    ///
+    /// The directories are read one after another, not in one snapshot: a task assigned
+    /// between the reads can be counted both waiting and assigned (or neither, when put back).
     pub fn overview(&self) -> impl Future<Output = Result<Overview, TaskError>> + 'static {
         let session = self.session.clone();
         let layout = self.layout.clone();

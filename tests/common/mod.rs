@@ -196,3 +196,35 @@ impl Exclusive {
         self.violations.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
+
+/// Kills (SIGKILL) the ensemble member serving `session`'s connection, then waits until another
+/// member serves it: a fail-over test first proves that its fault happened and that the
+/// connection moved (issue 15: a test that fell back to killing member 0 proved nothing when
+/// the client was elsewhere). Returns the killed member.
+pub async fn kill_the_serving_member(
+    ensemble: &mut actix_zookeeper::testkit::ZkEnsemble,
+    session: &SessionHandle,
+) -> usize {
+    let id = session.session().await.expect("session").session_id.0;
+    let killed = ensemble.member_serving(id).expect("a member serves the session");
+    ensemble.kill_member(killed).expect("kill -9 the member");
+    let deadline = Instant::now() + HELPER_WAIT;
+    loop {
+        match ensemble.member_serving(id) {
+            Some(now) if now != killed => return killed,
+            _ => {
+                assert!(Instant::now() < deadline, "the session never moved off member {killed}");
+                actix_rt::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+/// Waits (bounded) until the async `check` holds.
+pub async fn wait_until_async<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
+    let deadline = Instant::now() + HELPER_WAIT;
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+}
