@@ -58,7 +58,7 @@ use actix_zookeeper::tasks::{
     MasterEvent, StopMaster, StopWorker, SubscribeMaster, SubscribeWorker, TaskAssigned, TaskClient, TaskId,
     TaskMaster, TaskMasterConfig, TaskOutcome, TaskWorker, TaskWorkerConfig, WorkerEvent,
 };
-use actix_zookeeper::testkit::{self, ServerOptions, ZkServer};
+use actix_zookeeper::testkit::{self, HoldLog, ServerOptions, ZkServer};
 use actix_zookeeper::{CreateMode, Op, SessionConfig, SessionHandle};
 
 const LIB: &str = "actix-zookeeper";
@@ -410,8 +410,7 @@ async fn w2(connect: &str) -> String {
         sessions.iter().map(|s| LockActor::new(s.clone(), LockConfig::new("/bench/lock")).start()).collect();
 
     let tickets = Arc::new(AtomicUsize::new(0));
-    let holders = Arc::new(AtomicUsize::new(0));
-    let violations = Arc::new(AtomicUsize::new(0));
+    let holds = Arc::new(HoldLog::new());
     eprintln!("W2: {W2_CLIENTS} clients, {W2_ACQUISITIONS} acquisitions");
 
     let started = Instant::now();
@@ -419,22 +418,19 @@ async fn w2(connect: &str) -> String {
         .iter()
         .cloned()
         .map(|lock| {
-            let (tickets, holders, violations) = (tickets.clone(), holders.clone(), violations.clone());
+            let (tickets, holds) = (tickets.clone(), holds.clone());
             actix::spawn(async move {
                 let mut waits = Vec::new();
                 while tickets.fetch_add(1, Ordering::SeqCst) < W2_ACQUISITIONS {
                     let t = Instant::now();
-                    acquire(&lock).await;
+                    let grant = lock.send(Acquire::default()).await.expect("lock actor alive").expect("acquired");
+                    let granted = Instant::now();
                     waits.push(micros(t));
-                    if holders.fetch_add(1, Ordering::SeqCst) != 0 {
-                        violations.fetch_add(1, Ordering::SeqCst);
-                    }
-                    // Hold across a scheduling point, so that an overlapping grant to another
-                    // actor (all loops share this thread) would get to run and be counted.
+                    // Every hold is logged on one clock and judged after the run: a wrong
+                    // second grant shows as an overlap however late it arrives (issue 15: a
+                    // holders counter saw it only inside a one-yield hold).
                     tokio::task::yield_now().await;
-                    if holders.fetch_sub(1, Ordering::SeqCst) != 1 {
-                        violations.fetch_add(1, Ordering::SeqCst);
-                    }
+                    holds.record(grant.token.0, granted, Instant::now());
                     release(&lock).await;
                 }
                 waits
@@ -447,6 +443,7 @@ async fn w2(connect: &str) -> String {
     }
     let elapsed = started.elapsed();
     assert_eq!(waits.len(), W2_ACQUISITIONS);
+    assert_eq!(holds.len(), W2_ACQUISITIONS, "every hold logged");
 
     drop(locks);
     for session in &sessions {
@@ -459,7 +456,7 @@ async fn w2(connect: &str) -> String {
         per_second(W2_ACQUISITIONS, elapsed),
         percentile(&mut waits, 50.0),
         percentile(&mut waits, 99.0),
-        violations.load(Ordering::SeqCst),
+        holds.violations(),
         raw.rtt_p50,
     )
 }

@@ -12,7 +12,7 @@ use actix::prelude::*;
 use actix_zookeeper::lock::*;
 use actix_zookeeper::path;
 use actix_zookeeper::prelude::*;
-use actix_zookeeper::testkit::{ClientLinks, Direction, TestZooKeeper, ZkServer, expire_session, unique_root};
+use actix_zookeeper::testkit::{ClientLinks, Direction, HoldLog, TestZooKeeper, ZkServer, expire_session, unique_root};
 use common::*;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -67,6 +67,7 @@ async fn mutual_exclusion_fifo_and_increasing_tokens_under_contention() {
         sessions.push(session_at(&zk.connect_string(), &root).await);
     }
     let exclusive = Exclusive::default();
+    let holds = Arc::new(HoldLog::new());
     let grants = Arc::new(std::sync::Mutex::new(Vec::<LockGrant>::new()));
     const ROUNDS_PER_ACTOR: usize = 38; // 8 actors: 304 acquisitions in all
 
@@ -75,15 +76,17 @@ async fn mutual_exclusion_fifo_and_increasing_tokens_under_contention() {
         let lock =
             LockActor::new(sessions[i % 4].clone(), LockConfig::new("/lock").with_participant_id(format!("w{i}")))
                 .start();
-        let (exclusive, grants) = (exclusive.clone(), grants.clone());
+        let (exclusive, grants, holds) = (exclusive.clone(), grants.clone(), holds.clone());
         workers.push(actix_rt::spawn(async move {
             for _ in 0..ROUNDS_PER_ACTOR {
                 let grant = lock.send(Acquire::default()).await.expect("lock actor").expect("acquire");
+                let granted = std::time::Instant::now();
                 exclusive.enter();
-                grants.lock().expect("grants").push(grant);
+                grants.lock().expect("grants").push(grant.clone());
                 // Held until the release is sent, and long enough that a wrong second grant
                 // (a notification and several actor hops away) would land meanwhile.
                 exclusive.hold_and_leave(HOLD).await;
+                holds.record(grant.token.0, granted, std::time::Instant::now());
                 lock.send(Release).await.expect("lock actor").expect("release");
             }
         }));
@@ -92,6 +95,7 @@ async fn mutual_exclusion_fifo_and_increasing_tokens_under_contention() {
         bounded("worker", worker).await.expect("worker finished");
     }
     assert_eq!(exclusive.violations(), 0, "two holders at once");
+    assert_eq!((holds.len(), holds.violations()), (8 * ROUNDS_PER_ACTOR, 0), "overlapping holds");
     let grants = grants.lock().expect("grants").clone();
     assert_eq!(grants.len(), 8 * ROUNDS_PER_ACTOR);
     for pair in grants.windows(2) {
