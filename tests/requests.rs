@@ -5,8 +5,11 @@ mod common;
 
 use std::time::Duration;
 
+use actix::prelude::*;
+use actix_zookeeper::election::{ElectionActor, ElectionConfig, Resign};
+use actix_zookeeper::lock::{Acquire, LockActor, LockConfig, Release};
 use actix_zookeeper::prelude::*;
-use actix_zookeeper::testkit::TestZooKeeper;
+use actix_zookeeper::testkit::{ServerOptions, TestZooKeeper, ZkServer};
 use actix_zookeeper::{Acl, Permission, path};
 use common::*;
 
@@ -311,4 +314,44 @@ async fn the_request_limit_is_the_servers() {
     let err = bounded("one byte too many, sent", lax.set_data("/big", vec![1u8; largest + 1], None)).await.unwrap_err();
     assert!(matches!(err, Error::ConnectionLoss { .. }), "the server refuses it: {err:?}");
     lax.close().await;
+}
+
+/// Container and TTL nodes are what they say (issue 15: they were only created, never seen to be
+/// reaped; the server reports `ephemeralOwner` 0 for both, so only the server's reaping tells).
+/// The recipes' directories are containers, as Curator makes them: empty, they go.
+#[actix_rt::test]
+async fn ttl_and_container_nodes_are_reaped_and_persistent_ones_are_not() {
+    init_tracing();
+    let server =
+        ZkServer::start_with(ServerOptions::default().with_container_check_interval(Duration::from_millis(100)))
+            .expect("a ZooKeeper server");
+    let (s, _events) = connected(config(&server.connect_string(), "reaping")).await;
+
+    s.create("/box", "", CreateMode::Container).await.expect("container");
+    s.create("/box/item", "", CreateMode::Persistent).await.expect("child");
+    s.create("/plain", "", CreateMode::Persistent).await.expect("persistent");
+    s.create("/plain/item", "", CreateMode::Persistent).await.expect("child");
+    s.create("/ttl", "", CreateMode::PersistentWithTtl(Duration::from_millis(300))).await.expect("TTL node");
+    s.delete("/box/item", None).await.expect("empty the container");
+    s.delete("/plain/item", None).await.expect("empty the persistent node");
+    gone(&s, "/box").await;
+    gone(&s, "/ttl").await;
+    // The control: a persistent node, emptied at the same moment, outlives both.
+    assert!(s.exists("/plain").await.expect("exists").is_some(), "a persistent node was reaped");
+
+    // Recipe directories, parents included, are containers.
+    let lock = LockActor::new(s.clone(), LockConfig::new("/locks/a/b")).start();
+    lock.send(Acquire::default()).await.expect("actor").expect("acquire");
+    lock.send(Release).await.expect("actor").expect("release");
+    gone(&s, "/locks/a/b").await;
+    gone(&s, "/locks").await;
+    let election = ElectionActor::new(s.clone(), ElectionConfig::new("/elections/e")).start();
+    election.send(Resign { requeue: false }).await.expect("actor").expect("leave");
+    gone(&s, "/elections").await;
+    s.close().await;
+}
+
+/// Waits (bounded) until `path` no longer exists.
+async fn gone(s: &SessionHandle, path: &str) {
+    wait_until_async(&format!("{path} reaped"), || async { s.exists(path).await.expect("exists").is_none() }).await;
 }

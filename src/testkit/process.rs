@@ -168,16 +168,32 @@ pub(crate) struct ServerProcess {
     /// Behind a mutex so `is_running(&self)` can reap an exited child.
     child: Mutex<Option<Child>>,
     fast_startup: bool,
+    /// Extra `-D` system properties, as `name=value`.
+    properties: Vec<String>,
 }
 
 impl ServerProcess {
     pub(crate) fn new(main_class: &'static str, cfg_path: PathBuf, log_path: PathBuf, addr: String) -> Self {
-        ServerProcess { main_class, cfg_path, log_path, addr, child: Mutex::new(None), fast_startup: true }
+        ServerProcess {
+            main_class,
+            cfg_path,
+            log_path,
+            addr,
+            child: Mutex::new(None),
+            fast_startup: true,
+            properties: Vec::new(),
+        }
     }
 
     /// Run with the JVM's optimizing compiler (slower start, faster server).
     pub(crate) fn with_full_jit(mut self) -> Self {
         self.fast_startup = false;
+        self
+    }
+
+    /// Adds a JVM system property (`-Dname=value`).
+    pub(crate) fn with_property(mut self, name: &str, value: impl std::fmt::Display) -> Self {
+        self.properties.push(format!("-D{name}={value}"));
         self
     }
 
@@ -228,6 +244,7 @@ impl ServerProcess {
         }
         command
             .args(JVM_FLAGS)
+            .args(&self.properties)
             .arg("-cp")
             .arg(cp)
             .arg(self.main_class)

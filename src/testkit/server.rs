@@ -35,7 +35,7 @@ impl ZkServer {
         let dir = fresh_temp_dir_in(options.parent_dir.as_deref())?;
         let mut attempt = 1;
         loop {
-            match Self::start_in(dir.clone(), options.full_jit) {
+            match Self::start_in(dir.clone(), &options) {
                 Err(TestkitError::ExitedEarly { .. }) if attempt < START_ATTEMPTS => {
                     tracing::warn!(attempt, "ZooKeeper exited during startup; retrying on a new port");
                     attempt += 1;
@@ -49,7 +49,7 @@ impl ZkServer {
         }
     }
 
-    fn start_in(dir: PathBuf, full_jit: bool) -> Result<ZkServer, TestkitError> {
+    fn start_in(dir: PathBuf, options: &ServerOptions) -> Result<ZkServer, TestkitError> {
         let port = free_ports(1)?[0];
         let data_dir = dir.join("data");
         std::fs::create_dir_all(&data_dir)
@@ -58,8 +58,11 @@ impl ZkServer {
         write_file(&cfg_path, &common_config(&data_dir, port))?;
         let mut process =
             ServerProcess::new(STANDALONE_MAIN, cfg_path, dir.join("zookeeper.log"), format!("127.0.0.1:{port}"));
-        if full_jit {
+        if options.full_jit {
             process = process.with_full_jit();
+        }
+        if let Some(interval) = options.container_check_interval {
+            process = process.with_property("znode.container.checkIntervalMs", interval.as_millis());
         }
         let started = Instant::now();
         // One attempt here: a port conflict on a fresh start is better solved with a new port.
@@ -142,6 +145,7 @@ impl Drop for ZkServer {
 pub struct ServerOptions {
     parent_dir: Option<PathBuf>,
     full_jit: bool,
+    container_check_interval: Option<std::time::Duration>,
 }
 
 impl ServerOptions {
@@ -149,7 +153,15 @@ impl ServerOptions {
     /// compiler on, so that the server is as fast as a production one on this machine.
     pub fn benchmark() -> Self {
         let shm = PathBuf::from("/dev/shm");
-        ServerOptions { parent_dir: shm.is_dir().then_some(shm), full_jit: true }
+        ServerOptions { parent_dir: shm.is_dir().then_some(shm), full_jit: true, container_check_interval: None }
+    }
+
+    /// How often the server deletes empty container nodes and expired TTL nodes
+    /// (`znode.container.checkIntervalMs`; the server's default is a minute), so a test can see
+    /// a node reaped as a container or a TTL node is.
+    pub fn with_container_check_interval(mut self, interval: std::time::Duration) -> Self {
+        self.container_check_interval = Some(interval);
+        self
     }
 
     /// Put the server's directory (config, data, log) under `parent`.
