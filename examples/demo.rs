@@ -3,13 +3,17 @@
 //!
 //! Run with `cargo run --features testkit --example demo`. With `ZK_CONNECT` unset it starts a
 //! local ZooKeeper of its own (the testkit's embedded server); with `ZK_CONNECT=host:port` it
-//! uses yours and skips the fault demonstrations, which need a server it may restart.
+//! uses yours and skips the fault demonstrations, which need a server it may restart. Every
+//! claim it prints is checked; it exits non-zero if one does not hold.
+
+mod support;
 
 use std::time::Duration;
 
 use actix::prelude::*;
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::testkit::{TestZooKeeper, expire_session};
+use support::check;
 
 /// Prints what the session and the watches report, in words.
 struct Narrator;
@@ -92,7 +96,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ])
             .await?;
         let stale = session.set_data("/app/config", "color=red", Some(current.stat.version)).await;
-        println!("  a write at the old version is refused: {}", stale.unwrap_err());
+        check(matches!(stale, Err(Error::BadVersion { .. })), "a write at the old version is refused")?;
+        check(session.get_data("/app/config").await?.data == b"color=green", "the multi's write landed")?;
         pause().await;
 
         if let TestZooKeeper::Embedded(server) = &mut zk {
@@ -102,7 +107,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             server.restart()?;
             actix_rt::time::sleep(Duration::from_secs(1)).await;
             let still = session.exists(&member.path).await?.is_some();
-            println!("  our ephemeral node survived the restart: {still}");
+            check(still, "our ephemeral node survived the restart")?;
 
             println!("\n4. Expiring our session on the server (as a long network partition would).");
             println!("  (a second client takes over our session id and closes it; until it does, the two");
@@ -115,8 +120,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     _ => actix_rt::time::sleep(Duration::from_millis(100)).await,
                 }
             }
+            let rebuilt = session.session().await.is_some_and(|s| s.generation == 2);
+            check(rebuilt, "a new session (generation 2) was built on its own")?;
             let gone = session.exists(&member.path).await?.is_none();
-            println!("  the old session's ephemeral node is gone: {gone}");
+            check(gone, "the old session's ephemeral node is gone")?;
             session.create("/app/after-expiry", "", CreateMode::Ephemeral).await?;
             pause().await;
         }

@@ -2,17 +2,26 @@
 //! server) and another takes over. Printed in plain words.
 //!
 //! Run with `cargo run --features testkit --example leader` (starts a local ZooKeeper unless
-//! `ZK_CONNECT` is set).
+//! `ZK_CONNECT` is set). It checks who led, in which order and with which terms, and exits
+//! non-zero if that is not what the election promises.
 
+mod support;
+
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix::prelude::*;
 use actix_zookeeper::election::{ElectionConfig, ElectionEvent, ElectionHandle, LeaderTerm, StopLeading};
+use actix_zookeeper::election::{FencingToken, LeadershipLostReason};
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::testkit::{TestZooKeeper, expire_session};
+use support::check;
 
-/// What each participant's subscriber prints.
-struct Narrator(&'static str);
+/// Every participant's leadership changes, in the order their subscribers heard them.
+type History = Arc<Mutex<Vec<(&'static str, ElectionEvent)>>>;
+
+/// What each participant's subscriber prints (and notes in the shared history).
+struct Narrator(&'static str, History);
 
 impl Actor for Narrator {
     type Context = Context<Self>;
@@ -23,6 +32,7 @@ impl Handler<ElectionEvent> for Narrator {
 
     fn handle(&mut self, event: ElectionEvent, _: &mut Context<Self>) {
         let who = self.0;
+        self.1.lock().expect("history").push((who, event.clone()));
         match event {
             ElectionEvent::LeadershipAcquired { token } => println!("  {who}: I am the leader now (term {token})"),
             ElectionEvent::LeadershipSuspended { .. } => println!("  {who}: connection lost, pausing my leader work"),
@@ -67,6 +77,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let connect = zk.connect_string();
     println!("ZooKeeper is at {connect}.");
     actix::System::new().block_on(async move {
+        let history = History::default();
         let mut participants = Vec::new();
         println!("\nThree services join the election for /services/report/leader.");
         for name in ["alpha", "bravo", "charlie"] {
@@ -80,7 +91,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .with_leader_actor(move |term| Ticker { name, term });
             let election = ElectionHandle::start(session.clone(), config);
             // An election holds its subscribers weakly: keeping the narrator's address keeps it alive.
-            let narrator = Narrator(name).start();
+            let narrator = Narrator(name, history.clone()).start();
             election.subscribe(narrator.clone().recipient());
             participants.push((name, session, election, narrator));
             actix_rt::time::sleep(Duration::from_millis(200)).await;
@@ -106,6 +117,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             session.close().await;
         }
         actix_rt::time::sleep(Duration::from_millis(300)).await;
+
+        println!("\nChecks:");
+        let history = history.lock().expect("history").clone();
+        let terms: Vec<(&str, FencingToken)> = history
+            .iter()
+            .filter_map(|(who, e)| match e {
+                ElectionEvent::LeadershipAcquired { token } => Some((*who, *token)),
+                _ => None,
+            })
+            .collect();
+        let leaders: Vec<&str> = terms.iter().map(|(who, _)| *who).collect();
+        check(leaders == ["alpha", "bravo", "charlie"], "alpha led, then bravo (next in line), then charlie")?;
+        check(terms.windows(2).all(|w| w[0].1 < w[1].1), "every new term has a larger fencing token")?;
+        let alpha_lost = history.iter().any(|(who, e)| {
+            *who == "alpha"
+                && matches!(
+                    e,
+                    ElectionEvent::LeadershipLost {
+                        reason: LeadershipLostReason::SessionExpired | LeadershipLostReason::NodeDeleted,
+                        ..
+                    }
+                )
+        });
+        check(alpha_lost, "alpha was told it lost the lead when its session expired")?;
         Ok::<_, Box<dyn std::error::Error>>(())
     })
 }

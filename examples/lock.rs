@@ -3,7 +3,10 @@
 //! Run with `cargo run --features testkit --example lock` (starts a local ZooKeeper unless
 //! `ZK_CONNECT` is set). Each worker takes the lock, appends a line to `/ledger` with a write
 //! that only lands while its lock node still exists, and releases. At the end, the session of
-//! a holder is expired on the server to show that its late write is refused.
+//! a holder is expired on the server to show that its late write is refused. It checks the
+//! ledger at the end and exits non-zero if anything is off.
+
+mod support;
 
 use std::time::Duration;
 
@@ -11,6 +14,7 @@ use actix::prelude::*;
 use actix_zookeeper::lock::{LockConfig, LockError, LockEvent, LockHandle};
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::testkit::{TestZooKeeper, expire_session};
+use support::check;
 
 /// Prints what a lock tells its subscribers.
 struct Narrator(&'static str);
@@ -77,16 +81,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let bob_grant = bob_waits.await?;
         println!("  bob's token {} is larger than alice's {}", bob_grant.token, grant.token);
         let late = grant.guarded_write(&alice_session, append(&alice_session, "alice, too late").await).await;
-        match late {
+        match &late {
             Err(LockError::NoLongerHeld { node }) => println!("  alice's late write is refused: {node} is gone"),
             other => println!("  unexpected: {other:?}"),
         }
         bob.release().await?;
 
-        let ledger = bob_session.get_data("/ledger").await?.data;
-        println!("\nThe ledger:\n{}", String::from_utf8_lossy(&ledger));
+        let ledger = String::from_utf8(bob_session.get_data("/ledger").await?.data)?;
+        println!("\nThe ledger:\n{ledger}");
         alice_session.close().await;
         bob_session.close().await;
+
+        println!("Checks:");
+        check(bob_grant.token > grant.token, "the later holder's fencing token is larger")?;
+        check(matches!(late, Err(LockError::NoLongerHeld { .. })), "the expired holder's write was refused")?;
+        let lines: Vec<&str> = ledger.lines().collect();
+        let expected = ["alice round 0", "bob round 0", "alice round 1", "bob round 1"];
+        check(
+            lines.len() == expected.len() && lines.iter().zip(expected).all(|(line, who)| line.starts_with(who)),
+            "the ledger has the four guarded lines, in turn, and nothing else",
+        )?;
+        let tokens: Vec<i64> = lines
+            .iter()
+            .filter_map(|l| i64::from_str_radix(l.rsplit("token 0x").next()?.trim_end_matches(')'), 16).ok())
+            .collect();
+        check(tokens.len() == 4 && tokens.windows(2).all(|w| w[0] < w[1]), "every hold had a larger token")?;
         Ok::<_, Box<dyn std::error::Error>>(())
     })
 }

@@ -4,7 +4,10 @@
 //! Run with `cargo run --features testkit --example queue_workers` (starts a local ZooKeeper
 //! unless `ZK_CONNECT` is set). Each job stays in the queue until a worker acks it: a job whose
 //! worker stops without acking is delivered again (the consumer checks on its workers every
-//! half second).
+//! half second). It checks that every job was finished exactly once and the crashed job was
+//! delivered again, and exits non-zero otherwise.
+
+mod support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -14,6 +17,7 @@ use actix::prelude::*;
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::queue::{ConsumerConfig, Delivery, Queue, QueueConsumerActor, Revoked, Worker};
 use actix_zookeeper::testkit::TestZooKeeper;
+use support::check;
 
 const JOBS: usize = 20;
 /// How long one job takes.
@@ -103,8 +107,8 @@ impl Handler<Revoked> for JobWorker {
     }
 }
 
-/// What happened to each job, in a few lines.
-fn summary(log: &Log, left: usize) {
+/// What happened to each job, in a few lines, and the checks of it.
+fn summary(log: &Log, left: usize) -> Result<(), Box<dyn std::error::Error>> {
     println!("\nSummary:");
     let log = log.0.lock().expect("log");
     let once = log.values().filter(|j| j.finished_by.len() == 1).count();
@@ -117,6 +121,16 @@ fn summary(log: &Log, left: usize) {
         println!("  job-{number} was finished {} times!", job.finished_by.len());
     }
     println!("  Jobs left in the queue: {left}.");
+
+    println!("\nChecks:");
+    check(log.len() == JOBS && once == JOBS, "every job was finished exactly once")?;
+    let redone = log.values().filter(|j| j.started.len() > 1).collect::<Vec<_>>();
+    check(
+        redone.len() == 1 && redone[0].started.iter().any(|(who, _)| *who == "worker-C"),
+        "exactly one job was done again: the one worker-C crashed on",
+    )?;
+    check(redone[0].started.last().is_some_and(|(_, attempt)| *attempt == 2), "it came back as attempt 2")?;
+    check(left == 0, "the queue is empty")
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -148,8 +162,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
 
         let left = queue.len().await?;
-        summary(&log, left);
         session.close().await;
-        Ok::<_, Box<dyn std::error::Error>>(())
+        summary(&log, left)
     })
 }
