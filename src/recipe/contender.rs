@@ -454,8 +454,11 @@ impl Contender {
         }));
     }
 
+    /// Every node bearing our GUID was made by one of our creates: the first on the current
+    /// session is adopted; every other one (a duplicate, or a node of an earlier session the
+    /// server has not removed yet, CURATOR-604/696) is deleted, never acquired on.
     fn inspect_recovered(&mut self, ours: Vec<String>, listing: Children, current: SessionId, ctx: &mut Context<Self>) {
-        let Some(name) = ours.first().cloned() else {
+        if ours.is_empty() {
             debug!("the lost create did not happen; creating again");
             if self.withdrawing() {
                 self.finish(Ok(()), ctx);
@@ -463,31 +466,50 @@ impl Contender {
                 self.contend(ctx);
             }
             return;
-        };
-        let node_path = path::join(&self.spec.dir, &name);
-        let exists = self.session.exists(&node_path);
-        ctx.spawn(exists.into_actor(self).map(move |exists, act, ctx| match exists {
-            Ok(Some(stat)) if stat.ephemeral_owner == current.0 && !act.withdrawing() => {
-                info!(node = %node_path, "adopting the node our lost create made");
-                let node = Node {
-                    path: node_path,
-                    name,
-                    token: FencingToken(stat.czxid),
-                    version: stat.version,
-                    owner: SessionId(stat.ephemeral_owner),
-                };
-                act.adopt(node, Some(listing), ctx);
+        }
+        let reads: Vec<_> = ours.iter().map(|name| self.session.exists(&path::join(&self.spec.dir, name))).collect();
+        ctx.spawn(futures::future::join_all(reads).into_actor(self).map(move |stats, act, ctx| {
+            let mut adopted = None;
+            let mut others = Vec::new();
+            for (name, stat) in ours.into_iter().zip(stats) {
+                match stat {
+                    Ok(Some(stat)) if stat.ephemeral_owner == current.0 && adopted.is_none() && !act.withdrawing() => {
+                        adopted = Some((name, stat))
+                    }
+                    Ok(Some(_)) => others.push(path::join(&act.spec.dir, &name)),
+                    Ok(None) => {}
+                    Err(error) if error.is_final() => return act.fail(error, ctx),
+                    Err(_) => {
+                        let delay = act.backoff.next_delay();
+                        ctx.run_later(delay, |act, ctx| act.recover(ctx));
+                        return;
+                    }
+                }
             }
-            Ok(Some(_)) => {
-                // Another session's node (or we are withdrawing): never acquire on it.
-                let delete = delete_until_gone(act.session.clone(), node_path);
-                ctx.spawn(delete.into_actor(act).map(|_, act, ctx| act.recover(ctx)));
-            }
-            Ok(None) => act.recover(ctx),
-            Err(error) if error.is_final() => act.fail(error, ctx),
-            Err(_) => {
-                let delay = act.backoff.next_delay();
-                ctx.run_later(delay, |act, ctx| act.recover(ctx));
+            let deletes = futures::future::join_all(
+                others.into_iter().map(|other| delete_until_gone(act.session.clone(), other)).collect::<Vec<_>>(),
+            );
+            match adopted {
+                Some((name, stat)) => {
+                    let node_path = path::join(&act.spec.dir, &name);
+                    info!(node = %node_path, "adopting the node our lost create made");
+                    let node = Node {
+                        path: node_path,
+                        name,
+                        token: FencingToken(stat.czxid),
+                        version: stat.version,
+                        owner: SessionId(stat.ephemeral_owner),
+                    };
+                    // The others may sort ahead of ours: the adopted node then waits for their
+                    // deletion like for any predecessor's.
+                    ctx.spawn(deletes.into_actor(act).map(|_, _, _| ()));
+                    act.adopt(node, Some(listing), ctx);
+                }
+                // Withdrawing, or nothing of the current session: once the others are gone,
+                // recovery finds nothing and creates again (or finishes).
+                None => {
+                    ctx.spawn(deletes.into_actor(act).map(|_, act, ctx| act.recover(ctx)));
+                }
             }
         }));
     }
