@@ -426,3 +426,25 @@ async fn an_unreadable_node_is_skipped_and_the_rest_converges() {
     other.close().await;
     s.close().await;
 }
+
+/// `CacheFailed`: a cache whose watch cannot be set (its session is closed) tells its
+/// subscribers why, and stops. Before the fix the failure came before any subscriber was heard
+/// (the watch was set with the mailbox held), so nobody was told. (ZooKeeper 3.8 sets a watch
+/// without checking READ: an unreadable path is `NodeSkipped`, tested above.)
+#[actix_rt::test]
+async fn a_cache_whose_watch_cannot_be_set_says_so_and_stops() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("cache-failed");
+    let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    s.close().await;
+    let events = Recorded::<CacheEvent>::start();
+    let cache = CacheActor::new(s.clone(), CacheConfig::new("/d")).expect("config").start();
+    cache.do_send(Subscribe { recipient: events.recipient.clone() });
+    let (_, failed) = events.wait_for(0, WAIT, |e| matches!(e, CacheEvent::CacheFailed { .. })).await;
+    assert!(matches!(&failed, CacheEvent::CacheFailed { error: Error::Closed { .. } }), "{failed:?}");
+    let weak = cache.downgrade();
+    drop(cache);
+    wait_until("the cache stopped", || weak.upgrade().is_none()).await;
+    assert!(!events.snapshot().contains(&CacheEvent::CacheInitialized), "{:?}", events.snapshot());
+}

@@ -390,8 +390,12 @@ impl Actor for CacheActor {
         // unseen; the children and tree scopes need the recursive kind to see data changes of
         // the nodes below.
         let mode = if self.config.lists_below(0) { PersistentWatchMode::Recursive } else { PersistentWatchMode::Node };
+        // Spawned, not waited for: the mailbox stays open, so a subscriber that came with the
+        // start hears even a failure to set the watch (with `wait`, the failure came first and
+        // nobody was told). Watch events before the watch is known are ignored: the walk that
+        // follows reads the same nodes.
         let added = self.session.add_watch(&self.config.path, mode, weak_watcher(ctx.address().downgrade()));
-        ctx.wait(added.into_actor(self).map(|added, act, ctx| match added {
+        ctx.spawn(added.into_actor(self).map(|added, act, ctx| match added {
             Ok(id) => {
                 act.watch = Some(id);
                 act.start_walk();
@@ -419,6 +423,9 @@ impl Handler<WatchEvent> for CacheActor {
     type Result = ();
 
     fn handle(&mut self, event: WatchEvent, _: &mut Context<Self>) {
+        if self.watch.is_none() {
+            return;
+        }
         let Some(depth) = self.config.depth_of(&event.path) else { return };
         if !self.config.holds(depth) {
             return;
@@ -489,7 +496,7 @@ impl Handler<Subscribe> for CacheActor {
                 stat: held.node.stat,
             });
         }
-        if self.phase != Phase::Loading {
+        if matches!(self.phase, Phase::Live | Phase::Resyncing) {
             msg.recipient.do_send(CacheEvent::CacheInitialized);
         }
         self.subscribers.add(msg.recipient);

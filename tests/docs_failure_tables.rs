@@ -1,0 +1,121 @@
+//! Every failure table in `docs/recipes/` names, row by row, the tests that prove it, and every
+//! test it names exists (issue 15: a promise without a test is not kept). A failure table is a
+//! table under a heading that speaks of failures or faults; its last column is "tested by",
+//! each cell holding one or more `file.rs::test_name` references to `tests/`.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+/// Recipe docs whose failure tables do not name their tests yet (issue 15 is converting them
+/// one by one; the test below fails if one of these gains the column and stays listed).
+const PENDING: &[&str] = &["barrier.md", "counter.md", "election.md", "group.md", "master-worker.md", "queue.md"];
+
+/// The failure tables of one document: (heading, header cells, rows of cells).
+fn failure_tables(text: &str) -> Vec<(String, Vec<String>, Vec<Vec<String>>)> {
+    let mut tables = Vec::new();
+    let mut heading = String::new();
+    let mut current: Option<(Vec<String>, Vec<Vec<String>>)> = None;
+    let cells =
+        |line: &str| line.trim().trim_matches('|').split(" | ").map(|c| c.trim().to_owned()).collect::<Vec<_>>();
+    for line in text.lines().chain(std::iter::once("")) {
+        if line.starts_with('|') {
+            let is_failure = {
+                let h = heading.to_lowercase();
+                h.contains("failure") || h.contains("fault")
+            };
+            if !is_failure {
+                continue;
+            }
+            match &mut current {
+                None => current = Some((cells(line), Vec::new())),
+                Some(_) if line.starts_with("|---") => {}
+                Some((_, rows)) => rows.push(cells(line)),
+            }
+            continue;
+        }
+        if let Some((header, rows)) = current.take() {
+            tables.push((heading.clone(), header, rows));
+        }
+        if line.starts_with('#') {
+            heading = line.trim_start_matches('#').trim().to_owned();
+        }
+    }
+    tables
+}
+
+/// `file.rs::name` references in a cell.
+fn references(cell: &str) -> Vec<(String, String)> {
+    cell.split('`')
+        .filter_map(|part| {
+            let (file, name) = part.split_once("::")?;
+            (file.ends_with(".rs") && !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_'))
+                .then(|| (file.to_owned(), name.to_owned()))
+        })
+        .collect()
+}
+
+#[test]
+fn every_failure_table_row_names_tests_that_exist() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/recipes");
+    let tests_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut sources = BTreeMap::new();
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    let mut entries: Vec<_> = fs::read_dir(&docs).expect("docs/recipes").map(|e| e.expect("entry").path()).collect();
+    entries.sort();
+    for doc in entries {
+        let name = doc.file_name().expect("name").to_string_lossy().into_owned();
+        let text = fs::read_to_string(&doc).expect("doc");
+        let tables = failure_tables(&text);
+        let pending = PENDING.contains(&name.as_str());
+        if tables.is_empty() {
+            problems.push(format!("{name}: no failure table (a heading with \"failure\" or \"fault\")"));
+            continue;
+        }
+        for (heading, header, rows) in tables {
+            let has_column = header.last().is_some_and(|h| h == "tested by");
+            if pending {
+                if has_column {
+                    problems.push(format!("{name}: has its \"tested by\" column now; take it off PENDING"));
+                }
+                continue;
+            }
+            if !has_column {
+                problems.push(format!("{name} / {heading}: the last column must be \"tested by\""));
+                continue;
+            }
+            for row in rows {
+                let cell = row.last().cloned().unwrap_or_default();
+                let refs = references(&cell);
+                if row.len() != header.len() || refs.is_empty() {
+                    problems.push(format!("{name} / {}: no test named", row[0]));
+                }
+                for (file, test) in refs {
+                    let source = sources
+                        .entry(file.clone())
+                        .or_insert_with(|| fs::read_to_string(tests_dir.join(&file)).unwrap_or_default());
+                    if !source.contains(&format!("fn {test}(")) {
+                        problems.push(format!("{name} / {}: `{file}::{test}` does not exist", row[0]));
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(checked > 0, "no test reference was checked");
+}
+
+/// The control: the check catches a row without a test and a reference to a missing test.
+#[test]
+fn the_table_check_sees_missing_and_unknown_tests() {
+    let doc = "## What happens on each failure\n\n| fault | what | tested by |\n|---|---|---|\n| a | b | `lock.rs::exists_here` |\n| c | d | — |\n";
+    let tables = failure_tables(doc);
+    assert_eq!(tables.len(), 1);
+    let (_, header, rows) = &tables[0];
+    assert_eq!(header.last().map(String::as_str), Some("tested by"));
+    assert_eq!(references(&rows[0][2]), vec![("lock.rs".to_owned(), "exists_here".to_owned())]);
+    assert!(references(&rows[1][2]).is_empty(), "a row without a test must be seen");
+    assert!(failure_tables("## Messages\n\n| a | b |\n|---|---|\n| c | d |\n").is_empty());
+}
