@@ -424,6 +424,16 @@ async fn a_bad_election_path_is_reported() {
     let p = join(&s, "bad//path", "p", &Believers::default());
     let (_, e) = p.events.wait_for(0, WAIT, |e| matches!(e, ElectionEvent::ElectionFailed { .. })).await;
     assert!(matches!(e, ElectionEvent::ElectionFailed { error: Error::InvalidPath { .. } }), "{e:?}");
+
+    s.create("/eph", "", CreateMode::Ephemeral).await.expect("ephemeral");
+    let p = join(&s, "/eph", "p", &Believers::default());
+    let (_, e) = p.events.wait_for(0, WAIT, |e| matches!(e, ElectionEvent::ElectionFailed { .. })).await;
+    assert!(matches!(e, ElectionEvent::ElectionFailed { error: Error::NoChildrenForEphemerals { .. } }), "{e:?}");
+
+    read_only_dir(&s, "/closed").await;
+    let p = join(&s, "/closed", "p", &Believers::default());
+    let (_, e) = p.events.wait_for(0, WAIT, |e| matches!(e, ElectionEvent::ElectionFailed { .. })).await;
+    assert!(matches!(e, ElectionEvent::ElectionFailed { error: Error::NoAuth { .. } }), "{e:?}");
     s.close().await;
 }
 
@@ -462,4 +472,173 @@ async fn after_the_leaders_node_was_written_to_the_next_leads_and_everyone_learn
         actix_rt::time::sleep(Duration::from_millis(10)).await;
     }
     everyone_sees(&participants[1..], "p1").await;
+}
+
+// ---- Failure-table rows (docs/recipes/election.md), one test each ------------------------------
+
+/// Three participants on links of their own (so one can be cut off); the first joins first.
+async fn three_on_links(
+    zk: &TestZooKeeper,
+    root: &str,
+    timeout: Duration,
+    config: impl Fn(&str) -> ElectionConfig,
+) -> (Vec<ClientLinks>, Vec<SessionHandle>, Vec<Participant>, Believers) {
+    let believers = Believers::default();
+    let (mut links, mut sessions, mut participants) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..3 {
+        let link = ClientLinks::to([zk.connect_string()]).expect("proxy");
+        let s = session_at(&link.connect_string(), root, timeout).await;
+        let id = format!("p{i}");
+        participants.push(join_with(&s, config(&id).with_participant_id(id.clone()), &id, &believers));
+        // One after the other, so that p0 leads and p1 is next in line.
+        actix_rt::time::sleep(Duration::from_millis(200)).await;
+        links.push(link);
+        sessions.push(s);
+    }
+    (links, sessions, participants, believers)
+}
+
+/// Row "…and stays down a whole session timeout (conservative)": the cut-off leader gives up
+/// with `DisconnectedTooLong` (not at the expiry), the next leads once the server expires the
+/// session, and the old leader requeues when it is back.
+#[actix_rt::test]
+async fn a_leader_offline_a_whole_session_timeout_gives_up_and_the_next_leads() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("election-too-long");
+    let (links, _sessions, participants, _) =
+        three_on_links(&zk, &root, Duration::from_secs(2), |_| ElectionConfig::new("/leader")).await;
+    let (leader, token) = next_leader(&participants, None).await;
+    assert_eq!(leader, 0);
+    links[0].blackhole();
+    links[0].reset();
+    let events = &participants[0].events;
+    let (i, _) = events.wait_for(0, WAIT, |e| *e == ElectionEvent::LeadershipSuspended { token }).await;
+    let (_, lost) = events.wait_for(i, WAIT, |e| matches!(e, ElectionEvent::LeadershipLost { .. })).await;
+    assert_eq!(lost, ElectionEvent::LeadershipLost { token, reason: LeadershipLostReason::DisconnectedTooLong });
+    let (next, next_token) = next_leader(&participants, Some(token)).await;
+    assert_eq!(next, 1, "the next in line");
+    assert!(next_token > token);
+    everyone_sees(&participants[1..], "p1").await;
+    links[0].heal();
+    // Back (on a new session: the server expired the old one), in line again.
+    wait_until_async("the old leader requeued", || async {
+        participants[1].election.send(Participants).await.expect("actor").map(|p| p.len()).unwrap_or(0) == 3
+    })
+    .await;
+    everyone_sees(&participants, "p1").await;
+}
+
+/// `ConnectionPolicy::ExpiryOnly`: `LeadershipSuspended` is informational; the leader actor
+/// keeps running through a short outage, and the term goes on (`Restored`, same token).
+#[actix_rt::test]
+async fn an_expiry_only_leader_keeps_its_leader_actor_through_a_short_outage() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("election-expiry-only");
+    let (running, most, starts) =
+        (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (links, _sessions, participants, believers) = three_on_links(&zk, &root, Duration::from_secs(6), |_| {
+        let (r, m, st) = (running.clone(), most.clone(), starts.clone());
+        ElectionConfig::new("/leader")
+            .with_policy(ConnectionPolicy::ExpiryOnly)
+            .with_leader_actor(move |_term| Worker { running: r.clone(), most: m.clone(), starts: st.clone() })
+    })
+    .await;
+    let (leader, token) = next_leader(&participants, None).await;
+    wait_until("the leader actor runs", || running.load(Ordering::SeqCst) == 1).await;
+    links[leader].blackhole();
+    links[leader].reset();
+    let events = &participants[leader].events;
+    let (i, _) = events.wait_for(0, WAIT, |e| *e == ElectionEvent::LeadershipSuspended { token }).await;
+    actix_rt::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(running.load(Ordering::SeqCst), 1, "the leader actor keeps running while suspended");
+    links[leader].heal();
+    let (_, back) = events
+        .wait_for(i, WAIT, |e| {
+            matches!(e, ElectionEvent::LeadershipRestored { .. } | ElectionEvent::LeadershipLost { .. })
+        })
+        .await;
+    assert_eq!(back, ElectionEvent::LeadershipRestored { token });
+    assert_eq!(
+        (starts.load(Ordering::SeqCst), most.load(Ordering::SeqCst)),
+        (1, 1),
+        "one leader actor, never restarted"
+    );
+    assert_eq!(believers.violations.load(Ordering::SeqCst), 0);
+    assert!(
+        participants
+            .iter()
+            .enumerate()
+            .all(|(j, p)| j == leader || !p.events.snapshot().iter().any(|e| acquired(e).is_some()))
+    );
+}
+
+/// Row "someone deletes the leader's node": `LeadershipLost { NodeDeleted }`, it requeues, and
+/// the next in line leads.
+#[actix_rt::test]
+async fn a_leader_whose_node_is_deleted_loses_requeues_and_the_next_leads() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("election-deleted");
+    let (_links, sessions, participants, believers) =
+        three_on_links(&zk, &root, Duration::from_secs(4), |_| ElectionConfig::new("/leader")).await;
+    let (leader, token) = next_leader(&participants, None).await;
+    assert_eq!(leader, 0);
+    let node = children(&sessions[1], "/leader")
+        .await
+        .into_iter()
+        .min_by_key(|n| n.rsplit('-').next().map(str::to_owned))
+        .expect("the leader's node");
+    sessions[1].delete(&format!("/leader/{node}"), None).await.expect("delete the leader's node");
+    let (_, lost) =
+        participants[0].events.wait_for(0, WAIT, |e| matches!(e, ElectionEvent::LeadershipLost { .. })).await;
+    assert_eq!(lost, ElectionEvent::LeadershipLost { token, reason: LeadershipLostReason::NodeDeleted });
+    let (next, _) = next_leader(&participants, Some(token)).await;
+    assert_eq!(next, 1);
+    wait_until_async("the old leader requeued", || async {
+        participants[1]
+            .election
+            .send(Participants)
+            .await
+            .expect("actor")
+            .map(|p| p == ["p1", "p2", "p0"])
+            .unwrap_or(false)
+    })
+    .await;
+    everyone_sees(&participants, "p1").await;
+    assert_eq!(believers.violations.load(Ordering::SeqCst), 0);
+}
+
+/// `with_requeue_after_loss(false)`: after its session expired the participant stays out, until
+/// `Join` puts it back in line.
+#[actix_rt::test]
+async fn without_requeue_a_lost_leader_stays_out_until_it_joins() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("election-no-requeue");
+    let (links, sessions, participants, _) = three_on_links(&zk, &root, Duration::from_secs(4), |_| {
+        ElectionConfig::new("/leader").with_requeue_after_loss(false)
+    })
+    .await;
+    let (leader, token) = next_leader(&participants, None).await;
+    let info = sessions[leader].session().await.expect("session").info;
+    links[leader].blackhole();
+    expire_session(&zk.connect_string(), &info).await.expect("expire");
+    links[leader].heal();
+    let (_, lost) =
+        participants[leader].events.wait_for(0, WAIT, |e| matches!(e, ElectionEvent::LeadershipLost { .. })).await;
+    assert_eq!(lost, ElectionEvent::LeadershipLost { token, reason: LeadershipLostReason::SessionExpired });
+    // Its session is back (a new one), but it stays out.
+    wait_until_async("a new session", || async { sessions[leader].session().await.is_some_and(|s| s.generation == 2) })
+        .await;
+    actix_rt::time::sleep(Duration::from_millis(1000)).await;
+    let others = if leader == 0 { 1 } else { 0 };
+    let line = participants[others].election.send(Participants).await.expect("actor").expect("ids");
+    assert_eq!(line.len(), 2, "stayed out: {line:?}");
+    participants[leader].election.send(Join).await.expect("actor");
+    wait_until_async("back in line", || async {
+        participants[others].election.send(Participants).await.expect("actor").map(|p| p.len()).unwrap_or(0) == 3
+    })
+    .await;
 }
