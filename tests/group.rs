@@ -271,3 +271,84 @@ async fn leaving_never_deletes_another_sessions_member_node() {
     other.close().await;
     a.session.close().await;
 }
+
+// ---- Failure-table rows (docs/recipes/group.md), one test each ---------------------------------
+
+/// The member node of `id` (its path, under `GROUP`).
+fn node_of(id: &str) -> String {
+    format!("{GROUP}/{id}")
+}
+
+/// Row "our node is deleted by someone else": we join again at once, on the same session, and
+/// the others see us leave and come back.
+#[actix_rt::test]
+async fn a_member_whose_node_is_deleted_joins_again_at_once() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("group-deleted");
+    let timeout = Duration::from_secs(4);
+    let a = member(&zk.connect_string(), &root, "a", timeout).await;
+    let b = member(&zk.connect_string(), &root, "b", timeout).await;
+    sees(&a, &["a", "b"]).await;
+    sees(&b, &["a", "b"]).await;
+    let from = b.events.snapshot().len();
+    b.session.delete(&node_of("a"), None).await.expect("delete a's node");
+    let (left, _) = b.events.wait_for(from, WAIT, |e| *e == GroupEvent::MemberLeft { id: "a".into() }).await;
+    b.events.wait_for(left, WAIT, |e| matches!(e, GroupEvent::MemberJoined { id, .. } if id == "a")).await;
+    let owner = a.session.session().await.expect("session").session_id.0;
+    let node = b.session.exists(&node_of("a")).await.expect("exists").expect("a's node is back");
+    assert_eq!(node.ephemeral_owner, owner, "made again by a's own session");
+    sees(&a, &["a", "b"]).await;
+}
+
+/// Row "the actor stops without `Leave`": its node is deleted, and the others see it leave.
+#[actix_rt::test]
+async fn a_member_that_stops_without_leave_deletes_its_node() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("group-stopped");
+    let timeout = Duration::from_secs(20);
+    let a = member(&zk.connect_string(), &root, "a", timeout).await;
+    let b = member(&zk.connect_string(), &root, "b", timeout).await;
+    sees(&b, &["a", "b"]).await;
+    let from = b.events.snapshot().len();
+    let Member { addr, session, .. } = a;
+    let weak = addr.downgrade();
+    drop(addr);
+    wait_until("a's actor stopped", || weak.upgrade().is_none()).await;
+    // Long before its session (20 s) could end: the actor deleted its node itself.
+    b.events.wait_for(from, Duration::from_secs(5), |e| *e == GroupEvent::MemberLeft { id: "a".into() }).await;
+    assert!(b.session.exists(&node_of("a")).await.expect("exists").is_none());
+    assert!(session.session().await.is_some_and(|s| s.connected), "the session itself lives on");
+    sees(&b, &["b"]).await;
+}
+
+/// Row "our connection drops and comes back": what changed meanwhile (a member left, another
+/// joined) is reported when the view re-syncs, then `ViewResynced`.
+#[actix_rt::test]
+async fn changes_made_while_a_member_was_cut_off_are_reported_on_resync() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let root = unique_root("group-resync");
+    let timeout = Duration::from_secs(6);
+    let a = member(&links.connect_string(), &root, "a", timeout).await;
+    let b = member(&zk.connect_string(), &root, "b", timeout).await;
+    sees(&a, &["a", "b"]).await;
+
+    links.blackhole();
+    links.reset();
+    let from = a.events.snapshot().len();
+    b.addr.send(Leave).await.expect("member").expect("b leaves");
+    let c = member(&zk.connect_string(), &root, "c", timeout).await;
+    sees(&c, &["a", "c"]).await;
+    // The fault happened: a heard nothing of it while cut off.
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(a.events.snapshot().len(), from, "a heard changes while cut off: {:?}", &a.events.snapshot()[from..]);
+    links.heal();
+    let (resynced, _) = a.events.wait_for(from, WAIT, |e| *e == GroupEvent::ViewResynced).await;
+    let told = &a.events.snapshot()[from..resynced];
+    assert!(told.contains(&GroupEvent::MemberLeft { id: "b".into() }), "{told:?}");
+    assert!(told.iter().any(|e| matches!(e, GroupEvent::MemberJoined { id, .. } if id == "c")), "{told:?}");
+    sees(&a, &["a", "c"]).await;
+}
