@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use actix_zookeeper::counter::*;
 use actix_zookeeper::prelude::*;
-use actix_zookeeper::testkit::{TestZooKeeper, ZkEnsemble, ZkServer, expire_session, unique_root};
+use actix_zookeeper::testkit::{
+    ClientLinks, Direction, TestZooKeeper, ZkEnsemble, ZkServer, expire_session, unique_root,
+};
 use common::*;
 use curator::{CuratorPeer, off_thread as peer};
 
@@ -574,4 +576,92 @@ async fn a_count_read_from_a_deleted_node_never_sets_the_new_one() {
     assert_eq!(count.send(TrySetCount { value: 1, expected: fresh }).await.expect("actor"), Ok(true));
     s.close().await;
     other.close().await;
+}
+
+// ---- Failure-table rows (docs/recipes/counter.md), one test each -------------------------------
+
+/// The count stored on the server, read raw.
+async fn stored(s: &SessionHandle, path: &str) -> i32 {
+    decode_count(path, &s.get_data(path).await.expect("raw read").data).expect("a count")
+}
+
+/// Row "someone else wrote first": a `TrySetCount` at the version we read is `Ok(false)` and
+/// writes nothing; our copy then has the other writer's count.
+#[actix_rt::test]
+async fn a_try_set_after_someone_else_wrote_is_refused() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("counter-stale");
+    let (a, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(4))).await;
+    let (b, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(4))).await;
+    let ours = start_count(&a, "/c", 5);
+    let theirs = start_count(&b, "/c", 5);
+    let read = get(&ours).await;
+    theirs.send(SetCount { value: 40 }).await.expect("actor").expect("they write first");
+    let refused = ours.send(TrySetCount { value: 6, expected: read }).await.expect("actor");
+    assert_eq!(refused, Ok(false));
+    assert_eq!(stored(&a, "/c").await, 40, "nothing written by the refused set");
+    assert_eq!(eventually(&ours, 40).await.value, 40);
+}
+
+/// Rows "disconnected (session lives)" and "session expired on the server": requests made while
+/// the session is cut off wait for the connection (the same session, or a new one after an
+/// expiry) and are answered after it, each applied once.
+#[actix_rt::test]
+async fn requests_made_while_cut_off_are_answered_after_a_reconnect_and_after_an_expiry() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let root = unique_root("counter-offline");
+    let (s, events) = connected(at(&links.connect_string(), &root, Duration::from_secs(6))).await;
+    let (observer, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(6))).await;
+    let count = start_count(&s, "/c", 0);
+    assert_eq!(get(&count).await.value, 0);
+
+    for expire in [false, true] {
+        let before = stored(&observer, "/c").await;
+        let info = s.session().await.expect("session").info;
+        links.blackhole();
+        links.reset();
+        events.wait_for(0, WAIT, |e| matches!(e, SessionEvent::Suspended { .. })).await;
+        if expire {
+            expire_session(&zk.connect_string(), &info).await.expect("expire");
+        }
+        let adding = actix_rt::spawn(add(&count, 1));
+        let reading = actix_rt::spawn(count.send(GetCount));
+        actix_rt::time::sleep(Duration::from_millis(500)).await;
+        assert!(!adding.is_finished() && !reading.is_finished(), "answered while cut off");
+        links.heal();
+        let added = bounded("the add", adding).await.expect("task").expect("applied");
+        assert_eq!(added.value, before + 1, "expire: {expire}");
+        let read = bounded("the read", reading).await.expect("task").expect("actor").expect("count");
+        assert!(read.value == before || read.value == before + 1, "expire: {expire}: {read:?}");
+        assert_eq!(stored(&observer, "/c").await, before + 1, "applied once (expire: {expire})");
+        let generation = s.session().await.expect("session").generation;
+        assert_eq!(generation, if expire { 2 } else { 1 }, "expire: {expire}");
+    }
+}
+
+/// Row "connection lost while a write is in flight": the add applied, its reply was lost (held
+/// by the proxy, then the connection dropped): `OutcomeUnknown`, never `Ok`, never retried.
+#[actix_rt::test]
+async fn an_add_whose_reply_is_lost_is_an_unknown_outcome() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let root = unique_root("counter-unknown");
+    let (s, _) = connected(at(&links.connect_string(), &root, Duration::from_secs(10))).await;
+    let (observer, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(10))).await;
+    let count = start_count(&s, "/c", 0);
+    assert_eq!(get(&count).await.value, 0);
+    links.proxy(0).set_latency(Direction::Downstream, Duration::from_secs(60));
+    let adding = actix_rt::spawn(add(&count, 1));
+    // The fault happened: the write applied, its reply is held.
+    wait_until_async("the add applied", || async { stored(&observer, "/c").await == 1 }).await;
+    links.reset();
+    links.heal();
+    let outcome = bounded("the add", adding).await.expect("task");
+    assert!(matches!(&outcome, Err(CounterError::OutcomeUnknown { path, .. }) if path == "/c"), "{outcome:?}");
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(stored(&observer, "/c").await, 1, "not retried");
 }

@@ -229,6 +229,21 @@ impl SharedCount {
                 self.fresh = self.watches > 0 && self.connected && !again;
                 self.current()
             }
+            // The read was bound to a session that ended before it was answered (it waited
+            // through an expiry): nothing was read, and the waiters wait on for the new
+            // session's read, as the docs promise, instead of being told a session they never
+            // chose is gone.
+            Err(Error::SessionLost { .. }) => {
+                debug!(parent: &self.span, "the read's session ended; reading on the next one");
+                self.fresh = false;
+                self.reader.queued.extend(waiters);
+                ctx.run_later(self.backoff.next_delay(), |act, ctx| {
+                    if !act.reader.busy && (!act.reader.queued.is_empty() || !act.fresh) {
+                        act.refresh(false, ctx);
+                    }
+                });
+                return;
+            }
             Err(err) => {
                 debug!(parent: &self.span, error = %err, "cannot read the count");
                 self.fresh = false;
