@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use actix_zookeeper::barrier::*;
 use actix_zookeeper::prelude::*;
-use actix_zookeeper::testkit::{TestZooKeeper, ZkServer, expire_session, unique_root};
+use actix_zookeeper::testkit::{ClientLinks, TestZooKeeper, ZkServer, expire_session, unique_root};
 use common::*;
 use futures::future::join_all;
 
@@ -673,4 +673,159 @@ async fn curator_and_rust_members_share_a_double_barrier_and_a_barrier() {
     gate.remove().await.expect("remove");
     let (_peer, reply) = bounded("Curator waiter released", curator).await.expect("peer");
     assert_eq!(reply, "OPEN");
+}
+
+// ---- Failure-table rows (docs/recipes/barrier.md), one test each -------------------------------
+
+/// Rows "connection drops, session lives" and "our session expires" for
+/// `DistributedBarrier::wait`: the wait goes on through a server restart and through an expiry
+/// of the waiter's session, and ends when the barrier is removed (a removal made while the
+/// waiter was cut off included).
+#[actix_rt::test]
+async fn a_barrier_wait_outlasts_a_restart_and_an_expiry() {
+    init_tracing();
+    let mut server = ZkServer::start().expect("ZooKeeper");
+    let links = ClientLinks::to([server.connect_string()]).expect("proxy");
+    let mut rig = Rig::new(links.connect_string(), "barrier-wait-faults");
+    rig.session_timeout = Duration::from_secs(6);
+    let waiter = rig.session().await;
+    let setter = Rig { connect: server.connect_string(), ..rig }.session().await;
+    let gate = DistributedBarrier::new(setter.clone(), "/gate").expect("valid barrier");
+    let watched = DistributedBarrier::new(waiter.clone(), "/gate").expect("valid barrier");
+
+    // A restart within the session timeout.
+    gate.set().await.expect("set");
+    let waiting = actix_rt::spawn(watched.wait(Some(WAIT)));
+    actix_rt::time::sleep(SHORT).await;
+    server.stop().expect("stop");
+    server.restart().expect("restart");
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    assert!(!waiting.is_finished(), "the barrier is still set");
+    gate.remove().await.expect("remove");
+    bounded("the wait ends", waiting).await.expect("task").expect("released");
+
+    // An expiry of the waiter's session, the barrier removed while it is cut off.
+    gate.set().await.expect("set again");
+    let waiting = actix_rt::spawn(watched.wait(Some(WAIT)));
+    actix_rt::time::sleep(SHORT).await;
+    let info = waiter.session().await.expect("session").info;
+    links.blackhole();
+    expire_session(&server.connect_string(), &info).await.expect("expire the waiter's session");
+    gate.remove().await.expect("remove while the waiter is cut off");
+    actix_rt::time::sleep(SHORT).await;
+    assert!(!waiting.is_finished(), "the waiter cannot know yet");
+    links.heal();
+    bounded("the wait ends on the new session", waiting).await.expect("task").expect("released");
+    assert_eq!(waiter.session().await.expect("session").generation, 2, "the fault happened: a new session");
+}
+
+/// Row "the future is dropped" for `leave`: our node is deleted, and the other member can leave.
+#[actix_rt::test]
+async fn a_dropped_leave_removes_its_member_node() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "barrier-dropped-leave");
+    let (sa, sb, observer) = (rig.session().await, rig.session().await, rig.session().await);
+    let a = DistributedDoubleBarrier::new(sa, "/pair", 2).expect("valid barrier");
+    let b = DistributedDoubleBarrier::new(sb, "/pair", 2).expect("valid barrier");
+    let (entered_a, entered_b) = futures::join!(a.enter(Some(WAIT)), b.enter(Some(WAIT)));
+    entered_a.expect("a enters");
+    entered_b.expect("b enters");
+    let leaving = actix_rt::spawn(a.leave(None));
+    actix_rt::time::sleep(SHORT).await;
+    assert!(!leaving.is_finished(), "a waits for b to leave");
+    leaving.abort();
+    wait_until("a's node is removed", || async {
+        !nodes(&observer, "/pair").await.contains(&a.member_id().to_owned())
+    })
+    .await;
+    bounded("b leaves", b.leave(Some(WAIT))).await.expect("b leaves alone");
+    assert_eq!(nodes(&observer, "/pair").await, Vec::<String>::new());
+}
+
+/// Rows "session closed" and "no permission": `ZooKeeper(Closed)` from every operation on a
+/// closed session; `NoAuth` naming the path where the barrier's directory denies us.
+#[actix_rt::test]
+async fn a_closed_session_and_a_denied_directory_get_typed_errors() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "barrier-closed");
+    let s = rig.session().await;
+
+    read_only_dir(&s, "/closed").await;
+    let gate = DistributedBarrier::new(s.clone(), "/closed/gate").expect("valid barrier");
+    match gate.set().await {
+        Err(BarrierError::ZooKeeper(Error::NoAuth { path })) => assert_eq!(path, "/closed/gate"),
+        other => panic!("set in a read-only directory: {other:?}"),
+    }
+    let phase = DistributedDoubleBarrier::new(s.clone(), "/closed", 2).expect("valid barrier");
+    match phase.enter(Some(WAIT)).await {
+        Err(BarrierError::ZooKeeper(Error::NoAuth { path })) => assert!(path.starts_with("/closed"), "{path}"),
+        other => panic!("enter in a read-only directory: {other:?}"),
+    }
+
+    // Entered where we may create but not delete: leaving is refused, naming our node.
+    undeletable_dir(&s, "/sticky").await;
+    let other = rig.session().await;
+    let a = DistributedDoubleBarrier::new(s.clone(), "/sticky", 2).expect("valid barrier");
+    let b = DistributedDoubleBarrier::new(other, "/sticky", 2).expect("valid barrier");
+    let (entered_a, entered_b) = futures::join!(a.enter(Some(WAIT)), b.enter(Some(WAIT)));
+    entered_a.expect("a enters");
+    entered_b.expect("b enters");
+    // The lowest member waits for the other to leave first; the other's delete is refused,
+    // so the lowest then times out (its own delete, on the way out, is refused too).
+    let (left_a, left_b) = futures::join!(a.leave(Some(Duration::from_secs(2))), b.leave(Some(Duration::from_secs(2))));
+    let no_auth = |r: &Result<(), BarrierError>| matches!(r, Err(BarrierError::ZooKeeper(Error::NoAuth { path })) if path.starts_with("/sticky"));
+    let timed_out = |r: &Result<(), BarrierError>| matches!(r, Err(BarrierError::Timeout { .. }));
+    assert!(
+        (no_auth(&left_a) || no_auth(&left_b)) && [&left_a, &left_b].iter().all(|r| no_auth(r) || timed_out(r)),
+        "leave where we may not delete: {left_a:?}, {left_b:?}"
+    );
+
+    let gate = DistributedBarrier::new(s.clone(), "/gate").expect("valid barrier");
+    gate.set().await.expect("set");
+    let phase = DistributedDoubleBarrier::new(s.clone(), "/phase", 2).expect("valid barrier");
+    s.close().await;
+    let closed = |r: Result<(), BarrierError>| matches!(r, Err(BarrierError::ZooKeeper(Error::Closed)));
+    assert!(closed(bounded("set", gate.set()).await), "set");
+    assert!(closed(bounded("wait", gate.wait(Some(WAIT))).await), "wait");
+    assert!(closed(bounded("remove", gate.remove()).await), "remove");
+    assert!(closed(bounded("enter", phase.enter(Some(WAIT))).await), "enter");
+}
+
+/// Row "the future is dropped": a wait or an `enter` that gives up (times out, or is dropped)
+/// withdraws its one-shot watch from the client and the server; nothing is left behind. Before
+/// the fix each abandoned wait kept a watch (and a forwarding actor) until the node changed.
+#[actix_rt::test]
+async fn waits_that_give_up_leave_no_watch_behind() {
+    init_tracing();
+    let server = ZkServer::start().expect("ZooKeeper");
+    let rig = Rig::new(server.connect_string(), "barrier-no-watch");
+    let s = rig.session().await;
+    let gate = DistributedBarrier::new(s.clone(), "/gate").expect("valid barrier");
+    gate.set().await.expect("set");
+    for _ in 0..20 {
+        let waited = gate.wait(Some(Duration::from_millis(20))).await;
+        assert!(matches!(waited, Err(BarrierError::Timeout { .. })), "{waited:?}");
+    }
+    let lonely = DistributedDoubleBarrier::new(s.clone(), "/lonely", 3).expect("valid barrier");
+    for _ in 0..5 {
+        let entered = lonely.enter(Some(Duration::from_millis(50))).await;
+        assert!(matches!(entered, Err(BarrierError::Timeout { .. })), "{entered:?}");
+    }
+    // The server's count of watches; nothing else watches on this server.
+    let watches = || {
+        let mntr = actix_zookeeper::testkit::mntr(&server.connect_string()).expect("mntr");
+        mntr.lines().find_map(|l| l.strip_prefix("zk_watch_count")?.trim().parse::<u64>().ok()).expect("zk_watch_count")
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while watches() > 0 {
+        assert!(Instant::now() < deadline, "{} watches left after every wait gave up", watches());
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A wait that does not give up still sees the removal.
+    let waiting = actix_rt::spawn(gate.wait(Some(WAIT)));
+    actix_rt::time::sleep(SHORT).await;
+    gate.remove().await.expect("remove");
+    bounded("the wait ends", waiting).await.expect("task").expect("released");
 }

@@ -36,7 +36,6 @@ use crate::recipe::naming::new_guid;
 use crate::retry::RetryPolicy;
 use crate::session::SessionHandle;
 use crate::session::requests::{Delete, EnsurePath};
-use crate::session::watch::watch_once;
 use crate::{CreateMode, WatchEventKind};
 
 /// Curator's `DistributedDoubleBarrier`: `member_count` members [`enter`](Self::enter) and wait
@@ -213,8 +212,7 @@ impl Member {
         'top: loop {
             // Sent in this order, in one round trip: the watch on `ready` is in place before our
             // node can complete anybody's count.
-            let (watcher, fired) = watch_once();
-            let ready = session.exists_watched(&self.ready_path, watcher);
+            let (ready, fired) = session.exists_until_dropped(&self.ready_path);
             let created = session.create(&self.our_path, Vec::new(), CreateMode::Ephemeral);
             let (ready, created) = futures::join!(ready, created);
             let ready = match ready {
@@ -295,8 +293,8 @@ impl Member {
                     Err(_) => continue 'top,
                 }
                 // Watch again; `ready` existing now means the barrier is open.
-                let (watcher, again) = watch_once();
-                match session.exists_watched(&self.ready_path, watcher).await {
+                let (ready, again) = session.exists_until_dropped(&self.ready_path);
+                match ready.await {
                     Ok(Some(_)) => return Ok(()),
                     Ok(None) => fired = again,
                     Err(error) if error.is_transient() => {
@@ -388,8 +386,7 @@ impl Member {
             }
             let lowest = present && members[0] == self.id;
             let watched = if lowest { &members[members.len() - 1] } else { &members[0] };
-            let (watcher, fired) = watch_once();
-            let stat = session.exists_watched(&path::join(&self.path, watched), watcher);
+            let (stat, fired) = session.exists_until_dropped(&path::join(&self.path, watched));
             let deleted = (present && !lowest).then(|| session.delete(&self.our_path, None));
             let stat = stat.await;
             if let Some(deleted) = deleted {

@@ -15,7 +15,6 @@ use crate::error::Error;
 use crate::path;
 use crate::retry::RetryPolicy;
 use crate::session::SessionHandle;
-use crate::session::watch::watch_once;
 use crate::{CreateMode, WatchEventKind};
 
 /// Curator's `DistributedBarrier`: processes wait until the node at the barrier's path is gone.
@@ -125,8 +124,9 @@ impl DistributedBarrier {
         let waiting = async move {
             let mut backoff = RetryPolicy::default().backoff();
             loop {
-                let (watcher, fired) = watch_once();
-                match session.exists_watched(&barrier, watcher).await {
+                // Withdrawn if this wait is dropped: a caller that gives up leaves no watch.
+                let (stat, fired) = session.exists_until_dropped(&barrier);
+                match stat.await {
                     Ok(None) => return Ok(()),
                     Ok(Some(_)) => match fired.await {
                         Ok(event) if event.kind == WatchEventKind::NodeDeleted => return Ok(()),

@@ -723,19 +723,32 @@ impl Handler<Exists> for SessionActor {
     type Result = ResponseFuture<Result<Option<Stat>>>;
 
     fn handle(&mut self, msg: Exists, _: &mut Context<Self>) -> Self::Result {
-        if let Err(err) = self.check(&msg.path, false) {
+        self.exists(msg.path, msg.watch.map(WatchSink::Actor))
+    }
+}
+
+impl Handler<ExistsUntilDropped> for SessionActor {
+    type Result = ResponseFuture<Result<Option<Stat>>>;
+
+    fn handle(&mut self, msg: ExistsUntilDropped, _: &mut Context<Self>) -> Self::Result {
+        self.exists(msg.path, Some(WatchSink::Once(msg.tx)))
+    }
+}
+
+impl SessionActor {
+    fn exists(&mut self, path: String, sink: Option<WatchSink>) -> ResponseFuture<Result<Option<Stat>>> {
+        if let Err(err) = self.check(&path, false) {
             return failed(err);
         }
-        let span = self.span("exists", &msg.path);
+        let span = self.span("exists", &path);
         self.dispatch(span, move |client, generation| {
             Box::pin(async move {
-                let Exists { path, watch } = msg;
                 let fail = |e| Error::from_zk(&path, e);
-                match watch {
+                match sink {
                     None => client.check_stat(&path).await.map_err(fail),
-                    Some(recipient) => {
+                    Some(sink) => {
                         let (stat, watcher) = client.check_and_watch_stat(&path).await.map_err(fail)?;
-                        deliver_once(watcher, path.clone(), WatchSink::Actor(recipient), generation);
+                        deliver_once(watcher, path.clone(), sink, generation);
                         Ok(stat)
                     }
                 }

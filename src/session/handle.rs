@@ -140,6 +140,17 @@ impl SessionHandle {
         (self.request(GetDataUntilDropped { path: path.into(), tx }), rx)
     }
 
+    /// Reads a node's stat and leaves a one-shot watch whose event comes on the returned
+    /// receiver; dropping the receiver withdraws the watch.
+    pub(crate) fn exists_until_dropped(
+        &self,
+        path: &str,
+    ) -> (impl Future<Output = Result<Option<Stat>>> + 'static + use<>, futures::channel::oneshot::Receiver<WatchEvent>)
+    {
+        let (tx, rx) = futures::channel::oneshot::channel();
+        (self.request(ExistsUntilDropped { path: path.into(), tx }), rx)
+    }
+
     /// Lists a node's children and leaves a one-shot watch whose event comes on the returned
     /// receiver; dropping the receiver withdraws the watch.
     pub(crate) fn children_until_dropped(

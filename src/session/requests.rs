@@ -380,6 +380,14 @@ pub(crate) struct GetDataUntilDropped {
     pub(crate) tx: futures::channel::oneshot::Sender<WatchEvent>,
 }
 
+/// `Exists` with a one-shot watch for plain async code (see [`GetDataUntilDropped`]).
+#[derive(Message, Debug)]
+#[rtype(result = "Result<Option<Stat>>")]
+pub(crate) struct ExistsUntilDropped {
+    pub(crate) path: String,
+    pub(crate) tx: futures::channel::oneshot::Sender<WatchEvent>,
+}
+
 /// `GetChildren` with a one-shot watch for plain async code (see [`GetDataUntilDropped`]).
 #[derive(Message, Debug)]
 #[rtype(result = "Result<Children>")]

@@ -195,36 +195,6 @@ pub(crate) fn deliver_once(watcher: OneshotWatcher, path: String, sink: WatchSin
     });
 }
 
-/// A recipient for one watch event, and the receiving end of it: lets code that is not an actor
-/// (e.g. [`crate::tasks::TaskClient`]) wait for a one-shot watch. The forwarding actor runs on
-/// the current Arbiter and stops after the event.
-pub(crate) fn watch_once() -> (Recipient<WatchEvent>, oneshot::Receiver<WatchEvent>) {
-    use actix::Actor;
-    let (tx, rx) = oneshot::channel();
-    let forwarder = OnceForwarder { tx: Some(tx) }.start();
-    (forwarder.recipient(), rx)
-}
-
-struct OnceForwarder {
-    tx: Option<oneshot::Sender<WatchEvent>>,
-}
-
-impl actix::Actor for OnceForwarder {
-    type Context = actix::Context<Self>;
-}
-
-impl actix::Handler<WatchEvent> for OnceForwarder {
-    type Result = ();
-
-    fn handle(&mut self, event: WatchEvent, ctx: &mut actix::Context<Self>) {
-        use actix::ActorContext;
-        if let Some(tx) = self.tx.take() {
-            let _ = tx.send(event);
-        }
-        ctx.stop();
-    }
-}
-
 /// A watch recipient that holds `target` weakly, so that a pending or persistent watch does not
 /// keep its owner alive: events reach the owner while it runs; after it stops, the relay stops
 /// at the next event (and the session then drops the watch as an orphan).

@@ -155,6 +155,13 @@ pub async fn read_only_dir(session: &SessionHandle, path: &str) {
     dir_allowing(session, path, actix_zookeeper::Permission::READ).await
 }
 
+/// A directory at `path` in which anyone may read and create, but nobody may delete: deleting
+/// a child is `NoAuth`, a final error.
+pub async fn undeletable_dir(session: &SessionHandle, path: &str) {
+    use actix_zookeeper::Permission;
+    dir_allowing(session, path, Permission::READ | Permission::CREATE).await
+}
+
 async fn dir_allowing(session: &SessionHandle, path: &str, allowed: actix_zookeeper::Permission) {
     let create_and_delete_only = vec![actix_zookeeper::Acl::new_const(allowed, "world", "anyone")];
     session
