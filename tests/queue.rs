@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::queue::*;
-use actix_zookeeper::testkit::{ClientLinks, TestZooKeeper, ZkServer, expire_session, unique_root};
+use actix_zookeeper::testkit::{ClientLinks, Direction, TestZooKeeper, ZkServer, expire_session, unique_root};
 use common::*;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -878,4 +878,100 @@ async fn a_put_with_an_id_whose_reply_is_lost_queues_the_item_once() {
     assert!(matches!(queue.put_with_id("a/b", b"x".to_vec()).await, Err(QueueError::InvalidItemId { .. })));
     s.close().await;
     direct.close().await;
+}
+
+// ---- Failure-table rows (docs/recipes/queue.md), one test each ---------------------------------
+
+/// A worker that stops (crashes) on its first delivery without settling it.
+struct Crasher {
+    seen: Arc<Mutex<Vec<u32>>>,
+}
+
+impl Actor for Crasher {
+    type Context = Context<Self>;
+}
+
+impl Handler<Delivery> for Crasher {
+    type Result = ();
+    fn handle(&mut self, delivery: Delivery, ctx: &mut Context<Self>) {
+        self.seen.lock().expect("seen").push(delivery.attempt);
+        ctx.stop();
+    }
+}
+
+impl Handler<Revoked> for Crasher {
+    type Result = ();
+    fn handle(&mut self, _: Revoked, _: &mut Context<Self>) {}
+}
+
+/// Row "worker actor stops without settling": noticed, and the item comes back as a nack would
+/// (redelivered with its attempt counted), to a worker that acks it.
+#[actix_rt::test]
+async fn a_worker_that_stops_without_settling_counts_as_a_nack() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("queue-crashed-worker");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let crashed = Arc::new(Mutex::new(Vec::new()));
+    let crasher = Crasher { seen: crashed.clone() }.start();
+    Queue::new(s.clone(), "/q").put(b"x".to_vec()).await.expect("put");
+    let ledger = Ledger::default();
+    let config = ConsumerConfig::new("/q").with_concurrency(1).with_worker(Worker::new(&crasher));
+    let _consumer = QueueConsumerActor::new(s.clone(), config).start();
+    wait_until("the crashing worker had it", || crashed.lock().expect("seen").len() == 1).await;
+    drop(crasher);
+    // A second consumer's worker gets it again, attempt counted.
+    let _other =
+        QueueConsumerActor::new(s.clone(), workers(ConsumerConfig::new("/q"), 1, &ledger, Behaviour::Ack)).start();
+    wait_until("acked by the other", || ledger.acked.load(Ordering::SeqCst) == 1).await;
+    assert_eq!(crashed.lock().expect("seen").clone(), vec![1]);
+    assert_eq!(ledger.seen.lock().expect("seen").get(b"x".as_slice()).cloned(), Some(vec![2]), "attempt 2");
+    assert!(items_left(&s).await.is_empty());
+}
+
+/// Row "consumer's connection drops, session lives": an ack that meets the outage is retried on
+/// its claim's session until its outcome is known, and answered `Ok` exactly when it removed
+/// the item. Once with its reply lost (it applied), once with the request lost (it did not).
+#[actix_rt::test]
+async fn an_ack_that_meets_a_connection_loss_is_settled_once_and_answered_ok() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let root = unique_root("queue-ack-outage");
+    let cut =
+        SessionConfig::new(links.connect_string()).with_chroot(&root).with_session_timeout(Duration::from_secs(10));
+    let (s, _) = connected(cut).await;
+    let observer = session_at(&zk.connect_string(), &root).await;
+    let queue = Queue::new(observer.clone(), "/q");
+    queue.put_all(vec![b"a".to_vec(), b"b".to_vec()]).await.expect("put");
+    let ledger = Ledger::default();
+    let _consumer =
+        QueueConsumerActor::new(s.clone(), workers(ConsumerConfig::new("/q"), 2, &ledger, Behaviour::Hold(2))).start();
+    wait_until("both held", || ledger.held.lock().expect("held").len() == 2).await;
+    let held = ledger.held.lock().expect("held").clone();
+
+    for (delivery, reply_lost) in held.into_iter().zip([true, false]) {
+        let before = items_left(&observer).await.len();
+        let acking = if reply_lost {
+            links.proxy(0).set_latency(Direction::Downstream, Duration::from_secs(60));
+            let acking = actix_rt::spawn(async move { delivery.ack().await });
+            // The fault happened: the item is gone on the server, its reply held by the proxy.
+            wait_until_async("the ack applied", || async { items_left(&observer).await.len() == before - 1 }).await;
+            acking
+        } else {
+            links.blackhole();
+            let acking = actix_rt::spawn(async move { delivery.ack().await });
+            actix_rt::time::sleep(Duration::from_millis(300)).await;
+            // The fault happened: the request never reached the server.
+            assert_eq!(items_left(&observer).await.len(), before, "the ack must not have applied yet");
+            acking
+        };
+        links.reset();
+        links.heal();
+        let acked = bounded("the ack is answered", acking).await.expect("task");
+        assert_eq!(acked, Ok(()), "reply lost: {reply_lost}");
+        assert_eq!(items_left(&observer).await.len(), before - 1, "removed once (reply lost: {reply_lost})");
+    }
+    assert!(children(&observer, "/q/claims").await.is_empty(), "no claim left behind");
+    assert_eq!(s.session().await.expect("session").generation, 1, "the same session throughout");
 }
