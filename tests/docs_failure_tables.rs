@@ -7,10 +7,6 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-/// Recipe docs whose failure tables do not name their tests yet (issue 15 is converting them
-/// one by one; the test below fails if one of these gains the column and stays listed).
-const PENDING: &[&str] = &["master-worker.md"];
-
 /// The failure tables of one document: (heading, header cells, rows of cells).
 fn failure_tables(text: &str) -> Vec<(String, Vec<String>, Vec<Vec<String>>)> {
     let mut tables = Vec::new();
@@ -67,19 +63,12 @@ fn every_failure_table_row_names_tests_that_exist() {
         let name = doc.file_name().expect("name").to_string_lossy().into_owned();
         let text = fs::read_to_string(&doc).expect("doc");
         let tables = failure_tables(&text);
-        let pending = PENDING.contains(&name.as_str());
         if tables.is_empty() {
             problems.push(format!("{name}: no failure table (a heading with \"failure\" or \"fault\")"));
             continue;
         }
         for (heading, header, rows) in tables {
             let has_column = header.last().is_some_and(|h| h == "tested by");
-            if pending {
-                if has_column {
-                    problems.push(format!("{name}: has its \"tested by\" column now; take it off PENDING"));
-                }
-                continue;
-            }
             if !has_column {
                 problems.push(format!("{name} / {heading}: the last column must be \"tested by\""));
                 continue;

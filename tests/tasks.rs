@@ -85,6 +85,10 @@ impl Handler<TaskAssigned> for Runner {
             ledger.running.lock().expect("running").remove(&task.task_id);
             *ledger.now.lock().expect("now").entry(worker).or_default() -= 1;
             *ledger.runs.lock().expect("runs").entry(task.task_id.clone()).or_default() += 1;
+            // A result larger than ZooKeeper takes: it cannot be recorded.
+            if task.data.starts_with(b"big-result") {
+                return vec![0u8; 2_000_000].into();
+            }
             if task.data.starts_with(b"give-up") {
                 return TaskOutcome::GiveUp { reason: "cannot be done".into() };
             }
@@ -855,4 +859,276 @@ async fn a_runner_can_give_up_on_a_task_or_run_it_later() {
     let clean = rig.session().await;
     assert!(children(&clean, &format!("{ROOT}/tasks")).await.is_empty());
     assert!(children(&clean, &format!("{ROOT}/assign/w")).await.is_empty());
+}
+
+// ---- Failure-table rows (docs/recipes/master-worker.md), one test each ------------------------
+
+/// Waits until `n` runs are in progress.
+async fn running(rig: &Rig, n: usize) {
+    wait_until(&format!("{n} runs in progress"), || rig.ledger.running.lock().expect("running").len() == n).await;
+}
+
+/// Row "worker stops gracefully (`StopWorker`)", mid-run: `StopWorker` resolves only after the
+/// running tasks finished and were recorded, then the registration is gone; nothing ran twice.
+#[actix_rt::test]
+async fn stopping_a_worker_mid_run_records_its_runs_before_it_deregisters() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "tasks-stop-mid-run");
+    let _master = rig.master("m").await;
+    let w = rig.worker("w", 2, Duration::ZERO, 2).await;
+    let client = rig.client().await;
+    let tasks = submit(&client, "stop", 2).await;
+    running(&rig, 2).await;
+    let stopping = actix_rt::spawn(w.addr.send(StopWorker));
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    assert!(!stopping.is_finished(), "stopping waits for the running tasks");
+    w.release.notify_one();
+    w.release.notify_one();
+    bounded("the worker stops", stopping).await.expect("task").expect("worker");
+    expect_results(&client, &tasks).await;
+    let events = w.events.snapshot();
+    let finished = events.iter().filter(|e| matches!(e, WorkerEvent::TaskFinished { .. })).count();
+    assert_eq!(finished, 2, "{events:?}");
+    assert_eq!(events.last(), Some(&WorkerEvent::Stopped), "stopped last: {events:?}");
+    let observer = rig.session().await;
+    assert!(children(&observer, &format!("{ROOT}/workers")).await.is_empty(), "deregistered");
+    assert_finished_and_clean(&observer, &tasks).await;
+    assert!(tasks.iter().all(|(id, _)| rig.ledger.runs_of(id) == 1), "nothing ran twice");
+}
+
+/// Row "session expires (client)": the client's next calls use its new session; submissions
+/// and results made before and after the expiry all come through.
+#[actix_rt::test]
+async fn a_clients_session_expiry_loses_nothing() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let rig = Rig::new(zk.connect_string(), "tasks-client-expiry");
+    let _master = rig.master("m").await;
+    let _w = rig.worker("w", 4, Duration::from_millis(20), 0).await;
+    let cut = Rig { connect: links.connect_string(), chroot: rig.chroot.clone(), ..Rig::new(String::new(), "") };
+    let session = cut.session().await;
+    let client = TaskClient::new(session.clone(), ROOT).expect("valid client");
+    let before = submit(&client, "before", 5).await;
+    let info = session.session().await.expect("session").info;
+    links.blackhole();
+    expire_session(&zk.connect_string(), &info).await.expect("expire the client's session");
+    links.heal();
+    let after = submit(&client, "after", 5).await;
+    assert_eq!(session.session().await.expect("session").generation, 2, "the fault happened: a new session");
+    expect_results(&client, &before).await;
+    expect_results(&client, &after).await;
+}
+
+/// Row "ZooKeeper restarts (standalone)", down longer than the session timeout: every session
+/// expires (the clients say so themselves) and every role recovers; the run completes, each
+/// result written once.
+#[actix_rt::test]
+async fn a_restart_longer_than_the_session_timeout_and_the_run_completes() {
+    init_tracing();
+    let mut server = ZkServer::start().expect("ZooKeeper");
+    let mut rig = Rig::new(server.connect_string(), "tasks-long-restart");
+    rig.timeout = Duration::from_secs(2);
+    let master = rig.master("m").await;
+    let w = rig.worker("w", 4, Duration::from_millis(10), 0).await;
+    let client = rig.client().await;
+    let tasks = submit(&client, "long", 40).await;
+    wait_until("some tasks done", || rig.ledger.runs.lock().expect("runs").len() >= 5).await;
+    server.stop().expect("stop");
+    // Past 7/5 of the session timeout: the clients declare their sessions expired.
+    actix_rt::time::sleep(Duration::from_secs(4)).await;
+    server.restart().expect("restart");
+    expect_results(&client, &tasks).await;
+    assert!(w.session.session().await.expect("session").generation >= 2, "the fault happened: a new session");
+    assert!(master.session.session().await.expect("session").generation >= 2);
+    assert_finished_and_clean(&rig.session().await, &tasks).await;
+}
+
+/// Row "master dies", conservative policy: a master cut off stops its term at `Suspended`
+/// (`MastershipEnded`), assigns nothing while cut off, and starts a new term when it is back.
+#[actix_rt::test]
+async fn a_conservative_master_stops_at_suspended_and_assigns_nothing_while_cut_off() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let mut rig = Rig::new(links.connect_string(), "tasks-suspended-master");
+    rig.timeout = Duration::from_secs(6);
+    let master = rig.master("m").await;
+    let (_, became) = master.events.wait_for(0, WAIT, |e| matches!(e, MasterEvent::BecameMaster { .. })).await;
+    let MasterEvent::BecameMaster { fence } = became else { unreachable!() };
+    let direct = Rig { connect: zk.connect_string(), chroot: rig.chroot.clone(), ..Rig::new(String::new(), "") };
+    let _w = direct.worker("w", 4, Duration::ZERO, 0).await;
+    let client = direct.client().await;
+
+    links.blackhole();
+    links.reset();
+    let (ended, _) =
+        master.events.wait_for(0, WAIT, |e| *e == MasterEvent::MastershipEnded { token: fence.token }).await;
+    assert_eq!(master.addr.send(CurrentTerm).await.expect("master"), None, "no term while suspended");
+    let tasks = submit(&client, "offline", 3).await;
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    let overview = client.overview().await.expect("overview");
+    assert_eq!((overview.pending, overview.assigned), (3, 0), "nothing assigned while the master is cut off");
+    assert!(
+        !master.events.snapshot()[ended..].iter().any(|e| matches!(e, MasterEvent::Assigned { .. })),
+        "assigned while suspended"
+    );
+    links.heal();
+    master.events.wait_for(ended, WAIT, |e| matches!(e, MasterEvent::BecameMaster { .. })).await;
+    expect_results(&client, &tasks).await;
+}
+
+/// `TaskFailed`: a result too large to record leaves the assignment for an operator, and the
+/// worker goes on with other tasks.
+#[actix_rt::test]
+async fn a_result_too_large_to_record_is_task_failed_and_the_assignment_stays() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "tasks-failed");
+    let _master = rig.master("m").await;
+    let w = rig.worker("w", 2, Duration::ZERO, 0).await;
+    let client = rig.client().await;
+    let big = client.submit("big-result").await.expect("submit");
+    let (_, failed) =
+        w.events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::TaskFailed { task_id, .. } if *task_id == big)).await;
+    assert!(
+        matches!(&failed, WorkerEvent::TaskFailed { error: TaskError::ZooKeeper(Error::DataTooLarge { .. }), .. }),
+        "{failed:?}"
+    );
+    let observer = rig.session().await;
+    let assigned = children(&observer, &format!("{ROOT}/assign/w")).await;
+    assert_eq!(assigned, [big.to_string()], "the assignment stays for an operator");
+    let status = observer.get_data(&format!("{ROOT}/status/{big}")).await.expect("status");
+    assert_eq!(status.stat.version, 0, "no result recorded");
+    let others = submit(&client, "after", 3).await;
+    expect_results(&client, &others).await;
+}
+
+/// `TaskDiscarded { Forgotten }`: a task whose status the client deleted while it ran is not
+/// recorded (nothing is written where nobody will look), and its assignment goes.
+#[actix_rt::test]
+async fn a_task_forgotten_while_it_runs_is_discarded() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "tasks-forgotten");
+    let _master = rig.master("m").await;
+    let w = rig.worker("w", 1, Duration::ZERO, 1).await;
+    let client = rig.client().await;
+    let id = client.submit("forget-me").await.expect("submit");
+    running(&rig, 1).await;
+    client.forget(&id).await.expect("forget");
+    w.release.notify_one();
+    let (_, discarded) =
+        w.events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::TaskDiscarded { task_id, .. } if *task_id == id)).await;
+    assert_eq!(discarded, WorkerEvent::TaskDiscarded { task_id: id.clone(), reason: DiscardReason::Forgotten });
+    let observer = rig.session().await;
+    assert!(observer.exists(&format!("{ROOT}/status/{id}")).await.expect("exists").is_none(), "no status made");
+    wait_until_async("the assignment is gone", || async {
+        children(&observer, &format!("{ROOT}/assign/w")).await.is_empty()
+    })
+    .await;
+}
+
+/// A runner that stops (crashes) on its first task.
+struct Quitter;
+
+impl Actor for Quitter {
+    type Context = Context<Self>;
+}
+
+impl Handler<TaskAssigned> for Quitter {
+    type Result = ResponseActFuture<Self, TaskOutcome>;
+    fn handle(&mut self, _: TaskAssigned, ctx: &mut Context<Self>) -> Self::Result {
+        // The run belongs to the actor: stopping drops it, as a crash would.
+        ctx.stop();
+        Box::pin(actix::fut::wrap_future(std::future::pending()))
+    }
+}
+
+/// "If the runner actor stops, the worker drains and deregisters (its tasks go to other
+/// workers)."
+#[actix_rt::test]
+async fn a_worker_whose_runner_stops_deregisters_and_its_tasks_finish_elsewhere() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "tasks-runner-stops");
+    let _master = rig.master("m").await;
+    let session = rig.session().await;
+    let events = Recorded::<WorkerEvent>::start();
+    let quitter = Quitter.start();
+    let config = TaskWorkerConfig::new(ROOT, "quitter").with_concurrency(2);
+    let worker = TaskWorker::new(session, config, quitter.recipient()).expect("valid worker config").start();
+    worker.do_send(SubscribeWorker { recipient: events.recipient.clone() });
+    events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::Registered { .. })).await;
+    let client = rig.client().await;
+    let tasks = submit(&client, "orphan", 2).await;
+    events.wait_for(0, WAIT, |e| *e == WorkerEvent::Stopped).await;
+    let observer = rig.session().await;
+    wait_until_async("the registration is gone", || async {
+        !children(&observer, &format!("{ROOT}/workers")).await.contains(&"quitter".to_owned())
+    })
+    .await;
+    let _w = rig.worker("w", 2, Duration::ZERO, 0).await;
+    expect_results(&client, &tasks).await;
+    assert_finished_and_clean(&observer, &tasks).await;
+}
+
+/// `WorkerIdTaken`: a second worker under an id another live session uses says so and retries;
+/// it registers once the first has stopped, and the first's registration is never touched.
+#[actix_rt::test]
+async fn a_worker_id_taken_by_a_live_session_waits_for_it() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "tasks-id-taken");
+    let first = rig.worker("w", 1, Duration::ZERO, 0).await;
+    let observer = rig.session().await;
+    let owner = |s: SessionHandle| async move {
+        s.exists(&format!("{ROOT}/workers/w")).await.expect("exists").map(|stat| stat.ephemeral_owner)
+    };
+    let first_id = first.session.session().await.expect("session").session_id.0;
+    assert_eq!(owner(observer.clone()).await, Some(first_id));
+
+    let session = rig.session().await;
+    let events = Recorded::<WorkerEvent>::start();
+    let runner = Runner {
+        worker: "w".into(),
+        ledger: rig.ledger.clone(),
+        delay: Duration::ZERO,
+        hold: Arc::new(AtomicUsize::new(0)),
+        release: Arc::new(tokio::sync::Notify::new()),
+    }
+    .start();
+    let second = TaskWorker::new(session.clone(), TaskWorkerConfig::new(ROOT, "w"), runner.recipient())
+        .expect("valid worker config")
+        .start();
+    second.do_send(SubscribeWorker { recipient: events.recipient.clone() });
+    let (_, refused) = events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::RegistrationFailed { .. })).await;
+    assert!(
+        matches!(&refused, WorkerEvent::RegistrationFailed { error: TaskError::WorkerIdTaken { .. } }),
+        "{refused:?}"
+    );
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(owner(observer.clone()).await, Some(first_id), "the first's registration is untouched");
+    first.addr.send(StopWorker).await.expect("the first stops");
+    events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::Registered { .. })).await;
+    assert_eq!(owner(observer).await, Some(session.session().await.expect("session").session_id.0));
+}
+
+/// Row "client dies": its tasks run and their results stay; anyone with an id reads them later.
+#[actix_rt::test]
+async fn a_dead_clients_results_can_be_read_by_another() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "tasks-client-dies");
+    let _master = rig.master("m").await;
+    let _w = rig.worker("w", 2, Duration::from_millis(50), 0).await;
+    let session = rig.session().await;
+    let client = TaskClient::new(session.clone(), ROOT).expect("valid client");
+    let tasks = submit(&client, "orphaned", 4).await;
+    drop(client);
+    session.close().await;
+    let other = rig.client().await;
+    expect_results(&other, &tasks).await;
+    assert_finished_and_clean(&rig.session().await, &tasks).await;
 }
