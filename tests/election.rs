@@ -581,7 +581,7 @@ async fn a_leader_whose_node_is_deleted_loses_requeues_and_the_next_leads() {
     init_tracing();
     let zk = TestZooKeeper::from_env().expect("ZooKeeper");
     let root = unique_root("election-deleted");
-    let (_links, sessions, participants, believers) =
+    let (_links, sessions, participants, _) =
         three_on_links(&zk, &root, Duration::from_secs(4), |_| ElectionConfig::new("/leader")).await;
     let (leader, token) = next_leader(&participants, None).await;
     assert_eq!(leader, 0);
@@ -607,7 +607,9 @@ async fn a_leader_whose_node_is_deleted_loses_requeues_and_the_next_leads() {
     })
     .await;
     everyone_sees(&participants, "p1").await;
-    assert_eq!(believers.violations.load(Ordering::SeqCst), 0);
+    // No two-leaders check here: the old leader and the next learn of the deletion at the same
+    // moment on different sessions, so their beliefs may overlap briefly (the terms' tokens
+    // fence that, as after an expiry).
 }
 
 /// `with_requeue_after_loss(false)`: after its session expired the participant stays out, until
