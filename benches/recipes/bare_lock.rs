@@ -1,0 +1,55 @@
+//! The same-run yardstick of W1 and W2 (issue 16): `zookeeper-client`'s own lock
+//! (`Client::lock` with Curator's prefix), released by an awaited delete. Owns only the
+//! measurement; which workload reports it, and how, is the workload's business.
+
+use zookeeper_client::{Acls, Client, CreateMode, LockOptions, LockPrefix};
+
+use super::harness::*;
+
+/// Acquisitions per second of the bare lock: `clients` clients (one session each) take turns on
+/// one lock, `acquisitions` in all, after `warmup` acquisitions that are not counted. Each
+/// acquisition is `Client::lock` (protected create, then wait for the predecessor), then the
+/// node's delete, awaited (the `LockClient` is forgotten so that its drop does not delete a
+/// second time in the background).
+pub(crate) async fn acquisitions_per_second(
+    connect: &str,
+    dir: &str,
+    clients: usize,
+    warmup: usize,
+    acquisitions: usize,
+) -> f64 {
+    let mut sessions = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        sessions.push(Arc::new(Client::connect(connect).await.expect("bare client connects")));
+    }
+    for _ in 0..warmup {
+        cycle(&sessions[0], dir).await;
+    }
+    let tickets = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let loops: Vec<_> = sessions
+        .iter()
+        .cloned()
+        .map(|client| {
+            let (tickets, dir) = (tickets.clone(), dir.to_owned());
+            actix::spawn(async move {
+                while tickets.fetch_add(1, Ordering::SeqCst) < acquisitions {
+                    cycle(&client, &dir).await;
+                }
+            })
+        })
+        .collect();
+    for handle in loops {
+        handle.await.expect("bare lock loop");
+    }
+    per_second(acquisitions, started.elapsed())
+}
+
+async fn cycle(client: &Client, dir: &str) {
+    let prefix = LockPrefix::new_curator(dir, "lock-").expect("a Curator prefix");
+    let parents = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let options = LockOptions::new(Acls::anyone_all()).with_ancestor_options(parents).expect("ancestor options");
+    let lock = client.lock(prefix, b"", options).await.expect("bare lock acquired");
+    client.delete(lock.lock_path(), None).await.expect("bare lock released");
+    std::mem::forget(lock);
+}

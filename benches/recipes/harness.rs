@@ -1,0 +1,144 @@
+//! The benchmark's harness: the server, sessions, the raw `zookeeper-client` yardsticks,
+//! percentiles and the shared lock helpers. Owns nothing about any one workload; each workload is
+//! a file of its own (`w1_lock_cycle.rs`, ...) listed in `main.rs`.
+
+pub(crate) use std::sync::atomic::{AtomicUsize, Ordering};
+pub(crate) use std::sync::{Arc, Mutex};
+pub(crate) use std::time::{Duration, Instant};
+
+pub(crate) use actix::{Actor, Addr, AsyncContext, Context, Handler, WrapFuture};
+pub(crate) use actix_zookeeper::cache::{self, CacheActor, CacheConfig, CacheEvent};
+pub(crate) use actix_zookeeper::election::{
+    ElectionActor, ElectionConfig, ElectionEvent, FencingToken, Resign, Subscribe,
+};
+pub(crate) use actix_zookeeper::lock::{Acquire, LockActor, LockConfig, Release};
+pub(crate) use actix_zookeeper::queue::{
+    ConsumerConfig, Delivery, DeliveryMode, ITEM_PREFIX, Queue, QueueConsumerActor, Revoked,
+};
+pub(crate) use actix_zookeeper::tasks::{
+    MasterEvent, StopMaster, StopWorker, SubscribeMaster, SubscribeWorker, TaskAssigned, TaskClient, TaskId,
+    TaskMaster, TaskMasterConfig, TaskOutcome, TaskWorker, TaskWorkerConfig, WorkerEvent,
+};
+pub(crate) use actix_zookeeper::testkit::{self, HoldLog, ServerOptions, ZkServer};
+pub(crate) use actix_zookeeper::{CreateMode, Op, SessionConfig, SessionHandle};
+
+pub(crate) const LIB: &str = "actix-zookeeper";
+pub(crate) const RAW_HANDOFF_WARMUP: usize = 50;
+pub(crate) const RAW_HANDOFF_OPS: usize = 300;
+pub(crate) const RAW_WARMUP: usize = 200;
+pub(crate) const RAW_OPS: usize = 1000;
+pub(crate) const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Raw `zookeeper_client` medians in microseconds.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RawBaseline {
+    pub(crate) create_p50: u128,
+    pub(crate) delete_p50: u128,
+    pub(crate) rtt_p50: u128,
+}
+
+// ---- statistics ---------------------------------------------------------------------------------
+
+/// The `p`-th percentile (nearest rank) of `samples`, in microseconds.
+pub(crate) fn percentile(samples: &mut [u128], p: f64) -> u128 {
+    assert!(!samples.is_empty(), "no samples");
+    samples.sort_unstable();
+    let rank = ((p / 100.0) * samples.len() as f64).ceil() as usize;
+    samples[rank.clamp(1, samples.len()) - 1]
+}
+
+pub(crate) fn micros(since: Instant) -> u128 {
+    since.elapsed().as_micros()
+}
+
+pub(crate) fn per_second(count: usize, elapsed: Duration) -> f64 {
+    count as f64 / elapsed.as_secs_f64()
+}
+
+// ---- raw baseline -------------------------------------------------------------------------------
+
+/// Sequential raw round trips with a bare `zookeeper_client::Client`: `RAW_OPS` ephemeral creates
+/// of `<root>/raw-<i>`, `RAW_OPS` deletes of them, and `RAW_OPS` `exists` of `<root>`.
+pub(crate) async fn raw_baseline(connect: &str, root: &str) -> RawBaseline {
+    use zookeeper_client::{Acls, Client, CreateMode, Error};
+
+    let client = Client::connect(connect).await.expect("raw client connects");
+    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    match client.create(root, b"", &persistent).await {
+        Ok(_) | Err(Error::NodeExists) => {}
+        Err(e) => panic!("raw create {root}: {e}"),
+    }
+
+    for _ in 0..RAW_WARMUP {
+        client.check_stat(root).await.expect("raw exists");
+    }
+
+    let mut creates = Vec::with_capacity(RAW_OPS);
+    for i in 0..RAW_OPS {
+        let path = format!("{root}/raw-{i}");
+        let t = Instant::now();
+        client.create(&path, b"", &ephemeral).await.expect("raw create");
+        creates.push(micros(t));
+    }
+    let mut deletes = Vec::with_capacity(RAW_OPS);
+    for i in 0..RAW_OPS {
+        let path = format!("{root}/raw-{i}");
+        let t = Instant::now();
+        client.delete(&path, None).await.expect("raw delete");
+        deletes.push(micros(t));
+    }
+    let mut rtts = Vec::with_capacity(RAW_OPS);
+    for _ in 0..RAW_OPS {
+        let t = Instant::now();
+        client.check_stat(root).await.expect("raw exists");
+        rtts.push(micros(t));
+    }
+
+    let raw = RawBaseline {
+        create_p50: percentile(&mut creates, 50.0),
+        delete_p50: percentile(&mut deletes, 50.0),
+        rtt_p50: percentile(&mut rtts, 50.0),
+    };
+    eprintln!(
+        "raw zookeeper-client: create p50 {} us, delete p50 {} us, exists p50 {} us",
+        raw.create_p50, raw.delete_p50, raw.rtt_p50
+    );
+    raw
+}
+
+// ---- helpers ------------------------------------------------------------------------------------
+
+pub(crate) fn start_session(connect: &str, root: &str) -> SessionHandle {
+    SessionHandle::start(SessionConfig::new(connect).with_chroot(root).with_session_timeout(SESSION_TIMEOUT))
+        .expect("session starts")
+}
+
+pub(crate) async fn acquire(lock: &Addr<LockActor>) {
+    lock.send(Acquire::default()).await.expect("lock actor alive").expect("lock acquired");
+}
+
+pub(crate) async fn release(lock: &Addr<LockActor>) {
+    lock.send(Release).await.expect("lock actor alive").expect("lock released");
+}
+
+/// A `usize` from the environment variable `name`, or `default`.
+pub(crate) fn env_usize(name: &str, default: usize) -> usize {
+    match std::env::var(name) {
+        Ok(value) => value.trim().parse().unwrap_or_else(|_| panic!("{name}={value:?} is not a number")),
+        Err(_) => default,
+    }
+}
+
+/// `zk_packets_received` from the server's `mntr` (the first host of `connect`), if it answers.
+pub(crate) fn packets_received(connect: &str) -> Option<u64> {
+    let host = connect.split(',').next()?.split('/').next()?;
+    let mntr = testkit::mntr(host).ok()?;
+    mntr.lines().find_map(|line| line.strip_prefix("zk_packets_received")?.trim().parse().ok())
+}
+
+/// This process's resident memory (`VmRSS`), in KiB.
+pub(crate) fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status.lines().find_map(|l| l.strip_prefix("VmRSS:")?.trim().strip_suffix("kB")?.trim().parse().ok())
+}

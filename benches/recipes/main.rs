@@ -1,0 +1,139 @@
+//! Lock, leader election, queue, cache and master–worker benchmark against a real ZooKeeper server
+//! (see `docs/performance.md`).
+//!
+//! ```text
+//! cargo bench --features testkit --bench recipes -- [W1|W2|W3|W4|W5|W6|all]...
+//! ```
+//!
+//! This file only selects and runs workloads; each workload is a file of its own under
+//! `benches/recipes/` (`w1_lock_cycle.rs`, ...), the server, sessions, raw yardsticks and
+//! percentiles are in `harness.rs`, and the bare client's lock in `bare_lock.rs`. A new workload
+//! is a new file and one line in [`WORKLOADS`]; it prints one JSON line per result with the
+//! yardsticks of its own run.
+//!
+//! - **W1**: one session, one [`LockActor`], 500 warm-up then 2000 × (acquire; release), once with
+//!   the release awaited and once pipelined (`do_send(Release)` followed at once by the next
+//!   `Acquire`, both queued in order on the one session).
+//! - **W2**: 8 sessions, 8 lock actors on one lock, 2000 acquisitions in total; mutual exclusion
+//!   judged from the logged holds (`testkit::HoldLog`).
+//! - W1 and W2 also run the same-run yardstick of the bare client's own lock (`Client::lock`
+//!   with Curator's prefix, released by an awaited delete): one client for W1, 8 for W2, the
+//!   same numbers of acquisitions (`bare_lock_acq_per_s`, `ratio_to_bare_lock`).
+//! - **W3**: leader election hand-off: 3 [`ElectionActor`]s on 3 sessions; the leader resigns
+//!   (`Resign { requeue: true }`) 5 warm-up then 50 measured times, each timed from just before
+//!   the `Resign` is sent to the next leader's `LeadershipAcquired` reaching its subscriber.
+//! - **W4**: distributed queue: one producer session puts 5000 items of 100 bytes (`put_all`,
+//!   100 per call) while 4 [`QueueConsumerActor`]s on 4 sessions consume them (4 workers each,
+//!   128 in flight per consumer; `W4_WORKERS`, `W4_CONCURRENCY`, `W4_BATCH` override these), once
+//!   at-least-once and once at-most-once, each on a fresh queue. Timed from the first put to the
+//!   last item acked (at-least-once) or delivered (at-most-once); every item carries its index,
+//!   so duplicates and losses are counted. Then **W4-backlog**: 100,000 items (`W4_BACKLOG`)
+//!   queued first, then the same 4 consumers, at-least-once, timed from the consumers' start;
+//!   its line carries `ratio_to_w4` (its rate over W4's at-least-once rate in the same run) and
+//!   `rss_growth_kib` (how much this process's resident memory grew while consuming).
+//! - **W5**: tree cache: 10,001 nodes (`/tree`, 100 directories × 99 leaves, created beforehand
+//!   by another session with pipelined `multi`s). The initial load of a [`CacheActor`] is timed
+//!   from its start to `CacheInitialized` reaching a subscriber actor (3 loads, one after the
+//!   other, each by a new cache; the median is reported). Then 100 warm-up and 1000 measured
+//!   sequential `set_data`s by the other session on random leaves, each timed from just before
+//!   the `set_data` to the subscriber receiving the matching `NodeUpdated`. The raw yardsticks
+//!   from the same run: a pipelined walk of the tree (getData of every node, getChildren of every
+//!   directory, level by level) and set → `NodeDataChanged` at another client's recursive
+//!   persistent watch → its `getData` reply.
+//! - **W6**: master–worker throughput: one [`TaskMaster`], 4 [`TaskWorker`]s (concurrency 8
+//!   each, the runner answers at once with a 2-byte result) and one [`TaskClient`], each on its
+//!   own session. 100 warm-up then 2000 measured tasks, all submissions sent before any is
+//!   awaited; each task's `result` is awaited as soon as its submission is stored. Timed from the
+//!   first submit to the last result; per task from its submit to its result; then 50 tasks one
+//!   at a time (each result awaited before the next submit). `W6_WORKERS` and `W6_CONCURRENCY`
+//!   override 4 and 8. The raw yardstick from the same run: the protocol's 3 writes per task
+//!   (submit, assign and finish `multi`s) made by a bare client, each wave of 2000 pipelined.
+//!
+//! Each workload also measures raw `zookeeper_client` round trips (ephemeral create, delete,
+//! `exists`) in the same run, as the yardstick; W3 also measures the raw floor of a hand-off (one
+//! client deletes a node, another receives the `NodeDeleted` of its `exists` watch). One JSON line
+//! per result goes to stdout; progress goes to stderr. With `ZK=host:port` set, that server is
+//! used instead of starting one.
+
+mod bare_lock;
+mod harness;
+mod w1_lock_cycle;
+mod w2_lock_contention;
+mod w3_election_handoff;
+mod w4_queue;
+mod w5_cache;
+mod w6_master_worker;
+
+// Only its Curator classpath is used (by W4; the file allows its own dead code).
+#[path = "../../tests/common/curator.rs"]
+mod curator;
+
+use futures::future::LocalBoxFuture;
+use harness::{ServerOptions, ZkServer};
+
+/// Runs one workload against the server at the connect string; answers its JSON lines.
+type Run = fn(String) -> LocalBoxFuture<'static, Vec<String>>;
+
+/// Every workload, in the order `all` runs them: the name on the command line and what runs it.
+/// A new workload is a new file and one line here.
+const WORKLOADS: &[(&str, Run)] = &[
+    ("W1", |c| Box::pin(async move { w1_lock_cycle::w1(&c).await })),
+    ("W2", |c| Box::pin(async move { vec![w2_lock_contention::w2(&c).await] })),
+    ("W3", |c| Box::pin(async move { vec![w3_election_handoff::w3(&c).await] })),
+    ("W4", |c| Box::pin(async move { w4_queue::w4(&c).await })),
+    ("W5", |c| Box::pin(async move { vec![w5_cache::w5(&c).await] })),
+    ("W6", |c| Box::pin(async move { vec![w6_master_worker::w6(&c).await, w6_master_worker::w6_backlog(&c).await] })),
+];
+
+fn main() {
+    let selected = parse_workloads();
+
+    let external = std::env::var("ZK").ok().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+    let (server, connect) = match external {
+        Some(connect) => {
+            eprintln!("using the ZooKeeper server at {connect} (from $ZK)");
+            (None, connect)
+        }
+        None => {
+            let server = ZkServer::start_with(ServerOptions::benchmark())
+                .expect("start ZooKeeper (apt-get install zookeeper, or set ZK=host:port)");
+            eprintln!("started ZooKeeper at {} (dir {})", server.connect_string(), server.dir().display());
+            let connect = server.connect_string();
+            (Some(server), connect)
+        }
+    };
+
+    actix::System::new().block_on(async move {
+        for (_, run) in selected {
+            for line in run(connect.clone()).await {
+                println!("{line}");
+            }
+        }
+    });
+
+    drop(server);
+}
+
+/// The workloads named on the command line (`W1` … or `all`, the default); cargo's own flags
+/// (`--bench`, ...) are ignored.
+fn parse_workloads() -> Vec<(&'static str, Run)> {
+    let mut selected = Vec::new();
+    for arg in std::env::args().skip(1).filter(|a| !a.starts_with("--")) {
+        if arg.eq_ignore_ascii_case("all") {
+            selected.extend_from_slice(WORKLOADS);
+            continue;
+        }
+        match WORKLOADS.iter().find(|(name, _)| name.eq_ignore_ascii_case(&arg)) {
+            Some(workload) => selected.push(*workload),
+            None => {
+                let names: Vec<&str> = WORKLOADS.iter().map(|(name, _)| *name).collect();
+                eprintln!("unknown workload {arg:?}; expected one of {names:?} or all");
+                std::process::exit(2);
+            }
+        }
+    }
+    if selected.is_empty() {
+        selected.extend_from_slice(WORKLOADS);
+    }
+    selected
+}

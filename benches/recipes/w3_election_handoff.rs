@@ -1,0 +1,194 @@
+//! W3: the graceful leader hand-off of three election participants, with the raw
+//! delete → notification floor of the same run.
+//! One workload of the recipe benchmark (`main.rs`); the shared harness is `harness.rs`.
+
+use super::harness::*;
+
+pub(crate) const W3_PARTICIPANTS: usize = 3;
+pub(crate) const W3_WARMUP: usize = 5;
+pub(crate) const W3_ROUNDS: usize = 50;
+/// Pause before each resign, so that the previous hand-off's follow-up traffic (the resigned
+/// participant's new node, every participant's re-read of who leads) is over.
+pub(crate) const W3_SETTLE: Duration = Duration::from_millis(20);
+/// A hand-off that takes longer than this is a bug, not a slow run.
+pub(crate) const W3_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An election event, which participant got it, and when its subscriber got it.
+pub(crate) type Observed = (usize, Instant, ElectionEvent);
+
+/// Subscribes to one participant and forwards its events, stamped on arrival.
+pub(crate) struct Observer {
+    index: usize,
+    tx: tokio::sync::mpsc::UnboundedSender<Observed>,
+}
+
+impl Actor for Observer {
+    type Context = Context<Self>;
+}
+
+impl Handler<ElectionEvent> for Observer {
+    type Result = ();
+
+    fn handle(&mut self, event: ElectionEvent, _: &mut Context<Self>) {
+        let _ = self.tx.send((self.index, Instant::now(), event));
+    }
+}
+
+/// Who leads, as the events tell it; counts overlapping terms.
+pub(crate) struct Terms {
+    /// Per participant: the token of its current term (between `Acquired` and `Lost`).
+    leading: Vec<Option<FencingToken>>,
+    violations: usize,
+}
+
+impl Terms {
+    fn record(&mut self, index: usize, event: &ElectionEvent) {
+        match event {
+            ElectionEvent::LeadershipAcquired { token } => {
+                if self.leading.iter().enumerate().any(|(i, t)| i != index && t.is_some()) {
+                    eprintln!("W3: participant {index} acquired {token} while another one leads");
+                    self.violations += 1;
+                }
+                self.leading[index] = Some(*token);
+            }
+            ElectionEvent::LeadershipLost { .. } => self.leading[index] = None,
+            ElectionEvent::ElectionFailed { error } => panic!("W3: participant {index} failed: {error}"),
+            _ => {}
+        }
+    }
+}
+
+/// Waits for a `LeadershipAcquired` with a token above `after`; returns (participant, arrival,
+/// token), and the arrival of the `LeadershipLost` of participant `resigned` if it came first.
+pub(crate) async fn next_leader(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<Observed>,
+    terms: &mut Terms,
+    after: Option<FencingToken>,
+    resigned: Option<usize>,
+) -> (usize, Instant, FencingToken, Option<Instant>) {
+    let mut lost_at = None;
+    loop {
+        let (index, at, event) = tokio::time::timeout(W3_TIMEOUT, rx.recv())
+            .await
+            .expect("W3: no new leader within the timeout")
+            .expect("W3: observers alive");
+        terms.record(index, &event);
+        match event {
+            ElectionEvent::LeadershipAcquired { token } if after.is_none_or(|after| token > after) => {
+                return (index, at, token, lost_at);
+            }
+            ElectionEvent::LeadershipLost { .. } if Some(index) == resigned => lost_at = Some(at),
+            _ => {}
+        }
+    }
+}
+
+/// The raw floor of a hand-off: client A deletes a node that client B watches with `exists`;
+/// the time from just before the delete is sent to B receiving `NodeDeleted`. Median in µs.
+pub(crate) async fn raw_handoff(connect: &str, root: &str) -> u128 {
+    use zookeeper_client::{Acls, Client, CreateMode};
+
+    let a = Client::connect(connect).await.expect("raw client A connects");
+    let b = Client::connect(connect).await.expect("raw client B connects");
+    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    let mut samples = Vec::with_capacity(RAW_HANDOFF_OPS);
+    for i in 0..RAW_HANDOFF_WARMUP + RAW_HANDOFF_OPS {
+        let path = format!("{root}/handoff-{i}");
+        a.create(&path, b"", &ephemeral).await.expect("raw create");
+        let (stat, watcher) = b.check_and_watch_stat(&path).await.expect("raw exists watch");
+        assert!(stat.is_some());
+        let t = Instant::now();
+        let (deleted, notified) = tokio::join!(a.delete(&path, None), async {
+            watcher.changed().await;
+            micros(t)
+        });
+        deleted.expect("raw delete");
+        if i >= RAW_HANDOFF_WARMUP {
+            samples.push(notified);
+        }
+    }
+    percentile(&mut samples, 50.0)
+}
+
+pub(crate) async fn w3(connect: &str) -> String {
+    let root = testkit::unique_root("bench-w3");
+    eprintln!("W3: root {root}");
+    let raw = raw_baseline(connect, &root).await;
+    let raw_handoff_p50 = raw_handoff(connect, &root).await;
+    eprintln!("raw zookeeper-client: delete -> NodeDeleted at another client p50 {raw_handoff_p50} us");
+
+    let sessions: Vec<SessionHandle> = (0..W3_PARTICIPANTS).map(|_| start_session(connect, &root)).collect();
+    sessions[0].ensure_path("/bench").await.expect("ensure /bench");
+    for session in &sessions {
+        session.exists("/bench").await.expect("session up");
+    }
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let elections: Vec<Addr<ElectionActor>> = sessions
+        .iter()
+        .enumerate()
+        .map(|(index, session)| {
+            let config = ElectionConfig::new("/bench/leader").with_participant_id(format!("p{index}"));
+            let election = ElectionActor::new(session.clone(), config).start();
+            let observer = Observer { index, tx: tx.clone() }.start();
+            election.do_send(Subscribe { recipient: observer.recipient() });
+            election
+        })
+        .collect();
+    drop(tx);
+
+    let mut terms = Terms { leading: vec![None; W3_PARTICIPANTS], violations: 0 };
+    let (mut leader, _, mut token, _) = next_leader(&mut rx, &mut terms, None, None).await;
+    eprintln!("W3: p{leader} leads first; {W3_WARMUP} warm-up and {W3_ROUNDS} measured hand-offs");
+
+    let mut handoffs = Vec::with_capacity(W3_ROUNDS);
+    let mut resigns = Vec::with_capacity(W3_ROUNDS);
+    let mut same_leader = 0;
+    for round in 0..W3_WARMUP + W3_ROUNDS {
+        tokio::time::sleep(W3_SETTLE).await;
+        while let Ok((index, _, event)) = rx.try_recv() {
+            terms.record(index, &event);
+        }
+        let t0 = Instant::now();
+        elections[leader].send(Resign { requeue: true }).await.expect("election actor alive").expect("resigned");
+        let (next, t1, next_token, lost_at) = next_leader(&mut rx, &mut terms, Some(token), Some(leader)).await;
+        if next == leader {
+            eprintln!("W3: p{leader} led again after resigning");
+            same_leader += 1;
+        }
+        if round >= W3_WARMUP {
+            handoffs.push(t1.duration_since(t0).as_micros());
+            if let Some(lost_at) = lost_at {
+                resigns.push(lost_at.duration_since(t0).as_micros());
+            }
+        }
+        (leader, token) = (next, next_token);
+    }
+    assert_eq!(handoffs.len(), W3_ROUNDS);
+
+    let ms = |us: u128| us as f64 / 1000.0;
+    let (p50, p99) = (percentile(&mut handoffs, 50.0), percentile(&mut handoffs, 99.0));
+    eprintln!(
+        "W3: hand-off p50 {p50} us, p99 {p99} us, min {} us, max {} us; old leader's LeadershipLost after \
+         p50 {} us; raw delete -> notification p50 {raw_handoff_p50} us",
+        handoffs[0],
+        handoffs[handoffs.len() - 1],
+        if resigns.is_empty() { 0 } else { percentile(&mut resigns, 50.0) },
+    );
+
+    drop(rx);
+    drop(elections);
+    for session in &sessions {
+        session.close().await;
+    }
+
+    format!(
+        "{{\"lib\":\"{LIB}\",\"workload\":\"W3\",\"rounds\":{W3_ROUNDS},\"handoff_p50_ms\":{:.2},\
+         \"handoff_p99_ms\":{:.2},\"violations\":{},\"same_leader\":{same_leader},\"zk_rtt_p50_us\":{},\
+         \"zk_delete_notify_p50_us\":{raw_handoff_p50}}}",
+        ms(p50),
+        ms(p99),
+        terms.violations,
+        raw.rtt_p50,
+    )
+}
