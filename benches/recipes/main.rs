@@ -2,7 +2,7 @@
 //! (see `docs/performance.md`).
 //!
 //! ```text
-//! cargo bench --features testkit --bench recipes -- [W1|W2|W3|W4|W5|W6|all]...
+//! cargo bench --features testkit --bench recipes -- [W1|W2|W3|W4|W5|W6|W7|all]...
 //! ```
 //!
 //! This file only selects and runs workloads; each workload is a file of its own under
@@ -16,6 +16,10 @@
 //!   `Acquire`, both queued in order on the one session).
 //! - **W2**: 8 sessions, 8 lock actors on one lock, 2000 acquisitions in total; mutual exclusion
 //!   judged from the logged holds (`testkit::HoldLog`).
+//! - **W7**: 1,000 lock actors over 10 sessions in line on one lock, each acquiring and
+//!   releasing once: grants per second once everyone is in line, watchers woken per release and
+//!   requests per grant (the server's `mntr` counters), and the resident memory of 1,000 waiting
+//!   `LockActor`s and of 1,000 idle `ElectionActor`s (`W7-memory`).
 //! - W1 and W2 also run the same-run yardstick of the bare client's own lock (`Client::lock`
 //!   with Curator's prefix, released by an awaited delete): one client for W1, 8 for W2, the
 //!   same numbers of acquisitions (`bare_lock_acq_per_s`, `ratio_to_bare_lock`).
@@ -63,6 +67,7 @@ mod w3_election_handoff;
 mod w4_queue;
 mod w5_cache;
 mod w6_master_worker;
+mod w7_many_waiters;
 
 // Only its Curator classpath is used (by W4; the file allows its own dead code).
 #[path = "../../tests/common/curator.rs"]
@@ -83,6 +88,7 @@ const WORKLOADS: &[(&str, Run)] = &[
     ("W4", |c| Box::pin(async move { w4_queue::w4(&c).await })),
     ("W5", |c| Box::pin(async move { vec![w5_cache::w5(&c).await] })),
     ("W6", |c| Box::pin(async move { vec![w6_master_worker::w6(&c).await, w6_master_worker::w6_backlog(&c).await] })),
+    ("W7", |c| Box::pin(async move { w7_many_waiters::w7(&c).await })),
 ];
 
 fn main() {
