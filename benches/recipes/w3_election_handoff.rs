@@ -124,17 +124,18 @@ pub(crate) async fn w3(connect: &str) -> String {
     }
 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let elections: Vec<Addr<ElectionActor>> = sessions
+    // An election holds its subscribers weakly: the observers' addresses are kept until the end.
+    let (elections, _observers): (Vec<Addr<ElectionActor>>, Vec<Addr<Observer>>) = sessions
         .iter()
         .enumerate()
         .map(|(index, session)| {
             let config = ElectionConfig::new("/bench/leader").with_participant_id(format!("p{index}"));
             let election = ElectionActor::new(session.clone(), config).start();
             let observer = Observer { index, tx: tx.clone() }.start();
-            election.do_send(Subscribe { recipient: observer.recipient() });
-            election
+            election.do_send(Subscribe { recipient: observer.clone().recipient() });
+            (election, observer)
         })
-        .collect();
+        .unzip();
     drop(tx);
 
     let mut terms = Terms { leading: vec![None; W3_PARTICIPANTS], violations: 0 };
