@@ -17,10 +17,11 @@ pub(crate) async fn acquisitions_per_second(
     clients: usize,
     warmup: usize,
     acquisitions: usize,
+    thread: ClientThread,
 ) -> f64 {
     let mut sessions = Vec::with_capacity(clients);
     for _ in 0..clients {
-        sessions.push(Arc::new(Client::connect(connect).await.expect("bare client connects")));
+        sessions.push(Arc::new(connect_on(connect, thread).await));
     }
     for _ in 0..warmup {
         cycle(&sessions[0], dir).await;
@@ -43,6 +44,32 @@ pub(crate) async fn acquisitions_per_second(
         handle.await.expect("bare lock loop");
     }
     per_second(acquisitions, started.elapsed())
+}
+
+/// Where a bare client's connection (its background task) runs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum ClientThread {
+    /// On the caller's thread, as a program using the bare client does.
+    Caller,
+    /// On an Arbiter of its own, as this crate's sessions do: every request and reply then
+    /// crosses threads, as ours do (an explanation of W1, not a yardstick to beat).
+    OwnArbiter,
+}
+
+async fn connect_on(connect: &str, thread: ClientThread) -> Client {
+    match thread {
+        ClientThread::Caller => Client::connect(connect).await.expect("bare client connects"),
+        ClientThread::OwnArbiter => {
+            let (tx, rx) = futures::channel::oneshot::channel();
+            let connect = connect.to_owned();
+            let arbiter = actix::Arbiter::new();
+            arbiter.spawn(async move {
+                let _ = tx.send(Client::connect(&connect).await.expect("bare client connects"));
+            });
+            // The Arbiter's thread lives on after its handle is dropped, with the client's task.
+            rx.await.expect("the Arbiter connected")
+        }
+    }
 }
 
 async fn cycle(client: &Client, dir: &str) {

@@ -1,7 +1,7 @@
 //! W1: one lock actor's acquire/release cycle, the release awaited or pipelined.
 //! One workload of the recipe benchmark (`main.rs`); the shared harness is `harness.rs`.
 
-use super::bare_lock;
+use super::bare_lock::{self, ClientThread};
 use super::harness::*;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -48,7 +48,25 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
 
     // The yardstick first, on the same server, before the lock actor's cycles.
     eprintln!("W1: the bare client's lock, {W1_WARMUP} warm-up then {W1_ITERATIONS} cycles");
-    let bare = bare_lock::acquisitions_per_second(connect, &format!("{root}/bare"), 1, W1_WARMUP, W1_ITERATIONS).await;
+    let bare = bare_lock::acquisitions_per_second(
+        connect,
+        &format!("{root}/bare"),
+        1,
+        W1_WARMUP,
+        W1_ITERATIONS,
+        ClientThread::Caller,
+    )
+    .await;
+    // The same with the bare client's connection on its own thread, as our sessions run.
+    let bare_hop = bare_lock::acquisitions_per_second(
+        connect,
+        &format!("{root}/bare-hop"),
+        1,
+        W1_WARMUP,
+        W1_ITERATIONS,
+        ClientThread::OwnArbiter,
+    )
+    .await;
     let mut lines = Vec::new();
     for mode in [ReleaseMode::Awaited, ReleaseMode::Pipelined] {
         eprintln!("W1 ({}): {W1_WARMUP} warm-up cycles", mode.name());
@@ -72,7 +90,7 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
              \"acq_per_s\":{acq_per_s:.1},\"acquire_p50_us\":{},\"acquire_p99_us\":{},\
              \"release_p50_us\":{},\"release_p99_us\":{},\"zk_create_p50_us\":{},\"zk_delete_p50_us\":{},\
              \"zk_rtt_p50_us\":{},\"ratio_cycle_to_rtt\":{:.2},\"bare_lock_acq_per_s\":{bare:.1},\
-             \"ratio_to_bare_lock\":{:.2}}}",
+             \"ratio_to_bare_lock\":{:.2},\"bare_lock_own_thread_acq_per_s\":{bare_hop:.1}}}",
             mode.name(),
             percentile(&mut acquires, 50.0),
             percentile(&mut acquires, 99.0),

@@ -2,7 +2,7 @@
 //! from the logged holds (`testkit::HoldLog`).
 //! One workload of the recipe benchmark (`main.rs`); the shared harness is `harness.rs`.
 
-use super::bare_lock;
+use super::bare_lock::{self, ClientThread};
 use super::harness::*;
 
 pub(crate) const W2_CLIENTS: usize = 8;
@@ -64,8 +64,15 @@ pub(crate) async fn w2(connect: &str) -> String {
     }
     let acq_per_s = per_second(W2_ACQUISITIONS, elapsed);
     eprintln!("W2: the bare client's lock, {W2_CLIENTS} clients, {W2_ACQUISITIONS} acquisitions");
-    let bare =
-        bare_lock::acquisitions_per_second(connect, &format!("{root}/bare"), W2_CLIENTS, 0, W2_ACQUISITIONS).await;
+    let bare = bare_lock::acquisitions_per_second(
+        connect,
+        &format!("{root}/bare"),
+        W2_CLIENTS,
+        0,
+        W2_ACQUISITIONS,
+        ClientThread::Caller,
+    )
+    .await;
 
     format!(
         "{{\"lib\":\"{LIB}\",\"workload\":\"W2\",\"clients\":{W2_CLIENTS},\"acquisitions\":{W2_ACQUISITIONS},\
