@@ -53,6 +53,11 @@
 //!   override 4 and 8. The raw yardstick from the same run: the protocol's 3 writes per task
 //!   (submit, assign and finish `multi`s) made by a bare client, each wave of 2000 pipelined.
 //!
+//! `ZK_ENSEMBLE=3` runs the workloads on a 3-member testkit ensemble (every member with the
+//! benchmark's server options) instead of a standalone server; a first JSON line names the
+//! server (`"workload":"server"`). On an ensemble the raw create/delete are quorum writes (the
+//! yardstick), and the `mntr` counters some workloads report are the first member's only.
+//!
 //! Each workload also measures raw `zookeeper_client` round trips (ephemeral create, delete,
 //! `exists`) in the same run, as the yardstick; W3 also measures the raw floor of a hand-off (one
 //! client deletes a node, another receives the `NodeDeleted` of its `exists` watch). One JSON line
@@ -73,6 +78,7 @@ mod w7_many_waiters;
 #[path = "../../tests/common/curator.rs"]
 mod curator;
 
+use actix_zookeeper::testkit::ZkEnsemble;
 use futures::future::LocalBoxFuture;
 use harness::{ServerOptions, ZkServer};
 
@@ -91,23 +97,40 @@ const WORKLOADS: &[(&str, Run)] = &[
     ("W7", |c| Box::pin(async move { w7_many_waiters::w7(&c).await })),
 ];
 
+/// The server the workloads run against, kept (and stopped) by `main`.
+enum Server {
+    External,
+    Standalone(#[allow(dead_code)] ZkServer),
+    Ensemble(#[allow(dead_code)] ZkEnsemble),
+}
+
 fn main() {
     let selected = parse_workloads();
 
     let external = std::env::var("ZK").ok().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
-    let (server, connect) = match external {
-        Some(connect) => {
+    let members = std::env::var("ZK_ENSEMBLE").ok().and_then(|n| n.trim().parse::<usize>().ok()).filter(|n| *n > 1);
+    let (server, connect, kind) = match (external, members) {
+        (Some(connect), _) => {
             eprintln!("using the ZooKeeper server at {connect} (from $ZK)");
-            (None, connect)
+            (Server::External, connect, "external".to_owned())
         }
-        None => {
+        (None, Some(members)) => {
+            let ensemble = ZkEnsemble::start_with(members, ServerOptions::benchmark())
+                .expect("start a ZooKeeper ensemble (apt-get install zookeeper)");
+            let connect = ensemble.connect_string();
+            eprintln!("started a {members}-member ZooKeeper ensemble at {connect}");
+            (Server::Ensemble(ensemble), connect, format!("ensemble-{members}"))
+        }
+        (None, None) => {
             let server = ZkServer::start_with(ServerOptions::benchmark())
                 .expect("start ZooKeeper (apt-get install zookeeper, or set ZK=host:port)");
             eprintln!("started ZooKeeper at {} (dir {})", server.connect_string(), server.dir().display());
             let connect = server.connect_string();
-            (Some(server), connect)
+            (Server::Standalone(server), connect, "standalone".to_owned())
         }
     };
+    // Which server the lines that follow were measured on.
+    println!("{{\"lib\":\"{}\",\"workload\":\"server\",\"server\":\"{kind}\"}}", harness::LIB);
 
     actix::System::new().block_on(async move {
         for (_, run) in selected {

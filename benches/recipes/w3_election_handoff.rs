@@ -95,8 +95,14 @@ pub(crate) async fn raw_handoff(connect: &str, root: &str) -> u128 {
     for i in 0..RAW_HANDOFF_WARMUP + RAW_HANDOFF_OPS {
         let path = format!("{root}/handoff-{i}");
         a.create(&path, b"", &ephemeral).await.expect("raw create");
-        let (stat, watcher) = b.check_and_watch_stat(&path).await.expect("raw exists watch");
-        assert!(stat.is_some());
+        // On an ensemble B may be served by a member that has not applied the create yet.
+        let watcher = loop {
+            let (stat, watcher) = b.check_and_watch_stat(&path).await.expect("raw exists watch");
+            if stat.is_some() {
+                break watcher;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        };
         let t = Instant::now();
         let (deleted, notified) = tokio::join!(a.delete(&path, None), async {
             watcher.changed().await;

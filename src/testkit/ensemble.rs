@@ -9,6 +9,7 @@ use super::TestkitError;
 use super::four_letter::{sessions_on, srvr};
 use super::process::{QUORUM_MAIN, ServerProcess, common_config, free_ports, fresh_temp_dir_in, write_file};
 use super::proxy::{ElectionHint, FaultProxy, reserve_listener};
+use super::server::ServerOptions;
 
 /// Members elect a leader only once a quorum of JVMs is up, so this is much longer than a
 /// standalone start, especially on a loaded CI machine.
@@ -65,10 +66,16 @@ impl ZkEnsemble {
     /// Starts `n` members and blocks until every one reports a `Mode:` (leader / follower) in
     /// `srvr`. [`TestkitError::EmptyEnsemble`] for `n == 0`.
     pub fn start(n: usize) -> Result<ZkEnsemble, TestkitError> {
+        Self::start_with(n, ServerOptions::default())
+    }
+
+    /// Like [`start`](Self::start), every member with `options` (e.g.
+    /// [`ServerOptions::benchmark`]: data on tmpfs, the JVM's optimizing compiler).
+    pub fn start_with(n: usize, options: ServerOptions) -> Result<ZkEnsemble, TestkitError> {
         if n == 0 {
             return Err(TestkitError::EmptyEnsemble);
         }
-        let dir = fresh_temp_dir_in(None)?;
+        let dir = fresh_temp_dir_in(options.parent_dir())?;
         // Constructed before anything is spawned so that an early return drops (kills) whatever
         // was started.
         let mut ensemble = ZkEnsemble { dir: dir.clone(), members: Vec::with_capacity(n), links: Vec::new() };
@@ -119,12 +126,12 @@ impl ZkEnsemble {
             write_file(&cfg_path, &format!("{}{servers}", common_config(&data_dir, client_port)))?;
             ensemble.members.push(Member {
                 client_port,
-                process: ServerProcess::new(
+                process: options.apply(ServerProcess::new(
                     QUORUM_MAIN,
                     cfg_path,
                     member_dir.join("zookeeper.log"),
                     format!("127.0.0.1:{client_port}"),
-                ),
+                )),
             });
         }
         let started = Instant::now();

@@ -32,7 +32,7 @@ impl ZkServer {
 
     /// Like [`start`](Self::start), with [`ServerOptions`] (e.g. for a benchmark).
     pub fn start_with(options: ServerOptions) -> Result<ZkServer, TestkitError> {
-        let dir = fresh_temp_dir_in(options.parent_dir.as_deref())?;
+        let dir = fresh_temp_dir_in(options.parent_dir())?;
         let mut attempt = 1;
         loop {
             match Self::start_in(dir.clone(), &options) {
@@ -58,12 +58,7 @@ impl ZkServer {
         write_file(&cfg_path, &common_config(&data_dir, port))?;
         let mut process =
             ServerProcess::new(STANDALONE_MAIN, cfg_path, dir.join("zookeeper.log"), format!("127.0.0.1:{port}"));
-        if options.full_jit {
-            process = process.with_full_jit();
-        }
-        if let Some(interval) = options.container_check_interval {
-            process = process.with_property("znode.container.checkIntervalMs", interval.as_millis());
-        }
+        process = options.apply(process);
         let started = Instant::now();
         // One attempt here: a port conflict on a fresh start is better solved with a new port.
         process.start(READY_TIMEOUT, 1)?;
@@ -162,6 +157,22 @@ impl ServerOptions {
     pub fn with_container_check_interval(mut self, interval: std::time::Duration) -> Self {
         self.container_check_interval = Some(interval);
         self
+    }
+
+    /// The JVM settings of these options, on `process`.
+    pub(crate) fn apply(&self, mut process: ServerProcess) -> ServerProcess {
+        if self.full_jit {
+            process = process.with_full_jit();
+        }
+        if let Some(interval) = self.container_check_interval {
+            process = process.with_property("znode.container.checkIntervalMs", interval.as_millis());
+        }
+        process
+    }
+
+    /// Where the server's directory goes (the system temp dir when `None`).
+    pub(crate) fn parent_dir(&self) -> Option<&std::path::Path> {
+        self.parent_dir.as_deref()
     }
 
     /// Put the server's directory (config, data, log) under `parent`.
