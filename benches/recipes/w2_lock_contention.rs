@@ -26,6 +26,7 @@ pub(crate) async fn w2(connect: &str) -> String {
     let holds = Arc::new(HoldLog::new());
     eprintln!("W2: {W2_CLIENTS} clients, {W2_ACQUISITIONS} acquisitions");
 
+    let packets = packets_received(connect).unwrap_or(0);
     let started = Instant::now();
     let loops: Vec<_> = locks
         .iter()
@@ -55,6 +56,7 @@ pub(crate) async fn w2(connect: &str) -> String {
         waits.extend(handle.await.expect("W2 loop finished"));
     }
     let elapsed = started.elapsed();
+    let requests = packets_received(connect).unwrap_or(0).saturating_sub(packets) as f64 / W2_ACQUISITIONS as f64;
     assert_eq!(waits.len(), W2_ACQUISITIONS);
     assert_eq!(holds.len(), W2_ACQUISITIONS, "every hold logged");
 
@@ -77,7 +79,7 @@ pub(crate) async fn w2(connect: &str) -> String {
     format!(
         "{{\"lib\":\"{LIB}\",\"workload\":\"W2\",\"clients\":{W2_CLIENTS},\"acquisitions\":{W2_ACQUISITIONS},\
          \"acq_per_s\":{acq_per_s:.1},\"wait_p50_us\":{},\"wait_p99_us\":{},\"violations\":{},\"zk_rtt_p50_us\":{},\
-         \"bare_lock_acq_per_s\":{bare:.1},\"ratio_to_bare_lock\":{:.2}}}",
+         \"bare_lock_acq_per_s\":{bare:.1},\"ratio_to_bare_lock\":{:.2},\"zk_requests_per_acquisition\":{requests:.2}}}",
         percentile(&mut waits, 50.0),
         percentile(&mut waits, 99.0),
         holds.violations(),
