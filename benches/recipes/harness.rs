@@ -142,3 +142,16 @@ pub(crate) fn rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status.lines().find_map(|l| l.strip_prefix("VmRSS:")?.trim().strip_suffix("kB")?.trim().parse().ok())
 }
+
+/// The median of `values` (by value) and its index.
+pub(crate) fn median(values: &[f64]) -> (usize, f64) {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|a, b| values[*a].total_cmp(&values[*b]));
+    let i = order[order.len() / 2];
+    (i, values[i])
+}
+
+/// Rates as a JSON array.
+pub(crate) fn rates(values: &[f64]) -> String {
+    format!("[{}]", values.iter().map(|v| format!("{v:.1}")).collect::<Vec<_>>().join(","))
+}

@@ -36,6 +36,40 @@ pub(crate) async fn cycle(lock: &Addr<LockActor>, mode: ReleaseMode) -> (u128, u
 
 pub(crate) const W1_WARMUP: usize = 500;
 pub(crate) const W1_ITERATIONS: usize = 2000;
+/// Interleaved rounds of the yardstick and the lock actor; medians are reported.
+pub(crate) const W1_ROUNDS: usize = 3;
+
+/// One measured pass of the lock actor in one release mode.
+struct Pass {
+    acq_per_s: f64,
+    acquires: Vec<u128>,
+    releases: Vec<u128>,
+    requests_per_cycle: f64,
+}
+
+async fn pass(connect: &str, lock: &Addr<LockActor>, mode: ReleaseMode) -> Pass {
+    for _ in 0..W1_WARMUP {
+        cycle(lock, mode).await;
+    }
+    let mut acquires = Vec::with_capacity(W1_ITERATIONS);
+    let mut releases = Vec::with_capacity(W1_ITERATIONS);
+    let packets = packets_received(connect).unwrap_or(0);
+    let started = Instant::now();
+    for _ in 0..W1_ITERATIONS {
+        let (a, r) = cycle(lock, mode).await;
+        acquires.push(a);
+        releases.push(r);
+    }
+    let elapsed = started.elapsed();
+    // Every request of the session (pings included) per cycle, from the server's counter.
+    let requests = packets_received(connect).unwrap_or(0).saturating_sub(packets);
+    Pass {
+        acq_per_s: per_second(W1_ITERATIONS, elapsed),
+        acquires,
+        releases,
+        requests_per_cycle: requests as f64 / W1_ITERATIONS as f64,
+    }
+}
 
 pub(crate) async fn w1(connect: &str) -> Vec<String> {
     let root = testkit::unique_root("bench-w1");
@@ -46,65 +80,72 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
     session.ensure_path("/bench").await.expect("ensure /bench");
     let lock = LockActor::new(session.clone(), LockConfig::new("/bench/lock")).start();
 
-    // The yardstick first, on the same server, before the lock actor's cycles.
-    eprintln!("W1: the bare client's lock, {W1_WARMUP} warm-up then {W1_ITERATIONS} cycles");
-    let bare = bare_lock::acquisitions_per_second(
-        connect,
-        &format!("{root}/bare"),
-        1,
-        W1_WARMUP,
-        W1_ITERATIONS,
-        ClientThread::Caller,
-    )
-    .await;
-    // The same with the bare client's connection on its own thread, as our sessions run.
-    let bare_hop = bare_lock::acquisitions_per_second(
-        connect,
-        &format!("{root}/bare-hop"),
-        1,
-        W1_WARMUP,
-        W1_ITERATIONS,
-        ClientThread::OwnArbiter,
-    )
-    .await;
+    // Interleaved rounds, so that the server's warm-up (its JIT) favours nobody: in each round
+    // the bare client's lock (on the caller's thread, then with its connection on an Arbiter of
+    // its own, as our sessions run), then the lock actor awaited, then pipelined. Medians are
+    // reported, with every round's rate.
+    let (mut bare, mut bare_hop) = (Vec::new(), Vec::new());
+    let mut passes: [Vec<Pass>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..W1_ROUNDS {
+        eprintln!("W1: round {} of {W1_ROUNDS}", round + 1);
+        let dir = |what: &str| format!("{root}/{what}-{round}");
+        bare.push(
+            bare_lock::acquisitions_per_second(
+                connect,
+                &dir("bare"),
+                1,
+                W1_WARMUP,
+                W1_ITERATIONS,
+                ClientThread::Caller,
+            )
+            .await,
+        );
+        bare_hop.push(
+            bare_lock::acquisitions_per_second(
+                connect,
+                &dir("bare-hop"),
+                1,
+                W1_WARMUP,
+                W1_ITERATIONS,
+                ClientThread::OwnArbiter,
+            )
+            .await,
+        );
+        for (i, mode) in [ReleaseMode::Awaited, ReleaseMode::Pipelined].into_iter().enumerate() {
+            passes[i].push(pass(connect, &lock, mode).await);
+        }
+    }
+    let (_, bare_median) = median(&bare);
+    let (_, bare_hop_median) = median(&bare_hop);
+
     let mut lines = Vec::new();
-    for mode in [ReleaseMode::Awaited, ReleaseMode::Pipelined] {
-        eprintln!("W1 ({}): {W1_WARMUP} warm-up cycles", mode.name());
-        for _ in 0..W1_WARMUP {
-            cycle(&lock, mode).await;
-        }
-        eprintln!("W1 ({}): {W1_ITERATIONS} measured cycles", mode.name());
-        let mut acquires = Vec::with_capacity(W1_ITERATIONS);
-        let mut releases = Vec::with_capacity(W1_ITERATIONS);
-        let packets = packets_received(connect).unwrap_or(0);
-        let started = Instant::now();
-        for _ in 0..W1_ITERATIONS {
-            let (a, r) = cycle(&lock, mode).await;
-            acquires.push(a);
-            releases.push(r);
-        }
-        let elapsed = started.elapsed();
-        // Every request of the session (pings included) per cycle, from the server's counter.
-        let requests = packets_received(connect).unwrap_or(0).saturating_sub(packets) as f64 / W1_ITERATIONS as f64;
-        let acq_per_s = per_second(W1_ITERATIONS, elapsed);
+    for (mode, mut passes) in [ReleaseMode::Awaited, ReleaseMode::Pipelined].into_iter().zip(passes) {
+        let all: Vec<f64> = passes.iter().map(|p| p.acq_per_s).collect();
+        let (i, acq_per_s) = median(&all);
+        let chosen = &mut passes[i];
         let cycle_us = 1e6 / acq_per_s;
         lines.push(format!(
             "{{\"lib\":\"{LIB}\",\"workload\":\"W1\",\"release\":\"{}\",\"iterations\":{W1_ITERATIONS},\
-             \"acq_per_s\":{acq_per_s:.1},\"acquire_p50_us\":{},\"acquire_p99_us\":{},\
-             \"release_p50_us\":{},\"release_p99_us\":{},\"zk_create_p50_us\":{},\"zk_delete_p50_us\":{},\
-             \"zk_rtt_p50_us\":{},\"ratio_cycle_to_rtt\":{:.2},\"bare_lock_acq_per_s\":{bare:.1},\
-             \"ratio_to_bare_lock\":{:.2},\"bare_lock_own_thread_acq_per_s\":{bare_hop:.1},\
-             \"zk_requests_per_cycle\":{requests:.2}}}",
+             \"rounds\":{W1_ROUNDS},\"acq_per_s\":{acq_per_s:.1},\"acq_per_s_rounds\":{},\
+             \"acquire_p50_us\":{},\"acquire_p99_us\":{},\"release_p50_us\":{},\"release_p99_us\":{},\
+             \"zk_create_p50_us\":{},\"zk_delete_p50_us\":{},\"zk_rtt_p50_us\":{},\"ratio_cycle_to_rtt\":{:.2},\
+             \"bare_lock_acq_per_s\":{bare_median:.1},\"bare_lock_rounds\":{},\"ratio_to_bare_lock\":{:.2},\
+             \"bare_lock_own_thread_acq_per_s\":{bare_hop_median:.1},\"bare_lock_own_thread_rounds\":{},\
+             \"zk_requests_per_cycle\":{:.2}}}",
             mode.name(),
-            percentile(&mut acquires, 50.0),
-            percentile(&mut acquires, 99.0),
-            percentile(&mut releases, 50.0),
-            percentile(&mut releases, 99.0),
+            rates(&all),
+            percentile(&mut chosen.acquires, 50.0),
+            percentile(&mut chosen.acquires, 99.0),
+            percentile(&mut chosen.releases, 50.0),
+            percentile(&mut chosen.releases, 99.0),
             raw.create_p50,
             raw.delete_p50,
             raw.rtt_p50,
             cycle_us / raw.rtt_p50.max(1) as f64,
-            acq_per_s / bare,
+            rates(&bare),
+            acq_per_s / bare_median,
+            rates(&bare_hop),
+            chosen.requests_per_cycle,
         ));
     }
 

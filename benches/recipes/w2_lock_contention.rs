@@ -7,25 +7,14 @@ use super::harness::*;
 
 pub(crate) const W2_CLIENTS: usize = 8;
 pub(crate) const W2_ACQUISITIONS: usize = 2000;
+/// Interleaved rounds of the yardstick and the lock actors; medians are reported.
+pub(crate) const W2_ROUNDS: usize = 3;
 
-pub(crate) async fn w2(connect: &str) -> String {
-    let root = testkit::unique_root("bench-w2");
-    eprintln!("W2: root {root}");
-    let raw = raw_baseline(connect, &root).await;
-
-    let sessions: Vec<SessionHandle> = (0..W2_CLIENTS).map(|_| start_session(connect, &root)).collect();
-    sessions[0].ensure_path("/bench").await.expect("ensure /bench");
-    // Every session up before the clock starts.
-    for session in &sessions {
-        session.exists("/bench").await.expect("session up");
-    }
-    let locks: Vec<Addr<LockActor>> =
-        sessions.iter().map(|s| LockActor::new(s.clone(), LockConfig::new("/bench/lock")).start()).collect();
-
+/// One measured pass of the lock actors: (acquisitions per second, waits, violations,
+/// requests per acquisition).
+async fn pass(connect: &str, locks: &[Addr<LockActor>]) -> (f64, Vec<u128>, usize, f64) {
     let tickets = Arc::new(AtomicUsize::new(0));
     let holds = Arc::new(HoldLog::new());
-    eprintln!("W2: {W2_CLIENTS} clients, {W2_ACQUISITIONS} acquisitions");
-
     let packets = packets_received(connect).unwrap_or(0);
     let started = Instant::now();
     let loops: Vec<_> = locks
@@ -59,31 +48,62 @@ pub(crate) async fn w2(connect: &str) -> String {
     let requests = packets_received(connect).unwrap_or(0).saturating_sub(packets) as f64 / W2_ACQUISITIONS as f64;
     assert_eq!(waits.len(), W2_ACQUISITIONS);
     assert_eq!(holds.len(), W2_ACQUISITIONS, "every hold logged");
+    (per_second(W2_ACQUISITIONS, elapsed), waits, holds.violations(), requests)
+}
 
+pub(crate) async fn w2(connect: &str) -> String {
+    let root = testkit::unique_root("bench-w2");
+    eprintln!("W2: root {root}");
+    let raw = raw_baseline(connect, &root).await;
+
+    let sessions: Vec<SessionHandle> = (0..W2_CLIENTS).map(|_| start_session(connect, &root)).collect();
+    sessions[0].ensure_path("/bench").await.expect("ensure /bench");
+    // Every session up before the clock starts.
+    for session in &sessions {
+        session.exists("/bench").await.expect("session up");
+    }
+    let locks: Vec<Addr<LockActor>> =
+        sessions.iter().map(|s| LockActor::new(s.clone(), LockConfig::new("/bench/lock")).start()).collect();
+
+    // Interleaved rounds (the bare client's lock, then the lock actors), so that the server's
+    // warm-up favours nobody; medians are reported, with every round's rate.
+    let (mut bare, mut ours, mut passes) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..W2_ROUNDS {
+        eprintln!("W2: round {} of {W2_ROUNDS}: {W2_CLIENTS} clients, {W2_ACQUISITIONS} acquisitions", round + 1);
+        bare.push(
+            bare_lock::acquisitions_per_second(
+                connect,
+                &format!("{root}/bare-{round}"),
+                W2_CLIENTS,
+                0,
+                W2_ACQUISITIONS,
+                ClientThread::Caller,
+            )
+            .await,
+        );
+        let measured = pass(connect, &locks).await;
+        ours.push(measured.0);
+        passes.push(measured);
+    }
     drop(locks);
     for session in &sessions {
         session.close().await;
     }
-    let acq_per_s = per_second(W2_ACQUISITIONS, elapsed);
-    eprintln!("W2: the bare client's lock, {W2_CLIENTS} clients, {W2_ACQUISITIONS} acquisitions");
-    let bare = bare_lock::acquisitions_per_second(
-        connect,
-        &format!("{root}/bare"),
-        W2_CLIENTS,
-        0,
-        W2_ACQUISITIONS,
-        ClientThread::Caller,
-    )
-    .await;
+    let violations: usize = passes.iter().map(|p| p.2).sum();
+    let (i, acq_per_s) = median(&ours);
+    let (_, bare_median) = median(&bare);
+    let (_, waits, _, requests) = &mut passes[i];
 
     format!(
         "{{\"lib\":\"{LIB}\",\"workload\":\"W2\",\"clients\":{W2_CLIENTS},\"acquisitions\":{W2_ACQUISITIONS},\
-         \"acq_per_s\":{acq_per_s:.1},\"wait_p50_us\":{},\"wait_p99_us\":{},\"violations\":{},\"zk_rtt_p50_us\":{},\
-         \"bare_lock_acq_per_s\":{bare:.1},\"ratio_to_bare_lock\":{:.2},\"zk_requests_per_acquisition\":{requests:.2}}}",
-        percentile(&mut waits, 50.0),
-        percentile(&mut waits, 99.0),
-        holds.violations(),
+         \"rounds\":{W2_ROUNDS},\"acq_per_s\":{acq_per_s:.1},\"acq_per_s_rounds\":{},\"wait_p50_us\":{},\
+         \"wait_p99_us\":{},\"violations\":{violations},\"zk_rtt_p50_us\":{},\"bare_lock_acq_per_s\":{bare_median:.1},\
+         \"bare_lock_rounds\":{},\"ratio_to_bare_lock\":{:.2},\"zk_requests_per_acquisition\":{requests:.2}}}",
+        rates(&ours),
+        percentile(waits, 50.0),
+        percentile(waits, 99.0),
         raw.rtt_p50,
-        acq_per_s / bare,
+        rates(&bare),
+        acq_per_s / bare_median,
     )
 }
