@@ -79,6 +79,18 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
     let session = start_session(connect, &root);
     session.ensure_path("/bench").await.expect("ensure /bench");
     let lock = LockActor::new(session.clone(), LockConfig::new("/bench/lock")).start();
+    // What one request costs through our session (its Arbiter, the request message, the reply),
+    // beside the raw `exists` of the same run.
+    for _ in 0..RAW_WARMUP {
+        session.exists("/bench").await.expect("session exists");
+    }
+    let mut session_rtts = Vec::with_capacity(RAW_OPS);
+    for _ in 0..RAW_OPS {
+        let t = Instant::now();
+        session.exists("/bench").await.expect("session exists");
+        session_rtts.push(micros(t));
+    }
+    let session_rtt_p50 = percentile(&mut session_rtts, 50.0);
 
     // Interleaved rounds, so that the server's warm-up (its JIT) favours nobody: in each round
     // the bare client's lock (on the caller's thread, then with its connection on an Arbiter of
@@ -131,7 +143,7 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
              \"zk_create_p50_us\":{},\"zk_delete_p50_us\":{},\"zk_rtt_p50_us\":{},\"ratio_cycle_to_rtt\":{:.2},\
              \"bare_lock_acq_per_s\":{bare_median:.1},\"bare_lock_rounds\":{},\"ratio_to_bare_lock\":{:.2},\
              \"bare_lock_own_thread_acq_per_s\":{bare_hop_median:.1},\"bare_lock_own_thread_rounds\":{},\
-             \"zk_requests_per_cycle\":{:.2}}}",
+             \"zk_requests_per_cycle\":{:.2},\"session_rtt_p50_us\":{session_rtt_p50}}}",
             mode.name(),
             rates(&all),
             percentile(&mut chosen.acquires, 50.0),
