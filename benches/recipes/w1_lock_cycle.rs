@@ -37,7 +37,7 @@ pub(crate) async fn cycle(lock: &Addr<LockActor>, mode: ReleaseMode) -> (u128, u
 pub(crate) const W1_WARMUP: usize = 500;
 pub(crate) const W1_ITERATIONS: usize = 2000;
 /// Interleaved rounds of the yardstick and the lock actor; medians are reported.
-pub(crate) const W1_ROUNDS: usize = 3;
+pub(crate) const W1_ROUNDS: usize = 5;
 
 /// One measured pass of the lock actor in one release mode.
 struct Pass {

@@ -8,7 +8,7 @@ use super::harness::*;
 pub(crate) const W2_CLIENTS: usize = 8;
 pub(crate) const W2_ACQUISITIONS: usize = 2000;
 /// Interleaved rounds of the yardstick and the lock actors; medians are reported.
-pub(crate) const W2_ROUNDS: usize = 3;
+pub(crate) const W2_ROUNDS: usize = 5;
 
 /// One measured pass of the lock actors: (acquisitions per second, waits, violations,
 /// requests per acquisition).

@@ -137,7 +137,7 @@ where
     let effects = host.holder().acquire(LockWaiter::acquire(dir, pending));
     holder::run(host, effects, ctx);
     if let (Some(after), Some(attempt), true) = (timeout, host.holder().attempt(), waits) {
-        holder::time_out(attempt, after, ctx);
+        holder::time_out(host, attempt, after, ctx);
     }
     reply
 }

@@ -121,12 +121,20 @@ const CALLER_CHECK: Duration = Duration::from_millis(250);
 
 /// Performs `effects` for `host`, in order.
 pub(crate) fn run<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, ctx: &mut Context<H>) {
+    let some = !effects.is_empty();
+    perform(host, effects, ctx);
+    if some {
+        settle_timeout(host, ctx);
+    }
+}
+
+fn perform<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, ctx: &mut Context<H>) {
     for effect in effects {
         match effect {
             Effect::Begin(attempt) => {
                 debug!(parent: host.span(), attempt, "standing in line");
                 host.begin(attempt, ctx);
-                check_callers(attempt, ctx);
+                check_callers(host, ctx);
             }
             Effect::Withdraw { attempt, then } => {
                 debug!(parent: host.span(), attempt, "leaving the line");
@@ -211,18 +219,44 @@ fn verify<H: HolderHost>(host: &mut H, attempt: Attempt, node: String, mut backo
 }
 
 /// Ends `attempt` after `after` if it has not been granted by then (a caller's own timeout).
-pub(crate) fn time_out<H: HolderHost>(attempt: Attempt, after: Duration, ctx: &mut Context<H>) {
-    ctx.run_later(after, move |act, ctx| {
+/// The timer is cancelled as soon as the attempt is granted or left (see [`run`]).
+pub(crate) fn time_out<H: HolderHost>(host: &mut H, attempt: Attempt, after: Duration, ctx: &mut Context<H>) {
+    let timer = ctx.run_later(after, move |act, ctx| {
+        act.holder().timeout = None;
         let effects = act.holder().timed_out(attempt, after);
         run(act, effects, ctx);
     });
+    if let Some((_, old)) = host.holder().timeout.replace((attempt, timer)) {
+        ctx.cancel_future(old);
+    }
+}
+
+/// Cancels the caller's timeout once its attempt no longer waits: a timer left to run out keeps
+/// costing (actix polls every pending future of an actor whenever the actor wakes).
+fn settle_timeout<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) {
+    let holder = host.holder();
+    let waiting = holder.timeout.as_ref().is_some_and(|(attempt, _)| holder.is_acquiring(*attempt));
+    if !waiting {
+        if let Some((_, timer)) = host.holder().timeout.take() {
+            ctx.cancel_future(timer);
+        }
+    }
 }
 
 /// A caller that dropped its request must not keep a node in line. Checked only while callers
 /// wait: a timer that always runs would keep the actor alive after its last address is dropped,
 /// and dropping it is how a user stops it.
-fn check_callers<H: HolderHost>(attempt: Attempt, ctx: &mut Context<H>) {
+///
+/// One timer per actor, whichever attempt it finds: actix polls every future an actor has
+/// spawned each time the actor wakes, so a timer per `Acquire` (most of them granted at once and
+/// left to expire) made every message cost as much as the timers pending (issue 16).
+fn check_callers<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) {
+    if std::mem::replace(&mut host.holder().checking_callers, true) {
+        return;
+    }
     ctx.run_later(CALLER_CHECK, move |act, ctx| {
+        act.holder().checking_callers = false;
+        let Some(attempt) = act.holder().attempt() else { return };
         if !act.holder().is_acquiring(attempt) || !act.holder().has_waiters() {
             return;
         }
@@ -230,7 +264,7 @@ fn check_callers<H: HolderHost>(attempt: Attempt, ctx: &mut Context<H>) {
         let still_waiting = !effects.iter().any(|e| matches!(e, Effect::Withdraw { .. }));
         run(act, effects, ctx);
         if still_waiting {
-            check_callers(attempt, ctx);
+            check_callers(act, ctx);
         }
     });
 }

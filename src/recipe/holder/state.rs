@@ -215,6 +215,12 @@ pub(crate) struct Holder<G, W> {
     last_loss: Option<Loss>,
     /// The running disconnect deadline (kept here for [`run`](super::run); no transition reads it).
     pub(super) deadline: Option<SpawnHandle>,
+    /// True while the check for callers that went away is armed (kept for [`run`](super::run)):
+    /// one timer per actor, not one per attempt.
+    pub(super) checking_callers: bool,
+    /// The caller's timeout of the attempt in line, if it has one (kept for [`run`](super::run)),
+    /// cancelled once the attempt is granted or left.
+    pub(super) timeout: Option<(Attempt, SpawnHandle)>,
 }
 
 impl<G: Clone, W: Waiter<G>> Holder<G, W> {
@@ -231,6 +237,8 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
             dead: Vec::new(),
             last_loss: None,
             deadline: None,
+            checking_callers: false,
+            timeout: None,
         }
     }
 
