@@ -16,8 +16,13 @@
 //!    `exists` watch on the *one* node that blocks (no herd).
 //! 3. **Hand-off without a read.** When the watched node goes and it was the only blocker, nothing
 //!    can sort below us any more (new nodes get higher numbers): hold at once.
-//! 4. **Own node watched.** An `exists` watch on our own node tells us when someone else deleted it
-//!    (a holder then reports `Lost{NodeDeleted}`; a waiter stands in line again).
+//! 4. **Own node watched.** A data watch on our own node tells us when someone else deleted it
+//!    (a holder then reports `Lost{NodeDeleted}`; a waiter stands in line again). A waiter sets
+//!    it with its first watch on the node ahead (step 3 relies on it). A node granted at once is
+//!    watched only once it has been held for [`OWN_WATCH_AFTER`]: most such holds are shorter,
+//!    and the watch was a fourth request in every uncontended cycle, in front of the release's
+//!    delete (issue 16). A deletion by someone else in that time is still reported, when the
+//!    watch's read finds the node gone.
 //! 5. **Connection loss during create.** The reply is lost, not necessarily the node: list the
 //!    directory, find nodes carrying our GUID, adopt one only if its `ephemeralOwner` is the
 //!    current session (CURATOR-604/696), delete any other, then create again if none was adopted.
@@ -114,6 +119,9 @@ pub enum ContenderEvent {
     },
 }
 
+/// How long a node granted at once is held before its own-node watch is set (protocol step 4).
+pub(crate) const OWN_WATCH_AFTER: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Leave the line (or give up the grant): delete the node and stop. Resolves once the node is
 /// gone.
 #[derive(Message, Debug, Clone, Copy)]
@@ -158,6 +166,8 @@ pub struct Contender {
     withdrawals: Vec<oneshot::Sender<Result<(), Error>>>,
     /// How long to wait before the next retry of a failed read; reset by every success.
     backoff: Backoff,
+    /// True once the watch on our current node is set (or its read is on its way).
+    own_watched: bool,
     span: tracing::Span,
 }
 
@@ -174,6 +184,7 @@ impl Contender {
             state: State::Creating,
             withdrawals: Vec::new(),
             backoff: RetryPolicy::default().backoff(),
+            own_watched: false,
             span,
         }
     }
@@ -198,6 +209,7 @@ impl Contender {
     /// Step 1: pipelined protected create + listing.
     fn contend(&mut self, ctx: &mut Context<Self>) {
         self.state = State::Creating;
+        self.own_watched = false;
         let create = self.session.create(&self.prefix(), self.spec.data.clone(), CreateMode::EphemeralSequential);
         let list = self.session.children(&self.spec.dir);
         let both = async move { (create.await, list.await) };
@@ -252,9 +264,9 @@ impl Contender {
         }
     }
 
-    /// Takes `node` as ours: watch it, then stand in line (or withdraw, if asked meanwhile).
+    /// Takes `node` as ours, then stands in line (or withdraws, if asked meanwhile).
     fn adopt(&mut self, node: Node, listing: Option<Children>, ctx: &mut Context<Self>) {
-        self.watch_own(node.path.clone(), ctx);
+        self.own_watched = false;
         self.state = State::Waiting { node, watch: String::new(), blockers: usize::MAX };
         if self.withdrawing() {
             self.withdraw(ctx);
@@ -297,8 +309,9 @@ impl Contender {
         let State::Waiting { node, .. } = &self.state else { return };
         let node = node.clone();
         match naming::standing(&children, &node.name, self.spec.rule) {
-            Standing::Holds => self.hold(node),
+            Standing::Holds => self.hold(node, ctx),
             Standing::WaitsForAny => {
+                self.watch_own_once(ctx);
                 // A lease frees up when any holder leaves: watch the directory's children. Only
                 // the holder of the semaphore's guard mutex gets here, so this is no herd.
                 let dir = self.spec.dir.clone();
@@ -320,6 +333,9 @@ impl Contender {
                     }
                 }
                 debug!(node = %node.name, %watch, blockers, "waiting on the node ahead");
+                // Before the watch ahead: holding without a read (step 3) is safe only while a
+                // deletion of our own node would be heard.
+                self.watch_own_once(ctx);
                 if !matches!(&self.state, State::Waiting { watch: w, .. } if *w == watched) {
                     self.report(ContenderEvent::Waiting { node: node.path.clone(), ahead: watched.clone() });
                 }
@@ -335,6 +351,7 @@ impl Contender {
     /// missing node stays until that path is created, and sequential names never come back).
     /// Fired by a data change (Curator's `Revoker` writes into lock nodes), it is set again.
     fn watch_own(&mut self, path: String, ctx: &mut Context<Self>) {
+        self.own_watched = true;
         let read = self.session.get_data_watched(&path, ctx.address().recipient());
         ctx.spawn(read.into_actor(self).map(move |read, act, ctx| {
             if matches!(read, Err(Error::NoNode { .. })) && act.node().is_some_and(|node| node.path == path) {
@@ -375,8 +392,24 @@ impl Contender {
         }));
     }
 
-    fn hold(&mut self, node: Node) {
+    /// Step 4 for a waiter: watch our node, unless that is done already.
+    fn watch_own_once(&mut self, ctx: &mut Context<Self>) {
+        if let Some(path) = self.node().filter(|_| !self.own_watched).map(|node| node.path.clone()) {
+            self.watch_own(path, ctx);
+        }
+    }
+
+    fn hold(&mut self, node: Node, ctx: &mut Context<Self>) {
         info!(node = %node.path, token = %node.token, "granted");
+        if !self.own_watched {
+            // Step 4 for a node granted at once: watch it if the hold lasts.
+            let path = node.path.clone();
+            ctx.run_later(OWN_WATCH_AFTER, move |act, ctx| {
+                if matches!(&act.state, State::Holding { node } if node.path == path) && !act.own_watched {
+                    act.watch_own(path, ctx);
+                }
+            });
+        }
         self.report(ContenderEvent::Granted {
             node: node.path.clone(),
             token: node.token,
@@ -394,7 +427,7 @@ impl Contender {
         }
         if *blockers == 1 {
             let node = node.clone();
-            self.hold(node);
+            self.hold(node, ctx);
         } else {
             self.relist(ctx);
         }
