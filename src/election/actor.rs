@@ -304,12 +304,13 @@ impl Handler<ContenderReport> for ElectionActor {
         if matches!(report.event, ContenderEvent::Waiting { .. }) && self.holder.is_acquiring(report.tag) {
             self.observe(ctx);
         }
-        let effects = self.holder.report(report.tag, report.event, |node, token, version| LeaderTerm {
-            token,
-            node: node.to_owned(),
-            version,
-        });
-        holder::run(self, effects, ctx);
+        holder::report(
+            self,
+            report.tag,
+            report.event,
+            |node, token, version| LeaderTerm { token, node: node.to_owned(), version },
+            ctx,
+        );
     }
 }
 

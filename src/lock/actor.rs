@@ -159,12 +159,13 @@ impl Handler<ContenderReport> for LockActor {
     type Result = ();
 
     fn handle(&mut self, report: ContenderReport, ctx: &mut Context<Self>) {
-        let effects = self.holder.report(report.tag, report.event, |node, token, version| LockGrant {
-            node: node.to_owned(),
-            token,
-            version,
-        });
-        holder::run(self, effects, ctx);
+        holder::report(
+            self,
+            report.tag,
+            report.event,
+            |node, token, version| LockGrant { node: node.to_owned(), token, version },
+            ctx,
+        );
     }
 }
 

@@ -96,12 +96,14 @@ impl SemaphoreActor {
             // The guard has done its work: give it back now, whatever the lease's fate.
             self.guard.let_go(self.attempt);
         }
-        let effects = self.holder.report(self.attempt, event, |node, token, version| LockGrant {
-            node: node.to_owned(),
-            token,
-            version,
-        });
-        holder::run(self, effects, ctx);
+        let attempt = self.attempt;
+        holder::report(
+            self,
+            attempt,
+            event,
+            |node, token, version| LockGrant { node: node.to_owned(), token, version },
+            ctx,
+        );
     }
 }
 

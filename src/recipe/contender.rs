@@ -172,8 +172,8 @@ pub struct Contender {
 }
 
 impl Contender {
-    /// A contender for `spec` on `session`, reporting to `owner`. Start it on the owner's Arbiter
-    /// (`Contender::new(..).start()`); it begins at once.
+    /// A contender for `spec` on `session`, reporting to `owner`; it begins once started (on the
+    /// session's Arbiter, see `ContenderSlot::start`).
     pub fn new(session: SessionHandle, spec: ContenderSpec, owner: Recipient<ContenderReport>) -> Self {
         let span = tracing::info_span!("zk.contender", dir = %spec.dir, name = spec.name);
         Contender {

@@ -11,6 +11,8 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
@@ -103,6 +105,11 @@ pub struct SessionActor {
     /// Callers of [`WaitConnected`] waiting for the session to be connected.
     awaiting_connection: Vec<crate::recipe::reply::Pending<Result<SessionSnapshot>>>,
     owns_arbiter: bool,
+    /// The id of the live session, 0 while none is (before the first, after an expiry, once
+    /// closed): shared with every [`SessionHandle`](super::SessionHandle), so that an actor on
+    /// another thread can tell, without a message, whether a session it got a reply from has
+    /// ended since.
+    live: Arc<AtomicI64>,
 }
 
 impl SessionActor {
@@ -119,7 +126,14 @@ impl SessionActor {
             gate: ReconnectGate::default(),
             awaiting_connection: Vec::new(),
             owns_arbiter,
+            live: Arc::new(AtomicI64::new(0)),
         }
+    }
+
+    /// Keeps the live session's id in `cell` (see the field).
+    pub(crate) fn with_live_cell(mut self, cell: Arc<AtomicI64>) -> Self {
+        self.live = cell;
+        self
     }
 
     fn session_id(&self) -> Option<SessionId> {
@@ -217,6 +231,7 @@ impl SessionActor {
         let state_task = Self::watch_state(client.state_watcher(), generation, ctx);
         info!(session = %session_id, generation, timeout = ?client.session_timeout(), "session established");
         self.state = State::Live(Live { client: client.clone(), session_id, link: Link::Up, state_task });
+        self.live.store(session_id.0, Ordering::SeqCst);
         // Watches first, then the requests that waited, then the news: anything a subscriber
         // sends after `Connected` reaches the server after all of these.
         for id in self.watches.ids() {
@@ -292,6 +307,7 @@ impl SessionActor {
             }
             SessionState::Expired => {
                 warn!("session expired");
+                self.live.store(0, Ordering::SeqCst);
                 let _ = self.gate.release();
                 for task in self.watches.take_tasks() {
                     ctx.cancel_future(task);
@@ -320,6 +336,7 @@ impl SessionActor {
 
     /// Ends everything: pending requests fail with `Closed`, subscribers hear `Closed`.
     fn finish(&mut self, ctx: &mut Context<Self>) {
+        self.live.store(0, Ordering::SeqCst);
         match std::mem::replace(&mut self.state, State::Closed) {
             State::Connecting { task, .. } => {
                 ctx.cancel_future(task);

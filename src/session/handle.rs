@@ -8,12 +8,14 @@
 //! either is awaited (one round trip for both).
 
 use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 
-use actix::{Actor, Addr, Arbiter, Handler, Message, Recipient};
+use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Recipient};
 
 use super::actor::SessionActor;
 use super::config::SessionConfig;
-use super::events::{SessionEvent, WatchEvent, WatchId};
+use super::events::{SessionEvent, SessionId, WatchEvent, WatchId};
 use super::requests::*;
 use crate::error::{Error, Result};
 
@@ -21,6 +23,10 @@ use crate::error::{Error, Result};
 #[derive(Clone, Debug)]
 pub struct SessionHandle {
     addr: Addr<SessionActor>,
+    /// The session's own thread, where recipes start the actors that talk to the session most.
+    arbiter: ArbiterHandle,
+    /// The live session's id, 0 while none is (kept by the actor).
+    live: Arc<AtomicI64>,
 }
 
 impl SessionHandle {
@@ -32,8 +38,25 @@ impl SessionHandle {
     pub fn start(config: SessionConfig) -> Result<SessionHandle> {
         config.validate()?;
         let arbiter = Arbiter::new();
-        let addr = SessionActor::start_in_arbiter(&arbiter.handle(), move |_| SessionActor::new(config, true));
-        Ok(SessionHandle { addr })
+        let live = Arc::new(AtomicI64::new(0));
+        let cell = live.clone();
+        let addr = SessionActor::start_in_arbiter(&arbiter.handle(), move |_| {
+            SessionActor::new(config, true).with_live_cell(cell)
+        });
+        Ok(SessionHandle { addr, arbiter: arbiter.handle(), live })
+    }
+
+    /// The session's thread, for an actor whose every step is a request: replies and watch
+    /// events then reach it without waking another thread. `None` once the session has stopped
+    /// (and its thread with it).
+    pub(crate) fn arbiter(&self) -> Option<&ArbiterHandle> {
+        self.addr.connected().then_some(&self.arbiter)
+    }
+
+    /// False once the session `id` has ended (expired or closed), as far as the session actor
+    /// knows, even if the news has not reached the caller's mailbox yet.
+    pub(crate) fn has_ended(&self, id: SessionId) -> bool {
+        self.live.load(Ordering::SeqCst) != id.0
     }
 
     /// The actor's address, for sending request messages directly from another actor.

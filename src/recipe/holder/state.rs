@@ -334,6 +334,17 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
         }
     }
 
+    /// The session `id` has ended (the session actor knows; its `Expired` may not have reached
+    /// us yet): a grant computed from its replies is not handed out.
+    pub(crate) fn session_ended(&mut self, id: SessionId) {
+        if !self.dead.contains(&id) {
+            if self.dead.len() == DEAD_SESSIONS {
+                self.dead.remove(0);
+            }
+            self.dead.push(id);
+        }
+    }
+
     /// The contender of `attempt` won.
     pub(crate) fn granted(&mut self, attempt: Attempt, held: Granted<G>) -> Vec<Effect<G>> {
         if !self.is_acquiring(attempt) {
@@ -572,12 +583,7 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
                 vec![Effect::Verify { attempt: *attempt, node: held.node.clone() }]
             }
             SessionEvent::Expired { session_id, .. } => {
-                if !self.dead.contains(session_id) {
-                    if self.dead.len() == DEAD_SESSIONS {
-                        self.dead.remove(0);
-                    }
-                    self.dead.push(*session_id);
-                }
+                self.session_ended(*session_id);
                 match &self.phase {
                     Phase::Held { held, .. } if held.session == *session_id => self.lose(Loss::SessionExpired),
                     _ => Vec::new(),
@@ -728,6 +734,18 @@ mod tests {
         assert!(log.borrow().is_empty(), "the caller still waits: {:?}", log.borrow());
         assert_eq!(kinds(&core.granted(2, held(2))), ["Tell(Acquired)"]);
         assert_eq!(*log.borrow(), ["granted 7"]);
+    }
+
+    #[test]
+    fn a_grant_from_a_session_known_to_have_ended_is_not_handed_out_before_its_expiry_arrives() {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut core = Core::new(ConnectionPolicy::Conservative, true, false);
+        core.acquire(caller(&log));
+        core.session_ended(held(1).session);
+        assert_eq!(kinds(&core.granted(1, held(1))), ["Withdraw(1)", "Begin(2)"]);
+        assert!(log.borrow().is_empty(), "the caller still waits: {:?}", log.borrow());
+        // The `Expired` itself, arriving later, changes nothing for the new attempt.
+        assert!(core.session(&expired(1)).is_empty());
     }
 
     #[test]
