@@ -19,6 +19,25 @@ pub(crate) async fn acquisitions_per_second(
     acquisitions: usize,
     thread: ClientThread,
 ) -> f64 {
+    run(connect, dir, clients, warmup, acquisitions, thread).await.acq_per_s
+}
+
+/// A measured run of the bare lock.
+pub(crate) struct BareRun {
+    pub(crate) acq_per_s: f64,
+    /// This process's CPU time per acquisition while the measured acquisitions ran.
+    pub(crate) cpu_us_per_acq: f64,
+}
+
+/// As [`acquisitions_per_second`], with the CPU time it took.
+pub(crate) async fn run(
+    connect: &str,
+    dir: &str,
+    clients: usize,
+    warmup: usize,
+    acquisitions: usize,
+    thread: ClientThread,
+) -> BareRun {
     let mut sessions = Vec::with_capacity(clients);
     for _ in 0..clients {
         sessions.push(Arc::new(connect_on(connect, thread).await));
@@ -27,6 +46,7 @@ pub(crate) async fn acquisitions_per_second(
         cycle(&sessions[0], dir).await;
     }
     let tickets = Arc::new(AtomicUsize::new(0));
+    let cpu = cpu_us();
     let started = Instant::now();
     let loops: Vec<_> = sessions
         .iter()
@@ -43,7 +63,11 @@ pub(crate) async fn acquisitions_per_second(
     for handle in loops {
         handle.await.expect("bare lock loop");
     }
-    per_second(acquisitions, started.elapsed())
+    let elapsed = started.elapsed();
+    BareRun {
+        acq_per_s: per_second(acquisitions, elapsed),
+        cpu_us_per_acq: (cpu_us() - cpu) as f64 / acquisitions as f64,
+    }
 }
 
 /// Where a bare client's connection (its background task) runs.

@@ -137,6 +137,18 @@ pub(crate) fn packets_received(connect: &str) -> Option<u64> {
     mntr.lines().find_map(|line| line.strip_prefix("zk_packets_received")?.trim().parse().ok())
 }
 
+/// CPU time this process has used so far (user + system, all threads), in µs; the kernel counts
+/// it in clock ticks (10 ms), so take it over a second or more.
+pub(crate) fn cpu_us() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) closed by ')': utime is the 12th
+    // of them, stime the 13th.
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    (ticks(11) + ticks(12)) * 10_000
+}
+
 /// This process's resident memory (`VmRSS`), in KiB.
 pub(crate) fn rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;

@@ -45,6 +45,7 @@ struct Pass {
     acquires: Vec<u128>,
     releases: Vec<u128>,
     requests_per_cycle: f64,
+    cpu_us_per_cycle: f64,
 }
 
 async fn pass(connect: &str, lock: &Addr<LockActor>, mode: ReleaseMode) -> Pass {
@@ -54,6 +55,7 @@ async fn pass(connect: &str, lock: &Addr<LockActor>, mode: ReleaseMode) -> Pass 
     let mut acquires = Vec::with_capacity(W1_ITERATIONS);
     let mut releases = Vec::with_capacity(W1_ITERATIONS);
     let packets = packets_received(connect).unwrap_or(0);
+    let cpu = cpu_us();
     let started = Instant::now();
     for _ in 0..W1_ITERATIONS {
         let (a, r) = cycle(lock, mode).await;
@@ -61,6 +63,7 @@ async fn pass(connect: &str, lock: &Addr<LockActor>, mode: ReleaseMode) -> Pass 
         releases.push(r);
     }
     let elapsed = started.elapsed();
+    let cpu_us_per_cycle = (cpu_us() - cpu) as f64 / W1_ITERATIONS as f64;
     // Every request of the session (pings included) per cycle, from the server's counter.
     let requests = packets_received(connect).unwrap_or(0).saturating_sub(packets);
     Pass {
@@ -68,6 +71,7 @@ async fn pass(connect: &str, lock: &Addr<LockActor>, mode: ReleaseMode) -> Pass 
         acquires,
         releases,
         requests_per_cycle: requests as f64 / W1_ITERATIONS as f64,
+        cpu_us_per_cycle,
     }
 }
 
@@ -96,22 +100,14 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
     // the bare client's lock (on the caller's thread, then with its connection on an Arbiter of
     // its own, as our sessions run), then the lock actor awaited, then pipelined. Medians are
     // reported, with every round's rate.
-    let (mut bare, mut bare_hop) = (Vec::new(), Vec::new());
+    let (mut bare, mut bare_hop, mut bare_cpu) = (Vec::new(), Vec::new(), Vec::new());
     let mut passes: [Vec<Pass>; 2] = [Vec::new(), Vec::new()];
     for round in 0..W1_ROUNDS {
         eprintln!("W1: round {} of {W1_ROUNDS}", round + 1);
         let dir = |what: &str| format!("{root}/{what}-{round}");
-        bare.push(
-            bare_lock::acquisitions_per_second(
-                connect,
-                &dir("bare"),
-                1,
-                W1_WARMUP,
-                W1_ITERATIONS,
-                ClientThread::Caller,
-            )
-            .await,
-        );
+        let run = bare_lock::run(connect, &dir("bare"), 1, W1_WARMUP, W1_ITERATIONS, ClientThread::Caller).await;
+        bare.push(run.acq_per_s);
+        bare_cpu.push(run.cpu_us_per_acq);
         bare_hop.push(
             bare_lock::acquisitions_per_second(
                 connect,
@@ -129,11 +125,14 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
     }
     let (_, bare_median) = median(&bare);
     let (_, bare_hop_median) = median(&bare_hop);
+    let (_, bare_cpu_median) = median(&bare_cpu);
 
     let mut lines = Vec::new();
     for (mode, mut passes) in [ReleaseMode::Awaited, ReleaseMode::Pipelined].into_iter().zip(passes) {
         let all: Vec<f64> = passes.iter().map(|p| p.acq_per_s).collect();
         let (i, acq_per_s) = median(&all);
+        let cpu: Vec<f64> = passes.iter().map(|p| p.cpu_us_per_cycle).collect();
+        let (_, cpu_median) = median(&cpu);
         let chosen = &mut passes[i];
         let cycle_us = 1e6 / acq_per_s;
         lines.push(format!(
@@ -143,7 +142,8 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
              \"zk_create_p50_us\":{},\"zk_delete_p50_us\":{},\"zk_rtt_p50_us\":{},\"ratio_cycle_to_rtt\":{:.2},\
              \"bare_lock_acq_per_s\":{bare_median:.1},\"bare_lock_rounds\":{},\"ratio_to_bare_lock\":{:.2},\
              \"bare_lock_own_thread_acq_per_s\":{bare_hop_median:.1},\"bare_lock_own_thread_rounds\":{},\
-             \"zk_requests_per_cycle\":{:.2},\"session_rtt_p50_us\":{session_rtt_p50}}}",
+             \"zk_requests_per_cycle\":{:.2},\"session_rtt_p50_us\":{session_rtt_p50},\
+             \"cpu_us_per_cycle\":{:.0},\"bare_lock_cpu_us_per_cycle\":{bare_cpu_median:.0}}}",
             mode.name(),
             rates(&all),
             percentile(&mut chosen.acquires, 50.0),
@@ -158,6 +158,7 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
             acq_per_s / bare_median,
             rates(&bare_hop),
             chosen.requests_per_cycle,
+            cpu_median,
         ));
     }
 

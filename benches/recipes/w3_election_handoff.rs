@@ -84,44 +84,66 @@ pub(crate) async fn next_leader(
 }
 
 /// The raw floor of a hand-off: client A deletes a node that client B watches with `exists`;
-/// the time from just before the delete is sent to B receiving `NodeDeleted`. Median in µs.
-pub(crate) async fn raw_handoff(connect: &str, root: &str) -> u128 {
-    use zookeeper_client::{Acls, Client, CreateMode};
+/// the time from just before the delete is sent to B receiving `NodeDeleted`, in µs. Sampled in
+/// blocks between the hand-off rounds, so that the floor and the hand-offs see the same server.
+pub(crate) struct RawHandoff {
+    a: zookeeper_client::Client,
+    b: zookeeper_client::Client,
+    root: String,
+    next: usize,
+    samples: Vec<u128>,
+}
 
-    let a = Client::connect(connect).await.expect("raw client A connects");
-    let b = Client::connect(connect).await.expect("raw client B connects");
-    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
-    let mut samples = Vec::with_capacity(RAW_HANDOFF_OPS);
-    for i in 0..RAW_HANDOFF_WARMUP + RAW_HANDOFF_OPS {
-        let path = format!("{root}/handoff-{i}");
-        a.create(&path, b"", &ephemeral).await.expect("raw create");
-        // On an ensemble B may be served by a member that has not applied the create yet.
-        let watcher = loop {
-            let (stat, watcher) = b.check_and_watch_stat(&path).await.expect("raw exists watch");
-            if stat.is_some() {
-                break watcher;
+impl RawHandoff {
+    pub(crate) async fn connect(connect: &str, root: &str) -> RawHandoff {
+        use zookeeper_client::Client;
+        let a = Client::connect(connect).await.expect("raw client A connects");
+        let b = Client::connect(connect).await.expect("raw client B connects");
+        RawHandoff { a, b, root: root.to_owned(), next: 0, samples: Vec::new() }
+    }
+
+    /// `warmup` rounds not kept, then `rounds` kept.
+    pub(crate) async fn sample(&mut self, warmup: usize, rounds: usize) {
+        use zookeeper_client::{Acls, CreateMode};
+        let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+        for i in 0..warmup + rounds {
+            let path = format!("{}/handoff-{}", self.root, self.next);
+            self.next += 1;
+            self.a.create(&path, b"", &ephemeral).await.expect("raw create");
+            // On an ensemble B may be served by a member that has not applied the create yet.
+            let watcher = loop {
+                let (stat, watcher) = self.b.check_and_watch_stat(&path).await.expect("raw exists watch");
+                if stat.is_some() {
+                    break watcher;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            };
+            let t = Instant::now();
+            let (deleted, notified) = tokio::join!(self.a.delete(&path, None), async {
+                watcher.changed().await;
+                micros(t)
+            });
+            deleted.expect("raw delete");
+            if i >= warmup {
+                self.samples.push(notified);
             }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        };
-        let t = Instant::now();
-        let (deleted, notified) = tokio::join!(a.delete(&path, None), async {
-            watcher.changed().await;
-            micros(t)
-        });
-        deleted.expect("raw delete");
-        if i >= RAW_HANDOFF_WARMUP {
-            samples.push(notified);
         }
     }
-    percentile(&mut samples, 50.0)
+
+    pub(crate) fn p50(&mut self) -> u128 {
+        percentile(&mut self.samples, 50.0)
+    }
 }
+
+/// Hand-off rounds between two blocks of the raw floor.
+const W3_BLOCK: usize = 10;
 
 pub(crate) async fn w3(connect: &str) -> String {
     let root = testkit::unique_root("bench-w3");
     eprintln!("W3: root {root}");
     let raw = raw_baseline(connect, &root).await;
-    let raw_handoff_p50 = raw_handoff(connect, &root).await;
-    eprintln!("raw zookeeper-client: delete -> NodeDeleted at another client p50 {raw_handoff_p50} us");
+    let mut floor = RawHandoff::connect(connect, &root).await;
+    floor.sample(RAW_HANDOFF_WARMUP, 0).await;
 
     let sessions: Vec<SessionHandle> = (0..W3_PARTICIPANTS).map(|_| start_session(connect, &root)).collect();
     sessions[0].ensure_path("/bench").await.expect("ensure /bench");
@@ -152,6 +174,10 @@ pub(crate) async fn w3(connect: &str) -> String {
     let mut resigns = Vec::with_capacity(W3_ROUNDS);
     let mut same_leader = 0;
     for round in 0..W3_WARMUP + W3_ROUNDS {
+        if round >= W3_WARMUP && (round - W3_WARMUP) % W3_BLOCK == 0 {
+            // Interleaved: the floor's samples are spread over the same minutes as the hand-offs.
+            floor.sample(0, RAW_HANDOFF_OPS * W3_BLOCK / W3_ROUNDS).await;
+        }
         tokio::time::sleep(W3_SETTLE).await;
         while let Ok((index, _, event)) = rx.try_recv() {
             terms.record(index, &event);
@@ -175,6 +201,7 @@ pub(crate) async fn w3(connect: &str) -> String {
 
     let ms = |us: u128| us as f64 / 1000.0;
     let (p50, p99) = (percentile(&mut handoffs, 50.0), percentile(&mut handoffs, 99.0));
+    let raw_handoff_p50 = floor.p50();
     eprintln!(
         "W3: hand-off p50 {p50} us, p99 {p99} us, min {} us, max {} us; old leader's LeadershipLost after \
          p50 {} us; raw delete -> notification p50 {raw_handoff_p50} us",
@@ -192,10 +219,12 @@ pub(crate) async fn w3(connect: &str) -> String {
     format!(
         "{{\"lib\":\"{LIB}\",\"workload\":\"W3\",\"rounds\":{W3_ROUNDS},\"handoff_p50_ms\":{:.2},\
          \"handoff_p99_ms\":{:.2},\"violations\":{},\"same_leader\":{same_leader},\"zk_rtt_p50_us\":{},\
-         \"zk_delete_notify_p50_us\":{raw_handoff_p50}}}",
+         \"zk_delete_notify_p50_us\":{raw_handoff_p50},\"zk_delete_notify_samples\":{},\"ratio_to_floor\":{:.2}}}",
         ms(p50),
         ms(p99),
         terms.violations,
         raw.rtt_p50,
+        floor.samples.len(),
+        p50 as f64 / raw_handoff_p50.max(1) as f64,
     )
 }
