@@ -19,7 +19,7 @@ until grep -q "$marker" "$out/progress.log"; do
     kill -0 "$pid" 2>/dev/null || { echo "the workload ended before \"$marker\"" >&2; exit 1; }
     sleep 0.2
 done
-perf record -F 2999 -g -p "$pid" -o "$out/perf.data" -- sleep "$seconds" >/dev/null 2>&1
+perf record ${PERF_RECORD_FLAGS:-} -F 2999 -g -p "$pid" -o "$out/perf.data" -- sleep "$seconds" >/dev/null 2>&1
 wait "$pid"
 cat "$out/lines.json"
 perf report -i "$out/perf.data" --no-children --sort comm,symbol --stdio 2>/dev/null \
