@@ -51,6 +51,10 @@ pub(crate) async fn w7(connect: &str) -> Vec<String> {
     let locks: Vec<Addr<LockActor>> = (0..W7_WAITERS)
         .map(|i| LockActor::new(sessions[i % W7_SESSIONS].clone(), LockConfig::new("/bench/lock")).start())
         .collect();
+    // Started, not yet contending: what an actor costs before its contender, watches and the
+    // caller's pending request.
+    actix_rt::time::sleep(Duration::from_millis(200)).await;
+    let rss_idle = rss_kib().unwrap_or(0);
     let first = locks[0].send(Acquire::default()).await.expect("lock actor alive").expect("the first holds");
     let holds = Arc::new(HoldLog::new());
     let done = Arc::new(AtomicUsize::new(0));
@@ -130,7 +134,8 @@ pub(crate) async fn w7(connect: &str) -> Vec<String> {
         ),
         format!(
             "{{\"lib\":\"{LIB}\",\"workload\":\"W7-memory\",\"actors\":{W7_WAITERS},\
-             \"lock_waiting_kib\":{},\"election_idle_kib\":{}}}",
+             \"lock_idle_kib\":{},\"lock_waiting_kib\":{},\"election_idle_kib\":{}}}",
+            rss_idle.saturating_sub(rss_before),
             rss_waiting.saturating_sub(rss_before),
             rss_election.saturating_sub(rss_before_election),
         ),
