@@ -130,11 +130,16 @@ pub(crate) fn env_usize(name: &str, default: usize) -> usize {
     }
 }
 
-/// `zk_packets_received` from the server's `mntr` (the first host of `connect`), if it answers.
+/// `zk_packets_received` (requests from clients) summed over the `mntr` of every host of `connect`, if all answer.
 pub(crate) fn packets_received(connect: &str) -> Option<u64> {
-    let host = connect.split(',').next()?.split('/').next()?;
-    let mntr = testkit::mntr(host).ok()?;
-    mntr.lines().find_map(|line| line.strip_prefix("zk_packets_received")?.trim().parse().ok())
+    // Every member of an ensemble: a session may be served by any of them.
+    let hosts = connect.split('/').next()?.split(',');
+    let mut sum = 0;
+    for host in hosts {
+        let mntr = testkit::mntr(host).ok()?;
+        sum += mntr.lines().find_map(|line| line.strip_prefix("zk_packets_received")?.trim().parse::<u64>().ok())?;
+    }
+    Some(sum)
 }
 
 /// CPU time this process has used so far (user + system, all threads), in µs; the kernel counts

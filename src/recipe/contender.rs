@@ -137,6 +137,17 @@ struct Node {
     owner: SessionId,
 }
 
+/// The watch on our own node (protocol step 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OwnWatch {
+    /// Not set, and not planned.
+    Unset,
+    /// To be set after [`OWN_WATCH_AFTER`].
+    Armed,
+    /// Set, or its read is on its way.
+    Set,
+}
+
 #[derive(Debug)]
 enum State {
     /// `create` and `getChildren` are in flight.
@@ -166,8 +177,8 @@ pub struct Contender {
     withdrawals: Vec<oneshot::Sender<Result<(), Error>>>,
     /// How long to wait before the next retry of a failed read; reset by every success.
     backoff: Backoff,
-    /// True once the watch on our current node is set (or its read is on its way).
-    own_watched: bool,
+    /// Where the watch on our current node stands (protocol step 4).
+    own_watch: OwnWatch,
     span: tracing::Span,
 }
 
@@ -184,7 +195,7 @@ impl Contender {
             state: State::Creating,
             withdrawals: Vec::new(),
             backoff: RetryPolicy::default().backoff(),
-            own_watched: false,
+            own_watch: OwnWatch::Unset,
             span,
         }
     }
@@ -209,7 +220,7 @@ impl Contender {
     /// Step 1: pipelined protected create + listing.
     fn contend(&mut self, ctx: &mut Context<Self>) {
         self.state = State::Creating;
-        self.own_watched = false;
+        self.own_watch = OwnWatch::Unset;
         let create = self.session.create(&self.prefix(), self.spec.data.clone(), CreateMode::EphemeralSequential);
         let list = self.session.children(&self.spec.dir);
         let both = async move { (create.await, list.await) };
@@ -266,7 +277,7 @@ impl Contender {
 
     /// Takes `node` as ours, then stands in line (or withdraws, if asked meanwhile).
     fn adopt(&mut self, node: Node, listing: Option<Children>, ctx: &mut Context<Self>) {
-        self.own_watched = false;
+        self.own_watch = OwnWatch::Unset;
         self.state = State::Waiting { node, watch: String::new(), blockers: usize::MAX };
         if self.withdrawing() {
             self.withdraw(ctx);
@@ -333,13 +344,13 @@ impl Contender {
                     }
                 }
                 debug!(node = %node.name, %watch, blockers, "waiting on the node ahead");
-                // Before the watch ahead: holding without a read (step 3) is safe only while a
-                // deletion of our own node would be heard.
-                self.watch_own_once(ctx);
                 if !matches!(&self.state, State::Waiting { watch: w, .. } if *w == watched) {
                     self.report(ContenderEvent::Waiting { node: node.path.clone(), ahead: watched.clone() });
                 }
                 self.state = State::Waiting { node, watch: watched.clone(), blockers };
+                // Before the watch ahead: holding without a read (step 3) is safe only while a
+                // deletion of our own node would be heard.
+                self.watch_own_once(ctx);
                 self.watch_ahead(watched, ctx);
             }
             Standing::Missing => self.on_own_node_deleted(ctx),
@@ -351,7 +362,7 @@ impl Contender {
     /// missing node stays until that path is created, and sequential names never come back).
     /// Fired by a data change (Curator's `Revoker` writes into lock nodes), it is set again.
     fn watch_own(&mut self, path: String, ctx: &mut Context<Self>) {
-        self.own_watched = true;
+        self.own_watch = OwnWatch::Set;
         let read = self.session.get_data_watched(&path, ctx.address().recipient());
         ctx.spawn(read.into_actor(self).map(move |read, act, ctx| {
             if matches!(read, Err(Error::NoNode { .. })) && act.node().is_some_and(|node| node.path == path) {
@@ -392,24 +403,32 @@ impl Contender {
         }));
     }
 
-    /// Step 4 for a waiter: watch our node, unless that is done already.
+    /// Step 4, now: watch our node, unless that is done already.
     fn watch_own_once(&mut self, ctx: &mut Context<Self>) {
-        if let Some(path) = self.node().filter(|_| !self.own_watched).map(|node| node.path.clone()) {
-            self.watch_own(path, ctx);
+        if self.own_watch != OwnWatch::Set {
+            if let Some(path) = self.node().map(|node| node.path.clone()) {
+                self.watch_own(path, ctx);
+            }
         }
+    }
+
+    /// Step 4, later: watch our node once it has been ours for [`OWN_WATCH_AFTER`], if it still
+    /// is and nothing has watched it meanwhile.
+    fn watch_own_later(&mut self, ctx: &mut Context<Self>) {
+        let Some(path) = self.node().map(|node| node.path.clone()) else { return };
+        if self.own_watch != OwnWatch::Unset {
+            return;
+        }
+        self.own_watch = OwnWatch::Armed;
+        ctx.run_later(OWN_WATCH_AFTER, move |act, ctx| {
+            if act.own_watch == OwnWatch::Armed && act.node().is_some_and(|node| node.path == path) {
+                act.watch_own(path, ctx);
+            }
+        });
     }
 
     fn hold(&mut self, node: Node, ctx: &mut Context<Self>) {
         info!(node = %node.path, token = %node.token, "granted");
-        if !self.own_watched {
-            // Step 4 for a node granted at once: watch it if the hold lasts.
-            let path = node.path.clone();
-            ctx.run_later(OWN_WATCH_AFTER, move |act, ctx| {
-                if matches!(&act.state, State::Holding { node } if node.path == path) && !act.own_watched {
-                    act.watch_own(path, ctx);
-                }
-            });
-        }
         self.report(ContenderEvent::Granted {
             node: node.path.clone(),
             token: node.token,
@@ -417,6 +436,7 @@ impl Contender {
             session_id: node.owner,
         });
         self.state = State::Holding { node };
+        self.watch_own_later(ctx);
     }
 
     /// Step 3: the node ahead is gone.
@@ -425,7 +445,9 @@ impl Contender {
         if watch != watched {
             return; // a watch from an earlier wait
         }
-        if *blockers == 1 {
+        // Without our own node watched (never the case: a waiter watches it at once) a read
+        // would have to show that it is still there.
+        if *blockers == 1 && self.own_watch == OwnWatch::Set {
             let node = node.clone();
             self.hold(node, ctx);
         } else {
