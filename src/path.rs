@@ -87,15 +87,21 @@ pub fn sequence(name: &str) -> Option<u64> {
 /// Sorts sequential node names by their sequence number only; names without a sequence number
 /// go last, in name order, so that a stray node never sorts ahead of a contender.
 pub fn sort_by_sequence<S: AsRef<str>>(names: &mut [S]) {
-    names.sort_by(|a, b| {
-        let (a, b) = (a.as_ref(), b.as_ref());
-        match (sequence(a), sequence(b)) {
-            (Some(x), Some(y)) => x.cmp(&y).then_with(|| a.cmp(b)),
-            (Some(_), None) => std::cmp::Ordering::Less,
-            (None, Some(_)) => std::cmp::Ordering::Greater,
-            (None, None) => a.cmp(b),
+    // Each name's number is read once, not once per comparison: with a line of 1,000 contenders
+    // the comparisons parsed 20,000 numbers per listing, on the path of every hand-off (issue 16).
+    let key = |name: &S| sequence(name.as_ref()).map_or((1u8, 0u64), |number| (0, number));
+    names.sort_by_cached_key(key);
+    // Names sharing a key (those without a number; equal numbers cannot come from one parent)
+    // in name order.
+    let mut start = 0;
+    while start < names.len() {
+        let first = key(&names[start]);
+        let end = start + names[start..].iter().take_while(|name| key(name) == first).count();
+        if end - start > 1 {
+            names[start..end].sort_by(|a, b| a.as_ref().cmp(b.as_ref()));
         }
-    });
+        start = end;
+    }
 }
 
 /// The sequential names among `names` (those ending in a sequence number), in sequence order.
@@ -157,5 +163,18 @@ mod tests {
         assert_eq!(names, ["z-0000000001", "a-0000000002", "m-0000000010", "stray"]);
         let owned = names.iter().map(|n| n.to_string()).collect();
         assert_eq!(sequential_in_order(owned), ["z-0000000001", "a-0000000002", "m-0000000010"]);
+    }
+
+    #[test]
+    fn names_without_a_number_go_last_in_name_order_and_a_long_line_sorts_by_number() {
+        let mut names = vec!["zeta", "b-0000000003", "alpha", "a-0000000001", "mid", "x-0000000002"];
+        sort_by_sequence(&mut names);
+        assert_eq!(names, ["a-0000000001", "x-0000000002", "b-0000000003", "alpha", "mid", "zeta"]);
+        // 1,000 names listed in no particular order (the server's listing is a hash set).
+        let mut line: Vec<String> =
+            (0..1000u64).map(|i| format!("_c_{:x}-lock-{:010}", i * 7919 % 1000, (i * 7919) % 1000)).collect();
+        sort_by_sequence(&mut line);
+        let numbers: Vec<u64> = line.iter().map(|n| sequence(n).expect("numbered")).collect();
+        assert_eq!(numbers, (0..1000).collect::<Vec<_>>());
     }
 }
