@@ -65,20 +65,41 @@ pub enum Standing {
 /// wakes when the writer directly ahead of it goes, and never for earlier churn.
 /// Leases(n): the first `n` hold; a later one waits for any of them to go.
 pub fn standing(children: &[String], ours: &str, rule: Rule) -> Standing {
-    let mut participants: Vec<&str> =
-        children.iter().map(String::as_str).filter(|c| path::sequence(c).is_some()).collect();
-    path::sort_by_sequence(&mut participants);
-    let Some(index) = participants.iter().position(|c| *c == ours) else { return Standing::Missing };
-    let ahead = &participants[..index];
-    let blocking: Vec<&str> = match rule {
-        Rule::Exclusive => ahead.to_vec(),
-        Rule::Shared => ahead.iter().copied().filter(|c| c.contains(WRITE_NAME)).collect(),
-        Rule::Leases(max) if index < max => Vec::new(),
-        Rule::Leases(_) => return Standing::WaitsForAny,
-    };
-    match blocking.last() {
-        None => Standing::Holds,
-        Some(watch) => Standing::Waits { watch: watch.to_string(), blockers: blocking.len() },
+    // One pass, one number read per name, no sort: a waiter reads this after every deletion
+    // ahead of it, and a line can hold thousands of nodes (issue 16). Order is by sequence
+    // number, then name, as `path::sort_by_sequence` sorts.
+    let Some(our_number) = path::sequence(ours) else { return Standing::Missing };
+    let us = (our_number, ours);
+    let (mut found, mut ahead, mut blockers) = (false, 0usize, 0usize);
+    let mut last_blocking: Option<(u64, &str)> = None;
+    for child in children {
+        let Some(number) = path::sequence(child) else { continue };
+        let them = (number, child.as_str());
+        if them == us {
+            found = true;
+        } else if them < us {
+            ahead += 1;
+            let blocks = match rule {
+                Rule::Exclusive => true,
+                Rule::Shared => child.contains(WRITE_NAME),
+                Rule::Leases(_) => false,
+            };
+            if blocks {
+                blockers += 1;
+                if last_blocking.is_none_or(|last| them > last) {
+                    last_blocking = Some(them);
+                }
+            }
+        }
+    }
+    if !found {
+        return Standing::Missing;
+    }
+    match (rule, last_blocking) {
+        (Rule::Leases(max), _) if ahead < max => Standing::Holds,
+        (Rule::Leases(_), _) => Standing::WaitsForAny,
+        (_, None) => Standing::Holds,
+        (_, Some((_, watch))) => Standing::Waits { watch: watch.to_string(), blockers },
     }
 }
 
@@ -134,6 +155,59 @@ pub fn default_participant_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The definition `standing` must agree with: sort the line, find ours, look ahead.
+    fn standing_by_sorting(children: &[String], ours: &str, rule: Rule) -> Standing {
+        let mut line: Vec<&str> = children.iter().map(String::as_str).filter(|c| path::sequence(c).is_some()).collect();
+        path::sort_by_sequence(&mut line);
+        let Some(index) = line.iter().position(|c| *c == ours) else { return Standing::Missing };
+        let ahead = &line[..index];
+        let blocking: Vec<&str> = match rule {
+            Rule::Exclusive => ahead.to_vec(),
+            Rule::Shared => ahead.iter().copied().filter(|c| c.contains(WRITE_NAME)).collect(),
+            Rule::Leases(max) if index < max => Vec::new(),
+            Rule::Leases(_) => return Standing::WaitsForAny,
+        };
+        match blocking.last() {
+            None => Standing::Holds,
+            Some(watch) => Standing::Waits { watch: watch.to_string(), blockers: blocking.len() },
+        }
+    }
+
+    #[test]
+    fn standing_agrees_with_sorting_the_line_on_random_lines() {
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..500 {
+            let len = (next() % 40) as usize;
+            let mut children: Vec<String> = (0..len)
+                .map(|_| {
+                    let kind = if next() % 3 == 0 { WRITE_NAME } else { READ_NAME };
+                    format!("_c_{:x}-{kind}{:010}", next() % 1000, next() % 60)
+                })
+                .collect();
+            if next() % 5 == 0 {
+                children.push("stray".to_string());
+            }
+            let ours = if !children.is_empty() && next() % 8 != 0 {
+                children[(next() % children.len() as u64) as usize].clone()
+            } else {
+                "_c_gone-lock-0000000007".to_string()
+            };
+            for rule in [Rule::Exclusive, Rule::Shared, Rule::Leases(1), Rule::Leases(3)] {
+                assert_eq!(
+                    standing(&children, &ours, rule),
+                    standing_by_sorting(&children, &ours, rule),
+                    "{rule:?} {ours} in {children:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn default_participant_ids_tell_two_participants_of_one_process_apart() {
