@@ -559,9 +559,15 @@ async fn a_count_read_from_a_deleted_node_never_sets_the_new_one() {
     let old = get(&count).await;
     assert_eq!(vv(old), (0, 0));
 
-    // Another process deletes the count and makes it again, at version 0 like the old one.
-    other.delete("/c", None).await.expect("delete");
-    other.create("/c", encode_count(0), CreateMode::Persistent).await.expect("create again");
+    // Another process deletes the count and makes it again, at version 0 like the old one; in one
+    // transaction, or our counter (which makes a deleted count again) may get there first.
+    other
+        .multi(vec![
+            Op::Delete { path: "/c".into(), version: None },
+            Op::Create { path: "/c".into(), data: encode_count(0).to_vec(), mode: CreateMode::Persistent },
+        ])
+        .await
+        .expect("delete and create again");
     let new = other.exists("/c").await.expect("exists").expect("there").czxid;
     assert_ne!(new, old.czxid);
     changes.wait_for(0, WAIT, |c| c.czxid == new).await;
