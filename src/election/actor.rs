@@ -171,15 +171,21 @@ impl ElectionActor {
                 return;
             };
             let node = path::join(&act.config.path, first);
-            if act.holder.held().is_some_and(|held| held.node == node) {
-                return; // we lead; our own node is watched by our contender
-            }
-            if act.watched_leader.as_deref() == Some(node.as_str()) {
-                return; // its watch is set (or being set)
-            }
-            act.watched_leader = Some(node.clone());
-            act.watch_leader(node, ctx);
+            act.follow(node, ctx);
         }));
+    }
+
+    /// Watches `node`, the first in line, to report who leads (unless we lead, or watch it
+    /// already).
+    fn follow(&mut self, node: String, ctx: &mut Context<Self>) {
+        if self.holder.held().is_some_and(|held| held.node == node) {
+            return; // we lead; our own node is watched by our contender
+        }
+        if self.watched_leader.as_deref() == Some(node.as_str()) {
+            return; // its watch is set (or being set)
+        }
+        self.watched_leader = Some(node.clone());
+        self.watch_leader(node, ctx);
     }
 
     /// Reads the leader's node `node` (its data is the leader's id) and watches it.
@@ -301,8 +307,15 @@ impl Handler<ContenderReport> for ElectionActor {
     type Result = ();
 
     fn handle(&mut self, report: ContenderReport, ctx: &mut Context<Self>) {
-        if matches!(report.event, ContenderEvent::Waiting { .. }) && self.holder.is_acquiring(report.tag) {
-            self.observe(ctx);
+        if let ContenderEvent::Waiting { head, .. } = &report.event {
+            if self.holder.is_acquiring(report.tag) {
+                // The contender's listing says who leads: no listing of our own (with a line of
+                // n participants, n joins listed it 2n times).
+                match head.clone() {
+                    Some(head) => self.follow(head, ctx),
+                    None => self.observe(ctx),
+                }
+            }
         }
         holder::report(
             self,

@@ -103,6 +103,9 @@ pub enum ContenderEvent {
         node: String,
         /// The node it waits on (for a lease: the lease directory).
         ahead: String,
+        /// The first node in line in the listing that put it in line (an election's leader, so
+        /// that it needs no listing of its own to learn who leads); `None` for a lease.
+        head: Option<String>,
     },
     /// The node held the grant and no longer does; the contender has stopped.
     Lost {
@@ -327,7 +330,7 @@ impl Contender {
                 // the holder of the semaphore's guard mutex gets here, so this is no herd.
                 let dir = self.spec.dir.clone();
                 if !matches!(&self.state, State::Waiting { watch, .. } if *watch == dir) {
-                    self.report(ContenderEvent::Waiting { node: node.path.clone(), ahead: dir.clone() });
+                    self.report(ContenderEvent::Waiting { node: node.path.clone(), ahead: dir.clone(), head: None });
                 }
                 self.state = State::Waiting { node, watch: dir, blockers: usize::MAX };
                 if !watch_in_place {
@@ -345,7 +348,8 @@ impl Contender {
                 }
                 debug!(node = %node.name, %watch, blockers, "waiting on the node ahead");
                 if !matches!(&self.state, State::Waiting { watch: w, .. } if *w == watched) {
-                    self.report(ContenderEvent::Waiting { node: node.path.clone(), ahead: watched.clone() });
+                    let head = naming::first_in_line(&children).map(|head| path::join(&self.spec.dir, head));
+                    self.report(ContenderEvent::Waiting { node: node.path.clone(), ahead: watched.clone(), head });
                 }
                 self.state = State::Waiting { node, watch: watched.clone(), blockers };
                 // Before the watch ahead: holding without a read (step 3) is safe only while a

@@ -103,6 +103,15 @@ pub fn standing(children: &[String], ours: &str, rule: Rule) -> Standing {
     }
 }
 
+/// The first node in line among `children` (by sequence number, then name), if any.
+pub fn first_in_line(children: &[String]) -> Option<&str> {
+    children
+        .iter()
+        .filter_map(|child| path::sequence(child).map(|number| (number, child.as_str())))
+        .min()
+        .map(|(_, child)| child)
+}
+
 /// A fresh per-attempt GUID in the UUID text form Curator uses (36 characters, version 4 bits).
 pub fn new_guid() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -172,6 +181,14 @@ mod tests {
             None => Standing::Holds,
             Some(watch) => Standing::Waits { watch: watch.to_string(), blockers: blocking.len() },
         }
+    }
+
+    #[test]
+    fn the_first_in_line_is_the_lowest_number_whatever_the_name() {
+        let children: Vec<String> =
+            ["stray", "a-0000000007", "z-0000000003", "m-0000000005"].iter().map(|c| c.to_string()).collect();
+        assert_eq!(first_in_line(&children), Some("z-0000000003"));
+        assert_eq!(first_in_line(&["stray".to_string()]), None);
     }
 
     #[test]
