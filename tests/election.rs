@@ -154,6 +154,44 @@ async fn everyone_sees(participants: &[Participant], leader: &str) {
     }
 }
 
+/// Listings the server has answered (`getChildren`, from its `mntr`).
+fn listings(zk: &TestZooKeeper) -> u64 {
+    let connect = zk.connect_string();
+    let host = connect.split(',').next().expect("a host");
+    let mntr = actix_zookeeper::testkit::mntr(host).expect("mntr");
+    ["zk_response_packet_get_children_cache_hits", "zk_response_packet_get_children_cache_misses"]
+        .iter()
+        .map(|key| mntr.lines().find_map(|line| line.strip_prefix(key)?.trim().parse::<u64>().ok()).expect("a counter"))
+        .sum()
+}
+
+/// Issue 16: a participant that joins learns who leads from its contender's listing, so joining
+/// a line lists it once, not twice (1,000 participants joining kept 50-75 MiB of listings).
+#[actix_rt::test]
+async fn joining_the_line_lists_it_once_and_still_tells_who_leads() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    if !matches!(zk, TestZooKeeper::Embedded(_)) {
+        return; // the counters of a shared server count other tests' reads too
+    }
+    let root = unique_root("join-listings");
+    let believers = Believers::default();
+    let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let first = join(&s, "/leader", "p0", &believers);
+    next_leader(std::slice::from_ref(&first), None).await;
+    everyone_sees(std::slice::from_ref(&first), "p0").await;
+    actix_rt::time::sleep(Duration::from_millis(200)).await;
+
+    let before = listings(&zk);
+    let joined: Vec<Participant> = (1..=10).map(|i| join(&s, "/leader", &format!("p{i}"), &believers)).collect();
+    everyone_sees(&joined, "p0").await;
+    let ids = first.election.send(Participants).await.expect("actor").expect("participants");
+    assert_eq!(ids.len(), 11);
+    let listed = listings(&zk) - before;
+    // One for each joiner's contender, one for the `Participants` read above.
+    assert_eq!(listed, 10 + 1, "listings while 10 participants joined");
+}
+
 #[actix_rt::test]
 async fn one_leader_at_a_time_over_fifty_hand_offs_and_everyone_learns_who() {
     init_tracing();
