@@ -6,22 +6,6 @@ use zookeeper_client::{Acls, Client, CreateMode, LockOptions, LockPrefix};
 
 use super::harness::*;
 
-/// Acquisitions per second of the bare lock: `clients` clients (one session each) take turns on
-/// one lock, `acquisitions` in all, after `warmup` acquisitions that are not counted. Each
-/// acquisition is `Client::lock` (protected create, then wait for the predecessor), then the
-/// node's delete, awaited (the `LockClient` is forgotten so that its drop does not delete a
-/// second time in the background).
-pub(crate) async fn acquisitions_per_second(
-    connect: &str,
-    dir: &str,
-    clients: usize,
-    warmup: usize,
-    acquisitions: usize,
-    thread: ClientThread,
-) -> f64 {
-    run(connect, dir, clients, warmup, acquisitions, thread).await.acq_per_s
-}
-
 /// A measured run of the bare lock.
 pub(crate) struct BareRun {
     pub(crate) acq_per_s: f64,
@@ -29,7 +13,11 @@ pub(crate) struct BareRun {
     pub(crate) cpu_us_per_acq: f64,
 }
 
-/// As [`acquisitions_per_second`], with the CPU time it took.
+/// The bare lock's rate: `clients` clients (one session each) take turns on one lock,
+/// `acquisitions` in all, after `warmup` acquisitions that are not counted. Each acquisition is
+/// `Client::lock` (protected create, then wait for the predecessor), then the node's delete,
+/// awaited (the `LockClient` is forgotten so that its drop does not delete a second time in the
+/// background).
 pub(crate) async fn run(
     connect: &str,
     dir: &str,

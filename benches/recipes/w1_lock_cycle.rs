@@ -108,17 +108,8 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
         let run = bare_lock::run(connect, &dir("bare"), 1, W1_WARMUP, W1_ITERATIONS, ClientThread::Caller).await;
         bare.push(run.acq_per_s);
         bare_cpu.push(run.cpu_us_per_acq);
-        bare_hop.push(
-            bare_lock::acquisitions_per_second(
-                connect,
-                &dir("bare-hop"),
-                1,
-                W1_WARMUP,
-                W1_ITERATIONS,
-                ClientThread::OwnArbiter,
-            )
-            .await,
-        );
+        let hop = ClientThread::OwnArbiter;
+        bare_hop.push(bare_lock::run(connect, &dir("bare-hop"), 1, W1_WARMUP, W1_ITERATIONS, hop).await.acq_per_s);
         for (i, mode) in [ReleaseMode::Awaited, ReleaseMode::Pipelined].into_iter().enumerate() {
             passes[i].push(pass(connect, &lock, mode).await);
         }

@@ -70,17 +70,8 @@ pub(crate) async fn w2(connect: &str) -> String {
     let (mut bare, mut ours, mut passes) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..W2_ROUNDS {
         eprintln!("W2: round {} of {W2_ROUNDS}: {W2_CLIENTS} clients, {W2_ACQUISITIONS} acquisitions", round + 1);
-        bare.push(
-            bare_lock::acquisitions_per_second(
-                connect,
-                &format!("{root}/bare-{round}"),
-                W2_CLIENTS,
-                0,
-                W2_ACQUISITIONS,
-                ClientThread::Caller,
-            )
-            .await,
-        );
+        let dir = format!("{root}/bare-{round}");
+        bare.push(bare_lock::run(connect, &dir, W2_CLIENTS, 0, W2_ACQUISITIONS, ClientThread::Caller).await.acq_per_s);
         let measured = pass(connect, &locks).await;
         ours.push(measured.0);
         passes.push(measured);
