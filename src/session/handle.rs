@@ -53,8 +53,8 @@ impl SessionHandle {
         self.addr.connected().then_some(&self.arbiter)
     }
 
-    /// False once the session `id` has ended (expired or closed), as far as the session actor
-    /// knows, even if the news has not reached the caller's mailbox yet.
+    /// True once the session `id` is not the live one: it has ended (expired or closed) as far
+    /// as the session actor knows, even if the news has not reached the caller's mailbox yet.
     pub(crate) fn has_ended(&self, id: SessionId) -> bool {
         self.live.load(Ordering::SeqCst) != id.0
     }
