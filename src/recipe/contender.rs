@@ -223,7 +223,6 @@ impl Contender {
     /// Step 1: pipelined protected create + listing.
     fn contend(&mut self, ctx: &mut Context<Self>) {
         self.state = State::Creating;
-        self.own_watch = OwnWatch::Unset;
         let create = self.session.create(&self.prefix(), self.spec.data.clone(), CreateMode::EphemeralSequential);
         let list = self.session.children(&self.spec.dir);
         let both = async move { (create.await, list.await) };
@@ -449,9 +448,7 @@ impl Contender {
         if watch != watched {
             return; // a watch from an earlier wait
         }
-        // Without our own node watched (never the case: a waiter watches it at once) a read
-        // would have to show that it is still there.
-        if *blockers == 1 && self.own_watch == OwnWatch::Set {
+        if *blockers == 1 {
             let node = node.clone();
             self.hold(node, ctx);
         } else {

@@ -155,11 +155,8 @@ pub(crate) fn report<H: HolderHost>(
 
 /// Performs `effects` for `host`, in order.
 pub(crate) fn run<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, ctx: &mut Context<H>) {
-    let some = !effects.is_empty();
     perform(host, effects, ctx);
-    if some {
-        settle_timeout(host, ctx);
-    }
+    settle_timeout(host, ctx);
 }
 
 fn perform<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, ctx: &mut Context<H>) {
