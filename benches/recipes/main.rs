@@ -22,7 +22,9 @@
 //!   `LockActor`s and of 1,000 idle `ElectionActor`s (`W7-memory`).
 //! - W1 and W2 also run the same-run yardstick of the bare client's own lock (`Client::lock`
 //!   with Curator's prefix, released by an awaited delete): one client for W1, 8 for W2, the
-//!   same numbers of acquisitions (`bare_lock_acq_per_s`, `ratio_to_bare_lock`).
+//!   same numbers of acquisitions (`bare_lock_acq_per_s`, `ratio_to_bare_lock`), and the
+//!   protocol's floor (`floor_lock.rs`: the fewest round trips any Curator-compatible lock can
+//!   make, on the caller's thread; `floor_acq_per_s`, `floor_ratio_to_bare_lock`).
 //! - **W3**: leader election hand-off: 3 [`ElectionActor`]s on 3 sessions; the leader resigns
 //!   (`Resign { requeue: true }`) 5 warm-up then 50 measured times, each timed from just before
 //!   the `Resign` is sent to the next leader's `LeadershipAcquired` reaching its subscriber.
@@ -65,6 +67,7 @@
 //! used instead of starting one.
 
 mod bare_lock;
+mod floor_lock;
 mod harness;
 mod w1_lock_cycle;
 mod w2_lock_contention;

@@ -2,6 +2,7 @@
 //! One workload of the recipe benchmark (`main.rs`); the shared harness is `harness.rs`.
 
 use super::bare_lock::{self, ClientThread};
+use super::floor_lock;
 use super::harness::*;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -100,7 +101,7 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
     // the bare client's lock (on the caller's thread, then with its connection on an Arbiter of
     // its own, as our sessions run), then the lock actor awaited, then pipelined. Medians are
     // reported, with every round's rate.
-    let (mut bare, mut bare_hop, mut bare_cpu) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut bare, mut bare_hop, mut bare_cpu, mut floor) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut passes: [Vec<Pass>; 2] = [Vec::new(), Vec::new()];
     for round in 0..W1_ROUNDS {
         eprintln!("W1: round {} of {W1_ROUNDS}", round + 1);
@@ -110,6 +111,7 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
         bare_cpu.push(run.cpu_us_per_acq);
         let hop = ClientThread::OwnArbiter;
         bare_hop.push(bare_lock::run(connect, &dir("bare-hop"), 1, W1_WARMUP, W1_ITERATIONS, hop).await.acq_per_s);
+        floor.push(floor_lock::run(connect, &dir("floor"), 1, W1_WARMUP, W1_ITERATIONS).await);
         for (i, mode) in [ReleaseMode::Awaited, ReleaseMode::Pipelined].into_iter().enumerate() {
             passes[i].push(pass(connect, &lock, mode).await);
         }
@@ -117,6 +119,7 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
     let (_, bare_median) = median(&bare);
     let (_, bare_hop_median) = median(&bare_hop);
     let (_, bare_cpu_median) = median(&bare_cpu);
+    let (_, floor_median) = median(&floor);
 
     let mut lines = Vec::new();
     for (mode, mut passes) in [ReleaseMode::Awaited, ReleaseMode::Pipelined].into_iter().zip(passes) {
@@ -134,7 +137,8 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
              \"bare_lock_acq_per_s\":{bare_median:.1},\"bare_lock_rounds\":{},\"ratio_to_bare_lock\":{:.2},\
              \"bare_lock_own_thread_acq_per_s\":{bare_hop_median:.1},\"bare_lock_own_thread_rounds\":{},\
              \"zk_requests_per_cycle\":{:.2},\"session_rtt_p50_us\":{session_rtt_p50},\
-             \"cpu_us_per_cycle\":{:.0},\"bare_lock_cpu_us_per_cycle\":{bare_cpu_median:.0}}}",
+             \"cpu_us_per_cycle\":{:.0},\"bare_lock_cpu_us_per_cycle\":{bare_cpu_median:.0},\
+             \"floor_acq_per_s\":{floor_median:.1},\"floor_rounds\":{},\"floor_ratio_to_bare_lock\":{:.2}}}",
             mode.name(),
             rates(&all),
             percentile(&mut chosen.acquires, 50.0),
@@ -150,6 +154,8 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
             rates(&bare_hop),
             chosen.requests_per_cycle,
             cpu_median,
+            rates(&floor),
+            floor_median / bare_median,
         ));
     }
 

@@ -3,6 +3,7 @@
 //! One workload of the recipe benchmark (`main.rs`); the shared harness is `harness.rs`.
 
 use super::bare_lock::{self, ClientThread};
+use super::floor_lock;
 use super::harness::*;
 
 pub(crate) const W2_CLIENTS: usize = 8;
@@ -67,11 +68,12 @@ pub(crate) async fn w2(connect: &str) -> String {
 
     // Interleaved rounds (the bare client's lock, then the lock actors), so that the server's
     // warm-up favours nobody; medians are reported, with every round's rate.
-    let (mut bare, mut ours, mut passes) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut bare, mut floor, mut ours, mut passes) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 0..W2_ROUNDS {
         eprintln!("W2: round {} of {W2_ROUNDS}: {W2_CLIENTS} clients, {W2_ACQUISITIONS} acquisitions", round + 1);
         let dir = format!("{root}/bare-{round}");
         bare.push(bare_lock::run(connect, &dir, W2_CLIENTS, 0, W2_ACQUISITIONS, ClientThread::Caller).await.acq_per_s);
+        floor.push(floor_lock::run(connect, &format!("{root}/floor-{round}"), W2_CLIENTS, 0, W2_ACQUISITIONS).await);
         let measured = pass(connect, &locks).await;
         ours.push(measured.0);
         passes.push(measured);
@@ -83,18 +85,22 @@ pub(crate) async fn w2(connect: &str) -> String {
     let violations: usize = passes.iter().map(|p| p.2).sum();
     let (i, acq_per_s) = median(&ours);
     let (_, bare_median) = median(&bare);
+    let (_, floor_median) = median(&floor);
     let (_, waits, _, requests) = &mut passes[i];
 
     format!(
         "{{\"lib\":\"{LIB}\",\"workload\":\"W2\",\"clients\":{W2_CLIENTS},\"acquisitions\":{W2_ACQUISITIONS},\
          \"rounds\":{W2_ROUNDS},\"acq_per_s\":{acq_per_s:.1},\"acq_per_s_rounds\":{},\"wait_p50_us\":{},\
          \"wait_p99_us\":{},\"violations\":{violations},\"zk_rtt_p50_us\":{},\"bare_lock_acq_per_s\":{bare_median:.1},\
-         \"bare_lock_rounds\":{},\"ratio_to_bare_lock\":{:.2},\"zk_requests_per_acquisition\":{requests:.2}}}",
+         \"bare_lock_rounds\":{},\"ratio_to_bare_lock\":{:.2},\"zk_requests_per_acquisition\":{requests:.2},\
+         \"floor_acq_per_s\":{floor_median:.1},\"floor_rounds\":{},\"floor_ratio_to_bare_lock\":{:.2}}}",
         rates(&ours),
         percentile(waits, 50.0),
         percentile(waits, 99.0),
         raw.rtt_p50,
         rates(&bare),
         acq_per_s / bare_median,
+        rates(&floor),
+        floor_median / bare_median,
     )
 }

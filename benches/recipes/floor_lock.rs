@@ -1,0 +1,96 @@
+//! The protocol's floor for W1 and W2: the fewest requests and round trips a Curator-compatible
+//! lock can make, by a bare client with its connection on the caller's thread — no actor, no
+//! thread of its own, no own-node watch, no fault handling. Not a lock anyone should use; it
+//! answers "how fast could any design on this client and server be?", so that a target above it
+//! shows as unreachable in the same run rather than as a defect of ours.
+//!
+//! A cycle: the protected create and the listing sent together (one round trip); first in line
+//! is granted; otherwise an `exists` watch on the node ahead, and when that goes, granted at once
+//! if it was first in line at the last listing (nothing can be created ahead of it), else listed
+//! again. The release is an awaited delete.
+
+use zookeeper_client::{Acls, Client, CreateMode};
+
+use super::harness::*;
+
+/// `clients` clients (one session each, on the caller's thread) take turns on one lock,
+/// `acquisitions` in all, after `warmup` uncounted acquisitions; returns acquisitions per second.
+pub(crate) async fn run(connect: &str, dir: &str, clients: usize, warmup: usize, acquisitions: usize) -> f64 {
+    let mut sessions = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        sessions.push(Arc::new(Client::connect(connect).await.expect("floor client connects")));
+    }
+    ensure_dir(&sessions[0], dir).await;
+    for _ in 0..warmup {
+        cycle(&sessions[0], dir, 0).await;
+    }
+    let tickets = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let loops: Vec<_> = sessions
+        .iter()
+        .cloned()
+        .enumerate()
+        .map(|(i, client)| {
+            let (tickets, dir) = (tickets.clone(), dir.to_owned());
+            actix::spawn(async move {
+                while tickets.fetch_add(1, Ordering::SeqCst) < acquisitions {
+                    cycle(&client, &dir, i).await;
+                }
+            })
+        })
+        .collect();
+    for handle in loops {
+        handle.await.expect("floor lock loop");
+    }
+    per_second(acquisitions, started.elapsed())
+}
+
+async fn ensure_dir(client: &Client, dir: &str) {
+    let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let mut path = String::new();
+    for part in dir.split('/').filter(|p| !p.is_empty()) {
+        path.push('/');
+        path.push_str(part);
+        match client.create(&path, b"", &options).await {
+            Ok(_) | Err(zookeeper_client::Error::NodeExists) => {}
+            Err(e) => panic!("floor lock: create {path}: {e}"),
+        }
+    }
+}
+
+/// The sequence number of a lock node's name (its last ten digits).
+fn sequence(name: &str) -> u64 {
+    name[name.len() - 10..].parse().expect("a sequential name")
+}
+
+async fn cycle(client: &Client, dir: &str, id: usize) {
+    // Curator's protected prefix, with a name as long as a real UUID's.
+    let prefix = format!("{dir}/_c_{id:08}-0000-0000-0000-000000000000-lock-");
+    let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+    // Both requests are sent here, before either is awaited.
+    let create = client.create(&prefix, b"", &options);
+    let list = client.list_children(dir);
+    let (created, listed) = futures::join!(create, list);
+    let ours = sequence(&created.expect("floor create").1.to_string());
+    let node = format!("{prefix}{:010}", ours);
+    let mut line = listed.expect("floor list");
+    loop {
+        let mut ahead: Vec<(u64, String)> =
+            line.iter().map(|n| (sequence(n), n.clone())).filter(|(s, _)| *s < ours).collect();
+        if ahead.is_empty() {
+            break;
+        }
+        ahead.sort_unstable();
+        let was_first = ahead.len() == 1;
+        let predecessor = format!("{dir}/{}", ahead.pop().expect("one ahead").1);
+        let (stat, watcher) = client.check_and_watch_stat(&predecessor).await.expect("floor exists");
+        if stat.is_some() {
+            watcher.changed().await;
+            if was_first {
+                break;
+            }
+        }
+        line = client.list_children(dir).await.expect("floor relist");
+    }
+    client.delete(&node, None).await.expect("floor release");
+}
