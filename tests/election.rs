@@ -155,16 +155,6 @@ async fn everyone_sees(participants: &[Participant], leader: &str) {
 }
 
 /// Listings the server has answered (`getChildren`, from its `mntr`).
-fn listings(zk: &TestZooKeeper) -> u64 {
-    let connect = zk.connect_string();
-    let host = connect.split(',').next().expect("a host");
-    let mntr = actix_zookeeper::testkit::mntr(host).expect("mntr");
-    ["zk_response_packet_get_children_cache_hits", "zk_response_packet_get_children_cache_misses"]
-        .iter()
-        .map(|key| mntr.lines().find_map(|line| line.strip_prefix(key)?.trim().parse::<u64>().ok()).expect("a counter"))
-        .sum()
-}
-
 /// Issue 16: a participant that joins learns who leads from its contender's listing, so joining
 /// a line lists it once, not twice (1,000 participants joining kept 50-75 MiB of listings).
 #[actix_rt::test]

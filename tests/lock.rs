@@ -755,6 +755,98 @@ async fn a_holder_whose_node_is_deleted_right_after_the_grant_learns_it() {
     }
 }
 
+/// Issue 16: a waiter whose node ahead held the lock in this process takes the lock when that
+/// node goes, without listing the line (it was first, and nothing sorts below it); every such
+/// hand-off used to cost a listing. The control: a line headed by nodes this process never saw
+/// hold (made by hand) costs a listing when the node just ahead goes, so the count can see one.
+#[actix_rt::test]
+async fn a_hand_off_inside_this_process_lists_nothing() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    if !matches!(zk, TestZooKeeper::Embedded(_)) {
+        return; // the counters of a shared server count other tests' reads too
+    }
+    let root = unique_root("in-process-hand-off");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let locks: Vec<Addr<LockActor>> = (0..4)
+        .map(|i| {
+            let session = if i % 2 == 0 { a.clone() } else { b.clone() };
+            LockActor::new(session, LockConfig::new("/l").with_participant_id(format!("p{i}"))).start()
+        })
+        .collect();
+    let first = locks[0].send(Acquire::default()).await.expect("actor").expect("p0 holds");
+    let mut waiting = Vec::new();
+    for (i, lock) in locks.iter().enumerate().skip(1) {
+        waiting.push(actix_rt::spawn(lock.send(Acquire::default())));
+        wait_until_nodes(&a, "/l", i + 1).await;
+    }
+    // Every waiter's watches set (a listing each, before the count starts).
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    let before = listings(&zk);
+    let mut token = first.token;
+    locks[0].send(Release).await.expect("actor").expect("release");
+    for (i, waiter) in waiting.into_iter().enumerate() {
+        let grant = bounded("the next in line", waiter).await.expect("task").expect("actor").expect("grant");
+        assert!(grant.token > token, "p{} is granted after the one before it", i + 1);
+        token = grant.token;
+        locks[i + 1].send(Release).await.expect("actor").expect("release");
+    }
+    assert_eq!(listings(&zk) - before, 0, "listings during 3 hand-offs inside this process");
+
+    // The control: two nodes made by hand, then a waiter behind them.
+    let made = |n: usize| {
+        let a = a.clone();
+        async move {
+            let prefix = format!("/l/_c_0000000{n}-0000-0000-0000-000000000000-lock-");
+            a.create(&prefix, "by hand", CreateMode::EphemeralSequential).await.expect("node made by hand").path
+        }
+    };
+    let (r1, r2) = (made(1).await, made(2).await);
+    let waiter = actix_rt::spawn(locks[1].send(Acquire::default()));
+    wait_until_nodes(&a, "/l", 3).await;
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    let before = listings(&zk);
+    a.delete(&r2, None).await.expect("delete the node just ahead");
+    wait_until("the waiter lists the line again", || listings(&zk) > before).await;
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiter.is_finished(), "the node that went was never first: r1 still heads the line");
+    a.delete(&r1, None).await.expect("delete the head");
+    let grant = bounded("the waiter gets the lock", waiter).await.expect("task").expect("actor").expect("grant");
+    assert!(grant.token > token);
+    locks[1].send(Release).await.expect("actor").expect("release");
+}
+
+/// Issue 16: the node ahead of a waiter goes while the head of the line still holds: the waiter
+/// must not take the lock, even though the holder is known in this process to be first (only the
+/// node it watched counts, and that one never held).
+#[actix_rt::test]
+async fn a_waiter_whose_node_ahead_leaves_the_line_keeps_waiting_for_the_holder() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("ahead-leaves");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    for round in 0..5 {
+        let holder = LockActor::new(a.clone(), LockConfig::new("/l")).start();
+        let leaver = LockActor::new(b.clone(), LockConfig::new("/l")).start();
+        let waiter = LockActor::new(a.clone(), LockConfig::new("/l")).start();
+        let held = holder.send(Acquire::default()).await.expect("actor").expect("holder holds");
+        let leaving = actix_rt::spawn(leaver.send(Acquire { timeout: Some(Duration::from_millis(600)) }));
+        wait_until_nodes(&a, "/l", 2).await;
+        let waiting = actix_rt::spawn(waiter.send(Acquire::default()));
+        wait_until_nodes(&a, "/l", 3).await;
+        let left = bounded("the one ahead gives up", leaving).await.expect("task").expect("actor");
+        assert!(left.is_err(), "round {round}: the one in the middle cannot have been granted: {left:?}");
+        wait_until_nodes(&a, "/l", 2).await;
+        actix_rt::time::sleep(Duration::from_millis(300)).await;
+        assert!(!waiting.is_finished(), "round {round}: granted while {} holds", held.node);
+        holder.send(Release).await.expect("actor").expect("release");
+        let grant = bounded("the waiter gets the lock", waiting).await.expect("task").expect("actor").expect("grant");
+        assert!(grant.token > held.token);
+        waiter.send(Release).await.expect("actor").expect("release");
+        wait_until_nodes(&a, "/l", 0).await;
+    }
+}
+
 // ---- Failure-table rows (docs/recipes/lock.md), one test each ----------------------------------
 
 /// Row "session expired", waiting: the node went with the session; the waiter stands in line

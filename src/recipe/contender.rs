@@ -15,7 +15,9 @@
 //! 2. **Stand in line.** Sort by sequence number; hold when nothing blocks ([`Rule`]); else set an
 //!    `exists` watch on the *one* node that blocks (no herd).
 //! 3. **Hand-off without a read.** When the watched node goes and it was the only blocker, nothing
-//!    can sort below us any more (new nodes get higher numbers): hold at once.
+//!    can sort below us any more (new nodes get higher numbers): hold at once. The same holds
+//!    when this process saw the watched node hold an exclusive grant ([`known_heads`]): it was
+//!    first in line, so its deletion leaves nothing ahead of us. Otherwise list the line again.
 //! 4. **Own node watched.** A data watch on our own node tells us when someone else deleted it
 //!    (a holder then reports `Lost{NodeDeleted}`; a waiter stands in line again). A waiter sets
 //!    it with its first watch on the node ahead (step 3 relies on it). A node granted at once is
@@ -39,6 +41,7 @@ use futures::channel::oneshot;
 use tracing::{debug, info, warn};
 
 use super::fencing::FencingToken;
+use super::known_heads;
 use super::naming::{self, Rule, Standing};
 use crate::error::Error;
 use crate::path;
@@ -432,6 +435,11 @@ impl Contender {
 
     fn hold(&mut self, node: Node, ctx: &mut Context<Self>) {
         info!(node = %node.path, token = %node.token, "granted");
+        if self.spec.rule == Rule::Exclusive {
+            // An exclusive grant means first in line: our successor in this process may take
+            // the grant from our node's deletion alone.
+            known_heads::record(&node.path);
+        }
         self.report(ContenderEvent::Granted {
             node: node.path.clone(),
             token: node.token,
@@ -448,7 +456,9 @@ impl Contender {
         if watch != watched {
             return; // a watch from an earlier wait
         }
-        if *blockers == 1 {
+        // The watched node was the only one in the way, or this process saw it first in line:
+        // either way nothing that could block us is left.
+        if *blockers == 1 || known_heads::was_first(watched) {
             let node = node.clone();
             self.hold(node, ctx);
         } else {

@@ -2,7 +2,7 @@
 //!
 //! Owns: the contender actor (`contender`, crate-private: one ephemeral-sequential node from
 //! protected create to deletion, waiting on its predecessor only), the rules that decide who holds what
-//! ([`naming`]), [`FencingToken`], and the holder core (`holder`: attempts, waiting callers,
+//! ([`naming`]), the nodes this process saw first in line (`known_heads`), [`FencingToken`], and the holder core (`holder`: attempts, waiting callers,
 //! link state, [`ConnectionPolicy`], expiry, release, what subscribers hear) that the lock, the
 //! semaphore and the election are built on. Does not own the words each recipe uses for its
 //! requests and events: those live in the recipe modules.
@@ -10,6 +10,7 @@
 pub(crate) mod contender;
 pub mod fencing;
 pub(crate) mod holder;
+pub(crate) mod known_heads;
 pub mod naming;
 pub(crate) mod participants;
 pub(crate) mod registration;

@@ -142,6 +142,18 @@ pub fn packets_received(server: &str) -> u64 {
         .expect("zk_packets_received in mntr")
 }
 
+/// Listings the server has answered (`getChildren`, from the `mntr` of its first member). Count
+/// only on a server of the test's own: a shared one counts other tests' listings too.
+pub fn listings(zk: &actix_zookeeper::testkit::TestZooKeeper) -> u64 {
+    let connect = zk.connect_string();
+    let host = connect.split(',').next().expect("a host");
+    let mntr = actix_zookeeper::testkit::mntr(host).expect("mntr");
+    ["zk_response_packet_get_children_cache_hits", "zk_response_packet_get_children_cache_misses"]
+        .iter()
+        .map(|key| mntr.lines().find_map(|line| line.strip_prefix(key)?.trim().parse::<u64>().ok()).expect("a counter"))
+        .sum()
+}
+
 /// A directory at `path` that anyone may create and delete in, but nobody may read: listing it
 /// is `NoAuth`, a final error.
 pub async fn unreadable_dir(session: &SessionHandle, path: &str) {
