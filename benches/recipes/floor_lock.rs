@@ -6,8 +6,11 @@
 //!
 //! A cycle: the protected create and the listing sent together (one round trip); first in line
 //! is granted; otherwise an `exists` watch on the node ahead, and when that goes, granted at once
-//! if it was first in line at the last listing (nothing can be created ahead of it), else listed
-//! again. The release is an awaited delete.
+//! if it was first in line at the last listing (nothing can be created ahead of it) or held the
+//! lock in this process (as `recipe/known_heads.rs` does), else listed again. The release is an
+//! awaited delete.
+
+use std::collections::HashSet;
 
 use zookeeper_client::{Acls, Client, CreateMode};
 
@@ -21,8 +24,10 @@ pub(crate) async fn run(connect: &str, dir: &str, clients: usize, warmup: usize,
         sessions.push(Arc::new(Client::connect(connect).await.expect("floor client connects")));
     }
     ensure_dir(&sessions[0], dir).await;
+    // Nodes that held the lock in this process.
+    let heads = Arc::new(Mutex::new(HashSet::new()));
     for _ in 0..warmup {
-        cycle(&sessions[0], dir, 0).await;
+        cycle(&sessions[0], dir, 0, &heads).await;
     }
     let tickets = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
@@ -31,10 +36,10 @@ pub(crate) async fn run(connect: &str, dir: &str, clients: usize, warmup: usize,
         .cloned()
         .enumerate()
         .map(|(i, client)| {
-            let (tickets, dir) = (tickets.clone(), dir.to_owned());
+            let (tickets, dir, heads) = (tickets.clone(), dir.to_owned(), heads.clone());
             actix::spawn(async move {
                 while tickets.fetch_add(1, Ordering::SeqCst) < acquisitions {
-                    cycle(&client, &dir, i).await;
+                    cycle(&client, &dir, i, &heads).await;
                 }
             })
         })
@@ -63,7 +68,7 @@ fn sequence(name: &str) -> u64 {
     name[name.len() - 10..].parse().expect("a sequential name")
 }
 
-async fn cycle(client: &Client, dir: &str, id: usize) {
+async fn cycle(client: &Client, dir: &str, id: usize, heads: &Mutex<HashSet<String>>) {
     // Curator's protected prefix, with a name as long as a real UUID's.
     let prefix = format!("{dir}/_c_{id:08}-0000-0000-0000-000000000000-lock-");
     let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
@@ -86,11 +91,12 @@ async fn cycle(client: &Client, dir: &str, id: usize) {
         let (stat, watcher) = client.check_and_watch_stat(&predecessor).await.expect("floor exists");
         if stat.is_some() {
             watcher.changed().await;
-            if was_first {
+            if was_first || heads.lock().expect("heads").contains(&predecessor) {
                 break;
             }
         }
         line = client.list_children(dir).await.expect("floor relist");
     }
+    heads.lock().expect("heads").insert(node.clone());
     client.delete(&node, None).await.expect("floor release");
 }
