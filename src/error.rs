@@ -104,6 +104,16 @@ pub enum Error {
     /// The server rejected the session's credentials.
     #[error("authentication failed")]
     AuthFailed,
+    /// No TLS connection to `host` (feature `tls`): a TLS setting does not parse (`host` is
+    /// `(configuration)`), the server's certificate is not trusted or not for that host, or the
+    /// server refused ours. Trying again cannot help; the session actor stops.
+    #[error("TLS with {host}: {reason}")]
+    Tls {
+        /// The host as the connect string names it.
+        host: String,
+        /// What was wrong.
+        reason: String,
+    },
     /// Nothing was sent: no session came up within the request timeout, or a persistent watch
     /// could not be registered in that time (it is still registered once a session is up).
     #[error("timed out after {after:?} waiting for {what}")]
@@ -191,7 +201,7 @@ impl Error {
             | Error::UnexpectedReply { path, .. }
             | Error::ZooKeeper { path, .. } => Some(path),
             Error::Multi { source, .. } => source.path(),
-            Error::AuthFailed | Error::Timeout { .. } | Error::Closed => None,
+            Error::AuthFailed | Error::Tls { .. } | Error::Timeout { .. } | Error::Closed => None,
         }
     }
 
@@ -207,6 +217,7 @@ impl Error {
                 | Error::NoAuth { .. }
                 | Error::InvalidAcl { .. }
                 | Error::AuthFailed
+                | Error::Tls { .. }
                 | Error::Closed
         )
     }
@@ -236,6 +247,7 @@ impl Error {
                     | Error::NoAuth { .. }
                     | Error::InvalidAcl { .. }
                     | Error::AuthFailed
+                    | Error::Tls { .. }
                     | Error::Multi { .. }
             )
     }
@@ -282,6 +294,7 @@ mod tests {
             Error::ConnectionLoss { path: path() },
             Error::SessionLost { path: path() },
             Error::AuthFailed,
+            Error::Tls { host: "zk1:2281".into(), reason: "r".into() },
             Error::Timeout { what: "a session".into(), after: Duration::from_secs(1) },
             Error::Closed,
             Error::Multi { index: 1, source: Box::new(Error::NoNode { path: path() }) },

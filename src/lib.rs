@@ -61,6 +61,8 @@ pub mod tasks;
 pub mod testkit;
 
 pub use error::{Error, Result};
+#[cfg(feature = "tls")]
+pub use session::TlsConfig;
 pub use session::requests::{
     Acl, AuthId, Children, CreateMode, Created, NodeData, Op, OpResult, Permission, PersistentWatchMode, SessionInfo,
     SessionSnapshot, Stat,

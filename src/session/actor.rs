@@ -105,6 +105,8 @@ pub struct SessionActor {
     /// Callers of [`WaitConnected`] waiting for the session to be connected.
     awaiting_connection: Vec<crate::recipe::reply::Pending<Result<SessionSnapshot>>>,
     owns_arbiter: bool,
+    /// What ended the actor, when it was not a close: told to callers instead of `Closed`.
+    ended_by: Option<Error>,
     /// The id of the live session, 0 while none is (before the first, after an expiry, once
     /// closed): shared with every [`SessionHandle`](super::SessionHandle), so that an actor on
     /// another thread can tell, without a message, whether a session it got a reply from has
@@ -126,6 +128,7 @@ impl SessionActor {
             gate: ReconnectGate::default(),
             awaiting_connection: Vec::new(),
             owns_arbiter,
+            ended_by: None,
             live: Arc::new(AtomicI64::new(0)),
         }
     }
@@ -158,7 +161,7 @@ impl SessionActor {
     fn answer_awaiting_connection(&mut self) {
         let answer = match self.snapshot() {
             Some(snapshot) if snapshot.connected => Ok(snapshot),
-            _ if matches!(self.state, State::Closed) => Err(Error::Closed),
+            _ if matches!(self.state, State::Closed) => Err(self.ended_by.clone().unwrap_or(Error::Closed)),
             _ => return,
         };
         for waiter in self.awaiting_connection.drain(..) {
@@ -189,6 +192,8 @@ impl SessionActor {
             return;
         };
         let connector = self.config.connector();
+        #[cfg(feature = "tls")]
+        let tls = self.config.tls().cloned();
         let hosts = self.config.hosts().to_string();
         let chroot = self.config.chroot().map(str::to_string);
         let acl = self.config.default_acl().to_vec();
@@ -196,7 +201,18 @@ impl SessionActor {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
-            let client = connector.connect(&hosts).await.map_err(|e| Error::from_zk("/", e))?;
+            let connector = connector?;
+            #[cfg(feature = "tls")]
+            let client = match tls {
+                Some(tls) => {
+                    tls.check(&hosts).await?;
+                    connector.secure_connect(&hosts).await
+                }
+                None => connector.connect(&hosts).await,
+            };
+            #[cfg(not(feature = "tls"))]
+            let client = connector.connect(&hosts).await;
+            let client = client.map_err(|e| Error::from_zk("/", e))?;
             let Some(root) = chroot else { return Ok(client) };
             // Curator creates its namespace on demand; so do we, with the default ACL.
             client.mkdir(&root, &CreateMode::Persistent.options(&acl)).await.map_err(|e| Error::from_zk(&root, e))?;
@@ -214,6 +230,7 @@ impl SessionActor {
                     match outcome {
                         Ok(client) => act.on_session(client, ctx),
                         Err(Error::AuthFailed) => act.auth_failed(ctx),
+                        Err(error @ Error::Tls { .. }) => act.cannot_connect(error, ctx),
                         Err(err) => {
                             warn!(attempt, error = %err, "could not establish a session; will retry");
                             act.connect(ctx, attempt + 1);
@@ -334,7 +351,16 @@ impl SessionActor {
         self.finish(ctx);
     }
 
-    /// Ends everything: pending requests fail with `Closed`, subscribers hear `Closed`.
+    /// A session cannot be built, and trying again cannot help (a certificate problem): callers
+    /// waiting for a session and pending requests hear `error`; subscribers hear `Closed`.
+    fn cannot_connect(&mut self, error: Error, ctx: &mut Context<Self>) {
+        warn!(%error, "cannot connect; closing the session actor");
+        self.ended_by = Some(error);
+        self.finish(ctx);
+    }
+
+    /// Ends everything: pending requests fail with `Closed` (or what ended the actor),
+    /// subscribers hear `Closed`.
     fn finish(&mut self, ctx: &mut Context<Self>) {
         self.live.store(0, Ordering::SeqCst);
         match std::mem::replace(&mut self.state, State::Closed) {
@@ -352,8 +378,9 @@ impl SessionActor {
         for mut watch in self.watches.drain() {
             watch.settle(Err(Error::Closed));
         }
+        let ended_by = self.ended_by.clone().unwrap_or(Error::Closed);
         for pending in self.pending.drain(..) {
-            pending(Err(Error::Closed));
+            pending(Err(ended_by.clone()));
         }
         self.broadcast(SessionEvent::Closed);
         self.subscribers.clear();

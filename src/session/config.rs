@@ -45,6 +45,8 @@ pub struct SessionConfig {
     default_acl: Vec<Acl>,
     rebuild: RebuildPolicy,
     max_request_size: usize,
+    #[cfg(feature = "tls")]
+    tls: Option<super::TlsConfig>,
 }
 
 impl SessionConfig {
@@ -68,7 +70,25 @@ impl SessionConfig {
             default_acl: vec![Acl::new_const(zookeeper_client::Permission::ALL, "world", "anyone")],
             rebuild: RebuildPolicy::forever(),
             max_request_size: DEFAULT_MAX_REQUEST_SIZE,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
+    }
+
+    /// Dial every host over TLS (feature `tls`), trusting the CA of `tls` and presenting its
+    /// client certificate, if any. A server's certificate must name the host as the connect
+    /// string spells it. A certificate problem ends the session actor with [`Error::Tls`]
+    /// rather than retrying: see [`TlsConfig`](super::TlsConfig).
+    #[cfg(feature = "tls")]
+    pub fn with_tls(mut self, tls: super::TlsConfig) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// The TLS settings, if the session dials over TLS.
+    #[cfg(feature = "tls")]
+    pub fn tls(&self) -> Option<&super::TlsConfig> {
+        self.tls.as_ref()
     }
 
     /// Every path of this session is relative to `chroot` (Curator's "namespace"); the session
@@ -179,10 +199,14 @@ impl SessionConfig {
         if let Some(chroot) = &self.chroot {
             path::validate(chroot, false)?;
         }
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.tls {
+            tls.validate()?;
+        }
         Ok(())
     }
 
-    pub(crate) fn connector(&self) -> zookeeper_client::Connector {
+    pub(crate) fn connector(&self) -> Result<zookeeper_client::Connector, Error> {
         let mut connector = zookeeper_client::Client::connector()
             .with_session_timeout(self.session_timeout)
             .with_readonly(self.read_only);
@@ -192,7 +216,11 @@ impl SessionConfig {
         for (scheme, credentials) in &self.auth {
             connector = connector.with_auth(scheme, credentials);
         }
-        connector
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.tls {
+            connector = connector.with_tls(tls.options()?);
+        }
+        Ok(connector)
     }
 }
 

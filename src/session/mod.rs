@@ -12,6 +12,8 @@ mod handle;
 mod pinned;
 pub mod requests;
 mod sizing;
+#[cfg(feature = "tls")]
+mod tls;
 pub(crate) mod watch;
 
 pub(crate) use actor::IntoActorFree;
@@ -20,3 +22,5 @@ pub use config::{DEFAULT_MAX_REQUEST_SIZE, RebuildPolicy, SessionConfig};
 pub use events::{SessionEvent, SessionId, WatchEvent, WatchEventKind, WatchId};
 pub use handle::SessionHandle;
 pub use pinned::PinnedSession;
+#[cfg(feature = "tls")]
+pub use tls::TlsConfig;

@@ -53,7 +53,7 @@ pub use four_letter::{cons, four_letter_word, mntr, ruok, sessions_on, srvr, wch
 pub use holds::{Hold, HoldLog};
 pub use proxy::{ClientLinks, Direction, FaultProxy};
 pub use role::{RoleLine, RoleProcess};
-pub use server::{ServerOptions, ZkServer};
+pub use server::{ServerOptions, ServerTls, ZkServer};
 
 /// Errors of the testkit.
 #[derive(Debug, thiserror::Error)]
@@ -205,6 +205,16 @@ const DEBIAN_JARS: &[&str] = &[
     "slf4j-simple.jar",
     "metrics-core.jar",
     "snappy-java.jar",
+    // The Netty connection factory (TLS client ports); Debian's `netty-all.jar` holds none of
+    // these classes.
+    "netty-buffer.jar",
+    "netty-codec.jar",
+    "netty-common.jar",
+    "netty-handler.jar",
+    "netty-resolver.jar",
+    "netty-transport.jar",
+    "netty-transport-native-epoll.jar",
+    "netty-transport-native-unix-common.jar",
 ];
 
 /// The Java classpath used to run ZooKeeper servers.

@@ -18,6 +18,8 @@ const START_ATTEMPTS: usize = 3;
 pub struct ZkServer {
     dir: PathBuf,
     port: u16,
+    /// The TLS client port, when started with [`ServerOptions::with_tls`].
+    secure_port: Option<u16>,
     process: ServerProcess,
 }
 
@@ -50,12 +52,17 @@ impl ZkServer {
     }
 
     fn start_in(dir: PathBuf, options: &ServerOptions) -> Result<ZkServer, TestkitError> {
-        let port = free_ports(1)?[0];
+        let ports = free_ports(2)?;
+        let (port, secure_port) = (ports[0], options.tls.as_ref().map(|_| ports[1]));
         let data_dir = dir.join("data");
         std::fs::create_dir_all(&data_dir)
             .map_err(|e| TestkitError::io(format!("create {}", data_dir.display()), e))?;
         let cfg_path = dir.join("zoo.cfg");
-        write_file(&cfg_path, &common_config(&data_dir, port))?;
+        let mut config = common_config(&data_dir, port);
+        if let (Some(tls), Some(secure_port)) = (&options.tls, secure_port) {
+            config.push_str(&tls.config(&dir, secure_port)?);
+        }
+        write_file(&cfg_path, &config)?;
         let mut process =
             ServerProcess::new(STANDALONE_MAIN, cfg_path, dir.join("zookeeper.log"), format!("127.0.0.1:{port}"));
         process = options.apply(process);
@@ -63,7 +70,13 @@ impl ZkServer {
         // One attempt here: a port conflict on a fresh start is better solved with a new port.
         process.start(READY_TIMEOUT, 1)?;
         tracing::info!(port, pid = process.pid(), elapsed = ?started.elapsed(), dir = %dir.display(), "started ZooKeeper server");
-        Ok(ZkServer { dir, port, process })
+        Ok(ZkServer { dir, port, secure_port, process })
+    }
+
+    /// The connect string of the TLS client port (`localhost:<port>`: the name its certificate
+    /// must carry), when started with [`ServerOptions::with_tls`].
+    pub fn secure_connect_string(&self) -> Option<String> {
+        self.secure_port.map(|port| format!("localhost:{port}"))
     }
 
     /// The client port.
@@ -141,6 +154,45 @@ pub struct ServerOptions {
     parent_dir: Option<PathBuf>,
     full_jit: bool,
     container_check_interval: Option<std::time::Duration>,
+    tls: Option<ServerTls>,
+}
+
+/// A TLS client port for a [`ZkServer`] (beside its plain one, which the testkit's own checks
+/// use): the server's certificate and key, and the CA it trusts for client certificates. All
+/// PEM; the key in PKCS#8 (`BEGIN PRIVATE KEY`), as the server's PEM loader wants it.
+#[derive(Debug, Clone)]
+pub struct ServerTls {
+    /// The server's certificate (chain), PEM.
+    pub certificate_pem: String,
+    /// The server's private key, PKCS#8 PEM.
+    pub private_key_pem: String,
+    /// The CA whose client certificates the server accepts, PEM.
+    pub ca_pem: String,
+    /// Whether a client must present a certificate (mutual TLS).
+    pub client_auth: bool,
+}
+
+impl ServerTls {
+    /// The `zoo.cfg` lines of this TLS port, after writing its PEM files into `dir`.
+    fn config(&self, dir: &std::path::Path, secure_port: u16) -> Result<String, TestkitError> {
+        let key_store = dir.join("server.pem");
+        let trust_store = dir.join("ca.pem");
+        write_file(&key_store, &format!("{}\n{}", self.private_key_pem, self.certificate_pem))?;
+        write_file(&trust_store, &self.ca_pem)?;
+        Ok(format!(
+            "secureClientPort={secure_port}\n\
+             secureClientPortAddress=127.0.0.1\n\
+             serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+             ssl.keyStore.location={}\n\
+             ssl.keyStore.type=PEM\n\
+             ssl.trustStore.location={}\n\
+             ssl.trustStore.type=PEM\n\
+             ssl.clientAuth={}\n",
+            key_store.display(),
+            trust_store.display(),
+            if self.client_auth { "need" } else { "none" },
+        ))
+    }
 }
 
 impl ServerOptions {
@@ -148,7 +200,18 @@ impl ServerOptions {
     /// compiler on, so that the server is as fast as a production one on this machine.
     pub fn benchmark() -> Self {
         let shm = PathBuf::from("/dev/shm");
-        ServerOptions { parent_dir: shm.is_dir().then_some(shm), full_jit: true, container_check_interval: None }
+        ServerOptions {
+            parent_dir: shm.is_dir().then_some(shm),
+            full_jit: true,
+            container_check_interval: None,
+            tls: None,
+        }
+    }
+
+    /// A TLS client port as well (see [`ZkServer::secure_connect_string`]).
+    pub fn with_tls(mut self, tls: ServerTls) -> Self {
+        self.tls = Some(tls);
+        self
     }
 
     /// How often the server deletes empty container nodes and expired TTL nodes
