@@ -76,10 +76,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("\nAlice takes the lock, then her session expires on the server (a long pause, say).");
         let grant = alice.acquire(None).await?;
         let bob_waits = bob.acquire(None);
-        let info = alice_session.session().await.ok_or("no session")?.info;
-        expire_session(&connect, &info).await?;
+        let expired = alice_session.session().await.ok_or("no session")?;
+        expire_session(&connect, &expired.info).await?;
         let bob_grant = bob_waits.await?;
         println!("  bob's token {} is larger than alice's {}", bob_grant.token, grant.token);
+        // Alice resumes once her process has caught up with the expiry (it has a new session):
+        // a write sent while her client still took the old session for live could have reached
+        // the server before the expiry, and is reported as `OutcomeUnknown`, not as refused.
+        while alice_session.session().await.is_none_or(|now| now.generation == expired.generation) {
+            actix_rt::time::sleep(Duration::from_millis(20)).await;
+        }
         let late = grant.guarded_write(&alice_session, append(&alice_session, "alice, too late").await).await;
         match &late {
             Err(LockError::NoLongerHeld { node }) => println!("  alice's late write is refused: {node} is gone"),
