@@ -154,16 +154,12 @@ async fn everyone_sees(participants: &[Participant], leader: &str) {
     }
 }
 
-/// Listings the server has answered (`getChildren`, from its `mntr`).
 /// Issue 16: a participant that joins learns who leads from its contender's listing, so joining
 /// a line lists it once, not twice (1,000 participants joining kept 50-75 MiB of listings).
 #[actix_rt::test]
 async fn joining_the_line_lists_it_once_and_still_tells_who_leads() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
-    if !matches!(zk, TestZooKeeper::Embedded(_)) {
-        return; // the counters of a shared server count other tests' reads too
-    }
+    let Some(zk) = server_of_our_own() else { return };
     let root = unique_root("join-listings");
     let believers = Believers::default();
     let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;

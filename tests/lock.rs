@@ -762,10 +762,7 @@ async fn a_holder_whose_node_is_deleted_right_after_the_grant_learns_it() {
 #[actix_rt::test]
 async fn a_hand_off_inside_this_process_lists_nothing() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
-    if !matches!(zk, TestZooKeeper::Embedded(_)) {
-        return; // the counters of a shared server count other tests' reads too
-    }
+    let Some(zk) = server_of_our_own() else { return };
     let root = unique_root("in-process-hand-off");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let locks: Vec<Addr<LockActor>> = (0..4)

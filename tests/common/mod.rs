@@ -142,6 +142,13 @@ pub fn packets_received(server: &str) -> u64 {
         .expect("zk_packets_received in mntr")
 }
 
+/// The test's own server, for a test that reads the server's counters; `None` (skip) when the
+/// tests share one (`ZK_CONNECT`): its counters count other tests' requests too.
+pub fn server_of_our_own() -> Option<actix_zookeeper::testkit::TestZooKeeper> {
+    let zk = actix_zookeeper::testkit::TestZooKeeper::from_env().expect("ZooKeeper");
+    matches!(zk, actix_zookeeper::testkit::TestZooKeeper::Embedded(_)).then_some(zk)
+}
+
 /// Listings the server has answered (`getChildren`, from the `mntr` of its first member). Count
 /// only on a server of the test's own: a shared one counts other tests' listings too.
 pub fn listings(zk: &actix_zookeeper::testkit::TestZooKeeper) -> u64 {
