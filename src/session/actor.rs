@@ -347,6 +347,7 @@ impl SessionActor {
 
     fn auth_failed(&mut self, ctx: &mut Context<Self>) {
         warn!("authentication failed; closing the session actor");
+        self.ended_by = Some(Error::AuthFailed);
         self.broadcast(SessionEvent::AuthFailed);
         self.finish(ctx);
     }

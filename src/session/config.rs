@@ -47,6 +47,23 @@ pub struct SessionConfig {
     max_request_size: usize,
     #[cfg(feature = "tls")]
     tls: Option<super::TlsConfig>,
+    #[cfg(feature = "sasl")]
+    sasl: Option<SaslDigest>,
+}
+
+/// SASL DIGEST-MD5 credentials; `Debug` never shows the password.
+#[cfg(feature = "sasl")]
+#[derive(Clone)]
+struct SaslDigest {
+    user: String,
+    password: String,
+}
+
+#[cfg(feature = "sasl")]
+impl std::fmt::Debug for SaslDigest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SaslDigest").field("user", &self.user).finish_non_exhaustive()
+    }
 }
 
 impl SessionConfig {
@@ -72,7 +89,18 @@ impl SessionConfig {
             max_request_size: DEFAULT_MAX_REQUEST_SIZE,
             #[cfg(feature = "tls")]
             tls: None,
+            #[cfg(feature = "sasl")]
+            sasl: None,
         }
+    }
+
+    /// Authenticate with SASL DIGEST-MD5 as `user` (feature `sasl`), on every session: the
+    /// identity `sasl:<user>` of ACLs. Wrong credentials end the session actor with
+    /// `SessionEvent::AuthFailed`, and [`Error::AuthFailed`] for whoever waits for a session.
+    #[cfg(feature = "sasl")]
+    pub fn with_sasl_digest(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.sasl = Some(SaslDigest { user: user.into(), password: password.into() });
+        self
     }
 
     /// Dial every host over TLS (feature `tls`), trusting the CA of `tls` and presenting its
@@ -219,6 +247,10 @@ impl SessionConfig {
         #[cfg(feature = "tls")]
         if let Some(tls) = &self.tls {
             connector = connector.with_tls(tls.options()?);
+        }
+        #[cfg(feature = "sasl")]
+        if let Some(SaslDigest { user, password }) = &self.sasl {
+            connector = connector.with_sasl(zookeeper_client::SaslOptions::digest_md5(user.clone(), password.clone()));
         }
         Ok(connector)
     }

@@ -62,10 +62,23 @@ impl ZkServer {
         if let (Some(tls), Some(secure_port)) = (&options.tls, secure_port) {
             config.push_str(&tls.config(&dir, secure_port)?);
         }
+        if !options.sasl_users.is_empty() {
+            config.push_str("authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n");
+        }
         write_file(&cfg_path, &config)?;
         let mut process =
             ServerProcess::new(STANDALONE_MAIN, cfg_path, dir.join("zookeeper.log"), format!("127.0.0.1:{port}"));
         process = options.apply(process);
+        if !options.sasl_users.is_empty() {
+            let jaas = dir.join("jaas.conf");
+            let users: String =
+                options.sasl_users.iter().map(|(user, password)| format!("\n    user_{user}=\"{password}\"")).collect();
+            write_file(
+                &jaas,
+                &format!("Server {{\n    org.apache.zookeeper.server.auth.DigestLoginModule required{users};\n}};\n"),
+            )?;
+            process = process.with_property("java.security.auth.login.config", jaas.display());
+        }
         let started = Instant::now();
         // One attempt here: a port conflict on a fresh start is better solved with a new port.
         process.start(READY_TIMEOUT, 1)?;
@@ -155,6 +168,7 @@ pub struct ServerOptions {
     full_jit: bool,
     container_check_interval: Option<std::time::Duration>,
     tls: Option<ServerTls>,
+    sasl_users: Vec<(String, String)>,
 }
 
 /// A TLS client port for a [`ZkServer`] (beside its plain one, which the testkit's own checks
@@ -205,7 +219,15 @@ impl ServerOptions {
             full_jit: true,
             container_check_interval: None,
             tls: None,
+            sasl_users: Vec::new(),
         }
+    }
+
+    /// SASL DIGEST-MD5 with these `(user, password)` pairs (a JAAS `Server` section with
+    /// `DigestLoginModule`); clients that do not use SASL are still served.
+    pub fn with_sasl_digest_users(mut self, users: &[(&str, &str)]) -> Self {
+        self.sasl_users = users.iter().map(|(u, p)| (u.to_string(), p.to_string())).collect();
+        self
     }
 
     /// A TLS client port as well (see [`ZkServer::secure_connect_string`]).
