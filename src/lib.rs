@@ -51,6 +51,7 @@ pub mod election;
 pub mod error;
 pub mod group;
 pub mod lock;
+pub(crate) mod metrics;
 pub mod path;
 pub mod queue;
 pub mod recipe;

@@ -143,6 +143,16 @@ impl CacheActor {
     }
 
     fn tell(&mut self, event: CacheEvent) {
+        let kind = match &event {
+            CacheEvent::NodeAdded { .. } => "node_added",
+            CacheEvent::NodeUpdated { .. } => "node_updated",
+            CacheEvent::NodeRemoved { .. } => "node_removed",
+            CacheEvent::NodeSkipped { .. } => "node_skipped",
+            CacheEvent::CacheInitialized => "initialized",
+            CacheEvent::CacheResynced => "resynced",
+            CacheEvent::CacheFailed { .. } => "failed",
+        };
+        crate::metrics::cache(kind, &self.config.path);
         self.subscribers.tell(event);
     }
 

@@ -228,6 +228,10 @@ impl HolderHost for ElectionActor {
         &self.span
     }
 
+    fn metric(&self) -> (crate::metrics::GrantKind, &str) {
+        (crate::metrics::GrantKind::Election, &self.config.path)
+    }
+
     fn begin(&mut self, attempt: Attempt, ctx: &mut Context<Self>) {
         let spec = ContenderSpec {
             dir: self.config.path.clone(),

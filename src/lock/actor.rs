@@ -69,6 +69,10 @@ impl HolderHost for LockActor {
         &self.span
     }
 
+    fn metric(&self) -> (crate::metrics::GrantKind, &str) {
+        (crate::metrics::GrantKind::Lock, &self.config.dir)
+    }
+
     fn begin(&mut self, attempt: Attempt, ctx: &mut Context<Self>) {
         let spec = ContenderSpec {
             dir: self.config.dir.clone(),

@@ -123,6 +123,10 @@ impl HolderHost for SemaphoreActor {
         &self.span
     }
 
+    fn metric(&self) -> (crate::metrics::GrantKind, &str) {
+        (crate::metrics::GrantKind::Semaphore, &self.config.dir)
+    }
+
     fn begin(&mut self, attempt: Attempt, ctx: &mut Context<Self>) {
         self.attempt = attempt;
         let guards = path::join(&self.config.dir, "locks");

@@ -25,6 +25,7 @@ use super::config::{ConsumerConfig, DeliveryMode};
 use super::messages::{Delivery, Outcome, Revoked, Settle, Stop};
 use super::plan;
 use crate::error::Error;
+use crate::metrics;
 use crate::path;
 use crate::recipe::FencingToken;
 use crate::recipe::fencing::{FencedDelete, delete_fenced, delete_own_ephemeral};
@@ -397,6 +398,11 @@ impl QueueConsumerActor {
             },
         );
         self.config.workers[worker].deliver.do_send(delivery);
+        metrics::queue("delivered", &self.config.queue, 1);
+        if attempt > 1 {
+            metrics::queue("redelivered", &self.config.queue, 1);
+        }
+        metrics::queue_in_flight(&self.config.queue, self.in_flight.len());
         self.fill(ctx);
     }
 
@@ -410,12 +416,18 @@ impl QueueConsumerActor {
         }
     }
 
-    /// The operations that settle `id` as `outcome`.
-    fn settle_ops(&self, id: &str, flight: &InFlight, outcome: Outcome) -> Vec<Op> {
-        let Some(claim) = flight.claim.clone() else { return Vec::new() };
+    /// The operations that settle `id` as `outcome`, and what they do to the item (its metric's
+    /// event: `acked`, `nacked` or `dead_lettered`).
+    fn settle_ops(&self, id: &str, flight: &InFlight, outcome: Outcome) -> (Vec<Op>, &'static str) {
+        let Some(claim) = flight.claim.clone() else { return (Vec::new(), "acked") };
         let item = self.item_path(id);
         let mut ops = vec![Op::Delete { path: claim, version: None }];
         let attempt = u32::try_from(flight.version).unwrap_or(0) + 1;
+        let event = match outcome {
+            Outcome::Ack => "acked",
+            Outcome::Nack if self.config.max_attempts.is_some_and(|max| attempt >= max) => "dead_lettered",
+            Outcome::Nack => "nacked",
+        };
         match outcome {
             Outcome::Ack => ops.push(Op::Delete { path: item, version: None }),
             Outcome::Nack if self.config.max_attempts.is_some_and(|max| attempt >= max) => {
@@ -435,7 +447,7 @@ impl QueueConsumerActor {
                 ops.push(Op::SetData { path: item, data: flight.data.clone(), version: Some(flight.version) })
             }
         }
-        ops
+        (ops, event)
     }
 
     /// Workers that stopped without settling: their items count as failed attempts.
@@ -531,11 +543,12 @@ impl Handler<Settle> for QueueConsumerActor {
         if flight.settling {
             return Box::pin(futures::future::ready(Err(QueueError::AlreadySettling { id })));
         }
-        let ops = self.settle_ops(&id, flight, outcome);
+        let (ops, event) = self.settle_ops(&id, flight, outcome);
         let (generation, token) = (flight.generation, flight.token);
         let Some(claim) = flight.claim.clone() else {
             // At-most-once: the item left the queue before it was delivered.
             self.in_flight.remove(&id);
+            metrics::queue_in_flight(&self.config.queue, self.in_flight.len());
             self.fill(ctx);
             return Box::pin(futures::future::ready(Ok(())));
         };
@@ -551,6 +564,7 @@ impl Handler<Settle> for QueueConsumerActor {
             generation,
             token,
             dead_letter_made: false,
+            event,
             answer,
         });
         if !std::mem::replace(&mut self.flush_scheduled, true) {
@@ -570,6 +584,8 @@ struct PendingSettle {
     token: FencingToken,
     /// The dead-letter path was made again after a move found it gone (once only).
     dead_letter_made: bool,
+    /// What the settlement does to the item, for its metric.
+    event: &'static str,
     answer: oneshot::Sender<Result<(), QueueError>>,
 }
 
@@ -740,6 +756,10 @@ impl QueueConsumerActor {
 
     fn finish(&mut self, pending: PendingSettle, result: Result<(), QueueError>) {
         self.in_flight.remove(&pending.id);
+        if result.is_ok() {
+            metrics::queue(pending.event, &self.config.queue, 1);
+        }
+        metrics::queue_in_flight(&self.config.queue, self.in_flight.len());
         let _ = pending.answer.send(result);
     }
 }

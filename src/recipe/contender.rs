@@ -459,9 +459,11 @@ impl Contender {
         // The watched node was the only one in the way, or this process saw it first in line:
         // either way nothing that could block us is left.
         if *blockers == 1 || known_heads::was_first(watched) {
+            crate::metrics::hand_off(&self.spec.dir, "none");
             let node = node.clone();
             self.hold(node, ctx);
         } else {
+            crate::metrics::hand_off(&self.spec.dir, "listing");
             self.relist(ctx);
         }
     }

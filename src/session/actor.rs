@@ -30,6 +30,7 @@ use super::requests::*;
 use super::sizing;
 use super::watch::{PersistentWatch, ReconnectGate, WatchRegistry, WatchSink, deliver_once};
 use crate::error::{Error, Result};
+use crate::metrics;
 use crate::path;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T>>>;
@@ -107,6 +108,8 @@ pub struct SessionActor {
     owns_arbiter: bool,
     /// What ended the actor, when it was not a close: told to callers instead of `Closed`.
     ended_by: Option<Error>,
+    /// Since when the connection is down (for the time-suspended metric).
+    suspended_at: Option<std::time::Instant>,
     /// The id of the live session, 0 while none is (before the first, after an expiry, once
     /// closed): shared with every [`SessionHandle`](super::SessionHandle), so that an actor on
     /// another thread can tell, without a message, whether a session it got a reply from has
@@ -129,6 +132,7 @@ impl SessionActor {
             awaiting_connection: Vec::new(),
             owns_arbiter,
             ended_by: None,
+            suspended_at: None,
             live: Arc::new(AtomicI64::new(0)),
         }
     }
@@ -169,7 +173,26 @@ impl SessionActor {
         }
     }
 
+    /// The session's metrics: every state it reports, and how long each suspension lasted.
+    fn count(&mut self, event: &SessionEvent) {
+        let state = match event {
+            SessionEvent::Connected { .. } => "connected",
+            SessionEvent::Suspended { .. } => "suspended",
+            SessionEvent::Reconnected { .. } => "reconnected",
+            SessionEvent::Expired { .. } => "expired",
+            SessionEvent::AuthFailed => "auth_failed",
+            SessionEvent::Closed => "closed",
+        };
+        metrics::session_state(state);
+        if matches!(event, SessionEvent::Suspended { .. }) {
+            self.suspended_at.get_or_insert_with(std::time::Instant::now);
+        } else if let Some(since) = self.suspended_at.take() {
+            metrics::session_suspended(since.elapsed());
+        }
+    }
+
     fn broadcast(&mut self, event: SessionEvent) {
+        self.count(&event);
         if matches!(event, SessionEvent::Connected { .. } | SessionEvent::Reconnected { .. } | SessionEvent::Closed) {
             // After the state change that the event reports (callers broadcast last).
             self.answer_awaiting_connection();
@@ -427,9 +450,17 @@ impl SessionActor {
     /// exists. `op` gets an owned client clone and the session generation.
     fn dispatch<T: 'static>(
         &mut self,
-        span: tracing::Span,
+        traced: Traced,
         op: impl FnOnce(Client, u64) -> BoxFuture<Result<T>> + 'static,
     ) -> BoxFuture<Result<T>> {
+        let Traced { op: name, span } = traced;
+        let started = std::time::Instant::now();
+        let op = move |client, generation| -> BoxFuture<Result<T>> {
+            Box::pin(futures::FutureExt::map(op(client, generation), move |outcome| {
+                metrics::request(name, outcome.is_ok(), started.elapsed());
+                outcome
+            }))
+        };
         match &self.state {
             State::Live(live) => send_now(op(live.client.clone(), self.generation).instrument(span)),
             State::Closed => Box::pin(futures::future::ready(Err(Error::Closed))),
@@ -458,9 +489,9 @@ impl SessionActor {
         }
     }
 
-    fn span(&self, op: &'static str, path: &str) -> tracing::Span {
+    fn span(&self, op: &'static str, path: &str) -> Traced {
         let session = self.session_id().map(|id| id.to_string()).unwrap_or_default();
-        tracing::debug_span!("zk.request", op, path, session, generation = self.generation)
+        Traced { op, span: tracing::debug_span!("zk.request", op, path, session, generation = self.generation) }
     }
 
     // ---- persistent watches ---------------------------------------------------------------
@@ -595,6 +626,12 @@ const RECONNECT_HOLD: Duration = Duration::from_secs(2);
 /// Polls a request future once, right now, so that its request is written to the client's
 /// queue inside the current handler; returns the rest of it. The no-op waker is fine: whoever
 /// polls the returned future next registers a real waker.
+/// A request's span, and its operation's name for the request-latency metric.
+struct Traced {
+    op: &'static str,
+    span: tracing::Span,
+}
+
 fn send_now<T: 'static>(fut: impl Future<Output = T> + 'static) -> BoxFuture<T> {
     let mut fut: BoxFuture<T> = Box::pin(fut);
     let mut cx = TaskContext::from_waker(futures::task::noop_waker_ref());

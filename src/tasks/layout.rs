@@ -91,6 +91,11 @@ impl Layout {
         if self.root.is_empty() { format!("/{name}") } else { path::join(&self.root, name) }
     }
 
+    /// The installation's root (the `root` label of its metrics).
+    pub(crate) fn root(&self) -> &str {
+        &self.root
+    }
+
     pub(crate) fn master(&self) -> String {
         self.under("master")
     }

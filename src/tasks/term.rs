@@ -575,12 +575,14 @@ impl MasterTerm {
                             *made = czxid;
                         }
                     }
+                    crate::metrics::task("assigned", self.layout.root());
                     if let Ok(task_id) = TaskId::parse(task) {
                         self.tell(MasterEvent::Assigned { task_id, worker_id: worker });
                     }
                 }
                 Outcome::Requeued { task, worker } => {
                     info!(parent: &self.span, %task, %worker, "task put back: its worker left");
+                    crate::metrics::task("reassigned", self.layout.root());
                     if let Some(dir) = self.view.dirs.get_mut(&worker) {
                         dir.remove(&task);
                     }

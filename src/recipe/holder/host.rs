@@ -13,6 +13,7 @@ use tracing::{debug, info, warn};
 
 use super::state::{Attempt, Deleted, Effect, Happened, Holder, ReleaseError, Waiter};
 use crate::error::Error;
+use crate::metrics;
 use crate::recipe::contender::{
     Abandon, Contender, ContenderEvent, ContenderReport, ContenderSpec, Relisted, Withdraw,
 };
@@ -33,6 +34,8 @@ pub(crate) trait HolderHost: Actor<Context = Context<Self>> {
     fn session(&self) -> &SessionHandle;
     /// The recipe's span.
     fn span(&self) -> &tracing::Span;
+    /// The recipe's kind and path, as its metrics name them.
+    fn metric(&self) -> (metrics::GrantKind, &str);
     /// Starts the contender(s) of `attempt`.
     fn begin(&mut self, attempt: Attempt, ctx: &mut Context<Self>);
     /// Withdraws the contender(s) of `attempt`; resolves once their nodes are gone.
@@ -164,6 +167,7 @@ fn perform<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, ctx: &mu
         match effect {
             Effect::Begin(attempt) => {
                 debug!(parent: host.span(), attempt, "standing in line");
+                host.holder().timing.begun = Some(std::time::Instant::now());
                 host.begin(attempt, ctx);
                 check_callers(host, ctx);
             }
@@ -212,6 +216,7 @@ fn perform<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, ctx: &mu
                 }
             }
             Effect::Tell(happened) => {
+                count(host, &happened);
                 match &happened {
                     Happened::Acquired(held) => {
                         info!(parent: host.span(), node = %held.node, token = %held.token, "acquired")
@@ -225,6 +230,27 @@ fn perform<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, ctx: &mu
                 host.tell(happened, ctx);
             }
         }
+    }
+}
+
+/// The wait and hold metrics of what `happened`.
+fn count<H: HolderHost>(host: &mut H, happened: &Happened<H::Grant>) {
+    let now = std::time::Instant::now();
+    let ended = match happened {
+        Happened::Acquired(_) => {
+            let waited = host.holder().timing.begun.take().map(|begun| now - begun).unwrap_or_default();
+            host.holder().timing.granted = Some(now);
+            let (kind, path) = host.metric();
+            metrics::granted(kind, path, waited);
+            return;
+        }
+        Happened::Released(_) => "released",
+        Happened::Lost(..) => "lost",
+        Happened::Suspended(_) | Happened::Restored(_) | Happened::Failed(_) => return,
+    };
+    if let Some(granted) = host.holder().timing.granted.take() {
+        let (kind, path) = host.metric();
+        metrics::grant_ended(kind, path, now - granted, ended);
     }
 }
 

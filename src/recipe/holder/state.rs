@@ -221,6 +221,16 @@ pub(crate) struct Holder<G, W> {
     /// The caller's timeout of the attempt in line, if it has one (kept for [`run`](super::run)),
     /// cancelled once the attempt is granted or left.
     pub(super) timeout: Option<(Attempt, SpawnHandle)>,
+    /// When the attempt in line began and when its grant came (kept for [`run`](super::run),
+    /// for the wait and hold metrics; no transition reads them).
+    pub(super) timing: Timing,
+}
+
+/// When the attempt in line began, and when its grant came.
+#[derive(Debug, Default)]
+pub(crate) struct Timing {
+    pub(super) begun: Option<std::time::Instant>,
+    pub(super) granted: Option<std::time::Instant>,
 }
 
 impl<G: Clone, W: Waiter<G>> Holder<G, W> {
@@ -238,6 +248,7 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
             last_loss: None,
             deadline: None,
             checking_callers: false,
+            timing: Timing::default(),
             timeout: None,
         }
     }
