@@ -50,6 +50,8 @@ pub mod counter;
 pub mod election;
 pub mod error;
 pub mod group;
+#[cfg(feature = "cli")]
+pub mod inspect;
 pub mod lock;
 pub(crate) mod metrics;
 pub mod path;

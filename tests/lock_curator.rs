@@ -41,6 +41,8 @@ async fn curator_mutex_and_lock_actor_exclude_each_other() {
     let waiting = actix_rt::spawn(rust.send(Acquire::default()));
     actix_rt::time::sleep(STILL_BLOCKED).await;
     assert!(!waiting.is_finished(), "the Rust lock must wait while Curator holds");
+    #[cfg(feature = "cli")]
+    inspector_sees_curator_holding(&zk.connect_string(), &format!("{root}/shared"), &node);
     let (java, released) = peer(java, |p| p.release(REPLY)).await;
     released.expect("Curator releases");
     let grant = bounded("rust acquires", waiting).await.expect("task").expect("actor").expect("acquire");
@@ -129,6 +131,23 @@ async fn curator_semaphore_and_semaphore_actor_share_leases() {
     rust_a.send(Release).await.expect("actor").expect("release");
     rust_b.send(Release).await.expect("actor").expect("release");
     s.close().await;
+}
+
+/// `zk-inspect` reads Curator's layout: Curator's node holds, ours waits behind it.
+#[cfg(feature = "cli")]
+fn inspector_sees_curator_holding(connect: &str, lock: &str, curator_node: &str) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zk-inspect"))
+        .args(["--server", connect, "--json", "locks", lock])
+        .output()
+        .expect("zk-inspect runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let members = report["members"].as_array().expect("members");
+    assert_eq!(members.len(), 2, "{report}");
+    let curator_name = curator_node.rsplit('/').next().expect("a name");
+    assert_eq!(members[0]["node"], curator_name, "{report}");
+    assert_eq!(members[0]["holds"], true, "{report}");
+    assert_eq!(members[1]["holds"], false, "{report}");
 }
 
 fn config_at(connect: &str, root: &str) -> actix_zookeeper::SessionConfig {

@@ -1,0 +1,242 @@
+//! What the recipes' nodes say, read once (feature `cli`): who holds a lock and who waits, who
+//! leads an election, what a queue holds and who claimed it, how a master–worker installation
+//! stands. The `zk-inspect` binary prints these; they work on layouts written by Curator too.
+//!
+//! Owns: reading a recipe's directory into a report ([`locks`], [`election`], [`queue`],
+//! [`tasks`]), in the recipes' own order. Does not own any recipe's rules beyond what the
+//! layouts say (the grant rules are [`crate::recipe::naming`]'s), nor printing (the binary's).
+//!
+//! A report is a snapshot made of several reads: a line that moves while it is read may show a
+//! node that has just gone. Ages are measured against this machine's clock from each node's
+//! creation time on the server, so a skewed clock skews them.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::path;
+use crate::recipe::naming::{self, Rule, Standing};
+use crate::session::SessionHandle;
+
+/// One node in a lock's or an election's line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Member {
+    /// The node's name.
+    pub node: String,
+    /// The participant id its data holds (Curator stores it there), if it is text.
+    pub participant: String,
+    /// The session that owns the node (hex, as ZooKeeper's tools print it).
+    pub session_id: String,
+    /// The node's `czxid`: the fencing token of its grant.
+    pub token: i64,
+    /// How long the node has existed (waiting, then holding), in milliseconds.
+    pub age_ms: u64,
+    /// Whether it holds the grant.
+    pub holds: bool,
+}
+
+/// Who holds a lock (a mutex, a read/write lock, or a semaphore's leases) and who waits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LockReport {
+    /// The lock's path.
+    pub path: String,
+    /// `lock`, `read-write lock` or `semaphore`.
+    pub kind: String,
+    /// Every node in line, in order: the holders first (`holds`), then the waiters.
+    pub members: Vec<Member>,
+}
+
+/// Who leads an election, and who stands behind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ElectionReport {
+    /// The election's path.
+    pub path: String,
+    /// The participants in line; the first leads (`holds`).
+    pub participants: Vec<Member>,
+}
+
+/// A queue's items and claims.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QueueReport {
+    /// The queue's path.
+    pub path: String,
+    /// Items in the queue, claimed or not.
+    pub depth: usize,
+    /// Claimed items and the consumer that claimed each, in queue order.
+    pub claimed: Vec<Claim>,
+    /// How long the oldest item has been queued, in milliseconds.
+    pub oldest_age_ms: Option<u64>,
+    /// Items in the dead-letter queue, when one was named.
+    pub dead_letters: Option<usize>,
+}
+
+/// An item a consumer has claimed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Claim {
+    /// The item.
+    pub item: String,
+    /// The consumer's id (the claim's data).
+    pub consumer: String,
+}
+
+/// How a master–worker installation stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TasksReport {
+    /// The installation's root.
+    pub root: String,
+    /// The master's id, if one leads.
+    pub master: Option<String>,
+    /// The registered workers.
+    pub workers: Vec<WorkerLoad>,
+    /// Tasks waiting for a worker.
+    pub pending: usize,
+    /// Tasks given to a worker and not finished.
+    pub assigned: usize,
+    /// Tasks with a result (or given up).
+    pub finished: usize,
+}
+
+/// A registered worker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorkerLoad {
+    /// Its id.
+    pub id: String,
+    /// How many tasks it takes at once (its registration's data).
+    pub capacity: Option<u32>,
+    /// How many it has now.
+    pub load: usize,
+}
+
+/// The children of `dir`; a missing directory is empty.
+async fn children(session: &SessionHandle, dir: &str) -> Result<Vec<String>, Error> {
+    match session.children(dir).await {
+        Ok(children) => Ok(children.names),
+        Err(Error::NoNode { .. }) => Ok(Vec::new()),
+        Err(error) => Err(error),
+    }
+}
+
+fn age_ms(ctime: i64) -> u64 {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).as_millis() as i64;
+    now.saturating_sub(ctime).max(0) as u64
+}
+
+/// The sequential nodes of `dir` in line order, each read (a node gone meanwhile is left out).
+async fn line(
+    session: &SessionHandle,
+    dir: &str,
+    holds: impl Fn(&[String], &str) -> bool,
+) -> Result<Vec<Member>, Error> {
+    let names = path::sequential_in_order(children(session, dir).await?);
+    let reads: Vec<_> = names.iter().map(|name| session.get_data(&path::join(dir, name))).collect();
+    let mut members = Vec::with_capacity(names.len());
+    for (name, read) in names.iter().zip(reads) {
+        let node = match read.await {
+            Ok(node) => node,
+            Err(Error::NoNode { .. }) => continue,
+            Err(error) => return Err(error),
+        };
+        members.push(Member {
+            node: name.clone(),
+            participant: String::from_utf8_lossy(&node.data).into_owned(),
+            session_id: format!("0x{:x}", node.stat.ephemeral_owner),
+            token: node.stat.czxid,
+            age_ms: age_ms(node.stat.ctime),
+            holds: holds(&names, name),
+        });
+    }
+    Ok(members)
+}
+
+/// Reads the lock at `path`: a mutex (`lock-` nodes), a read/write lock (`__READ__` and
+/// `__WRIT__` nodes) or a semaphore (`leases/` and `locks/` below it).
+pub async fn locks(session: &SessionHandle, path: &str) -> Result<LockReport, Error> {
+    let names = children(session, path).await?;
+    if names.iter().any(|n| n == "leases") {
+        let leases = path::join(path, "leases");
+        let members = line(session, &leases, |_, _| true).await?;
+        return Ok(LockReport { path: path.to_owned(), kind: "semaphore".into(), members });
+    }
+    let read_write = names.iter().any(|n| n.contains(naming::READ_NAME) || n.contains(naming::WRITE_NAME));
+    let members = line(session, path, |line, name| {
+        let rule = if name.contains(naming::READ_NAME) { Rule::Shared } else { Rule::Exclusive };
+        naming::standing(line, name, rule) == Standing::Holds
+    })
+    .await?;
+    let kind = if read_write { "read-write lock" } else { "lock" };
+    Ok(LockReport { path: path.to_owned(), kind: kind.into(), members })
+}
+
+/// Reads the election at `path` (Curator's `LeaderLatch` layout).
+pub async fn election(session: &SessionHandle, path: &str) -> Result<ElectionReport, Error> {
+    let participants =
+        line(session, path, |line, name| naming::first_in_line(line).is_some_and(|first| first == name)).await?;
+    Ok(ElectionReport { path: path.to_owned(), participants })
+}
+
+/// Reads the queue at `path`, and the dead-letter queue at `dead_letter` if given.
+pub async fn queue(session: &SessionHandle, path: &str, dead_letter: Option<&str>) -> Result<QueueReport, Error> {
+    let items = path::sequential_in_order(children(session, path).await?);
+    let oldest_age_ms = match items.first() {
+        Some(first) => session.exists(&path::join(path, first)).await?.map(|stat| age_ms(stat.ctime)),
+        None => None,
+    };
+    let claims_dir = path::join(path, "claims");
+    let claimed_ids = path::sequential_in_order(children(session, &claims_dir).await?);
+    let reads: Vec<_> = claimed_ids.iter().map(|id| session.get_data(&path::join(&claims_dir, id))).collect();
+    let mut claimed = Vec::new();
+    for (id, read) in claimed_ids.iter().zip(reads) {
+        match read.await {
+            Ok(node) => claimed.push(Claim { item: id.clone(), consumer: String::from_utf8_lossy(&node.data).into() }),
+            Err(Error::NoNode { .. }) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    let dead_letters = match dead_letter {
+        Some(dead) => Some(path::sequential_in_order(children(session, dead).await?).len()),
+        None => None,
+    };
+    Ok(QueueReport { path: path.to_owned(), depth: items.len(), claimed, oldest_age_ms, dead_letters })
+}
+
+/// Reads the master–worker installation at `root`.
+pub async fn tasks(session: &SessionHandle, root: &str) -> Result<TasksReport, Error> {
+    let under = |name: &str| path::join(root, name);
+    let master = election(session, &under("master")).await?.participants.into_iter().find(|m| m.holds);
+    let mut workers = Vec::new();
+    for id in children(session, &under("workers")).await? {
+        let capacity = match session.get_data(&path::join(&under("workers"), &id)).await {
+            Ok(node) => String::from_utf8_lossy(&node.data).trim().parse().ok(),
+            Err(Error::NoNode { .. }) => continue,
+            Err(error) => return Err(error),
+        };
+        workers.push(WorkerLoad { id, capacity, load: 0 });
+    }
+    let mut assigned = 0;
+    for dir in children(session, &under("assign")).await? {
+        let load = children(session, &path::join(&under("assign"), &dir)).await?.len();
+        assigned += load;
+        if let Some(worker) = workers.iter_mut().find(|w| w.id == dir) {
+            worker.load = load;
+        }
+    }
+    workers.sort_by(|a, b| a.id.cmp(&b.id));
+    let pending = children(session, &under("tasks")).await?.len();
+    let mut finished = 0;
+    let statuses = children(session, &under("status")).await?;
+    let reads: Vec<_> = statuses.iter().map(|task| session.exists(&path::join(&under("status"), task))).collect();
+    for read in reads {
+        if read.await?.is_some_and(|stat| stat.version > 0) {
+            finished += 1;
+        }
+    }
+    Ok(TasksReport {
+        root: root.to_owned(),
+        master: master.map(|m| m.participant),
+        workers,
+        pending,
+        assigned,
+        finished,
+    })
+}
