@@ -430,7 +430,10 @@ async fn queue_consumer_processes_ack_every_item() {
         }
     }
     assert!(children(&place.session, "/q").await.iter().all(|n| n == "claims"), "queue empty");
-    assert!(children(&place.session, "/q/claims").await.is_empty(), "no claim left");
+    // A consumer may be claiming an item just acked by the other one (its listing is older than
+    // the ack); it gives that claim back as soon as it finds the item gone (seen in CI). What
+    // must not happen is a claim that stays.
+    wait_until_async("no claim left", || async { children(&place.session, "/q/claims").await.is_empty() }).await;
     for c in &consumers {
         finish(c);
     }
