@@ -204,20 +204,30 @@ pub async fn queue(session: &SessionHandle, path: &str, dead_letter: Option<&str
 pub async fn tasks(session: &SessionHandle, root: &str) -> Result<TasksReport, Error> {
     let under = |name: &str| path::join(root, name);
     let master = election(session, &under("master")).await?.participants.into_iter().find(|m| m.holds);
-    let mut workers = Vec::new();
-    for id in children(session, &under("workers")).await? {
-        let capacity = match session.get_data(&path::join(&under("workers"), &id)).await {
+    // Every read of a kind is sent before the first is awaited: one round trip each, not one
+    // per worker.
+    let ids = children(session, &under("workers")).await?;
+    let reads: Vec<_> = ids.iter().map(|id| session.get_data(&path::join(&under("workers"), id))).collect();
+    let mut workers = Vec::with_capacity(ids.len());
+    for (id, read) in ids.into_iter().zip(reads) {
+        let capacity = match read.await {
             Ok(node) => String::from_utf8_lossy(&node.data).trim().parse().ok(),
             Err(Error::NoNode { .. }) => continue,
             Err(error) => return Err(error),
         };
         workers.push(WorkerLoad { id, capacity, load: 0 });
     }
+    let dirs = children(session, &under("assign")).await?;
+    let listings: Vec<_> = dirs.iter().map(|dir| session.children(&path::join(&under("assign"), dir))).collect();
     let mut assigned = 0;
-    for dir in children(session, &under("assign")).await? {
-        let load = children(session, &path::join(&under("assign"), &dir)).await?.len();
+    for (dir, listing) in dirs.iter().zip(listings) {
+        let load = match listing.await {
+            Ok(listing) => listing.names.len(),
+            Err(Error::NoNode { .. }) => 0,
+            Err(error) => return Err(error),
+        };
         assigned += load;
-        if let Some(worker) = workers.iter_mut().find(|w| w.id == dir) {
+        if let Some(worker) = workers.iter_mut().find(|w| w.id == *dir) {
             worker.load = load;
         }
     }

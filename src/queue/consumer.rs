@@ -424,12 +424,10 @@ impl QueueConsumerActor {
         let mut ops = vec![Op::Delete { path: claim, version: None }];
         let attempt = u32::try_from(flight.version).unwrap_or(0) + 1;
         let event = match outcome {
-            Outcome::Ack => "acked",
-            Outcome::Nack if self.config.max_attempts.is_some_and(|max| attempt >= max) => "dead_lettered",
-            Outcome::Nack => "nacked",
-        };
-        match outcome {
-            Outcome::Ack => ops.push(Op::Delete { path: item, version: None }),
+            Outcome::Ack => {
+                ops.push(Op::Delete { path: item, version: None });
+                "acked"
+            }
             Outcome::Nack if self.config.max_attempts.is_some_and(|max| attempt >= max) => {
                 if let Some(dead) = &self.config.dead_letter {
                     // A new sequence number in the dead-letter queue: two queues may share one
@@ -441,12 +439,14 @@ impl QueueConsumerActor {
                     });
                 }
                 ops.push(Op::Delete { path: item, version: None });
+                "dead_lettered"
             }
             // Rewriting the same data bumps the version, which counts the attempts.
             Outcome::Nack => {
-                ops.push(Op::SetData { path: item, data: flight.data.clone(), version: Some(flight.version) })
+                ops.push(Op::SetData { path: item, data: flight.data.clone(), version: Some(flight.version) });
+                "nacked"
             }
-        }
+        };
         (ops, event)
     }
 

@@ -623,15 +623,15 @@ impl SessionActor {
 /// The longest `Reconnected` waits for the persistent watches to be added again.
 const RECONNECT_HOLD: Duration = Duration::from_secs(2);
 
-/// Polls a request future once, right now, so that its request is written to the client's
-/// queue inside the current handler; returns the rest of it. The no-op waker is fine: whoever
-/// polls the returned future next registers a real waker.
 /// A request's span, and its operation's name for the request-latency metric.
 struct Traced {
     op: &'static str,
     span: tracing::Span,
 }
 
+/// Polls a request future once, right now, so that its request is written to the client's
+/// queue inside the current handler; returns the rest of it. The no-op waker is fine: whoever
+/// polls the returned future next registers a real waker.
 fn send_now<T: 'static>(fut: impl Future<Output = T> + 'static) -> BoxFuture<T> {
     let mut fut: BoxFuture<T> = Box::pin(fut);
     let mut cx = TaskContext::from_waker(futures::task::noop_waker_ref());
