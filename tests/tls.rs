@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use actix_zookeeper::lock::*;
 use actix_zookeeper::prelude::*;
-use actix_zookeeper::testkit::{ServerOptions, ServerTls, ZkServer};
+use actix_zookeeper::testkit::{ServerOptions, ServerTls, ZkServer, expire_session};
 use actix_zookeeper::{Error, TlsConfig};
 use common::*;
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
@@ -150,4 +150,31 @@ async fn a_tls_setting_that_does_not_parse_is_refused_before_anything_starts() {
         .map(|_| ())
         .expect_err("no client certificate");
     assert!(matches!(&error, Error::Tls { reason, .. } if reason.starts_with("client certificate")), "{error}");
+}
+
+/// The fault case: a mutual-TLS session expired on the server is rebuilt over TLS (the
+/// handshake check runs again and passes), its lock says `Lost { SessionExpired }`, and the
+/// lock is taken again on the new session with a larger token.
+#[actix_rt::test]
+async fn a_tls_session_expired_on_the_server_is_rebuilt_over_tls_and_its_lock_is_lost() {
+    init_tracing();
+    let ca = Ca::new();
+    let server = tls_server(&ca, &["localhost"], true);
+    let client = ca.issue(&["client"]);
+    let identity = TlsConfig::new(ca.pem()).with_identity(client.cert_pem, client.key_pem);
+    let (session, events) = connected(tls_config(&server, identity)).await;
+    let lock = LockActor::new(session.clone(), LockConfig::new("/lock")).start();
+    let lock_events = Recorded::<LockEvent>::start();
+    lock.do_send(Subscribe { recipient: lock_events.recipient.clone() });
+    let grant = lock.send(Acquire::default()).await.expect("actor").expect("held over TLS");
+
+    let info = session.session().await.expect("a session").info;
+    expire_session(&server.connect_string(), &info).await.expect("expired on the server");
+    events.wait_for(0, Duration::from_secs(20), |e| matches!(e, SessionEvent::Connected { generation: 2, .. })).await;
+    let (_, lost) = lock_events.wait_for(0, Duration::from_secs(20), |e| matches!(e, LockEvent::Lost { .. })).await;
+    assert_eq!(lost, LockEvent::Lost { token: grant.token, reason: LockLostReason::SessionExpired });
+    let again = lock.send(Acquire::default()).await.expect("actor").expect("held again over TLS");
+    assert!(again.token > grant.token);
+    lock.send(Release).await.expect("actor").expect("release");
+    session.close().await;
 }
