@@ -18,7 +18,7 @@ use super::messages::*;
 use crate::error::Error;
 use crate::path;
 use crate::recipe::holder::{
-    self, Attempt, ContenderSlot, Happened, Holder, HolderHost, Loss, Refusal, ReleaseError, Waiter,
+    self, Attempt, ContenderSlot, Happened, Holder, HolderHost, InLine, Loss, Refusal, ReleaseError, Waiter,
 };
 use crate::recipe::naming::{LATCH_NAME, Rule};
 use crate::recipe::participants;
@@ -38,8 +38,8 @@ impl Waiter<LeaderTerm> for LeadershipWaiter {
         self.reply.send(Ok(term.clone())).is_ok()
     }
 
-    fn in_line(self) -> Option<Self> {
-        Some(self)
+    fn in_line(self) -> InLine<Self> {
+        InLine::Waits(self)
     }
 
     fn refuse(self, why: Refusal) {

@@ -14,7 +14,8 @@ use super::grant::LockGrant;
 use super::holding::{self, LockWaiter};
 use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, Subscribe, TryAcquire};
 use crate::error::Error;
-use crate::recipe::holder::{self, Attempt, ContenderSlot, Happened, Holder, HolderHost};
+use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, Holder, HolderHost};
+use crate::recipe::reply::Asked;
 use crate::recipe::subscribers::Subscribers;
 use crate::recipe::{ContenderReport, ContenderSpec, Reply};
 use crate::session::{SessionEvent, SessionHandle};
@@ -140,6 +141,30 @@ impl Handler<Release> for LockActor {
     fn handle(&mut self, _: Release, ctx: &mut Context<Self>) -> Self::Result {
         let dir = self.config.dir.clone();
         holding::release(self, &dir, ctx)
+    }
+}
+
+impl Handler<Asked<Acquire>> for LockActor {
+    type Result = ();
+
+    fn handle(&mut self, asked: Asked<Acquire>, ctx: &mut Context<Self>) {
+        asked.answer::<Self, _>(ctx, |request, ctx| <Self as Handler<Acquire>>::handle(self, request, ctx));
+    }
+}
+
+impl Handler<CallerGone> for LockActor {
+    type Result = ();
+
+    fn handle(&mut self, _: CallerGone, ctx: &mut Context<Self>) {
+        holder::caller_gone(self, ctx);
+    }
+}
+
+impl Handler<Asked<TryAcquire>> for LockActor {
+    type Result = ();
+
+    fn handle(&mut self, asked: Asked<TryAcquire>, ctx: &mut Context<Self>) {
+        asked.answer::<Self, _>(ctx, |request, ctx| <Self as Handler<TryAcquire>>::handle(self, request, ctx));
     }
 }
 

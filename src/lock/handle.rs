@@ -2,9 +2,11 @@
 //! programs that want answers rather than messages.
 //!
 //! Owns: turning each request into one message and its reply into a `Result` (a stopped actor
-//! is [`LockError::Stopped`], never a mailbox error to unwrap), and never losing a grant to a
-//! dropped `acquire` future: a grant that reached a future dropped before it returned it is
-//! given back ([`GiveBack`]). Does not own any state: the actor does.
+//! is [`LockError::Stopped`], never a mailbox error to unwrap), and cancel safety: a request the
+//! handle sends carries a reply channel the handle's future owns (`recipe::reply::Asked`), so a
+//! dropped future is seen by the actor at once (its attempt leaves the line), and a grant that
+//! reached a future dropped before it returned it is given back ([`GiveBack`]). Does not own any
+//! state: the actor does.
 //!
 //! A handle holds a strong address: the actor lives while a handle (or another address) does,
 //! and dropping the last one stops it, which releases what it held.
@@ -12,9 +14,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use actix::dev::ToEnvelope;
 use actix::prelude::*;
-use futures::channel::oneshot;
 
 use super::actor::LockActor;
 use super::config::{LockConfig, SemaphoreConfig};
@@ -22,6 +22,9 @@ use super::error::LockError;
 use super::grant::LockGrant;
 use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, Subscribe, TryAcquire};
 use super::semaphore::SemaphoreActor;
+use crate::recipe::FencingToken;
+use crate::recipe::holder::CallerGone;
+use crate::recipe::reply::Asked;
 use crate::session::SessionHandle;
 
 /// A cloneable handle to one participant of a lock (a [`LockActor`]).
@@ -61,21 +64,32 @@ impl LockHandle {
     }
 
     /// Waits for the lock, at most `timeout` if given (our node is deleted when it passes).
-    /// Holding it already: the same grant at once. Dropping the future gives back a grant it
-    /// received but did not return.
+    /// Holding it already: the same grant at once.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropped while waiting (a `tokio::time::timeout`, a `select!`), its node leaves
+    /// the line and the next `acquire` on this handle starts at once; dropped with the grant in
+    /// hand, the grant is given back, unless it was already held when this call was made (a
+    /// re-entrant acquire leaves the lock with its holder).
     pub fn acquire(&self, timeout: Option<Duration>) -> impl Future<Output = Result<LockGrant, LockError>> + 'static {
-        acquire_or_give_back(&self.addr, &self.dir, timeout)
+        acquire(&self.addr, &self.dir, timeout)
     }
 
-    /// Takes the lock only if it is free now: `Ok(None)` when someone else holds it.
+    /// Takes the lock only if it is free now: `Ok(None)` when someone else holds it (our node is
+    /// deleted by then).
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropped before it resolved, its node is withdrawn and a grant it was about to
+    /// return is given back.
     pub fn try_acquire(&self) -> impl Future<Output = Result<Option<LockGrant>, LockError>> + 'static {
-        let reply = self.addr.send(TryAcquire);
-        let dir = self.dir.clone();
-        async move { reply.await.map_err(|_| LockError::Stopped { dir })? }
+        ask(&self.addr, &self.dir, TryAcquire, |grant: &Option<LockGrant>| grant.as_ref().map(|grant| grant.token))
     }
 
     /// Gives the lock up (or stops waiting for it); resolves once our node is deleted.
     /// [`LockError::Lost`] when the lock had been lost before.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not stop the release: the node is deleted all the same.
     pub fn release(&self) -> impl Future<Output = Result<(), LockError>> + 'static {
         release(&self.addr, &self.dir)
     }
@@ -136,7 +150,7 @@ impl SemaphoreHandle {
     /// Waits for a lease, at most `timeout` if given. Dropping the future gives back a lease
     /// it received but did not return.
     pub fn acquire(&self, timeout: Option<Duration>) -> impl Future<Output = Result<LockGrant, LockError>> + 'static {
-        acquire_or_give_back(&self.addr, &self.dir, timeout)
+        acquire(&self.addr, &self.dir, timeout)
     }
 
     /// Gives the lease back (or stops waiting for one); resolves once its node is deleted.
@@ -155,54 +169,41 @@ impl SemaphoreHandle {
     }
 }
 
-type AcquireOutcome = Result<Result<LockGrant, LockError>, MailboxError>;
+/// A lock-shaped request sent through the handle's own reply channel: dropped before it resolved,
+/// whatever grant it finds there is given back, and without one the actor is told its caller went
+/// (so the attempt leaves the line now, not at the actor's next check).
+fn ask<A, M, T>(
+    addr: &Addr<A>,
+    dir: &str,
+    request: M,
+    grant_of: fn(&T) -> Option<FencingToken>,
+) -> impl Future<Output = Result<T, LockError>> + 'static
+where
+    A: Actor<Context = Context<A>> + Handler<Asked<M>> + Handler<GiveBack> + Handler<CallerGone>,
+    M: Message<Result = Result<T, LockError>> + Send + 'static,
+    T: Send + 'static,
+{
+    let giver = addr.clone();
+    let (asked, answer) = Asked::new(request, move |unread: Option<Result<T, LockError>>| {
+        match unread.as_ref().and_then(|outcome| outcome.as_ref().ok()).and_then(grant_of) {
+            Some(token) => giver.do_send(GiveBack { token }),
+            None => giver.do_send(CallerGone),
+        }
+    });
+    addr.do_send(asked);
+    let dir = dir.to_owned();
+    async move { answer.await.unwrap_or(Err(LockError::Stopped { dir })) }
+}
 
-/// The acquire of a lock-shaped actor, with the grant given back when the future is dropped
-/// after the grant reached it. The reply is relayed through a channel this future owns, so the
-/// grant is either returned, or found in that channel by the future's drop, or found undelivered
-/// by the relay: in the last two cases it is given back.
-fn acquire_or_give_back<A>(
+fn acquire<A>(
     addr: &Addr<A>,
     dir: &str,
     timeout: Option<Duration>,
 ) -> impl Future<Output = Result<LockGrant, LockError>> + 'static
 where
-    A: Actor<Context = Context<A>> + Handler<Acquire> + Handler<GiveBack>,
-    A::Context: ToEnvelope<A, Acquire> + ToEnvelope<A, GiveBack>,
+    A: Actor<Context = Context<A>> + Handler<Asked<Acquire>> + Handler<GiveBack> + Handler<CallerGone>,
 {
-    let request = addr.send(Acquire { timeout });
-    let (relay, answer) = oneshot::channel::<AcquireOutcome>();
-    let giver = addr.clone();
-    actix::spawn(async move {
-        if let Err(Ok(Ok(grant))) = relay.send(request.await) {
-            giver.do_send(GiveBack { token: grant.token });
-        }
-    });
-    let mut unreturned = Unreturned { answer, addr: addr.clone() };
-    let dir = dir.to_owned();
-    async move {
-        match (&mut unreturned.answer).await {
-            Ok(Ok(outcome)) => outcome,
-            Ok(Err(_)) | Err(_) => Err(LockError::Stopped { dir }),
-        }
-    }
-}
-
-/// The reply channel of an acquire; dropped with a grant in it, it gives the grant back.
-struct Unreturned<A: Actor<Context = Context<A>> + Handler<GiveBack>> {
-    answer: oneshot::Receiver<AcquireOutcome>,
-    addr: Addr<A>,
-}
-
-impl<A: Actor<Context = Context<A>> + Handler<GiveBack>> Drop for Unreturned<A> {
-    fn drop(&mut self) {
-        // Closed first, so the relay either delivered already (and the grant is here) or will
-        // find nobody and give it back itself.
-        self.answer.close();
-        if let Ok(Some(Ok(Ok(grant)))) = self.answer.try_recv() {
-            self.addr.do_send(GiveBack { token: grant.token });
-        }
-    }
+    ask(addr, dir, Acquire { timeout }, |grant: &LockGrant| Some(grant.token))
 }
 
 fn release<A>(addr: &Addr<A>, dir: &str) -> impl Future<Output = Result<(), LockError>> + 'static

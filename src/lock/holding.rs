@@ -16,7 +16,7 @@ use actix::prelude::*;
 use futures::channel::oneshot;
 
 use crate::recipe::FencingToken;
-use crate::recipe::holder::{self, Happened, HolderHost, Loss, Refusal, ReleaseError, Waiter};
+use crate::recipe::holder::{self, Happened, HolderHost, InLine, Loss, Refusal, ReleaseError, Waiter};
 use crate::recipe::participants::read_participants;
 use crate::recipe::reply::Pending;
 use crate::recipe::reply::Reply;
@@ -51,13 +51,21 @@ impl Waiter<LockGrant> for LockWaiter {
         }
     }
 
-    fn in_line(self) -> Option<Self> {
+    fn in_line(self) -> InLine<Self> {
         match self.reply {
             Answer::Try(reply) => {
-                let _ = reply.send(Ok(None));
-                None
+                // "Busy" promises our node is gone: answered once the withdraw has deleted it.
+                let (answer, gone) = oneshot::channel();
+                actix::spawn(async move {
+                    let busy = match gone.await {
+                        Ok(Err(ReleaseError::ZooKeeper(error))) => Err(LockError::ZooKeeper(error)),
+                        _ => Ok(None),
+                    };
+                    let _ = reply.send(busy);
+                });
+                InLine::Leaves(answer)
             }
-            reply @ Answer::Acquire(_) => Some(LockWaiter { dir: self.dir, reply }),
+            reply @ Answer::Acquire(_) => InLine::Waits(LockWaiter { dir: self.dir, reply }),
         }
     }
 
@@ -163,16 +171,14 @@ where
     })
 }
 
-/// `GiveBack` for a lock-shaped host: a release nobody waits on, of that grant only.
+/// `GiveBack` for a lock-shaped host: a caller handed the grant with `token` did not take it; the
+/// grant is released once no caller it was handed to has it.
 pub(super) fn give_back<H>(host: &mut H, token: FencingToken, ctx: &mut Context<H>)
 where
     H: HolderHost<Grant = LockGrant, Waiter = LockWaiter>,
 {
-    if host.holder().held().is_some_and(|held| held.token == token) {
-        let (answer, _) = oneshot::channel();
-        let effects = host.holder().release(answer);
-        holder::run(host, effects, ctx);
-    }
+    let effects = host.holder().give_back(token);
+    holder::run(host, effects, ctx);
 }
 
 /// `Participants` of the nodes in `dir`.

@@ -23,8 +23,9 @@ use super::holding::{self, LockWaiter};
 use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, Subscribe};
 use crate::error::Error;
 use crate::path;
-use crate::recipe::holder::{self, Attempt, ContenderSlot, Happened, Holder, HolderHost};
+use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::naming::{LEASE_NAME, LOCK_NAME, Rule};
+use crate::recipe::reply::Asked;
 use crate::recipe::subscribers::Subscribers;
 use crate::recipe::{ContenderEvent, ContenderReport, ContenderSpec, Reply};
 use crate::session::{SessionEvent, SessionHandle};
@@ -185,6 +186,22 @@ impl Handler<Release> for SemaphoreActor {
     fn handle(&mut self, _: Release, ctx: &mut Context<Self>) -> Self::Result {
         let dir = self.config.dir.clone();
         holding::release(self, &dir, ctx)
+    }
+}
+
+impl Handler<Asked<Acquire>> for SemaphoreActor {
+    type Result = ();
+
+    fn handle(&mut self, asked: Asked<Acquire>, ctx: &mut Context<Self>) {
+        asked.answer::<Self, _>(ctx, |request, ctx| <Self as Handler<Acquire>>::handle(self, request, ctx));
+    }
+}
+
+impl Handler<CallerGone> for SemaphoreActor {
+    type Result = ();
+
+    fn handle(&mut self, _: CallerGone, ctx: &mut Context<Self>) {
+        holder::caller_gone(self, ctx);
     }
 }
 

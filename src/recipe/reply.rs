@@ -6,16 +6,23 @@
 //! A recipe needs both: a grant nobody received must be given back, and a cancelled `Acquire`
 //! must not keep a node in line. Does not own what the answer is.
 //!
-//! There is no relay task between the actor and the caller: an earlier design forwarded answers
-//! through one, and a caller that went away between the actor's answer and the relay's turn lost
-//! a grant that the actor believed delivered (issue 13, defect 5). What remains is the caller's
-//! own window: an answer already in its channel when it drops the request is dropped with it.
-//! Handles close that window themselves (see `LockHandle::acquire`).
+//! There is no relay task between the actor and the caller: a relay that awaits the actor's reply
+//! keeps the request alive after its caller went, so the actor never sees the caller go (a dropped
+//! `acquire` stayed in line), and a caller that goes between the actor's answer and the relay's
+//! turn loses a grant that the actor believes delivered. What remains is the caller's own window:
+//! an answer already in its channel when it drops the request is dropped with it. A raw
+//! `Addr::send` cannot close it (actix owns that channel); a handle does, by sending [`Asked`]
+//! with a channel of its own and awaiting it as an [`Answer`], which on drop closes the channel
+//! and hands whatever it finds there back (a grant to give back).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
 use actix::dev::{MessageResponse, OneshotSender};
 use actix::{Actor, Message};
+use tokio::sync::oneshot;
 
 /// The answer to a request: now, or later through a [`Pending`] the actor keeps.
 pub enum Reply<T> {
@@ -130,6 +137,76 @@ where
                 let _ = caller.send(value);
             }
             (other, _) => *slot = other,
+        }
+    }
+}
+
+/// A request `M` sent by a handle with a reply channel the handle owns: the actor answers it as it
+/// answers `M` ([`Asked::answer`]), and the handle awaits the [`Answer`].
+pub(crate) struct Asked<M: Message> {
+    request: M,
+    reply: OneshotSender<M::Result>,
+}
+
+impl<M> Message for Asked<M>
+where
+    M: Message,
+    M::Result: Send,
+{
+    type Result = ();
+}
+
+impl<M: Message> Asked<M> {
+    /// The request to send, and the answer to await. `on_drop` runs if the answer is dropped
+    /// before it resolved, with what was in its channel at that moment (`Some`: the actor's
+    /// answer, which nobody will read).
+    pub(crate) fn new<F>(request: M, on_drop: F) -> (Asked<M>, Answer<M::Result, F>)
+    where
+        F: FnOnce(Option<M::Result>),
+    {
+        let (reply, answer) = oneshot::channel();
+        (Asked { request, reply }, Answer { answer, on_drop: Some(on_drop) })
+    }
+
+    /// Answers with `respond`, the actor's own handling of the request: exactly what a caller of
+    /// `Addr::send(request)` would get, through the handle's channel.
+    pub(crate) fn answer<A, R>(self, ctx: &mut A::Context, respond: impl FnOnce(M, &mut A::Context) -> R)
+    where
+        A: Actor,
+        R: MessageResponse<A, M>,
+    {
+        let response = respond(self.request, ctx);
+        response.handle(ctx, Some(self.reply));
+    }
+}
+
+/// The answer to an [`Asked`] request: `Err(())` when the actor dropped the request unanswered
+/// (it stopped). Dropped before it resolved, it closes its channel first, so the actor either
+/// sees the caller gone (and keeps what it would have handed out) or has answered already, and
+/// that answer is passed to `on_drop`.
+pub(crate) struct Answer<T, F: FnOnce(Option<T>)> {
+    answer: oneshot::Receiver<T>,
+    on_drop: Option<F>,
+}
+
+impl<T, F: FnOnce(Option<T>) + Unpin> Future for Answer<T, F> {
+    type Output = Result<T, ()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let outcome = std::task::ready!(Pin::new(&mut this.answer).poll(cx));
+        this.on_drop = None;
+        Poll::Ready(outcome.map_err(|_| ()))
+    }
+}
+
+impl<T, F: FnOnce(Option<T>)> Drop for Answer<T, F> {
+    fn drop(&mut self) {
+        if let Some(on_drop) = self.on_drop.take() {
+            // Closed first: an answer sent after this fails on the actor's side (it learns the
+            // caller went), one sent before is found here.
+            self.answer.close();
+            on_drop(self.answer.try_recv().ok());
         }
     }
 }

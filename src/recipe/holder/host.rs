@@ -131,6 +131,19 @@ impl ContenderSlot {
     }
 }
 
+/// A handle's caller stopped waiting (dropped its future): the attempt leaves the line now if no
+/// caller is left, instead of at the next periodic check.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub(crate) struct CallerGone;
+
+/// [`CallerGone`] for a holder host.
+pub(crate) fn caller_gone<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) {
+    let Some(attempt) = host.holder().attempt() else { return };
+    let effects = host.holder().drop_gone(attempt);
+    run(host, effects, ctx);
+}
+
 /// How often a waiting caller is checked for having gone away.
 const CALLER_CHECK: Duration = Duration::from_millis(250);
 
@@ -174,15 +187,12 @@ fn perform<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, ctx: &mu
             Effect::Withdraw { attempt, then } => {
                 debug!(parent: host.span(), attempt, "leaving the line");
                 let withdrawn = host.withdraw(attempt);
-                if let Some(then) = then {
-                    actix::spawn(async move {
-                        let _ = then.send(withdrawn.await.map_err(ReleaseError::ZooKeeper));
-                    });
-                } else {
-                    actix::spawn(async move {
-                        let _ = withdrawn.await;
-                    });
-                }
+                actix::spawn(async move {
+                    let outcome = withdrawn.await.map_err(ReleaseError::ZooKeeper);
+                    for answer in then {
+                        let _ = answer.send(outcome.clone());
+                    }
+                });
             }
             Effect::StandDown(attempt) => host.stand_down(attempt),
             Effect::Delete { held, then } => {

@@ -58,15 +58,25 @@ pub(crate) enum Refusal {
 pub(crate) trait Waiter<G> {
     /// Hands `grant` over; `false` when the caller has gone and nobody received it.
     fn grant(self, grant: &G) -> bool;
-    /// The attempt stands in line behind someone. A caller that only wanted a free grant is
-    /// answered now (`None`); any other comes back to go on waiting.
-    fn in_line(self) -> Option<Self>
+    /// The attempt stands in line behind someone. A caller that only wanted a free grant leaves
+    /// ([`InLine::Leaves`]: it is answered once the attempt's node is gone, or at once when other
+    /// callers keep the attempt); any other comes back to go on waiting.
+    fn in_line(self) -> InLine<Self>
     where
         Self: Sized;
     /// Answers that no grant comes.
     fn refuse(self, why: Refusal);
     /// True once the caller stopped waiting.
     fn is_gone(&self) -> bool;
+}
+
+/// What a waiter does when its attempt stands in line behind someone.
+pub(crate) enum InLine<W> {
+    /// It goes on waiting.
+    Waits(W),
+    /// It wanted only a free grant: this channel hears when the attempt's node is gone, and the
+    /// waiter is answered then (never before: an answer "busy" promises our node is deleted).
+    Leaves(ReleaseAnswer),
 }
 
 /// A grant as the core keeps it: the recipe's grant plus what the core needs to judge it.
@@ -111,6 +121,9 @@ pub(crate) enum Phase<G> {
         held: Granted<G>,
         /// The connection.
         link: Link,
+        /// How many callers were handed this grant (re-entrant acquires count too) and have not
+        /// given it back: a grant is given back for good only when none of them has it.
+        handed: u32,
     },
 }
 
@@ -169,8 +182,8 @@ pub(crate) enum Effect<G> {
     Withdraw {
         /// The attempt.
         attempt: Attempt,
-        /// A release waiting for it.
-        then: Option<ReleaseAnswer>,
+        /// A release, or callers that left the line, waiting for it.
+        then: Vec<ReleaseAnswer>,
     },
     /// Stop the attempt's contender(s) without a delete: the holder deletes the node itself.
     StandDown(Attempt),
@@ -302,11 +315,14 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
     }
 
     /// Leaves the current attempt without a grant; `then` hears when its nodes are gone.
-    fn leave(&mut self, then: Option<ReleaseAnswer>) -> Vec<Effect<G>> {
+    fn leave(&mut self, then: Vec<ReleaseAnswer>) -> Vec<Effect<G>> {
         match std::mem::replace(&mut self.phase, Phase::Idle) {
             Phase::Acquiring { attempt } => vec![Effect::Withdraw { attempt, then }],
             phase => {
                 self.phase = phase;
+                for answer in then {
+                    let _ = answer.send(Ok(()));
+                }
                 Vec::new()
             }
         }
@@ -314,9 +330,14 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
 
     /// A caller wants the grant (and waits for it).
     pub(crate) fn acquire(&mut self, waiter: W) -> Vec<Effect<G>> {
-        match &self.phase {
-            Phase::Held { held, .. } => {
-                let _ = waiter.grant(&held.grant);
+        // A caller that went away leaves its place in line to the next one at once: the attempt
+        // (and its node) carries on for the new caller instead of answering it "in progress".
+        self.waiters.retain(|waiter| !waiter.is_gone());
+        match &mut self.phase {
+            Phase::Held { held, handed, .. } => {
+                if waiter.grant(&held.grant) {
+                    *handed += 1;
+                }
                 Vec::new()
             }
             Phase::Acquiring { .. } if self.single_caller && !self.waiters.is_empty() => {
@@ -340,7 +361,7 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
         self.keep = keep;
         match &self.phase {
             Phase::Idle if keep => self.begin(),
-            Phase::Acquiring { .. } if !keep && self.waiters.is_empty() => self.leave(None),
+            Phase::Acquiring { .. } if !keep && self.waiters.is_empty() => self.leave(Vec::new()),
             _ => Vec::new(),
         }
     }
@@ -363,19 +384,19 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
         }
         if self.dead.contains(&held.session) {
             // Computed from replies of a session that has expired since: the node is gone.
-            let mut effects = vec![Effect::Withdraw { attempt, then: None }];
+            let mut effects = vec![Effect::Withdraw { attempt, then: Vec::new() }];
             effects.extend(self.begin());
             return effects;
         }
-        let mut delivered = false;
+        let mut handed = 0;
         for waiter in self.waiters.drain(..) {
-            delivered |= waiter.grant(&held.grant);
+            handed += u32::from(waiter.grant(&held.grant));
         }
-        if !delivered && !self.keep {
+        if handed == 0 && !self.keep {
             // Nobody took it: give it back rather than hold a grant no one knows about.
-            return self.leave(None);
+            return self.leave(Vec::new());
         }
-        self.phase = Phase::Held { attempt, held: held.clone(), link: Link::Up };
+        self.phase = Phase::Held { attempt, held: held.clone(), link: Link::Up, handed };
         vec![Effect::Tell(Happened::Acquired(held))]
     }
 
@@ -385,7 +406,7 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
         if !self.is_acquiring(attempt) {
             return Vec::new();
         }
-        let mut effects = vec![Effect::Withdraw { attempt, then: None }];
+        let mut effects = vec![Effect::Withdraw { attempt, then: Vec::new() }];
         effects.extend(self.begin());
         effects
     }
@@ -420,8 +441,22 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
         if !self.is_acquiring(attempt) {
             return Vec::new();
         }
-        self.waiters = std::mem::take(&mut self.waiters).into_iter().filter_map(W::in_line).collect();
-        if self.waiters.is_empty() && !self.keep { self.leave(None) } else { Vec::new() }
+        let mut leaving = Vec::new();
+        for waiter in std::mem::take(&mut self.waiters) {
+            match waiter.in_line() {
+                InLine::Waits(waiter) => self.waiters.push(waiter),
+                InLine::Leaves(answer) => leaving.push(answer),
+            }
+        }
+        if self.waiters.is_empty() && !self.keep {
+            self.leave(leaving)
+        } else {
+            // The attempt carries on for others: the node that stays is not the leaver's.
+            for answer in leaving {
+                let _ = answer.send(Ok(()));
+            }
+            Vec::new()
+        }
     }
 
     /// The contender of `attempt` lost its node.
@@ -453,7 +488,7 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
     }
 
     fn lose(&mut self, loss: Loss) -> Vec<Effect<G>> {
-        let Phase::Held { attempt, held, link } = std::mem::replace(&mut self.phase, Phase::Idle) else {
+        let Phase::Held { attempt, held, link, .. } = std::mem::replace(&mut self.phase, Phase::Idle) else {
             return Vec::new();
         };
         self.last_loss = Some(loss);
@@ -463,7 +498,7 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
         }
         // The contender has stopped or is about to; withdrawing it again is harmless and deletes
         // a node that outlived a lost connection.
-        effects.push(Effect::Withdraw { attempt, then: None });
+        effects.push(Effect::Withdraw { attempt, then: Vec::new() });
         effects.push(Effect::Tell(Happened::Lost(held, loss)));
         self.keep = self.again_after_loss && loss != Loss::SessionClosed;
         if self.keep {
@@ -480,7 +515,7 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
         for waiter in self.waiters.drain(..) {
             waiter.refuse(Refusal::Timeout(after));
         }
-        if self.keep { Vec::new() } else { self.leave(None) }
+        if self.keep { Vec::new() } else { self.leave(Vec::new()) }
     }
 
     /// Forgets callers that stopped waiting; leaves the line when none is left.
@@ -489,24 +524,46 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
             return Vec::new();
         }
         self.waiters.retain(|waiter| !waiter.is_gone());
-        if self.waiters.is_empty() && !self.keep { self.leave(None) } else { Vec::new() }
+        if self.waiters.is_empty() && !self.keep { self.leave(Vec::new()) } else { Vec::new() }
+    }
+
+    /// A caller handed the grant with `token` did not take it (its future was dropped with the
+    /// grant in it). The grant is given up once no caller it was handed to still has it: a
+    /// re-entrant acquire dropped this way leaves the grant with whoever got it first.
+    pub(crate) fn give_back(&mut self, token: FencingToken) -> Vec<Effect<G>> {
+        match &mut self.phase {
+            Phase::Held { held, handed, .. } if held.token == token && *handed > 0 => {
+                *handed -= 1;
+                if *handed > 0 || self.keep {
+                    return Vec::new();
+                }
+                self.let_go(None)
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// Give the grant up, or stop waiting for it; `answer` hears how it went.
     pub(crate) fn release(&mut self, answer: ReleaseAnswer) -> Vec<Effect<G>> {
+        self.let_go(Some(answer))
+    }
+
+    fn let_go(&mut self, answer: Option<ReleaseAnswer>) -> Vec<Effect<G>> {
         self.keep = false;
         match std::mem::replace(&mut self.phase, Phase::Idle) {
             Phase::Idle => {
-                let _ = answer.send(Err(self.last_loss.map_or(ReleaseError::NotHeld, ReleaseError::Lost)));
+                if let Some(answer) = answer {
+                    let _ = answer.send(Err(self.last_loss.map_or(ReleaseError::NotHeld, ReleaseError::Lost)));
+                }
                 Vec::new()
             }
             Phase::Acquiring { attempt } => {
                 for waiter in self.waiters.drain(..) {
                     waiter.refuse(Refusal::Cancelled);
                 }
-                vec![Effect::Withdraw { attempt, then: Some(answer) }]
+                vec![Effect::Withdraw { attempt, then: answer.into_iter().collect() }]
             }
-            Phase::Held { attempt, held, link } => {
+            Phase::Held { attempt, held, link, .. } => {
                 let mut effects = Vec::new();
                 if link != Link::Up {
                     effects.push(Effect::CancelDeadline);
@@ -514,7 +571,7 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
                 // Stand down first: our delete must not look like somebody else's to the
                 // contender still watching the node.
                 effects.push(Effect::StandDown(attempt));
-                effects.push(Effect::Delete { held, then: Some(answer) });
+                effects.push(Effect::Delete { held, then: answer });
                 effects
             }
         }
@@ -530,7 +587,7 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
             Phase::Idle => Vec::new(),
             // The contender outlives us and deletes its node.
             Phase::Acquiring { attempt } | Phase::Held { attempt, .. } => {
-                vec![Effect::Withdraw { attempt, then: None }]
+                vec![Effect::Withdraw { attempt, then: Vec::new() }]
             }
         }
     }
@@ -571,7 +628,7 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
         match event {
             SessionEvent::Suspended { .. } => {
                 let policy = self.policy;
-                let Phase::Held { attempt, held, link } = &mut self.phase else { return Vec::new() };
+                let Phase::Held { attempt, held, link, .. } = &mut self.phase else { return Vec::new() };
                 if *link != Link::Up {
                     if *link == Link::Verifying {
                         *link = Link::Suspended;
@@ -586,7 +643,7 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
                 effects
             }
             SessionEvent::Reconnected { .. } => {
-                let Phase::Held { attempt, held, link } = &mut self.phase else { return Vec::new() };
+                let Phase::Held { attempt, held, link, .. } = &mut self.phase else { return Vec::new() };
                 if *link == Link::Up {
                     return Vec::new();
                 }
@@ -608,7 +665,7 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
                 }
                 match &self.phase {
                     Phase::Held { .. } => self.lose(Loss::SessionClosed),
-                    Phase::Acquiring { .. } => self.leave(None),
+                    Phase::Acquiring { .. } => self.leave(Vec::new()),
                     Phase::Idle => Vec::new(),
                 }
             }
@@ -619,7 +676,7 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
 
     /// The read after a reconnect came back: `Ok(true)` when the node is still there.
     pub(crate) fn verified(&mut self, attempt: Attempt, exists: Result<bool, Error>) -> Vec<Effect<G>> {
-        let Phase::Held { attempt: a, held, link: Link::Verifying } = &mut self.phase else { return Vec::new() };
+        let Phase::Held { attempt: a, held, link: Link::Verifying, .. } = &mut self.phase else { return Vec::new() };
         if *a != attempt {
             return Vec::new();
         }
@@ -650,46 +707,54 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
 
 #[cfg(test)]
 mod tests {
-    use std::cell::RefCell;
+    use std::cell::{Cell, RefCell};
     use std::rc::Rc;
 
     use super::*;
 
-    /// A caller that records what it was told; `gone` makes it refuse grants.
+    /// A caller that records what it was told; `gone` (which a test may set later) makes it
+    /// refuse grants.
     struct Caller {
         log: Rc<RefCell<Vec<String>>>,
-        gone: bool,
+        gone: Rc<Cell<bool>>,
         try_only: bool,
     }
 
     impl Waiter<u32> for Caller {
         fn grant(self, grant: &u32) -> bool {
-            if self.gone {
+            if self.gone.get() {
                 return false;
             }
             self.log.borrow_mut().push(format!("granted {grant}"));
             true
         }
-        fn in_line(self) -> Option<Self> {
+        fn in_line(self) -> InLine<Self> {
             if self.try_only {
-                self.log.borrow_mut().push("busy".into());
-                None
+                let (answer, _) = oneshot::channel();
+                self.log.borrow_mut().push("leaves".into());
+                InLine::Leaves(answer)
             } else {
-                Some(self)
+                InLine::Waits(self)
             }
         }
         fn refuse(self, why: Refusal) {
             self.log.borrow_mut().push(format!("refused {why:?}"));
         }
         fn is_gone(&self) -> bool {
-            self.gone
+            self.gone.get()
         }
     }
 
     type Core = Holder<u32, Caller>;
 
     fn caller(log: &Rc<RefCell<Vec<String>>>) -> Caller {
-        Caller { log: log.clone(), gone: false, try_only: false }
+        Caller { log: log.clone(), gone: Rc::new(Cell::new(false)), try_only: false }
+    }
+
+    /// A caller, and the switch that makes it go away.
+    fn leaving_caller(log: &Rc<RefCell<Vec<String>>>) -> (Caller, Rc<Cell<bool>>) {
+        let gone = Rc::new(Cell::new(false));
+        (Caller { log: log.clone(), gone: gone.clone(), try_only: false }, gone)
     }
 
     fn held(session: i64) -> Granted<u32> {
@@ -706,7 +771,7 @@ mod tests {
             .map(|e| match e {
                 Effect::Begin(a) => format!("Begin({a})"),
                 Effect::Withdraw { attempt, then } => {
-                    format!("Withdraw({attempt}{})", if then.is_some() { ",answer" } else { "" })
+                    format!("Withdraw({attempt}{})", ",answer".repeat(then.len()))
                 }
                 Effect::StandDown(a) => format!("StandDown({a})"),
                 Effect::Delete { .. } => "Delete".into(),
@@ -730,7 +795,7 @@ mod tests {
     fn a_grant_nobody_received_is_given_back() {
         let log = Rc::new(RefCell::new(Vec::new()));
         let mut core = Core::new(ConnectionPolicy::Conservative, true, false);
-        core.acquire(Caller { log: log.clone(), gone: true, try_only: false });
+        core.acquire(Caller { log: log.clone(), gone: Rc::new(Cell::new(true)), try_only: false });
         assert_eq!(kinds(&core.granted(1, held(1))), ["Withdraw(1)"]);
         assert_eq!(core.phase(), &Phase::Idle);
     }
@@ -860,11 +925,50 @@ mod tests {
     fn one_caller_at_a_time_and_a_try_leaves_when_in_line() {
         let log = Rc::new(RefCell::new(Vec::new()));
         let mut core = Core::new(ConnectionPolicy::Conservative, true, false);
-        core.acquire(Caller { log: log.clone(), gone: false, try_only: true });
+        core.acquire(Caller { log: log.clone(), gone: Rc::new(Cell::new(false)), try_only: true });
         assert!(core.acquire(caller(&log)).is_empty());
         assert_eq!(*log.borrow(), ["refused InProgress"]);
-        assert_eq!(kinds(&core.in_line(1)), ["Withdraw(1)"]);
-        assert_eq!(*log.borrow(), ["refused InProgress", "busy"]);
+        // The try is answered through the withdraw (once its node is gone), not before it.
+        assert_eq!(kinds(&core.in_line(1)), ["Withdraw(1,answer)"]);
+        assert_eq!(*log.borrow(), ["refused InProgress", "leaves"]);
+    }
+
+    #[test]
+    fn a_caller_that_went_away_leaves_its_place_in_line_to_the_next_at_once() {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut core = Core::new(ConnectionPolicy::Conservative, true, false);
+        let (first, gone) = leaving_caller(&log);
+        assert_eq!(kinds(&core.acquire(first)), ["Begin(1)"]);
+        gone.set(true);
+        // Not "in progress": the new caller takes over the attempt already in line.
+        assert!(core.acquire(caller(&log)).is_empty());
+        assert_eq!(core.phase(), &Phase::Acquiring { attempt: 1 });
+        assert_eq!(kinds(&core.granted(1, held(1))), ["Tell(Acquired)"]);
+        assert_eq!(*log.borrow(), ["granted 7"]);
+    }
+
+    #[test]
+    fn a_dropped_reentrant_acquire_does_not_give_the_grant_back_under_its_holder() {
+        let (mut core, log) = holding(ConnectionPolicy::Conservative);
+        // A second acquire while holding gets the same grant, and its caller drops it unread.
+        assert!(core.acquire(caller(&log)).is_empty());
+        assert_eq!(*log.borrow(), ["granted 7", "granted 7"]);
+        assert!(core.give_back(held(1).token).is_empty(), "the first caller still has it");
+        assert!(core.held().is_some());
+        // The first caller drops it too: now nobody has it.
+        assert_eq!(kinds(&core.give_back(held(1).token)), ["StandDown(1)", "Delete"]);
+        assert_eq!(core.phase(), &Phase::Idle);
+        // A give-back of an old grant touches nothing.
+        let (mut core, _) = holding(ConnectionPolicy::Conservative);
+        assert!(core.give_back(FencingToken(1)).is_empty());
+        assert!(core.held().is_some());
+    }
+
+    #[test]
+    fn a_grant_given_back_by_its_only_caller_is_released() {
+        let (mut core, _) = holding(ConnectionPolicy::Conservative);
+        assert_eq!(kinds(&core.give_back(held(1).token)), ["StandDown(1)", "Delete"]);
+        assert!(core.give_back(held(1).token).is_empty(), "given back once only");
     }
 
     #[test]

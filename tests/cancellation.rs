@@ -1,0 +1,394 @@
+//! Cancellation against a real ZooKeeper: every future of the public API dropped at a random
+//! moment leaves nothing behind (no node, no watch, no grant held for nobody) and the next call on
+//! the same handle works at once. Each round ends with the server-side leftover check
+//! ([`settled`]), whose control is `the_leftover_check_catches_a_node_and_a_watch_left_behind`.
+#![cfg(feature = "testkit")]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use actix_zookeeper::lock::*;
+use actix_zookeeper::prelude::*;
+use actix_zookeeper::recipe::FencingToken;
+use actix_zookeeper::testkit::{TestZooKeeper, unique_root};
+use common::*;
+
+async fn session_at(connect: &str, root: &str) -> SessionHandle {
+    let cfg = SessionConfig::new(connect).with_chroot(root).with_session_timeout(Duration::from_secs(4));
+    connected(cfg).await.0
+}
+
+/// A small random source for drop delays; the seed is printed so a failing run can be replayed
+/// (`CANCEL_SEED`).
+struct Rng(u64);
+
+impl Rng {
+    fn seeded(test: &str) -> Rng {
+        let seed = std::env::var("CANCEL_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64)
+        });
+        println!("{test}: CANCEL_SEED={seed}");
+        Rng(seed | 1)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+
+    /// A delay between nothing and a few round trips on loopback.
+    fn drop_delay(&mut self) -> Duration {
+        Duration::from_micros(self.below(4_000))
+    }
+}
+
+/// Every ephemeral node under `dir`, at any depth (contender nodes, leases, guards, claims).
+async fn ephemerals_under(s: &SessionHandle, dir: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(path) = todo.pop() {
+        for name in children(s, &path).await {
+            let child = format!("{}/{name}", path.trim_end_matches('/'));
+            match s.exists(&child).await {
+                Ok(Some(stat)) if stat.ephemeral_owner != 0 => found.push(child),
+                Ok(Some(_)) => todo.push(child),
+                Ok(None) => {}
+                Err(e) => panic!("{child}: {e}"),
+            }
+        }
+    }
+    found
+}
+
+/// The server's count of watches (`mntr`), when the test has a server of its own.
+fn watch_count(zk: &TestZooKeeper) -> Option<u64> {
+    let TestZooKeeper::Embedded(server) = zk else { return None };
+    let mntr = actix_zookeeper::testkit::mntr(&server.address()).expect("mntr");
+    mntr.lines().find_map(|line| line.strip_prefix("zk_watch_count")?.trim().parse().ok())
+}
+
+/// The leftover check: within a few seconds, nothing ephemeral stands under `dir` but `held`, and
+/// the server holds no more watches than `watches` (the count before the test's recipes ran).
+/// `Err` says what stayed.
+async fn settled(
+    s: &SessionHandle,
+    zk: &TestZooKeeper,
+    dir: &str,
+    held: &[String],
+    watches: Option<u64>,
+) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let extra: Vec<_> = ephemerals_under(s, dir).await.into_iter().filter(|n| !held.contains(n)).collect();
+        let now = watch_count(zk);
+        let watch_left = matches!((watches, now), (Some(before), Some(now)) if now > before);
+        if extra.is_empty() && !watch_left {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("left behind: nodes {extra:?}, watches {now:?} (before: {watches:?})"));
+        }
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The control: a node and a watch left behind are both caught, and gone they pass.
+#[actix_rt::test]
+async fn the_leftover_check_catches_a_node_and_a_watch_left_behind() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("cancel-control");
+    let s = session_at(&zk.connect_string(), &root).await;
+    s.ensure_path("/l").await.expect("dir");
+    let before = watch_count(&zk);
+    assert_eq!(settled(&s, &zk, "/l", &[], before).await, Ok(()));
+
+    let stray = s.create("/l/stray-", "", CreateMode::EphemeralSequential).await.expect("a stray node").path;
+    let caught = settled(&s, &zk, "/l", &[], before).await;
+    assert!(caught.as_ref().is_err_and(|e| e.contains("stray")), "{caught:?}");
+    assert_eq!(settled(&s, &zk, "/l", std::slice::from_ref(&stray), before).await, Ok(()), "held nodes are fine");
+    s.delete(&stray, None).await.expect("delete");
+
+    if before.is_some() {
+        // An exists watch on a missing node stays until the node is created.
+        let (watcher, _) = (Recorded::<WatchEvent>::start(), ());
+        s.exists_watched("/l/missing", watcher.recipient.clone()).await.expect("exists");
+        let caught = settled(&s, &zk, "/l", &[], before).await;
+        assert!(caught.as_ref().is_err_and(|e| e.contains("watches")), "{caught:?}");
+        s.create("/l/missing", "", CreateMode::Persistent).await.expect("create fires the watch");
+        assert_eq!(settled(&s, &zk, "/l", &[], before).await, Ok(()));
+    }
+    s.close().await;
+}
+
+/// Issue 25, defect 1: `tokio::time::timeout` around a handle's `acquire` while another session
+/// holds. The attempt leaves the line when the timeout drops it (the handle's relay kept the
+/// request alive before, and the node stayed until the holder let go); the next `acquire` on the
+/// same handle is not `AcquireInProgress`; and the abandoned attempt is never granted.
+#[actix_rt::test]
+async fn an_acquire_dropped_by_a_timeout_leaves_the_line_and_the_next_one_starts_at_once() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("cancel-timeout");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let before = watch_count(&zk);
+    let holder = LockHandle::start(b.clone(), LockConfig::new("/l").with_participant_id("holder"));
+    let lock = LockHandle::start(a.clone(), LockConfig::new("/l").with_participant_id("impatient"));
+    let events = Recorded::<LockEvent>::start();
+    lock.subscribe(events.recipient.clone());
+    let held = holder.acquire(None).await.expect("the holder holds");
+
+    for round in 0..5 {
+        let got = tokio::time::timeout(Duration::from_millis(200), lock.acquire(None)).await;
+        assert!(got.is_err(), "round {round}: the lock is held, the wait times out");
+        settled(&a, &zk, "/l", std::slice::from_ref(&held.node), None)
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: the dropped attempt stays in line: {e}"));
+    }
+    // A new wait starts at once, and is granted when the holder lets go.
+    let waiting = actix_rt::spawn(lock.acquire(Some(Duration::from_secs(10))));
+    wait_until_async("the new attempt in line", || async { lock.participants().await.map(|p| p.len()) == Ok(2) }).await;
+    holder.release().await.expect("release");
+    let grant = bounded("the new wait", waiting).await.expect("task").expect("granted");
+    lock.release().await.expect("release");
+    // Exactly one grant for the impatient participant: the one it received.
+    let acquired: Vec<_> = events.snapshot().into_iter().filter(|e| matches!(e, LockEvent::Acquired { .. })).collect();
+    assert_eq!(acquired, [LockEvent::Acquired { grant }], "nothing granted to an abandoned attempt");
+    settled(&a, &zk, "/l", &[], before).await.expect("nothing left");
+    a.close().await;
+    b.close().await;
+}
+
+/// Issue 25, defect 2: a re-entrant `acquire` (already holding) whose future is dropped with the
+/// grant in it must not give the lock back under its holder (it sent `GiveBack` with the held
+/// token, and another session took the lock). Lock and semaphore.
+#[actix_rt::test]
+async fn a_dropped_reentrant_acquire_leaves_the_grant_with_its_holder() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("cancel-reentrant");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let lock = LockHandle::start(a.clone(), LockConfig::new("/l"));
+    let other = LockHandle::start(b.clone(), LockConfig::new("/l"));
+    let pool = SemaphoreHandle::start(a.clone(), SemaphoreConfig::new("/s", 1));
+    let other_pool = SemaphoreHandle::start(b.clone(), SemaphoreConfig::new("/s", 1));
+    let grant = lock.acquire(None).await.expect("holds");
+    let lease = pool.acquire(None).await.expect("holds a lease");
+    for _ in 0..3 {
+        // Sent at the call; answered at once (held already); dropped unread.
+        let again = lock.acquire(None);
+        let again_lease = pool.acquire(None);
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+        drop((again, again_lease));
+    }
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(other.try_acquire().await, Ok(None), "the lock stays with its holder");
+    assert!(a.exists(&grant.node).await.expect("read").is_some(), "the holder's node stays");
+    let taken = tokio::time::timeout(Duration::from_millis(300), other_pool.acquire(None)).await;
+    assert!(taken.is_err(), "the lease stays with its holder: {taken:?}");
+    assert!(a.exists(&lease.node).await.expect("read").is_some(), "the lease node stays");
+    // A re-entrant acquire that *is* read changes nothing either, and one release ends it.
+    assert_eq!(lock.acquire(None).await, Ok(grant.clone()));
+    lock.release().await.expect("release");
+    pool.release().await.expect("release");
+    other.acquire(Some(Duration::from_secs(10))).await.expect("the other takes it after the release");
+    other.release().await.expect("release");
+    a.close().await;
+    b.close().await;
+}
+
+/// Issue 25, defect 8: `TryAcquire` says "busy" (`Ok(None)`) only once its node is deleted, as
+/// docs/recipes/lock.md says: a listing made right after the answer shows the holder's node alone.
+#[actix_rt::test]
+async fn a_try_acquire_says_busy_only_once_its_node_is_gone() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("cancel-try");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let holder = LockHandle::start(b.clone(), LockConfig::new("/l"));
+    let trier = LockHandle::start(a.clone(), LockConfig::new("/l"));
+    let held = holder.acquire(None).await.expect("holds");
+    for round in 0..30 {
+        assert_eq!(trier.try_acquire().await, Ok(None), "round {round}");
+        let line = a.children("/l").await.expect("listing").names;
+        assert_eq!(line.len(), 1, "round {round}: the try's node is still in line after its answer: {line:?}");
+    }
+    assert!(held.node.ends_with(&a.children("/l").await.expect("listing").names[0]));
+    holder.release().await.expect("release");
+    a.close().await;
+    b.close().await;
+}
+
+/// One participant whose calls are dropped at random moments, against a second live participant;
+/// `exclusive` for a lock (one holder).
+struct Round {
+    dropped_waiting: u32,
+    dropped_holding: u32,
+    completed: u32,
+}
+
+/// The harness for lock-shaped handles: rounds of "start `acquire` or `try_acquire`, drop it after
+/// a random delay, start again", with the other participant holding in half of them. After each
+/// round: the next call on the same handle works at once, the other participant can take the lock
+/// (nothing left held), and [`settled`] finds nothing left. Over the run: every grant the dropping
+/// participant's events announce was received by a call or given back (never one granted to an
+/// attempt abandoned while someone else held).
+async fn hammer_lock_shaped<H: LockShaped>(
+    test: &str,
+    zk: &TestZooKeeper,
+    make: impl Fn(&SessionHandle) -> H,
+    rounds: u32,
+) -> Round {
+    let root = unique_root(test);
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let before = watch_count(zk);
+    let (dropper, live) = (make(&a), make(&b));
+    let events = Recorded::<LockEvent>::start();
+    dropper.subscribe(events.recipient.clone());
+    let mut rng = Rng::seeded(test);
+    let mut round = Round { dropped_waiting: 0, dropped_holding: 0, completed: 0 };
+    let mut received = BTreeSet::<FencingToken>::new();
+    let mut abandoned_while_held = Vec::new();
+    for n in 0..rounds {
+        let blocked = rng.below(2) == 0;
+        let held = if blocked { Some(live.acquire_now().await.expect("the live one holds")) } else { None };
+        let try_only = rng.below(3) == 0;
+        let call = dropper.start(try_only);
+        let delay = rng.drop_delay();
+        let raced = futures::future::select(call, Box::pin(actix_rt::time::sleep(delay))).await;
+        match raced {
+            futures::future::Either::Left((outcome, _)) => {
+                round.completed += 1;
+                match outcome {
+                    Ok(Some(grant)) => {
+                        received.insert(grant.token);
+                        dropper.release().await.expect("release what was received");
+                    }
+                    Ok(None) => assert!(blocked || try_only, "round {n}: a free lock's acquire answered nothing"),
+                    Err(e) => panic!("round {n}: {e:?}"),
+                }
+            }
+            futures::future::Either::Right(((), call)) => {
+                drop(call);
+                if blocked { round.dropped_waiting += 1 } else { round.dropped_holding += 1 }
+            }
+        }
+        if let Some(held) = held {
+            // Abandoned while someone else held: the attempt must leave the line before the lock
+            // is free, so it is never granted.
+            let holding = std::slice::from_ref(&held.node);
+            settled(&a, zk, &root_relative(&held.node), holding, None)
+                .await
+                .unwrap_or_else(|e| panic!("round {n}: the dropped call stays in line: {e}"));
+            abandoned_while_held.push(events.snapshot().len());
+            live.release().await.expect("the live one releases");
+        }
+        // The next call on the same handle works at once, and nothing was left held.
+        let next = dropper.acquire_within(Duration::from_secs(10)).await;
+        let next = next.unwrap_or_else(|e| panic!("round {n}: the next acquire after a dropped one: {e:?}"));
+        received.insert(next.token);
+        dropper.release().await.expect("release");
+        let other = live.acquire_within(Duration::from_secs(10)).await;
+        other.unwrap_or_else(|e| panic!("round {n}: the lock was left held: {e:?}"));
+        live.release().await.expect("release");
+    }
+    settled(&a, zk, "/", &[], before).await.unwrap_or_else(|e| panic!("after {rounds} rounds: {e}"));
+    // Grants nobody received are given back at once: `Acquired` then `Released` for a token no
+    // call returned. Never for an attempt abandoned while the lock was held by the other.
+    let announced = events.snapshot();
+    for (i, event) in announced.iter().enumerate() {
+        if let LockEvent::Acquired { grant } = event {
+            if !received.contains(&grant.token) {
+                assert!(
+                    !abandoned_while_held.iter().any(|&at| at == i),
+                    "a grant to an attempt abandoned while the lock was held: {event:?}"
+                );
+                let released =
+                    announced[i + 1..].iter().any(|e| matches!(e, LockEvent::Released { node } if *node == grant.node));
+                assert!(released, "a grant nobody received was not given back: {event:?}\n{announced:#?}");
+            }
+        }
+    }
+    a.close().await;
+    b.close().await;
+    round
+}
+
+/// `/l/_c_...-lock-0000000001` → `/l`; `/s/leases/_c_...` → `/s`.
+fn root_relative(node: &str) -> String {
+    let top = node.trim_start_matches('/').split('/').next().unwrap_or_default();
+    format!("/{top}")
+}
+
+/// What the harness needs of a lock or semaphore handle.
+trait LockShaped {
+    fn start(&self, try_only: bool) -> futures::future::BoxFuture<'static, Result<Option<LockGrant>, LockError>>;
+    fn acquire_within(&self, within: Duration) -> futures::future::BoxFuture<'static, Result<LockGrant, LockError>>;
+    fn acquire_now(&self) -> futures::future::BoxFuture<'static, Result<LockGrant, LockError>> {
+        self.acquire_within(Duration::from_secs(10))
+    }
+    fn release(&self) -> futures::future::BoxFuture<'static, Result<(), LockError>>;
+    fn subscribe(&self, to: actix::Recipient<LockEvent>);
+}
+
+impl LockShaped for LockHandle {
+    fn start(&self, try_only: bool) -> futures::future::BoxFuture<'static, Result<Option<LockGrant>, LockError>> {
+        use futures::FutureExt;
+        if try_only { Box::pin(self.try_acquire()) } else { Box::pin(self.acquire(None).map(|r| r.map(Some))) }
+    }
+    fn acquire_within(&self, within: Duration) -> futures::future::BoxFuture<'static, Result<LockGrant, LockError>> {
+        Box::pin(self.acquire(Some(within)))
+    }
+    fn release(&self) -> futures::future::BoxFuture<'static, Result<(), LockError>> {
+        Box::pin(LockHandle::release(self))
+    }
+    fn subscribe(&self, to: actix::Recipient<LockEvent>) {
+        LockHandle::subscribe(self, to)
+    }
+}
+
+impl LockShaped for SemaphoreHandle {
+    fn start(&self, _: bool) -> futures::future::BoxFuture<'static, Result<Option<LockGrant>, LockError>> {
+        use futures::FutureExt;
+        Box::pin(self.acquire(None).map(|r| r.map(Some)))
+    }
+    fn acquire_within(&self, within: Duration) -> futures::future::BoxFuture<'static, Result<LockGrant, LockError>> {
+        Box::pin(self.acquire(Some(within)))
+    }
+    fn release(&self) -> futures::future::BoxFuture<'static, Result<(), LockError>> {
+        Box::pin(SemaphoreHandle::release(self))
+    }
+    fn subscribe(&self, to: actix::Recipient<LockEvent>) {
+        SemaphoreHandle::subscribe(self, to)
+    }
+}
+
+#[actix_rt::test]
+async fn lock_calls_dropped_at_random_moments_leave_nothing_behind() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let round =
+        hammer_lock_shaped("cancel-lock", &zk, |s| LockHandle::start(s.clone(), LockConfig::new("/l")), 40).await;
+    println!(
+        "lock: {} dropped while waiting, {} dropped around a free grant, {} completed",
+        round.dropped_waiting, round.dropped_holding, round.completed
+    );
+    assert!(round.dropped_waiting > 0, "the harness dropped no call while it waited");
+}
+
+#[actix_rt::test]
+async fn semaphore_calls_dropped_at_random_moments_leave_nothing_behind() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let make = |s: &SessionHandle| SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/s", 1));
+    let round = hammer_lock_shaped("cancel-semaphore", &zk, make, 30).await;
+    println!(
+        "semaphore: {} dropped while waiting, {} dropped around a free grant, {} completed",
+        round.dropped_waiting, round.dropped_holding, round.completed
+    );
+    assert!(round.dropped_waiting > 0, "the harness dropped no call while it waited");
+}
