@@ -975,3 +975,77 @@ async fn an_ack_that_meets_a_connection_loss_is_settled_once_and_answered_ok() {
     assert!(children(&observer, "/q/claims").await.is_empty(), "no claim left behind");
     assert_eq!(s.session().await.expect("session").generation, 1, "the same session throughout");
 }
+
+/// Issue 25, defect 3: claim creates in flight when the consumer stops (by `Stop` or by its
+/// last address going) are given back, whenever their replies come; they stayed for the whole
+/// session, and a new consumer on the same session met its own `NodeExists`.
+async fn claims_in_flight_at_a_stop_are_given_back(by_drop: bool) {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let proxy = actix_zookeeper::testkit::FaultProxy::start(&zk.connect_string()).expect("proxy");
+    let root = unique_root("queue-stop-in-flight");
+    let slow = SessionConfig::new(proxy.address()).with_chroot(&root).with_session_timeout(Duration::from_secs(10));
+    let s = connected(slow).await.0;
+    let observer = session_at(&zk.connect_string(), &root).await;
+    observer.ensure_path("/q/claims").await.expect("claims dir");
+    Queue::new(observer.clone(), "/q").put_all((0..20u8).map(|n| vec![n]).collect()).await.expect("put");
+    proxy.set_latency(Direction::Downstream, Duration::from_secs(2));
+    let (first, second) = (Ledger::default(), Ledger::default());
+    let config = workers(ConsumerConfig::new("/q"), 2, &first, Behaviour::Ack).with_concurrency(8);
+    let consumer = QueueConsumerActor::new(s.clone(), config).start();
+    // The fault happened: all eight creates applied; their replies are held by the proxy.
+    wait_until_async("8 claims", || async { children(&observer, "/q/claims").await.len() == 8 }).await;
+    if by_drop {
+        drop(consumer)
+    } else {
+        consumer.do_send(Stop)
+    } // a dropped one stops within 0.5 s
+    // Not healed yet: a heal could release the held replies before the stop is handled.
+    wait_until_async("claims are gone", || async { children(&observer, "/q/claims").await.is_empty() }).await;
+    assert!(first.seen.lock().expect("seen").is_empty(), "stopped before any claim's reply came");
+    proxy.heal();
+    // A new consumer on the same session gets every item (at HEAD: NodeExists / held elsewhere).
+    let _next =
+        QueueConsumerActor::new(s.clone(), workers(ConsumerConfig::new("/q"), 2, &second, Behaviour::Ack)).start();
+    wait_until("all 20 acked", || second.acked.load(Ordering::SeqCst) == 20).await;
+    assert!(items_left(&observer).await.is_empty());
+    assert_eq!(s.session().await.expect("session").generation, 1, "no expiry did the cleanup");
+    s.close().await;
+    observer.close().await;
+}
+
+#[actix_rt::test]
+async fn claims_in_flight_when_a_consumer_is_stopped_are_given_back() {
+    claims_in_flight_at_a_stop_are_given_back(false).await;
+}
+
+#[actix_rt::test]
+async fn claims_in_flight_when_a_consumers_last_address_is_dropped_are_given_back() {
+    claims_in_flight_at_a_stop_are_given_back(true).await;
+}
+
+/// Issue 25, defect 4: started while its session is suspended, the consumer hears `Suspended` then
+/// `Reconnected`, never `Connected`; it must start at the `Reconnected`.
+#[actix_rt::test]
+async fn a_consumer_started_while_its_session_is_suspended_consumes_once_reconnected() {
+    init_tracing();
+    let mut server = ZkServer::start().expect("ZooKeeper");
+    let root = unique_root("queue-suspended-start");
+    let cfg =
+        SessionConfig::new(server.connect_string()).with_chroot(&root).with_session_timeout(Duration::from_secs(10));
+    let (s, events) = connected(cfg).await;
+    Queue::new(s.clone(), "/q").put_all((0..3u8).map(|n| vec![n]).collect()).await.expect("put");
+    server.stop().expect("stop");
+    let (i, _) = events.wait_for(0, WAIT, |e| matches!(e, SessionEvent::Suspended { .. })).await;
+    let ledger = Ledger::default();
+    let _c = QueueConsumerActor::new(s.clone(), workers(ConsumerConfig::new("/q"), 1, &ledger, Behaviour::Ack)).start();
+    actix_rt::time::sleep(Duration::from_millis(200)).await; // let it start: restart() blocks this thread
+    // The fault happened: its Subscribe went before this request, and the link was down then.
+    assert!(!s.session().await.expect("session").connected, "suspended when the consumer subscribed");
+    server.restart().expect("restart");
+    events.wait_for(i, WAIT, |e| matches!(e, SessionEvent::Reconnected { generation: 1, .. })).await;
+    wait_until("all three acked", || ledger.acked.load(Ordering::SeqCst) == 3).await;
+    assert_eq!(s.session().await.expect("session").generation, 1, "on the same session");
+    assert!(items_left(&s).await.is_empty());
+    s.close().await;
+}

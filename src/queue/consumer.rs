@@ -140,7 +140,8 @@ impl QueueConsumerActor {
     /// Looks for work: claims the next items of the plan while there is room, and lists the
     /// queue again only once the plan is used up.
     fn fill(&mut self, ctx: &mut Context<Self>) {
-        if self.generation == 0 {
+        // Stopping: messages already in the mailbox are still handled, but claim nothing more.
+        if self.generation == 0 || ctx.state().stopping() {
             return;
         }
         self.claim_candidates(ctx);
@@ -283,7 +284,7 @@ impl QueueConsumerActor {
                                     let _ = delete_fenced(pinned, claim_path, claim.stat.czxid).await;
                                 }
                             };
-                            ctx.spawn(release.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
+                            ctx.spawn(detached(release).into_actor(act).map(|_, act, ctx| act.fill(ctx)));
                         }
                         (Err(Error::NodeExists { .. }), _) => {
                             act.missed();
@@ -300,7 +301,7 @@ impl QueueConsumerActor {
                             // The create may have happened: if the claim is ours, give it back.
                             debug!(parent: &act.span, %id, error = %err, "claim outcome unknown; checking");
                             act.candidates.push_front(id);
-                            let release = delete_own_ephemeral(pinned, claim_path);
+                            let release = detached(delete_own_ephemeral(pinned, claim_path));
                             ctx.spawn(release.into_actor(act).map(|_, act, ctx| {
                                 let delay = act.backoff.next_delay();
                                 ctx.run_later(delay, |act, ctx| act.fill(ctx));
@@ -376,7 +377,7 @@ impl QueueConsumerActor {
             .find(|&w| self.config.workers[w].deliver.connected())
         else {
             warn!(parent: &self.span, %id, "no worker is running; giving the item back");
-            self.give_back(id, claim, token, ctx);
+            self.give_back(id, claim, token);
             return;
         };
         self.next_worker = worker + 1;
@@ -407,10 +408,10 @@ impl QueueConsumerActor {
     }
 
     /// Releases a claim without counting an attempt.
-    fn give_back(&mut self, id: String, claim: Option<String>, token: FencingToken, ctx: &mut Context<Self>) {
+    fn give_back(&mut self, id: String, claim: Option<String>, token: FencingToken) {
         if let Some(claim) = claim {
-            let release = delete_fenced(self.session.pinned(self.generation), claim, token.0);
-            ctx.spawn(release.into_actor(self).map(|_, _, _| ()));
+            // Detached, like every release: it must outlive a stop.
+            actix::spawn(delete_fenced(self.session.pinned(self.generation), claim, token.0));
         } else {
             warn!(parent: &self.span, %id, "at-most-once item could not be delivered and is lost");
         }
@@ -523,6 +524,15 @@ impl Actor for QueueConsumerActor {
             }
             self.config.workers[flight.worker].revoke.do_send(Revoked { id });
         }
+        // Claims sent whose reply we will never read (its future is dropped with us). Detached, and
+        // asked after the creates (one session: requests are handled in order), so it sees every
+        // claim they made, whenever their replies come.
+        if self.config.mode == DeliveryMode::AtLeastOnce && self.generation != 0 {
+            for id in self.claiming.drain() {
+                let claim = path::join(&self.config.claims(), &id);
+                actix::spawn(delete_own_ephemeral(self.session.pinned(self.generation), claim));
+            }
+        }
     }
 }
 
@@ -571,6 +581,17 @@ impl Handler<Settle> for QueueConsumerActor {
             ctx.notify(Flush);
         }
         Box::pin(async move { answered.await.unwrap_or(Err(QueueError::Revoked { id })) })
+    }
+}
+
+/// Runs a release on a detached task (it outlives a stop: a future in the context is dropped, and
+/// a request nobody awaits is never sent) and resolves when it is done.
+fn detached<T: 'static>(
+    release: impl std::future::Future<Output = T> + 'static,
+) -> impl std::future::Future<Output = ()> + 'static {
+    let running = actix::spawn(release);
+    async move {
+        let _ = running.await;
     }
 }
 
@@ -668,9 +689,11 @@ impl QueueConsumerActor {
                         act.finish(failed, Err(QueueError::ZooKeeper(*source)));
                     } else {
                         // Give the item back rather than keep it claimed.
-                        let release =
-                            delete_fenced(act.session.pinned(failed.generation), failed.claim.clone(), failed.token.0);
-                        ctx.spawn(release.into_actor(act).map(|_, _, _| ()));
+                        actix::spawn(delete_fenced(
+                            act.session.pinned(failed.generation),
+                            failed.claim.clone(),
+                            failed.token.0,
+                        ));
                         act.finish(failed, Err(QueueError::ZooKeeper(*source)));
                     }
                     if !batch.is_empty() {
@@ -813,8 +836,14 @@ impl Handler<SessionEvent> for QueueConsumerActor {
                 // are recognised by their generation.
                 self.generation = 0;
             }
-            // Events may have been missed while away: look again.
-            SessionEvent::Reconnected { .. } => self.fill(ctx),
+            // Events may have been missed while away: look again. A consumer started while its
+            // session was suspended heard `Suspended`, never `Connected`: it starts now.
+            SessionEvent::Reconnected { generation, .. } => {
+                if self.generation == 0 {
+                    self.generation = generation;
+                }
+                self.fill(ctx);
+            }
             _ => {}
         }
     }
