@@ -49,6 +49,7 @@ pub mod cache;
 pub mod counter;
 pub mod election;
 pub mod error;
+pub mod events;
 pub mod group;
 #[cfg(feature = "cli")]
 pub mod inspect;

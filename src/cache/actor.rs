@@ -27,7 +27,7 @@ use super::config::CacheConfig;
 use super::error::CacheError;
 use super::messages::*;
 use crate::error::Error;
-use crate::recipe::subscribers::Subscribers;
+use crate::events::{Listen, Subscribers};
 use crate::retry::{Backoff, RetryPolicy};
 use crate::session::watch::weak_watcher;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind, WatchId};
@@ -518,5 +518,13 @@ impl Handler<Stop> for CacheActor {
 
     fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
         ctx.stop();
+    }
+}
+
+impl Handler<Listen<CacheEvent>> for CacheActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Listen<CacheEvent>, _: &mut Context<Self>) {
+        self.subscribers.listen(msg.listener);
     }
 }

@@ -22,9 +22,9 @@ use super::error::CounterError;
 use super::format::{decode_count, encode_count};
 use super::messages::*;
 use crate::error::Error;
+use crate::events::{Listen, Subscribers};
 use crate::path;
 use crate::recipe::Reply;
-use crate::recipe::subscribers::Subscribers;
 use crate::retry::{Backoff, RetryPolicy};
 use crate::session::requests::{CreateMode, EnsurePath, NodeData, Stat};
 use crate::session::watch::weak_watcher;
@@ -616,4 +616,12 @@ pub fn add(
 ) -> impl Future<Output = Result<VersionedCount, CounterError>> + 'static + use<> {
     let reply = counter.send(AddCount { by });
     async move { reply.await.map_err(|_| CounterError::Stopped)? }
+}
+
+impl Handler<Listen<CountChanged>> for SharedCount {
+    type Result = ();
+
+    fn handle(&mut self, msg: Listen<CountChanged>, _: &mut Context<Self>) {
+        self.subscribers.listen(msg.listener);
+    }
 }

@@ -16,6 +16,7 @@ use super::config::ElectionConfig;
 use super::error::ElectionError;
 use super::messages::*;
 use crate::error::Error;
+use crate::events::{Listen, Subscribers};
 use crate::path;
 use crate::recipe::holder::{
     self, Attempt, ContenderSlot, Happened, Holder, HolderHost, InLine, Loss, Refusal, ReleaseError, Waiter,
@@ -23,7 +24,6 @@ use crate::recipe::holder::{
 use crate::recipe::naming::{LATCH_NAME, Rule};
 use crate::recipe::participants;
 use crate::recipe::reply::Pending;
-use crate::recipe::subscribers::Subscribers;
 use crate::recipe::{ConnectionPolicy, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Reply};
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
@@ -483,5 +483,13 @@ impl Handler<Subscribe> for ElectionActor {
             msg.recipient.do_send(ElectionEvent::LeaderChanged { leader_id: Some(id.clone()) });
         }
         self.subscribers.add(msg.recipient);
+    }
+}
+
+impl Handler<Listen<ElectionEvent>> for ElectionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Listen<ElectionEvent>, _: &mut Context<Self>) {
+        self.subscribers.listen(msg.listener);
     }
 }

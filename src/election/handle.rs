@@ -16,6 +16,7 @@ use super::error::ElectionError;
 use super::messages::{
     CurrentLeader, ElectionEvent, Join, LeaderTerm, Leadership, Participants, Resign, Stop, Subscribe,
 };
+use crate::events::EventStream;
 use crate::session::SessionHandle;
 
 /// A cloneable handle to one election participant (an [`ElectionActor`]).
@@ -102,8 +103,14 @@ impl ElectionHandle {
         async move { asked.await? }
     }
 
+    /// Every [`ElectionEvent`] from now on, as a stream this caller owns (`ctx.add_stream` in an
+    /// actor, or `.next().await`); dropping it unsubscribes ([`crate::events`]).
+    pub fn events(&self) -> EventStream<ElectionEvent> {
+        crate::events::events(&self.addr)
+    }
+
     /// Sends every [`ElectionEvent`] to `recipient` (held weakly: keep your subscriber's
-    /// address).
+    /// address, or use [`events`](Self::events), which cannot go silent).
     pub fn subscribe(&self, recipient: Recipient<ElectionEvent>) {
         self.addr.do_send(Subscribe { recipient });
     }

@@ -11,10 +11,10 @@ use super::config::GroupConfig;
 use super::error::GroupError;
 use super::messages::*;
 use crate::cache::{self, CacheActor, CacheConfig, CacheEvent, CacheScope};
+use crate::events::{Listen, Subscribers};
 use crate::path;
 use crate::recipe::fencing::delete_own_ephemeral;
 use crate::recipe::registration::{RegisterError, register_ephemeral};
-use crate::recipe::subscribers::Subscribers;
 use crate::retry::{Backoff, RetryPolicy};
 use crate::session::IntoActorFree;
 use crate::session::{SessionEvent, SessionHandle};
@@ -297,5 +297,13 @@ impl Handler<Leave> for GroupMember {
             ctx.stop();
             deleted.map_err(GroupError::from)
         }))
+    }
+}
+
+impl Handler<Listen<GroupEvent>> for GroupMember {
+    type Result = ();
+
+    fn handle(&mut self, msg: Listen<GroupEvent>, _: &mut Context<Self>) {
+        self.subscribers.listen(msg.listener);
     }
 }

@@ -14,9 +14,9 @@ use super::grant::LockGrant;
 use super::holding::{self, LockWaiter};
 use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, Subscribe, TryAcquire};
 use crate::error::Error;
+use crate::events::{Listen, Subscribers};
 use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::reply::Asked;
-use crate::recipe::subscribers::Subscribers;
 use crate::recipe::{ContenderReport, ContenderSpec, Reply};
 use crate::session::{SessionEvent, SessionHandle};
 
@@ -213,5 +213,13 @@ impl Handler<Subscribe> for LockActor {
 
     fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
         self.subscribers.add(msg.recipient);
+    }
+}
+
+impl Handler<Listen<LockEvent>> for LockActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Listen<LockEvent>, _: &mut Context<Self>) {
+        self.subscribers.listen(msg.listener);
     }
 }

@@ -22,6 +22,7 @@ use super::error::LockError;
 use super::grant::LockGrant;
 use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, Subscribe, TryAcquire};
 use super::semaphore::SemaphoreActor;
+use crate::events::EventStream;
 use crate::recipe::FencingToken;
 use crate::recipe::holder::CallerGone;
 use crate::recipe::reply::Asked;
@@ -106,7 +107,14 @@ impl LockHandle {
         participants(&self.addr, &self.dir)
     }
 
-    /// Sends every [`LockEvent`] to `recipient` (held weakly: keep your subscriber's address).
+    /// Every [`LockEvent`] from now on, as a stream this caller owns (`ctx.add_stream` in an
+    /// actor, or `.next().await`); dropping it unsubscribes ([`crate::events`]).
+    pub fn events(&self) -> EventStream<LockEvent> {
+        crate::events::events(&self.addr)
+    }
+
+    /// Sends every [`LockEvent`] to `recipient` (held weakly: keep your subscriber's address, or
+    /// use [`events`](Self::events), which cannot go silent).
     pub fn subscribe(&self, recipient: Recipient<LockEvent>) {
         self.addr.do_send(Subscribe { recipient });
     }
@@ -163,7 +171,14 @@ impl SemaphoreHandle {
         participants(&self.addr, &self.dir)
     }
 
-    /// Sends every [`LockEvent`] to `recipient` (held weakly: keep your subscriber's address).
+    /// Every [`LockEvent`] from now on, as a stream this caller owns (`ctx.add_stream` in an
+    /// actor, or `.next().await`); dropping it unsubscribes ([`crate::events`]).
+    pub fn events(&self) -> EventStream<LockEvent> {
+        crate::events::events(&self.addr)
+    }
+
+    /// Sends every [`LockEvent`] to `recipient` (held weakly: keep your subscriber's address, or
+    /// use [`events`](Self::events), which cannot go silent).
     pub fn subscribe(&self, recipient: Recipient<LockEvent>) {
         self.addr.do_send(Subscribe { recipient });
     }

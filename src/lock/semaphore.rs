@@ -22,11 +22,11 @@ use super::grant::LockGrant;
 use super::holding::{self, LockWaiter};
 use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, Subscribe};
 use crate::error::Error;
+use crate::events::{Listen, Subscribers};
 use crate::path;
 use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::naming::{LEASE_NAME, LOCK_NAME, Rule};
 use crate::recipe::reply::Asked;
-use crate::recipe::subscribers::Subscribers;
 use crate::recipe::{ContenderEvent, ContenderReport, ContenderSpec, Reply};
 use crate::session::{SessionEvent, SessionHandle};
 
@@ -248,5 +248,13 @@ impl Handler<Subscribe> for SemaphoreActor {
 
     fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
         self.subscribers.add(msg.recipient);
+    }
+}
+
+impl Handler<Listen<LockEvent>> for SemaphoreActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Listen<LockEvent>, _: &mut Context<Self>) {
+        self.subscribers.listen(msg.listener);
     }
 }

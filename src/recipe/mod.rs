@@ -15,7 +15,6 @@ pub mod naming;
 pub(crate) mod participants;
 pub(crate) mod registration;
 pub mod reply;
-pub(crate) mod subscribers;
 
 pub(crate) use contender::delete_until_gone;
 pub(crate) use contender::{ContenderEvent, ContenderReport, ContenderSpec};

@@ -16,7 +16,6 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
-use actix::WeakRecipient;
 use actix::prelude::*;
 use futures::channel::oneshot;
 use tracing::{Instrument, debug, info, warn};
@@ -30,6 +29,7 @@ use super::requests::*;
 use super::sizing;
 use super::watch::{PersistentWatch, ReconnectGate, WatchRegistry, WatchSink, deliver_once};
 use crate::error::{Error, Result};
+use crate::events::{Listen, Subscribers};
 use crate::metrics;
 use crate::path;
 
@@ -98,7 +98,7 @@ pub struct SessionActor {
     state: State,
     generation: u64,
     /// Weak, so that subscribing does not keep a subscriber alive.
-    subscribers: Vec<WeakRecipient<SessionEvent>>,
+    subscribers: Subscribers<SessionEvent>,
     pending: VecDeque<Pending>,
     watches: WatchRegistry,
     /// `Reconnected`, held until the persistent watches are added again.
@@ -125,7 +125,7 @@ impl SessionActor {
             config,
             state: State::Closed,
             generation: 0,
-            subscribers: Vec::new(),
+            subscribers: Subscribers::new(),
             pending: VecDeque::new(),
             watches: WatchRegistry::default(),
             gate: ReconnectGate::default(),
@@ -197,13 +197,7 @@ impl SessionActor {
             // After the state change that the event reports (callers broadcast last).
             self.answer_awaiting_connection();
         }
-        self.subscribers.retain(|s| match s.upgrade() {
-            Some(subscriber) if subscriber.connected() => {
-                subscriber.do_send(event.clone());
-                true
-            }
-            _ => false,
-        });
+        self.subscribers.tell(event);
     }
 
     // ---- connection lifecycle -------------------------------------------------------------
@@ -418,7 +412,7 @@ impl SessionActor {
                 ctx.cancel_future(task);
             }
         }
-        self.subscribers.retain(|s| s.upgrade().is_some_and(|s| s.connected()));
+        self.subscribers.sweep();
         // The lifetime rule every recipe follows: dropping the last address (every
         // `SessionHandle`, those held by recipe actors included) ends the actor, here by closing
         // the session (its ephemerals go at once). The interval itself would keep it alive.
@@ -1091,11 +1085,10 @@ impl Handler<RemoveWatch> for SessionActor {
     }
 }
 
-impl Handler<Subscribe> for SessionActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
-        let now = match &self.state {
+impl SessionActor {
+    /// The event that says where the session stands now, for a new subscriber.
+    fn now(&self) -> Option<SessionEvent> {
+        match &self.state {
             State::Live(live) => match live.link {
                 Link::Up => Some(SessionEvent::Connected { session_id: live.session_id, generation: self.generation }),
                 Link::Down { .. } => {
@@ -1104,11 +1097,29 @@ impl Handler<Subscribe> for SessionActor {
             },
             State::Connecting { .. } => None,
             State::Closed => Some(SessionEvent::Closed),
-        };
-        if let Some(event) = now {
+        }
+    }
+}
+
+impl Handler<Subscribe> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+        if let Some(event) = self.now() {
             msg.recipient.do_send(event);
         }
-        self.subscribers.push(msg.recipient.downgrade());
+        self.subscribers.add(msg.recipient);
+    }
+}
+
+impl Handler<Listen<SessionEvent>> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, mut msg: Listen<SessionEvent>, _: &mut Context<Self>) {
+        if let Some(event) = self.now() {
+            msg.listener.offer(event);
+        }
+        self.subscribers.listen(msg.listener);
     }
 }
 

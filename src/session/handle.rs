@@ -18,6 +18,7 @@ use super::config::SessionConfig;
 use super::events::{SessionEvent, SessionId, WatchEvent, WatchId};
 use super::requests::*;
 use crate::error::{Error, Result};
+use crate::events::EventStream;
 
 /// A cloneable handle to a running session.
 #[derive(Clone, Debug)]
@@ -215,7 +216,17 @@ impl SessionHandle {
         self.addr.do_send(RemoveWatch { id });
     }
 
-    /// Sends every [`SessionEvent`] to `subscriber`, starting with the current state.
+    /// Every [`SessionEvent`] from now on, starting with the current state, as a stream this
+    /// caller owns: `ctx.add_stream(session.events())` in an actor, or
+    /// `while let Some(event) = events.next().await`. Dropping it unsubscribes; a reader that falls
+    /// behind is told what it missed ([`crate::events`]).
+    pub fn events(&self) -> EventStream<SessionEvent> {
+        crate::events::events(&self.addr)
+    }
+
+    /// Sends every [`SessionEvent`] to `subscriber`, starting with the current state. Held
+    /// weakly: keep your subscriber's address, or use [`events`](Self::events), which cannot go
+    /// silent.
     pub fn subscribe(&self, subscriber: Recipient<SessionEvent>) {
         self.addr.do_send(Subscribe { recipient: subscriber });
     }

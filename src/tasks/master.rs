@@ -16,9 +16,9 @@ use super::messages::*;
 use super::strategy::{AssignStrategy, LeastLoaded};
 use super::term::MasterTerm;
 use crate::election::{self, ElectionActor, ElectionConfig, ElectionEvent};
+use crate::events::{Listen, Subscribers};
 use crate::recipe::ConnectionPolicy;
 use crate::recipe::naming::default_participant_id;
-use crate::recipe::subscribers::Subscribers;
 use crate::retry::{Backoff, RetryPolicy};
 use crate::session::SessionHandle;
 
@@ -231,5 +231,13 @@ impl Handler<StopMaster> for TaskMaster {
     fn handle(&mut self, _: StopMaster, ctx: &mut Context<Self>) {
         info!(parent: &self.span, "leaving the election");
         ctx.stop();
+    }
+}
+
+impl Handler<Listen<MasterEvent>> for TaskMaster {
+    type Result = ();
+
+    fn handle(&mut self, msg: Listen<MasterEvent>, _: &mut Context<Self>) {
+        self.subscribers.listen(msg.listener);
     }
 }

@@ -25,9 +25,9 @@ use super::layout::{Layout, TaskId, check_worker_id};
 use super::messages::*;
 use crate::Op;
 use crate::error::Error;
+use crate::events::{Listen, Subscribers};
 use crate::recipe::fencing::delete_own_ephemeral;
 use crate::recipe::registration::{RegisterError, register_ephemeral};
-use crate::recipe::subscribers::Subscribers;
 use crate::retry::{Backoff, RetryPolicy};
 use crate::session::watch::weak_watcher;
 use crate::session::{IntoActorFree, SessionEvent, SessionHandle, WatchEvent};
@@ -655,5 +655,13 @@ impl Handler<StopWorker> for TaskWorker {
         Box::pin(async move {
             let _ = rx.await;
         })
+    }
+}
+
+impl Handler<Listen<WorkerEvent>> for TaskWorker {
+    type Result = ();
+
+    fn handle(&mut self, msg: Listen<WorkerEvent>, _: &mut Context<Self>) {
+        self.subscribers.listen(msg.listener);
     }
 }

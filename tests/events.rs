@@ -1,0 +1,153 @@
+//! Events as streams (`events()`, `actix_zookeeper::events::events`) against a real ZooKeeper:
+//! read inside an actor with `ctx.add_stream` (whose address nobody keeps: the idiom that heard
+//! nothing through `subscribe`), read with `.next().await`, the rule for a reader that falls
+//! behind, and the session's events across a server restart.
+#![cfg(feature = "testkit")]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix::prelude::*;
+use actix_zookeeper::counter::{SetCount, SharedCount, SharedCountConfig};
+use actix_zookeeper::election::{ElectionConfig, ElectionEvent, ElectionHandle};
+use actix_zookeeper::events::{EVENT_BUFFER, Missed};
+use actix_zookeeper::lock::*;
+use actix_zookeeper::prelude::*;
+use actix_zookeeper::testkit::{TestZooKeeper, ZkServer, unique_root};
+use common::*;
+use futures::StreamExt;
+
+async fn session_at(connect: &str, root: &str) -> SessionHandle {
+    let cfg = SessionConfig::new(connect).with_chroot(root).with_session_timeout(Duration::from_secs(4));
+    connected(cfg).await.0
+}
+
+/// An actor that logs a lock's events from a stream; nobody keeps its address.
+struct Logger {
+    log: Arc<Mutex<Vec<LockEvent>>>,
+}
+
+impl Actor for Logger {
+    type Context = Context<Self>;
+}
+
+impl StreamHandler<Result<LockEvent, Missed>> for Logger {
+    fn handle(&mut self, event: Result<LockEvent, Missed>, _: &mut Context<Self>) {
+        self.log.lock().expect("log").push(event.expect("a reader this fast misses nothing"));
+    }
+}
+
+#[actix_rt::test]
+async fn an_actor_whose_address_nobody_keeps_hears_a_locks_events_through_add_stream() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let s = session_at(&zk.connect_string(), &unique_root("events-actor")).await;
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let events = lock.events();
+    let shared = log.clone();
+    // The address is dropped at once: `subscribe(Logger.start().recipient())` heard nothing.
+    drop(Logger::create(move |ctx| {
+        ctx.add_stream(events);
+        Logger { log: shared }
+    }));
+    let grant = lock.acquire(None).await.expect("acquire");
+    lock.release().await.expect("release");
+    wait_until("both events heard", || log.lock().expect("log").len() == 2).await;
+    assert_eq!(
+        *log.lock().expect("log"),
+        [LockEvent::Acquired { grant: grant.clone() }, LockEvent::Released { node: grant.node }]
+    );
+    s.close().await;
+}
+
+#[actix_rt::test]
+async fn a_stream_read_with_next_hears_an_elections_events_and_dropping_it_unsubscribes() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let s = session_at(&zk.connect_string(), &unique_root("events-next")).await;
+    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/e").with_participant_id("me"));
+    let mut events = election.events();
+    let term = election.leadership().await.expect("leads");
+    let first = bounded("an event", events.next()).await;
+    assert_eq!(first, Some(Ok(ElectionEvent::LeadershipAcquired { token: term.token })));
+    drop(events);
+    // Nobody reads any more: the election goes on as before.
+    election.resign_and_requeue().await.expect("resign");
+    election.leadership().await.expect("leads again");
+    s.close().await;
+}
+
+/// The documented rule: a reader [`EVENT_BUFFER`] events behind misses the events that do not fit,
+/// is told how many (`Err(Missed)`) before the next event it gets, and hears the rest in order.
+#[actix_rt::test]
+async fn a_reader_that_falls_behind_is_told_how_many_events_it_missed() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let s = session_at(&zk.connect_string(), &unique_root("events-lag")).await;
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
+    let mut events = lock.events();
+    let cycles = EVENT_BUFFER / 2 + 22; // two events a cycle: 44 more than fit
+    for _ in 0..cycles {
+        lock.acquire(None).await.expect("acquire");
+        lock.release().await.expect("release");
+    }
+    // The reader catches up with what fit, then the next event comes.
+    for n in 0..EVENT_BUFFER {
+        let event = bounded("a buffered event", events.next()).await.expect("the lock lives");
+        assert!(event.is_ok(), "event {n}: {event:?}");
+    }
+    let grant = lock.acquire(None).await.expect("one more");
+    let notice = bounded("the notice", events.next()).await.expect("the lock lives");
+    assert_eq!(notice, Err(Missed { count: (2 * cycles - EVENT_BUFFER) as u64 }));
+    let next = bounded("the event after it", events.next()).await.expect("the lock lives");
+    assert_eq!(next, Ok(LockEvent::Acquired { grant }));
+    lock.release().await.expect("release");
+    s.close().await;
+}
+
+/// For actors without a handle: `actix_zookeeper::events::events(&addr)`.
+#[actix_rt::test]
+async fn a_counters_changes_read_as_a_stream() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let s = session_at(&zk.connect_string(), &unique_root("events-counter")).await;
+    let counter = SharedCount::new(s.clone(), SharedCountConfig::new("/count")).start();
+    let mut changes = actix_zookeeper::events::events(&counter);
+    for value in 1..=3 {
+        counter.send(SetCount { value }).await.expect("actor").expect("set");
+        loop {
+            let change = bounded("a change", changes.next()).await.expect("alive").expect("in time");
+            if change.value == value {
+                break;
+            }
+        }
+    }
+    s.close().await;
+}
+
+/// The session's own events through a server restart: where it stands first, then the fault.
+#[actix_rt::test]
+async fn the_sessions_events_as_a_stream_through_a_server_restart() {
+    init_tracing();
+    let mut server = ZkServer::start().expect("ZooKeeper");
+    let s = session_at(&server.connect_string(), &unique_root("events-session")).await;
+    let mut events = s.events();
+    let now = bounded("the current state", events.next()).await;
+    assert!(matches!(now, Some(Ok(SessionEvent::Connected { generation: 1, .. }))), "{now:?}");
+    server.restart().expect("restart");
+    let mut seen = Vec::new();
+    while !matches!(seen.last(), Some(SessionEvent::Reconnected { .. })) {
+        seen.push(bounded("the restart's events", events.next()).await.expect("alive").expect("in time"));
+    }
+    assert!(matches!(seen[0], SessionEvent::Suspended { generation: 1, .. }), "{seen:?}");
+    s.close().await;
+    loop {
+        match bounded("Closed", events.next()).await {
+            Some(Ok(SessionEvent::Closed)) | None => break,
+            Some(other) => assert!(other.is_ok(), "{other:?}"),
+        }
+    }
+}
