@@ -352,3 +352,38 @@ async fn changes_made_while_a_member_was_cut_off_are_reported_on_resync() {
     assert!(told.iter().any(|e| matches!(e, GroupEvent::MemberJoined { id, .. } if id == "c")), "{told:?}");
     sees(&a, &["a", "c"]).await;
 }
+
+/// Issue 25, defect 6: `Leave` within a round trip of the join. Its delete looked for the node
+/// before the join's create was sent, found nothing and answered `Ok`; the create then applied and
+/// the member stopped: a ghost member, and `IdTaken` for the same id elsewhere, until the session
+/// ended. Now the leave waits for the join in flight and deletes what it created.
+#[actix_rt::test]
+async fn a_leave_right_after_the_join_leaves_no_ghost_member() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let root = unique_root("group-leave-early");
+    let cfg = |c: &str| SessionConfig::new(c).with_chroot(&root).with_session_timeout(Duration::from_secs(10));
+    let (observer, _) = connected(cfg(&zk.connect_string())).await;
+    observer.ensure_path(GROUP).await.expect("group");
+    for round in 0..3 {
+        let (s, _) = connected(cfg(&links.connect_string())).await;
+        // Replies come late: the join's first request is out, its create not sent yet.
+        links.proxy(0).set_latency(actix_zookeeper::testkit::Direction::Downstream, Duration::from_millis(400));
+        let addr = GroupMember::new(s.clone(), GroupConfig::new(GROUP, "a")).expect("config").start();
+        actix_rt::time::sleep(Duration::from_millis(150)).await;
+        bounded("leave", addr.send(Leave)).await.expect("member").expect("leave");
+        links.heal();
+        // The answer came; nothing of ours may stand in the group now or later.
+        assert!(children(&observer, GROUP).await.is_empty(), "round {round}: a ghost member");
+        actix_rt::time::sleep(Duration::from_secs(1)).await;
+        assert!(children(&observer, GROUP).await.is_empty(), "round {round}: a ghost member after the leave");
+        // The same id joins elsewhere at once.
+        let again = member(&zk.connect_string(), &root, "a", Duration::from_secs(10)).await;
+        again.events.wait_for(0, WAIT, |e| matches!(e, GroupEvent::Joined { .. })).await;
+        again.addr.send(Leave).await.expect("member").expect("leave");
+        again.session.close().await;
+        s.close().await;
+    }
+    observer.close().await;
+}

@@ -1091,3 +1091,65 @@ async fn a_recovered_create_adopts_only_its_own_sessions_node() {
     lock.send(Release).await.expect("actor").expect("release");
     wait_until_nodes(&observer, "/l", 0).await;
 }
+
+/// Issue 25, defect 5: the read that sets a holder's own-node watch loses its reply (the server
+/// applied it, then the connection broke, and the server dropped the watch with the connection).
+/// The contender had marked the watch as set when it sent the read, so it never set it again and
+/// a deletion of the node by someone else went unheard. Now it is set again, and heard.
+#[actix_rt::test]
+async fn a_holder_whose_own_node_watch_lost_its_reply_sets_it_again_and_hears_a_deletion() {
+    init_tracing();
+    let server = ZkServer::start().expect("ZooKeeper");
+    let links = ClientLinks::to([server.connect_string()]).expect("proxy");
+    let root = unique_root("own-watch-lost");
+    let s = session_at(&links.connect_string(), &root).await;
+    let observer = session_at(&server.connect_string(), &root).await;
+    let (lock, events) = holder(&s, LockConfig::new("/l"));
+    let grant = lock.send(Acquire::default()).await.expect("actor").expect("acquire");
+    // Before the holder's own-node watch is asked for (after 100 ms of holding): its reply is held.
+    links.proxy(0).set_latency(Direction::Downstream, Duration::from_secs(60));
+    let watched = || actix_zookeeper::testkit::wchp(&server.address()).expect("wchp").contains(&grant.node);
+    wait_until("the own-node watch on the server, its reply held", watched).await;
+    links.reset();
+    links.heal();
+    events.wait_for(0, WAIT, |e| *e == LockEvent::Reconnected { token: grant.token }).await;
+    assert!(s.session().await.is_some_and(|now| now.generation == 1), "the same session");
+    wait_until("the own-node watch set again", watched).await;
+    observer.delete(&grant.node, None).await.expect("someone else deletes the node");
+    let lost = LockEvent::Lost { token: grant.token, reason: LockLostReason::NodeDeleted };
+    events.wait_for(0, WAIT, |e| *e == lost).await;
+    s.close().await;
+    observer.close().await;
+}
+
+/// Issue 25, defect 7: a grant whose report reaches the lock actor after the session's `Suspended`
+/// (the contender runs on the session's thread, so the two can arrive in either order) was held as
+/// if connected: no `Suspended`, no disconnect deadline, no read on `Reconnected`. The order is
+/// forced here by handing the waiter its `Suspended` just before the real hand-off.
+#[actix_rt::test]
+async fn a_grant_that_arrives_after_suspended_is_held_suspended_and_read_again_on_reconnect() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("grant-while-suspended");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let first = LockActor::new(a.clone(), LockConfig::new("/l")).start();
+    let (second, events) = holder(&b, LockConfig::new("/l"));
+    first.send(Acquire::default()).await.expect("actor").expect("acquire");
+    let waiting = actix_rt::spawn(second.send(Acquire::default()));
+    wait_until_nodes(&a, "/l", 2).await;
+    let now = b.session().await.expect("b's session");
+    second.do_send(SessionEvent::Suspended { session_id: now.session_id, generation: now.generation });
+    first.send(Release).await.expect("actor").expect("release");
+    let grant = bounded("the hand-off", waiting).await.expect("task").expect("actor").expect("granted");
+    let (i, _) = events.wait_for(0, WAIT, |e| matches!(e, LockEvent::Acquired { .. })).await;
+    events.wait_for(i, WAIT, |e| *e == LockEvent::Suspended { token: grant.token }).await;
+    second.do_send(SessionEvent::Reconnected {
+        session_id: now.session_id,
+        generation: now.generation,
+        read_only: false,
+    });
+    events.wait_for(i, WAIT, |e| *e == LockEvent::Reconnected { token: grant.token }).await;
+    second.send(Release).await.expect("actor").expect("release");
+    a.close().await;
+    b.close().await;
+}

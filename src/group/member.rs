@@ -5,6 +5,7 @@
 
 use actix::prelude::*;
 use futures::FutureExt;
+use futures::channel::oneshot;
 use tracing::{debug, info, warn};
 
 use super::config::GroupConfig;
@@ -52,6 +53,11 @@ pub struct GroupMember {
     backoff: Backoff,
     /// Why joining ended for good (a final error), told to every subscriber, late ones too.
     failed: Option<GroupError>,
+    /// Joins whose requests are in flight: a create may still be sent, or applied unanswered
+    /// (two, when a new session begins one while the old session's is out).
+    joins_in_flight: u32,
+    /// Callers of `Leave`, answered once our node is gone (after an in-flight join has landed).
+    leaving: Vec<oneshot::Sender<Result<(), GroupError>>>,
     span: tracing::Span,
 }
 
@@ -72,6 +78,8 @@ impl GroupMember {
             subscribers: Subscribers::new(),
             backoff: RetryPolicy::default().backoff(),
             failed: None,
+            joins_in_flight: 0,
+            leaving: Vec::new(),
             span,
         })
     }
@@ -101,7 +109,17 @@ impl GroupMember {
                 Err(RegisterError::ZooKeeper(error)) => Err(error.into()),
             },
         );
+        self.joins_in_flight += 1;
         ctx.spawn(joined.into_actor_free().map(move |joined, act: &mut Self, ctx| {
+            act.joins_in_flight -= 1;
+            if !act.leaving.is_empty() {
+                // `Leave` came while a join was in flight: once the last has landed, whatever
+                // they created goes.
+                if act.joins_in_flight == 0 {
+                    act.finish_leave(ctx);
+                }
+                return;
+            }
             if act.membership != (Membership::Joining { generation }) {
                 return;
             }
@@ -144,6 +162,18 @@ impl GroupMember {
             }
         }));
     }
+
+    /// Deletes our node (only if our session owns it, by its czxid) and answers every `Leave`.
+    fn finish_leave(&mut self, ctx: &mut Context<Self>) {
+        let deleted = delete_own_ephemeral(self.session.pinned(self.generation), self.node.clone());
+        ctx.spawn(deleted.into_actor(self).map(|deleted, act, ctx| {
+            let outcome = deleted.map_err(GroupError::from);
+            for answer in act.leaving.drain(..) {
+                let _ = answer.send(outcome.clone());
+            }
+            ctx.stop();
+        }));
+    }
 }
 
 impl Actor for GroupMember {
@@ -167,7 +197,8 @@ impl Actor for GroupMember {
         if let Some(view) = self.view.take() {
             view.do_send(cache::Stop);
         }
-        if self.membership != Membership::Left {
+        // Left, but not yet deleted (a `Leave` still waits): delete here too.
+        if self.membership != Membership::Left || !self.leaving.is_empty() {
             // Detached: a request dropped by a stopping actor would never be sent.
             let deleted = delete_own_ephemeral(self.session.pinned(self.generation), self.node.clone());
             actix::spawn(async move {
@@ -287,16 +318,19 @@ impl Handler<Members> for GroupMember {
 }
 
 impl Handler<Leave> for GroupMember {
-    type Result = ResponseActFuture<Self, Result<(), GroupError>>;
+    type Result = ResponseFuture<Result<(), GroupError>>;
 
-    fn handle(&mut self, _: Leave, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, _: Leave, ctx: &mut Context<Self>) -> Self::Result {
         self.membership = Membership::Left;
         info!(parent: &self.span, "leaving the group");
-        let deleted = delete_own_ephemeral(self.session.pinned(self.generation), self.node.clone());
-        Box::pin(deleted.into_actor(self).map(|deleted, _, ctx| {
-            ctx.stop();
-            deleted.map_err(GroupError::from)
-        }))
+        let (answer, answered) = oneshot::channel();
+        self.leaving.push(answer);
+        // A join in flight may create our node after a delete sent now has looked for it
+        // (defect 6): its landing deletes instead. A second `Leave` joins the first.
+        if self.joins_in_flight == 0 && self.leaving.len() == 1 {
+            self.finish_leave(ctx);
+        }
+        Box::pin(async move { answered.await.unwrap_or(Err(GroupError::from(crate::Error::Closed))) })
     }
 }
 

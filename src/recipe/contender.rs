@@ -150,7 +150,9 @@ enum OwnWatch {
     Unset,
     /// To be set after [`OWN_WATCH_AFTER`].
     Armed,
-    /// Set, or its read is on its way.
+    /// Its read is on its way: set only if that read is answered.
+    Requested,
+    /// Set: the server answered the read that set it.
     Set,
 }
 
@@ -368,11 +370,35 @@ impl Contender {
     /// missing node stays until that path is created, and sequential names never come back).
     /// Fired by a data change (Curator's `Revoker` writes into lock nodes), it is set again.
     fn watch_own(&mut self, path: String, ctx: &mut Context<Self>) {
-        self.own_watch = OwnWatch::Set;
+        self.own_watch = OwnWatch::Requested;
         let read = self.session.get_data_watched(&path, ctx.address().recipient());
         ctx.spawn(read.into_actor(self).map(move |read, act, ctx| {
-            if matches!(read, Err(Error::NoNode { .. })) && act.node().is_some_and(|node| node.path == path) {
-                act.on_own_node_deleted(ctx);
+            if !act.node().is_some_and(|node| node.path == path) {
+                return; // a read for a node we no longer count on
+            }
+            match read {
+                Ok(_) => {
+                    if act.own_watch == OwnWatch::Requested {
+                        act.own_watch = OwnWatch::Set;
+                    }
+                }
+                Err(Error::NoNode { .. }) => act.on_own_node_deleted(ctx),
+                // No reply, no watch: the client registers a one-shot watch only from its reply,
+                // and the server dropped whatever it registered with the connection. Set it again
+                // (sent now, it waits in the client for the next connection).
+                Err(error) => {
+                    act.own_watch = OwnWatch::Unset;
+                    if error.is_final() {
+                        warn!(parent: &act.span, %error, "cannot watch our own node");
+                        return;
+                    }
+                    let delay = act.backoff.next_delay();
+                    ctx.run_later(delay, move |act, ctx| {
+                        if act.own_watch == OwnWatch::Unset && act.node().is_some_and(|node| node.path == path) {
+                            act.watch_own(path, ctx);
+                        }
+                    });
+                }
             }
         }));
     }
@@ -411,7 +437,7 @@ impl Contender {
 
     /// Step 4, now: watch our node, unless that is done already.
     fn watch_own_once(&mut self, ctx: &mut Context<Self>) {
-        if self.own_watch != OwnWatch::Set {
+        if !matches!(self.own_watch, OwnWatch::Requested | OwnWatch::Set) {
             if let Some(path) = self.node().map(|node| node.path.clone()) {
                 self.watch_own(path, ctx);
             }
@@ -458,7 +484,9 @@ impl Contender {
         }
         // The watched node was the only one in the way, or this process saw it first in line:
         // either way nothing that could block us is left.
-        if *blockers == 1 || known_heads::was_first(watched) {
+        // ... and only while a deletion of our own node would be heard (step 4).
+        let own_watched = matches!(self.own_watch, OwnWatch::Requested | OwnWatch::Set);
+        if own_watched && (*blockers == 1 || known_heads::was_first(watched)) {
             crate::metrics::hand_off(&self.spec.dir, "none");
             let node = node.clone();
             self.hold(node, ctx);

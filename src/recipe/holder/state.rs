@@ -224,6 +224,9 @@ pub(crate) struct Holder<G, W> {
     /// One waiting caller at a time: two callers of one participant would share one grant.
     single_caller: bool,
     policy: ConnectionPolicy,
+    /// The connection is down (`Suspended` heard, no `Reconnected`/`Connected` since), whatever
+    /// the phase: a grant that lands now was computed before the drop (defect 7).
+    suspended: bool,
     dead: Vec<SessionId>,
     last_loss: Option<Loss>,
     /// The running disconnect deadline (kept here for [`run`](super::run); no transition reads it).
@@ -257,6 +260,7 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
             again_after_loss,
             single_caller,
             policy,
+            suspended: false,
             dead: Vec::new(),
             last_loss: None,
             deadline: None,
@@ -396,8 +400,18 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
             // Nobody took it: give it back rather than hold a grant no one knows about.
             return self.leave(Vec::new());
         }
-        self.phase = Phase::Held { attempt, held: held.clone(), link: Link::Up, handed };
-        vec![Effect::Tell(Happened::Acquired(held))]
+        let link = if self.suspended { Link::Suspended } else { Link::Up };
+        self.phase = Phase::Held { attempt, held: held.clone(), link, handed };
+        let mut effects = vec![Effect::Tell(Happened::Acquired(held.clone()))];
+        if link == Link::Suspended {
+            // The contender's report trailed the `Suspended` (it runs on the session's thread):
+            // held, but suspended like a grant the drop caught; `Reconnected` reads it again.
+            effects.push(Effect::Tell(Happened::Suspended(held)));
+            if self.policy == ConnectionPolicy::Conservative {
+                effects.push(Effect::ArmDeadline(attempt));
+            }
+        }
+        effects
     }
 
     /// Starts `attempt` over with a new one, keeping its callers (a semaphore whose guard was
@@ -627,6 +641,7 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
     pub(crate) fn session(&mut self, event: &SessionEvent) -> Vec<Effect<G>> {
         match event {
             SessionEvent::Suspended { .. } => {
+                self.suspended = true;
                 let policy = self.policy;
                 let Phase::Held { attempt, held, link, .. } = &mut self.phase else { return Vec::new() };
                 if *link != Link::Up {
@@ -643,6 +658,7 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
                 effects
             }
             SessionEvent::Reconnected { .. } => {
+                self.suspended = false;
                 let Phase::Held { attempt, held, link, .. } = &mut self.phase else { return Vec::new() };
                 if *link == Link::Up {
                     return Vec::new();
@@ -669,7 +685,12 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
                     Phase::Idle => Vec::new(),
                 }
             }
-            // Connected (a new session) and AuthFailed change nothing held: an expiry came first.
+            // Connected (a new session) changes nothing held: an expiry came first.
+            SessionEvent::Connected { .. } => {
+                self.suspended = false;
+                Vec::new()
+            }
+            // AuthFailed changes nothing held.
             _ => Vec::new(),
         }
     }
@@ -881,6 +902,32 @@ mod tests {
         let suspended = SessionEvent::Suspended { session_id: SessionId(1), generation: 1 };
         assert_eq!(kinds(&core.session(&suspended)), ["Tell(Suspended)", "ArmDeadline(1)"]);
         assert!(core.session(&suspended).is_empty(), "a second Suspended says nothing new");
+        let effects = core.deadline_passed(1);
+        assert_eq!(kinds(&effects), ["CancelDeadline", "Withdraw(1)", "Tell(Lost)"]);
+        assert!(matches!(&effects[2], Effect::Tell(Happened::Lost(_, Loss::DisconnectedTooLong))));
+    }
+
+    #[test]
+    fn a_grant_that_lands_while_suspended_is_held_suspended_and_read_again_on_reconnect() {
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let mut core = Core::new(ConnectionPolicy::Conservative, true, false);
+        assert_eq!(kinds(&core.acquire(caller(&log))), ["Begin(1)"]);
+        let suspended = SessionEvent::Suspended { session_id: SessionId(1), generation: 1 };
+        assert!(core.session(&suspended).is_empty(), "nothing held yet");
+        // The contender computed the grant before the drop; its report arrives after it.
+        let effects = core.granted(1, held(1));
+        assert_eq!(kinds(&effects), ["Tell(Acquired)", "Tell(Suspended)", "ArmDeadline(1)"]);
+        assert_eq!(*log.borrow(), ["granted 7"]);
+        assert!(matches!(core.phase(), Phase::Held { link: Link::Suspended, .. }));
+        let back = SessionEvent::Reconnected { session_id: SessionId(1), generation: 1, read_only: false };
+        assert_eq!(kinds(&core.session(&back)), ["Verify(1)"]);
+        assert_eq!(kinds(&core.verified(1, Ok(true))), ["CancelDeadline", "Tell(Restored)"]);
+
+        // Never back: the deadline ends it like any suspended grant.
+        let mut core = Core::new(ConnectionPolicy::Conservative, true, false);
+        core.acquire(caller(&log));
+        core.session(&suspended);
+        core.granted(1, held(1));
         let effects = core.deadline_passed(1);
         assert_eq!(kinds(&effects), ["CancelDeadline", "Withdraw(1)", "Tell(Lost)"]);
         assert!(matches!(&effects[2], Effect::Tell(Happened::Lost(_, Loss::DisconnectedTooLong))));
