@@ -25,6 +25,7 @@ use crate::recipe::naming::{LATCH_NAME, Rule};
 use crate::recipe::participants;
 use crate::recipe::reply::Pending;
 use crate::recipe::{ConnectionPolicy, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Reply};
+use crate::session::requests::Goodbye;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
 /// A caller of [`Leadership`].
@@ -297,6 +298,7 @@ impl Actor for ElectionActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         self.session.subscribe(ctx.address().recipient());
+        self.session.on_close(ctx.address().recipient());
         let effects = self.holder.keep_contending(true);
         holder::run(self, effects, ctx);
     }
@@ -491,5 +493,17 @@ impl Handler<Listen<ElectionEvent>> for ElectionActor {
 
     fn handle(&mut self, msg: Listen<ElectionEvent>, _: &mut Context<Self>) {
         self.subscribers.listen(msg.listener);
+    }
+}
+
+impl Handler<Goodbye> for ElectionActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Goodbye, ctx: &mut Context<Self>) -> Self::Result {
+        // The session is closing: resign (a leader stops leading first), and stay out of line.
+        let resigned = <Self as Handler<Resign>>::handle(self, Resign { requeue: false }, ctx);
+        Box::pin(async move {
+            let _ = resigned.await;
+        })
     }
 }

@@ -18,6 +18,7 @@ use crate::recipe::fencing::delete_own_ephemeral;
 use crate::recipe::registration::{RegisterError, register_ephemeral};
 use crate::retry::{Backoff, RetryPolicy};
 use crate::session::IntoActorFree;
+use crate::session::requests::Goodbye;
 use crate::session::{SessionEvent, SessionHandle};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,6 +182,7 @@ impl Actor for GroupMember {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         self.session.subscribe(ctx.address().recipient());
+        self.session.on_close(ctx.address().recipient());
         let config = CacheConfig::new(self.config.group.clone()).with_scope(CacheScope::Children);
         match CacheActor::new(self.session.clone(), config) {
             Ok(cache) => {
@@ -339,5 +341,17 @@ impl Handler<Listen<GroupEvent>> for GroupMember {
 
     fn handle(&mut self, msg: Listen<GroupEvent>, _: &mut Context<Self>) {
         self.subscribers.listen(msg.listener);
+    }
+}
+
+impl Handler<Goodbye> for GroupMember {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Goodbye, ctx: &mut Context<Self>) -> Self::Result {
+        // The session is closing: leave as `Leave` does (our node deleted, the member stops).
+        let left = <Self as Handler<Leave>>::handle(self, Leave, ctx);
+        Box::pin(async move {
+            let _ = left.await;
+        })
     }
 }

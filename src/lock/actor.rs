@@ -18,6 +18,7 @@ use crate::events::{Listen, Subscribers};
 use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::reply::Asked;
 use crate::recipe::{ContenderReport, ContenderSpec, Reply};
+use crate::session::requests::Goodbye;
 use crate::session::{SessionEvent, SessionHandle};
 
 /// One participant of one lock (exclusive, read or write); see `docs/recipes/lock.md`.
@@ -105,6 +106,7 @@ impl Actor for LockActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         self.session.subscribe(ctx.address().recipient());
+        self.session.on_close(ctx.address().recipient());
     }
 
     fn stopped(&mut self, ctx: &mut Self::Context) {
@@ -221,5 +223,13 @@ impl Handler<Listen<LockEvent>> for LockActor {
 
     fn handle(&mut self, msg: Listen<LockEvent>, _: &mut Context<Self>) {
         self.subscribers.listen(msg.listener);
+    }
+}
+
+impl Handler<Goodbye> for LockActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Goodbye, ctx: &mut Context<Self>) -> Self::Result {
+        holder::goodbye(self, ctx)
     }
 }

@@ -28,6 +28,7 @@ use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, 
 use crate::recipe::naming::{LEASE_NAME, LOCK_NAME, Rule};
 use crate::recipe::reply::Asked;
 use crate::recipe::{ContenderEvent, ContenderReport, ContenderSpec, Reply};
+use crate::session::requests::Goodbye;
 use crate::session::{SessionEvent, SessionHandle};
 
 /// One participant of a counting semaphore; answers [`Acquire`] with a [`LockGrant`] for its
@@ -157,6 +158,7 @@ impl Actor for SemaphoreActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         self.session.subscribe(ctx.address().recipient());
+        self.session.on_close(ctx.address().recipient());
     }
 
     fn stopped(&mut self, ctx: &mut Self::Context) {
@@ -256,5 +258,13 @@ impl Handler<Listen<LockEvent>> for SemaphoreActor {
 
     fn handle(&mut self, msg: Listen<LockEvent>, _: &mut Context<Self>) {
         self.subscribers.listen(msg.listener);
+    }
+}
+
+impl Handler<Goodbye> for SemaphoreActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Goodbye, ctx: &mut Context<Self>) -> Self::Result {
+        holder::goodbye(self, ctx)
     }
 }

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
+use actix::WeakRecipient;
 use actix::prelude::*;
 use futures::channel::oneshot;
 use tracing::{Instrument, debug, info, warn};
@@ -99,6 +100,8 @@ pub struct SessionActor {
     generation: u64,
     /// Weak, so that subscribing does not keep a subscriber alive.
     subscribers: Subscribers<SessionEvent>,
+    /// Recipe actors to tell [`Goodbye`] before closing.
+    goodbyes: Vec<WeakRecipient<Goodbye>>,
     pending: VecDeque<Pending>,
     watches: WatchRegistry,
     /// `Reconnected`, held until the persistent watches are added again.
@@ -126,6 +129,7 @@ impl SessionActor {
             state: State::Closed,
             generation: 0,
             subscribers: Subscribers::new(),
+            goodbyes: Vec::new(),
             pending: VecDeque::new(),
             watches: WatchRegistry::default(),
             gate: ReconnectGate::default(),
@@ -1149,10 +1153,39 @@ impl Handler<WaitConnected> for SessionActor {
     }
 }
 
+impl Handler<OnClose> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: OnClose, _: &mut Context<Self>) {
+        self.goodbyes.retain(|weak| weak.upgrade().is_some_and(|r| r.connected()));
+        self.goodbyes.push(msg.recipient.downgrade());
+    }
+}
+
 impl Handler<Close> for SessionActor {
     type Result = ResponseActFuture<Self, ()>;
 
-    fn handle(&mut self, _: Close, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, _: Close, _: &mut Context<Self>) -> Self::Result {
+        // Goodbyes first, while the session can still carry the recipes' deletes; whoever has not
+        // answered within the bound is cut off by the close (the server deletes its ephemerals).
+        let live = matches!(&self.state, State::Live(live) if matches!(live.link, Link::Up));
+        let recipes: Vec<_> = std::mem::take(&mut self.goodbyes).iter().filter_map(|weak| weak.upgrade()).collect();
+        if !live || recipes.is_empty() {
+            return Box::pin(actix::fut::ready(()).then(|(), act: &mut Self, ctx| act.close_now(ctx)));
+        }
+        info!(recipes = recipes.len(), "closing: the recipes let go first");
+        let said = futures::future::join_all(recipes.iter().map(|recipe| recipe.send(Goodbye)));
+        let bounded = async move {
+            if tokio::time::timeout(GOODBYE_BOUND, said).await.is_err() {
+                warn!(bound = ?GOODBYE_BOUND, "closing before every recipe let go");
+            }
+        };
+        Box::pin(bounded.into_actor_free().then(|(), act: &mut Self, ctx| act.close_now(ctx)))
+    }
+}
+
+impl SessionActor {
+    fn close_now(&mut self, ctx: &mut Context<Self>) -> ResponseActFuture<Self, ()> {
         let State::Live(live) = &mut self.state else {
             self.finish(ctx);
             return Box::pin(actix::fut::ready(()));

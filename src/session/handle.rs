@@ -224,6 +224,11 @@ impl SessionHandle {
         crate::events::events(&self.addr)
     }
 
+    /// Tells `recipe` [`Goodbye`] before the session closes (held weakly).
+    pub(crate) fn on_close(&self, recipe: Recipient<Goodbye>) {
+        self.addr.do_send(OnClose { recipient: recipe });
+    }
+
     /// Sends every [`SessionEvent`] to `subscriber`, starting with the current state. Held
     /// weakly: keep your subscriber's address, or use [`events`](Self::events), which cannot go
     /// silent.

@@ -318,6 +318,25 @@ pub struct Subscribe {
     pub recipient: Recipient<SessionEvent>,
 }
 
+/// Asked of every recipe actor registered with [`OnClose`] when the session is closed: let go of
+/// what it holds (release, resign, give back, deregister) and answer once that is done. The
+/// session waits for the answers (at most [`GOODBYE_BOUND`]) before it closes, so the recipes'
+/// deletes still have a session to run on and their subscribers hear `Released`, not `Lost`.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub(crate) struct Goodbye;
+
+/// How long a close waits for the recipes' goodbyes.
+pub(crate) const GOODBYE_BOUND: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Register `recipient` to be told [`Goodbye`] before the session closes (held weakly).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub(crate) struct OnClose {
+    /// Who says goodbye.
+    pub(crate) recipient: Recipient<Goodbye>,
+}
+
 /// Ask for the current session, if one is up.
 #[derive(Message, Debug, Clone, Copy)]
 #[rtype(result = "Option<SessionSnapshot>")]
@@ -346,7 +365,9 @@ pub struct SessionSnapshot {
     pub info: SessionInfo,
 }
 
-/// Close the session: ephemerals are deleted at once, subscribers get `Closed`, the actor stops.
+/// Close the session: first every recipe actor on it lets go of what it holds (release, resign,
+/// give back, deregister; at most 5 s in all), then the session is closed: its ephemerals are
+/// deleted at once, subscribers get `Closed`, the actor stops.
 #[derive(Message, Debug, Clone, Copy)]
 #[rtype(result = "()")]
 pub struct Close;

@@ -29,6 +29,7 @@ use crate::events::{Listen, Subscribers};
 use crate::recipe::fencing::delete_own_ephemeral;
 use crate::recipe::registration::{RegisterError, register_ephemeral};
 use crate::retry::{Backoff, RetryPolicy};
+use crate::session::requests::Goodbye;
 use crate::session::watch::weak_watcher;
 use crate::session::{IntoActorFree, SessionEvent, SessionHandle, WatchEvent};
 
@@ -567,6 +568,7 @@ impl Actor for TaskWorker {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         self.session.subscribe(ctx.address().recipient());
+        self.session.on_close(ctx.address().recipient());
     }
 
     fn stopped(&mut self, _: &mut Context<Self>) {
@@ -663,5 +665,15 @@ impl Handler<Listen<WorkerEvent>> for TaskWorker {
 
     fn handle(&mut self, msg: Listen<WorkerEvent>, _: &mut Context<Self>) {
         self.subscribers.listen(msg.listener);
+    }
+}
+
+impl Handler<Goodbye> for TaskWorker {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Goodbye, ctx: &mut Context<Self>) -> Self::Result {
+        // The session is closing: stop as `StopWorker` does (running tasks finish and report,
+        // then the registration goes), within the session's bound for goodbyes.
+        <Self as Handler<StopWorker>>::handle(self, StopWorker, ctx)
     }
 }

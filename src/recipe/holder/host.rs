@@ -144,6 +144,17 @@ pub(crate) fn caller_gone<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) {
     run(host, effects, ctx);
 }
 
+/// [`Goodbye`](crate::session::requests::Goodbye) for a holder host (its session is closing): let
+/// go of the grant, or leave the line; answered once the node is gone.
+pub(crate) fn goodbye<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) -> futures::future::BoxFuture<'static, ()> {
+    let (answer, answered) = oneshot::channel();
+    let effects = host.holder().release(answer);
+    run(host, effects, ctx);
+    Box::pin(async move {
+        let _ = answered.await;
+    })
+}
+
 /// How often a waiting caller is checked for having gone away.
 const CALLER_CHECK: Duration = Duration::from_millis(250);
 

@@ -1,0 +1,106 @@
+//! `SessionHandle::close()` against a real ZooKeeper: the recipes on the session let go first
+//! (release, resign, leave, deregister) while the session can still carry their deletes, so their
+//! subscribers hear what they did (`Released`, `Resigned`), not that the session went; and a close
+//! whose server is gone does not wait for goodbyes that cannot happen.
+#![cfg(feature = "testkit")]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use actix_zookeeper::election::{ElectionConfig, ElectionEvent, ElectionHandle, LeadershipLostReason};
+use actix_zookeeper::group::{GroupConfig, GroupEvent, GroupMember, Subscribe as GroupSubscribe};
+use actix_zookeeper::lock::*;
+use actix_zookeeper::prelude::*;
+use actix_zookeeper::testkit::{TestZooKeeper, ZkServer, unique_root};
+use common::*;
+use futures::StreamExt;
+
+async fn session_at(connect: &str, root: &str) -> SessionHandle {
+    let cfg = SessionConfig::new(connect).with_chroot(root).with_session_timeout(Duration::from_secs(4));
+    connected(cfg).await.0
+}
+
+/// Reads `stream` until `done` matches, failing the test after 20 s.
+async fn until<E: std::fmt::Debug>(
+    what: &str,
+    stream: &mut (impl futures::Stream<Item = Result<E, actix_zookeeper::events::Missed>> + Unpin),
+    done: impl Fn(&E) -> bool,
+) -> Vec<E> {
+    let mut seen = Vec::new();
+    loop {
+        match bounded(what, stream.next()).await {
+            Some(Ok(event)) => {
+                let stop = done(&event);
+                seen.push(event);
+                if stop {
+                    return seen;
+                }
+            }
+            other => panic!("{what}: {other:?} after {seen:?}"),
+        }
+    }
+}
+
+#[actix_rt::test]
+async fn closing_a_session_lets_its_recipes_release_resign_and_leave_first() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("close-goodbye");
+    let (s, other) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
+    let waiter = LockHandle::start(s.clone(), LockConfig::new("/w"));
+    let pool = SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/s", 1));
+    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/e").with_participant_id("me"));
+    let member = GroupMember::new(s.clone(), GroupConfig::new("/g", "me")).expect("config").start();
+    let group_events = Recorded::<GroupEvent>::start();
+    member.do_send(GroupSubscribe { recipient: group_events.recipient.clone() });
+    let (mut lock_events, mut pool_events, mut election_events) = (lock.events(), pool.events(), election.events());
+
+    let grant = lock.acquire(None).await.expect("lock");
+    let lease = pool.acquire(None).await.expect("lease");
+    let term = election.leadership().await.expect("leads");
+    group_events.wait_for(0, WAIT, |e| matches!(e, GroupEvent::Joined { .. })).await;
+    // A waiter in line behind another session's holder.
+    let blocker = LockHandle::start(other.clone(), LockConfig::new("/w"));
+    blocker.acquire(None).await.expect("the other session holds /w");
+    let waiting = actix_rt::spawn(waiter.acquire(None));
+    wait_until_async("the waiter in line", || async { children(&other, "/w").await.len() == 2 }).await;
+
+    s.close().await;
+
+    until("the lock's release", &mut lock_events, |e| *e == LockEvent::Released { node: grant.node.clone() }).await;
+    until("the lease's release", &mut pool_events, |e| *e == LockEvent::Released { node: lease.node.clone() }).await;
+    let resigned = ElectionEvent::LeadershipLost { token: term.token, reason: LeadershipLostReason::Resigned };
+    until("the resign", &mut election_events, |e| *e == resigned).await;
+    let waited = bounded("the waiter's answer", waiting).await.expect("task");
+    assert!(matches!(waited, Err(LockError::Cancelled { .. })), "the waiter left the line: {waited:?}");
+    for dir in ["/l", "/s/leases", "/e", "/g"] {
+        assert!(children(&other, dir).await.is_empty(), "{dir} is empty after the close");
+    }
+    assert_eq!(children(&other, "/w").await.len(), 1, "only the other session's holder is left in /w");
+    blocker.release().await.expect("release");
+    other.close().await;
+}
+
+/// The bound: goodbyes that cannot reach the server (the link blackholed just before the close,
+/// so the session still looks up) do not hold the close up for ever.
+#[actix_rt::test]
+async fn a_close_whose_goodbyes_cannot_reach_the_server_still_closes() {
+    init_tracing();
+    let server = ZkServer::start().expect("ZooKeeper");
+    let links = actix_zookeeper::testkit::ClientLinks::to([server.connect_string()]).expect("proxy");
+    let s = session_at(&links.connect_string(), &unique_root("close-cut-off")).await;
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
+    let mut events = lock.events();
+    lock.acquire(None).await.expect("lock");
+    links.blackhole();
+    let started = Instant::now();
+    bounded("the close", s.close()).await;
+    println!("closed in {:?} with the link cut", started.elapsed());
+    let heard = until("the end of the grant", &mut events, |e| matches!(e, LockEvent::Lost { .. })).await;
+    assert!(!heard.iter().any(|e| matches!(e, LockEvent::Released { .. })), "no release could happen: {heard:?}");
+}
+
+const WAIT: Duration = Duration::from_secs(20);
