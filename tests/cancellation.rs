@@ -90,7 +90,13 @@ async fn settled(
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err(format!("left behind: nodes {extra:?}, watches {now:?} (before: {watches:?})"));
+            let watched = match zk {
+                TestZooKeeper::Embedded(server) => {
+                    actix_zookeeper::testkit::wchp(&server.address()).unwrap_or_default()
+                }
+                TestZooKeeper::External(_) => String::new(),
+            };
+            return Err(format!("left behind: nodes {extra:?}, watches {now:?} (before: {watches:?}) {watched}"));
         }
         actix_rt::time::sleep(Duration::from_millis(20)).await;
     }
@@ -304,7 +310,7 @@ async fn hammer_lock_shaped<H: LockShaped>(
         if let LockEvent::Acquired { grant } = event {
             if !received.contains(&grant.token) {
                 assert!(
-                    !abandoned_while_held.iter().any(|&at| at == i),
+                    !abandoned_while_held.contains(&i),
                     "a grant to an attempt abandoned while the lock was held: {event:?}"
                 );
                 let released =
@@ -391,4 +397,104 @@ async fn semaphore_calls_dropped_at_random_moments_leave_nothing_behind() {
         round.dropped_waiting, round.dropped_holding, round.completed
     );
     assert!(round.dropped_waiting > 0, "the harness dropped no call while it waited");
+}
+
+// ---- actors stopped at a random moment ------------------------------------------------------
+
+/// Stops `addr` the way a round picks: its stop message, or its last address dropped.
+fn stop_one<A: actix::Actor>(addr: actix::Addr<A>, by_message: bool, stop: impl FnOnce(&actix::Addr<A>)) {
+    if by_message {
+        stop(&addr);
+    }
+    drop(addr);
+}
+
+/// Recipe actors stopped at a random moment while they work (creating, waiting, holding, leading,
+/// joining, watching), by their stop message or by dropping their last address: after each round
+/// nothing of theirs is left on the server (nodes or watches), and the live participant beside
+/// them goes on (takes the lock, leads, joins under the same id).
+#[actix_rt::test]
+async fn recipe_actors_stopped_at_random_moments_leave_nothing_behind() {
+    use actix::Actor;
+    use actix_zookeeper::cache::{CacheActor, CacheConfig, Stop as StopCache};
+    use actix_zookeeper::election::{ElectionActor, ElectionConfig, ElectionHandle, Stop as StopElection};
+    use actix_zookeeper::group::{GroupConfig, GroupEvent, GroupMember, Leave};
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("stop-random");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    for dir in ["/l", "/e", "/g", "/c"] {
+        a.ensure_path(dir).await.expect("dir");
+    }
+    let before = watch_count(&zk);
+    let mut rng = Rng::seeded("stop-random");
+    let other_lock = LockHandle::start(b.clone(), LockConfig::new("/l"));
+    let other_leader = ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("other"));
+    for round in 0..12 {
+        let by_message = rng.below(2) == 0;
+        // A lock actor acquiring (with the other participant holding in half the rounds).
+        let blocked = rng.below(2) == 0;
+        if blocked {
+            other_lock.acquire(None).await.expect("the other holds");
+        }
+        let lock = LockActor::new(a.clone(), LockConfig::new("/l")).start();
+        lock.do_send(Acquire::default());
+        // An election participant joining, next to the other one.
+        let election = ElectionActor::new(a.clone(), ElectionConfig::new("/e").with_participant_id("me")).start();
+        // A group member joining.
+        let member = GroupMember::new(a.clone(), GroupConfig::new("/g", "me")).expect("config").start();
+        // A cache setting its watch.
+        let cache = CacheActor::new(a.clone(), CacheConfig::new("/c")).expect("config");
+        let cache = cache.start();
+        actix_rt::time::sleep(rng.drop_delay() * 4).await;
+        stop_one(lock, by_message, |l| l.do_send(Release));
+        stop_one(election, by_message, |e| e.do_send(StopElection));
+        stop_one(member, by_message, |m| m.do_send(Leave));
+        stop_one(cache, by_message, |c| c.do_send(StopCache));
+        let held: Vec<String> = if blocked {
+            ephemerals_under(&b, "/l").await.into_iter().filter(|n| n.starts_with("/l/")).take(1).collect()
+        } else {
+            Vec::new()
+        };
+        // The other participant's own nodes stay; nothing else may.
+        let mut theirs = held.clone();
+        theirs.extend(ephemerals_under(&b, "/e").await.into_iter().take(1));
+        let mine_left = async {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            loop {
+                let mut left = Vec::new();
+                for dir in ["/l", "/e", "/g"] {
+                    for node in ephemerals_under(&a, dir).await {
+                        let owner = a.exists(&node).await.ok().flatten().map(|s| s.ephemeral_owner);
+                        let ours = a.session().await.map(|s| s.session_id.0);
+                        if owner.is_some() && owner == ours {
+                            left.push(node);
+                        }
+                    }
+                }
+                if left.is_empty() || Instant::now() > deadline {
+                    return left;
+                }
+                actix_rt::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        let left = mine_left.await;
+        assert!(left.is_empty(), "round {round} (by message: {by_message}): left behind {left:?}");
+        if blocked {
+            other_lock.release().await.expect("release");
+        }
+        // The live participants go on: the lock is free, the other leads, the id joins elsewhere.
+        other_lock.acquire(Some(Duration::from_secs(10))).await.expect("the lock was left held");
+        other_lock.release().await.expect("release");
+        bounded("the other leads", other_leader.leadership()).await.expect("the other leads");
+        let elsewhere = GroupMember::new(b.clone(), GroupConfig::new("/g", "me")).expect("config").start();
+        let joined = Recorded::<GroupEvent>::start();
+        elsewhere.do_send(actix_zookeeper::group::Subscribe { recipient: joined.recipient.clone() });
+        joined.wait_for(0, Duration::from_secs(10), |e| matches!(e, GroupEvent::Joined { .. })).await;
+        elsewhere.send(Leave).await.expect("member").expect("leave");
+    }
+    other_leader.stop();
+    settled(&a, &zk, "/", &[], before).await.unwrap_or_else(|e| panic!("after the rounds: {e}"));
+    a.close().await;
+    b.close().await;
 }

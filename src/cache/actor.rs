@@ -405,12 +405,23 @@ impl Actor for CacheActor {
         // nobody was told). Watch events before the watch is known are ignored: the walk that
         // follows reads the same nodes.
         let added = self.session.add_watch(&self.config.path, mode, weak_watcher(ctx.address().downgrade()));
-        ctx.spawn(added.into_actor(self).map(|added, act, ctx| match added {
-            Ok(id) => {
+        // The answer goes through a detached task: a cache stopped before it arrives never
+        // learns the watch's id, so the task removes the watch itself (else it stays on the
+        // server: its weak relay lives until an event comes, so the session sees no orphan).
+        let (answer, answered) = futures::channel::oneshot::channel();
+        let session = self.session.clone();
+        actix::spawn(async move {
+            if let Err(Ok(id)) = answer.send(added.await) {
+                session.remove_watch(id);
+            }
+        });
+        ctx.spawn(answered.into_actor(self).map(|added, act, ctx| match added {
+            Ok(Ok(id)) => {
                 act.watch = Some(id);
                 act.start_walk();
             }
-            Err(error) => act.fail(error, ctx),
+            Ok(Err(error)) => act.fail(error, ctx),
+            Err(_) => {}
         }));
     }
 

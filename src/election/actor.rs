@@ -26,6 +26,7 @@ use crate::recipe::participants;
 use crate::recipe::reply::Pending;
 use crate::recipe::{ConnectionPolicy, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Reply};
 use crate::session::requests::Goodbye;
+use crate::session::watch::weak_watcher;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
 /// A caller of [`Leadership`].
@@ -197,7 +198,9 @@ impl ElectionActor {
 
     /// Reads the leader's node `node` (its data is the leader's id) and watches it.
     fn watch_leader(&mut self, node: String, ctx: &mut Context<Self>) {
-        let read = self.session.get_data_watched(&node, ctx.address().recipient());
+        // Held weakly: a participant whose last address is dropped stops (and leaves the line)
+        // even while the leader it watches lives on.
+        let read = self.session.get_data_watched(&node, weak_watcher(ctx.address().downgrade()));
         ctx.spawn(read.into_actor(self).map(move |read, act, ctx| {
             if act.watched_leader.as_deref() != Some(node.as_str()) {
                 return; // it went (its deletion was seen first) and we moved on

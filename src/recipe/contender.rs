@@ -373,7 +373,7 @@ impl Contender {
         self.own_watch = OwnWatch::Requested;
         let read = self.session.get_data_watched(&path, ctx.address().recipient());
         ctx.spawn(read.into_actor(self).map(move |read, act, ctx| {
-            if !act.node().is_some_and(|node| node.path == path) {
+            if act.node().is_none_or(|node| node.path != path) {
                 return; // a read for a node we no longer count on
             }
             match read {

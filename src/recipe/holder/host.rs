@@ -334,6 +334,12 @@ fn check_callers<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) {
     }
     ctx.run_later(CALLER_CHECK, move |act, ctx| {
         act.holder().checking_callers = false;
+        if !ctx.connected() {
+            // Nobody can reach us any more (the last address went while a `do_send` caller
+            // waited): this timer alone would keep us alive, and in line, for ever.
+            ctx.stop();
+            return;
+        }
         let Some(attempt) = act.holder().attempt() else { return };
         if !act.holder().is_acquiring(attempt) || !act.holder().has_waiters() {
             return;
