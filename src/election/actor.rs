@@ -8,9 +8,10 @@
 //! `Join` or a `Resign` with re-queue.
 
 use actix::prelude::*;
+use futures::FutureExt;
 use futures::channel::oneshot;
-use futures::future::LocalBoxFuture;
-use tracing::debug;
+use futures::future::{LocalBoxFuture, Shared};
+use tracing::{debug, warn};
 
 use super::config::ElectionConfig;
 use super::error::ElectionError;
@@ -85,8 +86,18 @@ pub struct ElectionActor {
     config: ElectionConfig,
     holder: Holder<LeaderTerm, LeadershipWaiter>,
     contender: ContenderSlot,
-    /// The user's leader actor (leader-actor mode), while it runs.
-    leader: Option<Recipient<StopLeading>>,
+    /// The user's leader actor (leader-actor mode), while it runs, and what tells when it
+    /// has stopped.
+    leader: Option<(Recipient<StopLeading>, LeaderStopped)>,
+    /// A leader actor told to stop that may not have stopped yet. Until it has (or
+    /// `leader_stop_timeout` passed), our node is not deleted and no new leader actor starts:
+    /// Curator's `LeaderSelector` deletes its node only once `takeLeadership` returned.
+    leader_stopping: Option<LeaderStopped>,
+    /// What waits for `leader_stopping`, in the order asked.
+    after_stop: Vec<AfterStop>,
+    /// The term whose leader actor should run (set when it is acquired or restored, cleared
+    /// when it is told to stop): a start that waited for the last actor to stop checks it.
+    leading: Option<FencingToken>,
     subscribers: Subscribers<ElectionEvent>,
     /// The leader node whose data watch tells us when leadership moves. Set *before* the read
     /// that places the watch is sent: the deletion event can overtake the read's reply.
@@ -104,6 +115,12 @@ pub struct ElectionActor {
 /// How the delete of a resign ended, as the holder core answered it.
 type ReleaseOutcome = Result<Result<(), ReleaseError>, oneshot::Canceled>;
 
+/// Resolves once a leader actor has stopped.
+type LeaderStopped = Shared<oneshot::Receiver<()>>;
+
+/// What waits for a leader actor to stop.
+type AfterStop = Box<dyn FnOnce(&mut ElectionActor, &mut Context<ElectionActor>)>;
+
 impl ElectionActor {
     /// A participant; start it with `.start()`. It enters the election at once.
     pub fn new(session: SessionHandle, config: ElectionConfig) -> Self {
@@ -115,6 +132,9 @@ impl ElectionActor {
             holder,
             contender: ContenderSlot::new(),
             leader: None,
+            leader_stopping: None,
+            after_stop: Vec::new(),
+            leading: None,
             subscribers: Subscribers::new(),
             watched_leader: None,
             leader_id: None,
@@ -124,16 +144,69 @@ impl ElectionActor {
         }
     }
 
-    fn start_leader(&mut self, term: LeaderTerm) {
-        if let (None, Some(factory)) = (&self.leader, &self.config.leader) {
-            self.leader = Some(factory(term));
+    /// Starts the leader actor of `term` (leader-actor mode) once the last one has stopped, if
+    /// `term` still leads by then.
+    fn start_leader(&mut self, term: LeaderTerm, ctx: &mut Context<Self>) {
+        self.leading = Some(term.token);
+        if self.leader.is_some() || self.config.leader.is_none() {
+            return;
+        }
+        self.after_leader_stopped(ctx, move |act, _| {
+            if act.leader.is_some() || act.leading != Some(term.token) {
+                return; // started meanwhile, or the term was suspended or ended meanwhile
+            }
+            if let Some(factory) = &act.config.leader {
+                let run = factory(term);
+                act.leader = Some((run.stop, run.stopped.shared()));
+            }
+        });
+    }
+
+    /// Tells the leader actor to stop; [`after_leader_stopped`](Self::after_leader_stopped)
+    /// waits for it.
+    fn stop_leader(&mut self) {
+        self.leading = None;
+        if let Some((leader, stopped)) = self.leader.take() {
+            leader.do_send(StopLeading);
+            self.leader_stopping = Some(stopped);
         }
     }
 
-    fn stop_leader(&mut self) {
-        if let Some(leader) = self.leader.take() {
-            leader.do_send(StopLeading);
+    /// Runs `then` once the leader actor told to stop has stopped: at once when none is
+    /// stopping (no leader-actor mode, or it stopped already), else after it stopped or after
+    /// `leader_stop_timeout`. Several wait in the order asked.
+    fn after_leader_stopped(
+        &mut self,
+        ctx: &mut Context<Self>,
+        then: impl FnOnce(&mut Self, &mut Context<Self>) + 'static,
+    ) {
+        let Some(stopped) = self.leader_stopping.clone() else {
+            return then(self, ctx);
+        };
+        if stopped.peek().is_some() && self.after_stop.is_empty() {
+            self.leader_stopping = None;
+            return then(self, ctx);
         }
+        self.after_stop.push(Box::new(then));
+        if self.after_stop.len() > 1 {
+            return; // the wait is armed
+        }
+        let limit = self.config.leader_stop_timeout;
+        ctx.spawn(tokio::time::timeout(limit, stopped).into_actor(self).map(move |waited, act, ctx| {
+            if waited.is_err() {
+                warn!(parent: &act.span, ?limit, "the leader actor did not stop in time; going on without it");
+            }
+            act.leader_stopping = None;
+            for then in std::mem::take(&mut act.after_stop) {
+                then(act, ctx);
+            }
+        }));
+    }
+
+    /// True while the held term was resigned and its node not yet deleted (its leader actor is
+    /// stopping).
+    fn resigning(&self) -> bool {
+        self.holder.held().is_some_and(|held| self.ended == Some(held.token))
     }
 
     fn report_leader(&mut self, id: Option<String>) {
@@ -256,15 +329,19 @@ impl HolderHost for ElectionActor {
     }
 
     fn tell(&mut self, happened: Happened<LeaderTerm>, ctx: &mut Context<Self>) {
-        if let Happened::Lost(held, _) | Happened::Released(held) = &happened {
-            if self.ended == Some(held.token) {
+        // A resigned term was told as ended already; while its leader actor stops, its node
+        // stays and may still be suspended or restored: nothing of it is told again.
+        match &happened {
+            Happened::Lost(held, _) | Happened::Released(held) if self.ended == Some(held.token) => {
                 self.observe(ctx);
                 return;
             }
+            Happened::Suspended(held) | Happened::Restored(held) if self.ended == Some(held.token) => return,
+            _ => {}
         }
         let event = match happened {
             Happened::Acquired(held) => {
-                self.start_leader(held.grant);
+                self.start_leader(held.grant, ctx);
                 self.watched_leader = None;
                 self.subscribers.tell(ElectionEvent::LeadershipAcquired { token: held.token });
                 self.report_leader(Some(self.config.participant_id.clone()));
@@ -277,7 +354,7 @@ impl HolderHost for ElectionActor {
                 ElectionEvent::LeadershipSuspended { token: held.token }
             }
             Happened::Restored(held) => {
-                self.start_leader(held.grant);
+                self.start_leader(held.grant, ctx);
                 ElectionEvent::LeadershipRestored { token: held.token }
             }
             Happened::Lost(held, loss) => {
@@ -311,10 +388,22 @@ impl Actor for ElectionActor {
         if let Some(held) = self.holder.held() {
             let token = held.token;
             self.stop_leader();
-            self.subscribers.tell(ElectionEvent::LeadershipLost { token, reason: LeadershipLostReason::Resigned });
+            if self.ended != Some(token) {
+                self.subscribers.tell(ElectionEvent::LeadershipLost { token, reason: LeadershipLostReason::Resigned });
+            }
         }
+        let attempt = self.holder.attempt();
         let effects = self.holder.stop();
-        holder::run(self, effects, ctx);
+        match (self.leader_stopping.take(), attempt) {
+            // Our context is gone (the last address was dropped while leading): the contender
+            // deletes the node once the leader actor has stopped, detached. `stop` asked for
+            // nothing but that withdrawal.
+            (Some(stopped), Some(attempt)) => {
+                let limit = self.config.leader_stop_timeout;
+                self.contender.withdraw_after(attempt, tokio::time::timeout(limit, stopped).map(|_| ()));
+            }
+            _ => holder::run(self, effects, ctx),
+        }
     }
 }
 
@@ -391,32 +480,12 @@ impl Handler<Resign> for ElectionActor {
     type Result = ResponseFuture<Result<(), ElectionError>>;
 
     fn handle(&mut self, msg: Resign, ctx: &mut Context<Self>) -> Self::Result {
-        if let Some(held) = self.holder.held() {
-            // Stop leading before the node goes: the next leader starts as soon as it is gone.
-            let token = held.token;
-            self.ended = Some(token);
-            self.stop_leader();
-            self.subscribers.tell(ElectionEvent::LeadershipLost { token, reason: LeadershipLostReason::Resigned });
-        }
-        let (answer, answered) = oneshot::channel();
-        let effects = self.holder.release(answer);
-        holder::run(self, effects, ctx);
-        // The requeue's create and the read of who leads wait for the delete's answer: sent
-        // right behind it, they held up the next leader's notification (issue 16: W3's
-        // hand-off p50 0.64-0.87 ms with them, 0.46-0.53 ms after). The caller still hears
-        // only once the new node stands in line.
+        self.begin_resign();
+        // The node goes once the leader actor has *stopped* (not just been told to): the next
+        // leader starts as soon as it is gone.
         let (reply, replied) = oneshot::channel();
         let requeue = msg.requeue;
-        ctx.spawn(answered.into_actor(self).map(move |outcome, act, ctx| {
-            if requeue {
-                act.requeued.push((reply, outcome));
-                let effects = act.holder.keep_contending(true);
-                holder::run(act, effects, ctx);
-            } else {
-                let _ = reply.send(outcome);
-            }
-            act.observe(ctx);
-        }));
+        self.after_leader_stopped(ctx, move |act, ctx| act.resign(requeue, reply, ctx));
         Box::pin(async move {
             match replied.await.unwrap_or(Err(oneshot::Canceled)) {
                 // Not leading, or leadership already lost (told as `LeadershipLost`): either way
@@ -428,12 +497,50 @@ impl Handler<Resign> for ElectionActor {
     }
 }
 
+impl ElectionActor {
+    /// A leader stops leading (its actor told to stop, subscribers told it resigned) before its
+    /// node goes; a second resign while the first waits tells nothing again.
+    fn begin_resign(&mut self) {
+        if let Some(held) = self.holder.held() {
+            let token = held.token;
+            if self.ended != Some(token) {
+                self.ended = Some(token);
+                self.stop_leader();
+                self.subscribers.tell(ElectionEvent::LeadershipLost { token, reason: LeadershipLostReason::Resigned });
+            }
+        }
+    }
+
+    /// Deletes our node (or leaves the line); `reply` hears how it went.
+    fn resign(&mut self, requeue: bool, reply: oneshot::Sender<ReleaseOutcome>, ctx: &mut Context<Self>) {
+        let (answer, answered) = oneshot::channel();
+        let effects = self.holder.release(answer);
+        holder::run(self, effects, ctx);
+        // The requeue's create and the read of who leads wait for the delete's answer: sent
+        // right behind it, they held up the next leader's notification (issue 16: W3's
+        // hand-off p50 0.64-0.87 ms with them, 0.46-0.53 ms after). The caller still hears
+        // only once the new node stands in line.
+        ctx.spawn(answered.into_actor(self).map(move |outcome, act, ctx| {
+            if requeue {
+                act.requeued.push((reply, outcome));
+                let effects = act.holder.keep_contending(true);
+                holder::run(act, effects, ctx);
+            } else {
+                let _ = reply.send(outcome);
+            }
+            act.observe(ctx);
+        }));
+    }
+}
+
 impl Handler<Stop> for ElectionActor {
     type Result = ();
 
     fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
-        // `stopped` leaves the election (and tells a leader it resigned).
-        ctx.stop();
+        // Like a resign, the leader actor stops before our node goes; `stopped` then leaves
+        // the election.
+        self.begin_resign();
+        self.after_leader_stopped(ctx, |_, ctx| ctx.stop());
     }
 }
 
@@ -441,8 +548,11 @@ impl Handler<Join> for ElectionActor {
     type Result = ();
 
     fn handle(&mut self, _: Join, ctx: &mut Context<Self>) {
-        let effects = self.holder.keep_contending(true);
-        holder::run(self, effects, ctx);
+        // After a resign that waits for its leader actor, the join follows the resign.
+        self.after_leader_stopped(ctx, |act, ctx| {
+            let effects = act.holder.keep_contending(true);
+            holder::run(act, effects, ctx);
+        });
     }
 }
 
@@ -469,12 +579,20 @@ impl Handler<Leadership> for ElectionActor {
 
     fn handle(&mut self, _: Leadership, ctx: &mut Context<Self>) -> Self::Result {
         let path = self.config.path.clone();
-        if !self.holder.keeps_contending() {
+        if !self.resigning() && !self.holder.keeps_contending() {
             return Reply::Now(Err(ElectionError::NotParticipating { path }));
         }
         let (pending, reply) = Reply::later(Err(ElectionError::Stopped { path: path.clone() }));
-        let effects = self.holder.acquire(LeadershipWaiter { path, reply: pending });
-        holder::run(self, effects, ctx);
+        // A resigned term whose node still stands (its leader actor stopping) is not handed
+        // out: asked again once the resign has gone through.
+        self.after_leader_stopped(ctx, move |act, ctx| {
+            if !act.holder.keeps_contending() {
+                let _ = pending.send(Err(ElectionError::NotParticipating { path }));
+                return;
+            }
+            let effects = act.holder.acquire(LeadershipWaiter { path, reply: pending });
+            holder::run(act, effects, ctx);
+        });
         reply
     }
 }

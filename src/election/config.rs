@@ -1,12 +1,26 @@
 //! How an election participant takes part: [`ElectionConfig`].
 
+use std::time::Duration;
+
 use actix::prelude::*;
+use futures::channel::oneshot;
 
 use super::messages::{LeaderTerm, StopLeading};
 use crate::recipe::ConnectionPolicy;
 use crate::recipe::naming;
 
-pub(super) type LeaderFactory = Box<dyn Fn(LeaderTerm) -> Recipient<StopLeading>>;
+/// A leader actor started for one term: where to send [`StopLeading`], and what resolves once
+/// it has stopped (its `stopped()` ran; `Canceled` if its Arbiter went away first).
+pub(super) struct LeaderRun {
+    pub(super) stop: Recipient<StopLeading>,
+    pub(super) stopped: oneshot::Receiver<()>,
+}
+
+pub(super) type LeaderFactory = Box<dyn Fn(LeaderTerm) -> LeaderRun>;
+
+/// How long a leader actor told [`StopLeading`] may take to stop before the election goes on
+/// without it (deletes its node, or starts the next term's actor).
+pub const DEFAULT_LEADER_STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How an [`ElectionActor`](super::ElectionActor) takes part.
 #[must_use]
@@ -16,6 +30,7 @@ pub struct ElectionConfig {
     pub(super) policy: ConnectionPolicy,
     pub(super) requeue_after_loss: bool,
     pub(super) leader: Option<LeaderFactory>,
+    pub(super) leader_stop_timeout: Duration,
 }
 
 impl std::fmt::Debug for ElectionConfig {
@@ -26,6 +41,7 @@ impl std::fmt::Debug for ElectionConfig {
             .field("policy", &self.policy)
             .field("requeue_after_loss", &self.requeue_after_loss)
             .field("leader_actor", &self.leader.is_some())
+            .field("leader_stop_timeout", &self.leader_stop_timeout)
             .finish()
     }
 }
@@ -39,6 +55,7 @@ impl ElectionConfig {
             policy: ConnectionPolicy::default(),
             requeue_after_loss: true,
             leader: None,
+            leader_stop_timeout: DEFAULT_LEADER_STOP_TIMEOUT,
         }
     }
 
@@ -69,12 +86,35 @@ impl ElectionConfig {
     /// Leader-actor mode: `factory` builds the actor that does the leader's work. It is started
     /// (on this actor's Arbiter) when leadership is acquired or restored, and sent
     /// [`StopLeading`] when leadership is suspended, lost or given up.
+    ///
+    /// Like Curator's `LeaderSelector`, which deletes its node only once `takeLeadership`
+    /// returned: a resigning (or stopping) participant deletes its node only once its leader
+    /// actor has *stopped* (its `stopped()` ran), and a participant never runs two leader
+    /// actors at once — the next term's actor starts only once the last one has stopped. Both
+    /// waits are bounded by [`with_leader_stop_timeout`](Self::with_leader_stop_timeout).
     pub fn with_leader_actor<A, F>(mut self, factory: F) -> Self
     where
         A: Actor<Context = Context<A>> + Handler<StopLeading>,
         F: Fn(LeaderTerm) -> A + 'static,
     {
-        self.leader = Some(Box::new(move |term| factory(term).start().recipient()));
+        self.leader = Some(Box::new(move |term| {
+            // What `start()` does, keeping the actor's future so that we learn when it ends.
+            let running = Context::new().into_future(factory(term));
+            let stop = running.address().recipient();
+            let (done, stopped) = oneshot::channel();
+            actix::spawn(async move {
+                running.await;
+                let _ = done.send(());
+            });
+            LeaderRun { stop, stopped }
+        }));
+        self
+    }
+
+    /// How long a leader actor may take to stop after [`StopLeading`] before this participant
+    /// goes on without it (default [`DEFAULT_LEADER_STOP_TIMEOUT`]); a warning is logged then.
+    pub fn with_leader_stop_timeout(mut self, timeout: Duration) -> Self {
+        self.leader_stop_timeout = timeout;
         self
     }
 }

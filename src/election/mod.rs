@@ -18,7 +18,7 @@ mod handle;
 mod messages;
 
 pub use actor::ElectionActor;
-pub use config::ElectionConfig;
+pub use config::{DEFAULT_LEADER_STOP_TIMEOUT, ElectionConfig};
 pub use error::ElectionError;
 pub use handle::ElectionHandle;
 pub use messages::{

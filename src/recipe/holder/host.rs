@@ -106,6 +106,17 @@ impl ContenderSlot {
         }
     }
 
+    /// Withdraws the contender of `attempt` once `after` resolves, detached (its owner may be
+    /// gone by then): an election that stops while its leader actor is still stopping.
+    pub(crate) fn withdraw_after(&mut self, attempt: Attempt, after: impl std::future::Future<Output = ()> + 'static) {
+        if let Some(contender) = self.take(attempt) {
+            actix::spawn(async move {
+                after.await;
+                contender.do_send(Withdraw);
+            });
+        }
+    }
+
     /// Stops the contender of `attempt` without a delete.
     pub(crate) fn stand_down(&mut self, attempt: Attempt) {
         if let Some(contender) = self.take(attempt) {
