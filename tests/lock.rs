@@ -306,6 +306,39 @@ async fn lose_the_reply_of<T>(
     started
 }
 
+/// A create whose reply is lost, recovered through a follower that has not applied it yet
+/// (review 3, D; see `LaggingFollower`): the recovery must still find the node by its GUID.
+/// Without a `sync` before its listing it misses it, creates a second node behind its own
+/// first one, and waits on itself for as long as its session lives.
+#[actix_rt::test]
+async fn a_lost_create_recovered_through_a_lagging_follower_leaves_one_node() {
+    init_tracing();
+    let mut setup = LaggingFollower::start();
+    let root = unique_root("lagging-follower-lock");
+    let observer = session_at(&setup.ensemble.member_address(setup.leader), &root).await;
+    observer.ensure_path("/l").await.expect("dir");
+    let s = setup.connect_on_leader(&root).await;
+    let lock = LockActor::new(s.clone(), LockConfig::new("/l")).start();
+    setup.lag().await;
+    let acquiring = actix_rt::spawn(lock.send(Acquire::default()));
+    // The create is at the leader now; it commits once the follower acks it, LAG from now.
+    actix_rt::time::sleep(Duration::from_millis(100)).await;
+    setup.cut_leader();
+    let grant = bounded("acquire across a lost reply, recovered through a lagging follower", acquiring)
+        .await
+        .expect("task")
+        .expect("actor")
+        .expect("acquire");
+    assert_eq!(setup.serving(&s).await, Some(setup.follower), "recovered through the lagging follower");
+    let nodes_now = nodes(&observer, "/l").await;
+    assert_eq!(nodes_now.len(), 1, "exactly one node for the attempt: {nodes_now:?}");
+    assert_eq!(path::join("/l", &nodes_now[0]), grant.node, "the node made before the cut");
+    lock.send(Release).await.expect("actor").expect("release");
+    wait_until_nodes(&observer, "/l", 0).await;
+    s.close().await;
+    observer.close().await;
+}
+
 #[actix_rt::test]
 async fn fifty_waiters_each_watch_only_their_predecessor() {
     init_tracing();

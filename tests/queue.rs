@@ -808,6 +808,78 @@ async fn a_sequential_consumer_delivers_in_queue_order() {
     s.close().await;
 }
 
+/// `take` and `poll` on a queue that a consumer consumes at the same time (review 3, C): an
+/// item a consumer claimed is out with a worker, so a taker must leave it alone. Slow workers
+/// keep items claimed while the taker sweeps the queue from its head; every item must be
+/// processed exactly once, by a worker or by the taker, and every ack must apply.
+#[actix_rt::test]
+async fn take_and_poll_leave_the_items_a_consumer_holds_alone() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("queue-take-vs-consumer");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let t = session_at(&zk.connect_string(), &root).await;
+    let ledger = Ledger::default();
+    let config = workers(ConsumerConfig::new("/q"), 4, &ledger, Behaviour::AckAfter(Duration::from_millis(30)))
+        .with_concurrency(16);
+    let consumer = QueueConsumerActor::new(s.clone(), config).start();
+    const N: usize = 400;
+    Queue::new(s.clone(), "/q").put_all((0..N).map(|n| format!("i{n}").into_bytes()).collect()).await.expect("put");
+    let taken = Arc::new(Mutex::new(Vec::<Vec<u8>>::new()));
+    let taker = {
+        let (queue, taken) = (Queue::new(t.clone(), "/q"), taken.clone());
+        actix_rt::spawn(async move {
+            for round in 0u64.. {
+                let got = if round % 2 == 0 {
+                    match queue.take(Some(Duration::from_millis(200))).await {
+                        Ok(data) => Some(data),
+                        Err(QueueError::Empty { .. }) => None,
+                        Err(error) => panic!("take: {error}"),
+                    }
+                } else {
+                    queue.poll().await.expect("poll")
+                };
+                match got {
+                    Some(data) => taken.lock().expect("taken").push(data),
+                    None if queue.is_empty().await.expect("len") => return,
+                    None => actix_rt::time::sleep(Duration::from_millis(5)).await,
+                }
+            }
+        })
+    };
+    let done = || ledger.acked.load(Ordering::SeqCst) + taken.lock().expect("taken").len() >= N;
+    wait_until("every item acked or taken", done).await;
+    bounded("the taker sees an empty queue", taker).await.expect("taker");
+    // A late duplicate would come after the last ack: give it time to show.
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+
+    let errors = ledger.settle_errors.lock().expect("errors").clone();
+    assert!(errors.is_empty(), "an ack failed (its item was taken under its claim): {errors:?}");
+    let seen = ledger.seen.lock().expect("ledger").clone();
+    let taken = taken.lock().expect("taken").clone();
+    assert!(
+        !taken.is_empty() && !seen.is_empty(),
+        "both sides got items: taken {}, delivered {}",
+        taken.len(),
+        seen.len()
+    );
+    let twice: Vec<_> =
+        taken.iter().filter(|data| seen.contains_key(*data)).map(|d| String::from_utf8_lossy(d)).collect();
+    assert!(twice.is_empty(), "taken and also delivered to a worker: {twice:?}");
+    let delivered_twice: Vec<_> = seen.iter().filter(|(_, attempts)| attempts.len() != 1).collect();
+    assert!(delivered_twice.is_empty(), "delivered more than once: {delivered_twice:?}");
+    let mut all: Vec<Vec<u8>> = taken.iter().cloned().chain(seen.keys().cloned()).collect();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), N, "every item processed");
+    assert_eq!(taken.len() + seen.len(), N, "every item processed once");
+    assert!(items_left(&s).await.is_empty(), "no item left");
+    assert!(children(&s, "/q/claims").await.is_empty(), "no claim left (a taker's claim never outlives its multi)");
+    consumer.do_send(Stop);
+    s.close().await;
+    t.close().await;
+}
+
 /// Issue 14, defect 6: every `take(timeout)` that timed out left its watch behind (a watcher
 /// actor, the client's one-shot watcher, and so the server's watch) until the queue changed. A
 /// `take` that gives up now withdraws its watch.
@@ -842,6 +914,36 @@ async fn a_take_that_times_out_leaves_no_watch_behind() {
     queue.put(b"next".to_vec()).await.expect("put");
     assert_eq!(waiting.await.expect("take task"), Ok(b"next".to_vec()));
     s.close().await;
+}
+
+/// A claim whose create reply is lost, recovered through a follower that has not applied it yet
+/// (review 3, D; see `LaggingFollower`): the consumer must find its claim and give it back.
+/// Without a `sync` before its look, it misses the claim, which then holds the item for as long
+/// as the consumer's session lives: the item is never delivered.
+#[actix_rt::test]
+async fn a_lost_claim_recovered_through_a_lagging_follower_leaves_no_claim() {
+    init_tracing();
+    let mut setup = LaggingFollower::start();
+    let root = unique_root("lagging-follower-queue");
+    let observer = session_at(&setup.ensemble.member_address(setup.leader), &root).await;
+    Queue::new(observer.clone(), "/q").put("x").await.expect("put");
+    observer.ensure_path("/q/claims").await.expect("claims");
+    let s = setup.connect_on_leader(&root).await;
+    setup.lag().await;
+    let ledger = Ledger::default();
+    let consumer =
+        QueueConsumerActor::new(s.clone(), workers(ConsumerConfig::new("/q"), 1, &ledger, Behaviour::Ack)).start();
+    // Its claim is at the leader now; it commits once the follower acks it, LAG from now.
+    actix_rt::time::sleep(Duration::from_millis(100)).await;
+    setup.cut_leader();
+    wait_until("the item acked", || ledger.acked.load(Ordering::SeqCst) == 1).await;
+    assert_eq!(setup.serving(&s).await, Some(setup.follower), "recovered through the lagging follower");
+    assert!(ledger.settle_errors.lock().expect("errors").is_empty());
+    assert!(items_left(&observer).await.is_empty(), "the item is gone");
+    assert!(children(&observer, "/q/claims").await.is_empty(), "no claim left");
+    consumer.do_send(Stop);
+    s.close().await;
+    observer.close().await;
 }
 
 /// Issue 14, idempotent production: a put whose reply is lost (the item applied, the answer

@@ -807,7 +807,12 @@ async fn settle_on_session(
             Err(err @ Error::SessionLost { .. }) => return Err(err),
             Err(err) if err.is_transient() => loop {
                 tokio::time::sleep(backoff.next_delay()).await;
-                match session.exists(&claim).await {
+                // Synced first: a member that has not applied our `multi` yet would show the
+                // claim still there, and the `multi` sent again would fail (`ClaimLost`) though
+                // the first one applied.
+                let synced = session.sync(path::parent(&claim).unwrap_or("/"));
+                let read = session.exists(&claim);
+                match synced.await.and(read.await) {
                     Ok(Some(stat)) if stat.czxid == token.0 => break,
                     Ok(_) => return Ok(()),
                     Err(err @ Error::SessionLost { .. }) => return Err(err),

@@ -4,6 +4,7 @@
 //! plain-async producer API. Does not own consuming with claims and workers: see
 //! [`QueueConsumerActor`](super::QueueConsumerActor).
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use super::QueueError;
@@ -15,6 +16,9 @@ use crate::session::requests::{CreateMode, Op, OpResult};
 /// The name prefix of items: the same as ZooKeeper's own `DistributedQueue` recipe and Curator's
 /// `SimpleDistributedQueue`, so either can read (and write) this queue.
 pub const ITEM_PREFIX: &str = "qn-";
+
+/// The child of a queue under which consumers claim items (`<queue>/claims/<item>`).
+const CLAIMS: &str = "claims";
 
 /// A caller's item id must make one node name with the prefix and the sequence number.
 fn check_item_id(id: &str) -> Result<(), QueueError> {
@@ -89,6 +93,9 @@ impl Queue {
         let mut unsure = false;
         loop {
             if unsure {
+                // Synced first: the member serving us after the loss may not have applied the
+                // create whose reply we lost, and a listing without it would queue the item twice.
+                self.session.sync(&self.path).await?;
                 if let Some(existing) = self.find(id).await? {
                     return Ok(existing);
                 }
@@ -162,17 +169,24 @@ impl Queue {
         self.peek().await?.ok_or_else(|| QueueError::Empty { queue: self.path.clone() })
     }
 
-    /// Removes and returns the head item; `None` when empty (the recipe's `poll`).
+    /// Removes and returns the head item; `None` when empty (the recipe's `poll`). Items a
+    /// [`QueueConsumerActor`](super::QueueConsumerActor) holds (claimed, out with a worker) are
+    /// not free: they are skipped, and a queue whose every item is held answers `None`.
     pub async fn poll(&self) -> Result<Option<Vec<u8>>, QueueError> {
         loop {
-            let items = self.items().await?;
-            if items.is_empty() {
-                return Ok(None);
-            }
-            for name in items {
-                if let Some(data) = self.try_take(&name).await? {
-                    return Ok(Some(data));
+            let (items, claimed) = futures::future::join(self.items(), self.claimed()).await;
+            let (items, claimed) = (items?, claimed?);
+            let mut raced = false;
+            for name in items.into_iter().filter(|name| !claimed.contains(name)) {
+                match self.try_take(&name).await? {
+                    Taken::Item(data) => return Ok(Some(data)),
+                    Taken::Claimed => {}
+                    Taken::Gone => raced = true,
                 }
+            }
+            // Only a race with another taker (the listing is stale) is worth another listing.
+            if !raced {
+                return Ok(None);
             }
         }
     }
@@ -183,14 +197,17 @@ impl Queue {
     }
 
     /// Removes and returns the head item, waiting (with a watch, not polling) until there is one,
-    /// at most `timeout` (the recipe's blocking `take`).
+    /// at most `timeout` (the recipe's blocking `take`). Items a consumer holds are skipped, as
+    /// in [`poll`](Self::poll); one comes back when its claim goes (a nack, a consumer that
+    /// stops or dies), so while items are held the claims are watched too.
     pub async fn take(&self, timeout: Option<Duration>) -> Result<Vec<u8>, QueueError> {
         let wait = async {
             loop {
-                // Dropped with this future when the caller gives up (a timeout): the watch is
+                // Dropped with this future when the caller gives up (a timeout): the watches are
                 // withdrawn with it, so a timed-out `take` leaves nothing behind.
                 let (listing, changed) = self.session.children_until_dropped(&self.path);
-                let listing = listing.await;
+                let (claims, released) = self.session.children_until_dropped(&self.claims());
+                let (listing, claims) = futures::future::join(listing, claims).await;
                 let names = match listing {
                     Ok(children) => items_in_order(children.names),
                     Err(Error::NoNode { .. }) => {
@@ -199,12 +216,29 @@ impl Queue {
                     }
                     Err(err) => return Err(err.into()),
                 };
+                let claimed: HashSet<String> = match claims {
+                    Ok(children) => children.names.into_iter().collect(),
+                    Err(Error::NoNode { .. }) => HashSet::new(),
+                    Err(err) => return Err(err.into()),
+                };
+                let mut held = false;
                 for name in names {
-                    if let Some(data) = self.try_take(&name).await? {
-                        return Ok(data);
+                    if claimed.contains(&name) {
+                        held = true;
+                        continue;
+                    }
+                    match self.try_take(&name).await? {
+                        Taken::Item(data) => return Ok(data),
+                        Taken::Claimed => held = true,
+                        Taken::Gone => {}
                     }
                 }
-                let _ = changed.await;
+                if held {
+                    let _ = futures::future::select(changed, released).await;
+                } else {
+                    drop(released);
+                    let _ = changed.await;
+                }
             }
         };
         match timeout {
@@ -233,18 +267,68 @@ impl Queue {
         }
     }
 
-    /// Reads and deletes one item at its read version: `None` when someone else took it first.
-    async fn try_take(&self, name: &str) -> Result<Option<Vec<u8>>, QueueError> {
-        let item = path::join(&self.path, name);
-        let node = match self.session.get_data(&item).await {
-            Ok(node) => node,
-            Err(Error::NoNode { .. }) => return Ok(None),
-            Err(err) => return Err(err.into()),
-        };
-        match self.session.delete(&item, Some(node.stat.version)).await {
-            Ok(()) => Ok(Some(node.data)),
-            Err(Error::NoNode { .. } | Error::BadVersion { .. }) => Ok(None),
+    /// `<queue>/claims`, where a consumer's claims live (see `QueueConsumerActor`).
+    fn claims(&self) -> String {
+        path::join(&self.path, CLAIMS)
+    }
+
+    /// Names of the items consumers hold now (none when no consumer has ever claimed).
+    async fn claimed(&self) -> Result<HashSet<String>, QueueError> {
+        match self.session.children(&self.claims()).await {
+            Ok(children) => Ok(children.names.into_iter().collect()),
+            Err(Error::NoNode { .. }) => Ok(HashSet::new()),
             Err(err) => Err(err.into()),
         }
     }
+
+    /// Reads one item and removes it at its read version, unless a consumer holds it.
+    ///
+    /// The removal claims the item the way a consumer does, in the same `multi` that deletes
+    /// it: `multi(create <queue>/claims/<item> (ephemeral), delete <item> @version, delete the
+    /// claim)`. While a consumer's claim stands, the create fails (`NodeExists`) and nothing
+    /// changes; once the `multi` applied, a consumer's claim on the item finds it gone. One
+    /// round trip, one write, and no claim is left behind whatever the outcome.
+    async fn try_take(&self, name: &str) -> Result<Taken, QueueError> {
+        let item = path::join(&self.path, name);
+        let claim = path::join(&self.claims(), name);
+        let node = match self.session.get_data(&item).await {
+            Ok(node) => node,
+            Err(Error::NoNode { .. }) => return Ok(Taken::Gone),
+            Err(err) => return Err(err.into()),
+        };
+        loop {
+            let ops = vec![
+                Op::Create { path: claim.clone(), data: Vec::new(), mode: CreateMode::Ephemeral },
+                Op::Delete { path: item.clone(), version: Some(node.stat.version) },
+                Op::Delete { path: claim.clone(), version: None },
+            ];
+            match self.session.multi(ops).await {
+                Ok(_) => return Ok(Taken::Item(node.data)),
+                Err(Error::Multi { index: 0, source }) => match *source {
+                    Error::NodeExists { .. } => return Ok(Taken::Claimed),
+                    // No consumer has claimed anything yet: no claims directory.
+                    Error::NoNode { .. } => self.session.ensure_path(&self.claims()).await?,
+                    other => return Err(other.into()),
+                },
+                // Taken by someone else, or changed (a nack) since we read it.
+                Err(Error::Multi { index: 1, source })
+                    if matches!(*source, Error::NoNode { .. } | Error::BadVersion { .. }) =>
+                {
+                    return Ok(Taken::Gone);
+                }
+                Err(Error::Multi { source, .. }) => return Err((*source).into()),
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+}
+
+/// What [`Queue::try_take`] found.
+enum Taken {
+    /// Ours now: removed from the queue.
+    Item(Vec<u8>),
+    /// A consumer holds it: left alone.
+    Claimed,
+    /// Gone or changed since the listing.
+    Gone,
 }

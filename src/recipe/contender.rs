@@ -25,9 +25,10 @@
 //!    and the watch was a fourth request in every uncontended cycle, in front of the release's
 //!    delete (issue 16). A deletion by someone else in that time is still reported, when the
 //!    watch's read finds the node gone.
-//! 5. **Connection loss during create.** The reply is lost, not necessarily the node: list the
-//!    directory, find nodes carrying our GUID, adopt one only if its `ephemeralOwner` is the
-//!    current session (CURATOR-604/696), delete any other, then create again if none was adopted.
+//! 5. **Connection loss during create.** The reply is lost, not necessarily the node: `sync`
+//!    and list the directory (the member serving us after the loss may lag the leader), find
+//!    nodes carrying our GUID, adopt one only if its `ephemeralOwner` is the current session
+//!    (CURATOR-604/696), delete any other, then create again if none was adopted.
 //! 6. **Withdraw / stop.** The node is deleted, retried through connection loss until it is gone
 //!    or its session is (CURATOR-678, kazoo#732); a contender stopped mid-create deletes whatever
 //!    its GUID created.
@@ -514,12 +515,21 @@ impl Contender {
     }
 
     /// Step 5: find what our lost create did.
+    ///
+    /// `sync` first, the listing behind it (one round trip more than the listing alone, on this
+    /// rare path): after a connection loss the client may be served by another member, and the
+    /// server only refuses a reconnect from a client that has seen more than it has applied.
+    /// We never saw our create's reply, so the member may not yet have the create that the
+    /// leader applied (or is about to commit): without the `sync` the listing can miss our node,
+    /// and we would create a second one behind it and wait on ourselves.
     fn recover(&mut self, ctx: &mut Context<Self>) {
+        let synced = self.session.sync(&self.spec.dir);
         let list = self.session.children(&self.spec.dir);
         let session = self.session.session();
-        let both = async move { (list.await, session.await) };
-        ctx.spawn(both.into_actor(self).map(|(listed, session), act, ctx| {
-            let children = match listed {
+        let all = async move { (synced.await, list.await, session.await) };
+        ctx.spawn(all.into_actor(self).map(|(synced, listed, session), act, ctx| {
+            // A listing is only trusted behind a `sync` that succeeded.
+            let children = match synced.and(listed) {
                 Ok(children) => children,
                 // No directory, so no node of ours in it: the lost create did not happen.
                 Err(Error::NoNode { .. }) => {
@@ -711,12 +721,17 @@ impl Actor for Contender {
                 });
             }
             State::Creating | State::Recovering => {
-                // Sent after the create, so it sees the create's node if there is one.
+                // Sent after the create, and synced, so it sees the create's node if there is
+                // one (also when the connection moved to another member meanwhile).
                 let (dir, guid) = (self.spec.dir.clone(), self.guid.clone());
                 actix::spawn(async move {
                     let mut backoff = RetryPolicy::default().backoff();
                     loop {
-                        match session.children(&dir).await {
+                        // Synced first, as in `recover`: the server now serving us may not
+                        // have applied the create yet.
+                        let synced = session.sync(&dir);
+                        let listed = session.children(&dir);
+                        match synced.await.and(listed.await) {
                             Ok(children) => {
                                 for name in children.names.iter().filter(|c| naming::belongs_to(c, &guid)) {
                                     let _ = delete_until_gone(session.clone(), path::join(&dir, name)).await;

@@ -124,7 +124,8 @@ pub(crate) async fn delete_fenced(
 /// or may not have applied, or whose session may have ended meanwhile: once our session has
 /// ended, our node went with it and the name may be another process's by now, so nothing is
 /// sent; on our session, only a node it owns is deleted ([`delete_fenced`] by its czxid).
-/// Retries reading through connection loss; a final error ends it.
+/// The read is synced with the leader first. Retries reading through connection loss; a final
+/// error ends it.
 pub(crate) async fn delete_own_ephemeral(
     session: crate::session::PinnedSession,
     path: String,
@@ -136,7 +137,12 @@ pub(crate) async fn delete_own_ephemeral(
         let Some(current) = current.filter(|c| c.generation == session.generation()) else {
             return Ok(());
         };
-        match session.exists(&path).await {
+        // The create we clean up after may have been applied by the leader and not yet by the
+        // member serving us now (we never saw its reply, so nothing made the member we
+        // reconnected to catch up): `sync` the parent first; the read is served behind it.
+        let synced = session.sync(crate::path::parent(&path).unwrap_or("/"));
+        let read = session.exists(&path);
+        match synced.await.and(read.await) {
             Ok(Some(stat)) if stat.ephemeral_owner == current.session_id.0 => {
                 return delete_fenced(session, path, stat.czxid).await.map(|_| ());
             }

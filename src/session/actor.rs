@@ -910,7 +910,7 @@ macro_rules! on_session {
     )*};
 }
 
-on_session!(Create, Delete, Exists, GetData, SetData, Multi);
+on_session!(Create, Delete, Exists, GetData, SetData, Multi, Sync);
 
 /// Translates the server's reply to a `multi` of `ops`; `first` is the first op's path.
 ///

@@ -74,6 +74,13 @@ impl PinnedSession {
         self.session.request(self.on(path, SetData { path: path.into(), data: data.into(), version }))
     }
 
+    /// Makes the server this session talks to catch up with the leader on `path`, on this
+    /// session: a read sent after it sees every write the leader had applied (or proposed) when
+    /// the sync reached it, also a write whose reply this session never saw.
+    pub fn sync(&self, path: &str) -> impl Future<Output = Result<()>> + 'static + use<> {
+        self.session.request(self.on(path, Sync { path: path.into() }))
+    }
+
     /// Applies `ops` atomically on this session.
     pub fn multi(&self, ops: Vec<Op>) -> impl Future<Output = Result<Vec<OpResult>>> + 'static + use<> {
         let first = ops.first().map(|op| op.path().to_owned()).unwrap_or_else(|| "/".into());

@@ -111,7 +111,10 @@ pub enum MasterEvent {
         /// The worker that left.
         from_worker: String,
     },
-    /// The term ended (leadership suspended or lost, or we stopped); writes of that term fail.
+    /// The term ended (leadership suspended or lost, or we stopped): its actor has stopped and
+    /// writes nothing more. Its fence fails once the election node is gone (lost, stopped);
+    /// after a suspension the same node may lead again, and the next `BecameMaster` carries
+    /// the same fence (see `docs/recipes/master-worker.md`).
     MastershipEnded {
         /// The ended term's token.
         token: FencingToken,

@@ -254,3 +254,75 @@ pub async fn wait_until_async<F: std::future::Future<Output = bool>>(what: &str,
         actix_rt::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// How late the lagging follower of a [`LaggingFollower`] hears its leader. Below the
+/// testkit's `syncLimit × tickTime` (1 s), so the leader keeps it as a follower.
+pub const LAG: Duration = Duration::from_millis(600);
+
+/// A 3-member ensemble in which a client cut off from the leader reconnects to a follower that
+/// hears the leader [`LAG`] late (review 3, D). The third member is cut off, so a write commits
+/// only once that follower acked it, `LAG` after the leader proposed it. A session that loses a
+/// write's reply by [`cut_leader`](Self::cut_leader) soon after sending it is answered by the
+/// follower before that write's commit reaches it: the follower's answer to the session's
+/// revalidation comes behind the proposal, not behind its commit.
+pub struct LaggingFollower {
+    pub ensemble: actix_zookeeper::testkit::ZkEnsemble,
+    pub leader: usize,
+    pub follower: usize,
+    to_leader: Option<actix_zookeeper::testkit::FaultProxy>,
+    to_follower: actix_zookeeper::testkit::FaultProxy,
+}
+
+impl LaggingFollower {
+    pub fn start() -> LaggingFollower {
+        use actix_zookeeper::testkit::{FaultProxy, ZkEnsemble};
+        let ensemble = ZkEnsemble::start(3).expect("3-node ensemble");
+        let leader = ensemble.wait_for_leader(HELPER_WAIT).expect("a leader");
+        let others: Vec<usize> = (0..3).filter(|&i| i != leader).collect();
+        let (follower, cut) = (others[0], others[1]);
+        ensemble.isolate(cut);
+        let to_leader = FaultProxy::start(&ensemble.member_address(leader)).expect("proxy");
+        let to_follower = FaultProxy::start(&ensemble.member_address(follower)).expect("proxy");
+        LaggingFollower { ensemble, leader, follower, to_leader: Some(to_leader), to_follower }
+    }
+
+    /// A session under `root` that reaches the leader and the lagging follower, through proxies.
+    pub fn config(&self, root: &str) -> SessionConfig {
+        let to_leader = self.to_leader.as_ref().expect("the leader's link").address();
+        SessionConfig::new(format!("{to_leader},{}", self.to_follower.address()))
+            .with_chroot(root)
+            .with_session_timeout(Duration::from_secs(10))
+            .with_connection_timeout(Duration::from_secs(2))
+    }
+
+    /// A session (see [`config`](Self::config)) connected to the leader: the follower's link
+    /// holds new connections until it is.
+    pub async fn connect_on_leader(&self, root: &str) -> SessionHandle {
+        self.to_follower.blackhole();
+        let (session, _) = connected(self.config(root)).await;
+        let id = session.session().await.expect("session").session_id.0;
+        assert_eq!(self.ensemble.member_serving(id), Some(self.leader), "the session starts on the leader");
+        self.to_follower.heal();
+        session
+    }
+
+    /// From now on the follower hears the leader `LAG` late. Returns once it has caught up with
+    /// everything written before, so that it accepts a client that has seen all that.
+    pub async fn lag(&self) {
+        use actix_zookeeper::testkit::Direction;
+        let (quorum, _) = self.ensemble.member_link(self.follower, self.leader).expect("follower → leader link");
+        quorum.set_latency(Direction::Downstream, LAG);
+        actix_rt::time::sleep(LAG * 3).await;
+    }
+
+    /// Cuts the client off the leader for good: its connection is reset (a reply on its way is
+    /// lost) and new ones are refused, so it reconnects to the follower at once.
+    pub fn cut_leader(&mut self) {
+        drop(self.to_leader.take());
+    }
+
+    /// The member serving `session` now.
+    pub async fn serving(&self, session: &SessionHandle) -> Option<usize> {
+        self.ensemble.member_serving(session.session().await.expect("session").session_id.0)
+    }
+}
