@@ -498,3 +498,125 @@ async fn recipe_actors_stopped_at_random_moments_leave_nothing_behind() {
     a.close().await;
     b.close().await;
 }
+
+/// `Queue::take` and `poll` dropped at random moments (a `timeout`, a `select!`) lose no item:
+/// one dropped after its removal applied puts the item back under its own name (it lost the
+/// item before). Every item put is taken exactly once over the run, and nothing is left.
+#[actix_rt::test]
+async fn queue_takes_dropped_at_random_moments_lose_no_item() {
+    use actix_zookeeper::queue::Queue;
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("cancel-take");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let queue = Queue::new(s.clone(), "/q");
+    let items: Vec<Vec<u8>> = (0..60u16).map(|n| n.to_be_bytes().to_vec()).collect();
+    queue.put_all(items.clone()).await.expect("put");
+    let mut rng = Rng::seeded("cancel-take");
+    let mut taken = Vec::new();
+    let (mut dropped, mut completed) = (0, 0);
+    while taken.len() < items.len() {
+        let call: futures::future::LocalBoxFuture<'_, _> = if rng.below(2) == 0 {
+            Box::pin(async { queue.take(Some(Duration::from_secs(5))).await.map(Some) })
+        } else {
+            Box::pin(queue.poll())
+        };
+        match futures::future::select(call, Box::pin(actix_rt::time::sleep(rng.drop_delay()))).await {
+            futures::future::Either::Left((item, _)) => match item.expect("take") {
+                Some(item) => {
+                    taken.push(item);
+                    completed += 1;
+                }
+                // The last items may be on their way back from a dropped take.
+                None => actix_rt::time::sleep(Duration::from_millis(10)).await,
+            },
+            futures::future::Either::Right(_) => {
+                dropped += 1;
+                // A put-back is detached: let it land before the next listing.
+                actix_rt::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+        assert!(dropped < 10_000, "the harness never completes a take");
+    }
+    println!("{completed} takes completed, {dropped} dropped");
+    assert!(dropped > 0, "the harness dropped no take");
+    let mut sorted = taken.clone();
+    sorted.sort();
+    assert_eq!(sorted, items, "every item taken exactly once");
+    assert_eq!(queue.poll().await.expect("poll"), None, "nothing left");
+    s.close().await;
+}
+
+/// Election futures dropped at random moments: a dropped `leadership()` leaves the participant
+/// in line as it was (it only stops waiting), a dropped `resign()` still resigns, and the next
+/// call works at once. After each round exactly the participants that take part stand in line.
+#[actix_rt::test]
+async fn election_calls_dropped_at_random_moments_leave_nothing_behind() {
+    use actix_zookeeper::election::{ElectionConfig, ElectionHandle};
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("cancel-election");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let me = ElectionHandle::start(a.clone(), ElectionConfig::new("/e").with_participant_id("me"));
+    let other = ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("other"));
+    let mut rng = Rng::seeded("cancel-election");
+    for round in 0..20 {
+        let call: futures::future::LocalBoxFuture<'_, _> = match rng.below(3) {
+            0 => Box::pin(async { me.leadership().await.map(|_| ()) }),
+            1 => Box::pin(me.resign_and_requeue()),
+            _ => Box::pin(me.resign()),
+        };
+        let _ = futures::future::select(call, Box::pin(actix_rt::time::sleep(rng.drop_delay()))).await;
+        // Whatever was dropped: joining again works at once, and then both stand in line once.
+        bounded("a resign", me.resign()).await.expect("resign");
+        bounded("a join", me.join()).await.expect("join");
+        wait_until_async("both in line, once each", || async {
+            let mut line = me.participants().await.unwrap_or_default();
+            line.sort();
+            line == ["me", "other"]
+        })
+        .await;
+        // Someone leads.
+        let leader = bounded("a leader", other.leader()).await.expect("leader");
+        assert!(leader.is_some(), "round {round}: nobody leads");
+    }
+    me.stop();
+    other.stop();
+    settled(&a, &zk, "/e", &[], None).await.expect("nothing left");
+    a.close().await;
+    b.close().await;
+}
+
+/// Counter requests dropped at random moments: a request is sent when it is made (the actor
+/// has it in its mailbox), so a dropped `AddCount` is neither lost nor applied twice: the count
+/// ends at the number of adds made, and the counter answers the next request at once.
+#[actix_rt::test]
+async fn counter_adds_dropped_at_random_moments_apply_exactly_once() {
+    use actix::Actor;
+    use actix_zookeeper::counter::{AddCount, GetCount, SharedCount, SharedCountConfig};
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let s = session_at(&zk.connect_string(), &unique_root("cancel-counter")).await;
+    let counter = SharedCount::new(s.clone(), SharedCountConfig::new("/n")).start();
+    let mut rng = Rng::seeded("cancel-counter");
+    let (mut dropped, mut completed) = (0, 0);
+    for _ in 0..40 {
+        let add = Box::pin(counter.send(AddCount { by: 1 }));
+        match futures::future::select(add, Box::pin(actix_rt::time::sleep(rng.drop_delay()))).await {
+            futures::future::Either::Left((answer, _)) => {
+                answer.expect("actor").expect("add");
+                completed += 1;
+            }
+            futures::future::Either::Right(_) => dropped += 1,
+        }
+    }
+    println!("{completed} adds answered, {dropped} dropped");
+    wait_until_async("every add applied once", || async {
+        counter.send(GetCount).await.ok().and_then(Result::ok).is_some_and(|now| now.value == 40)
+    })
+    .await;
+    actix_rt::time::sleep(Duration::from_millis(200)).await;
+    let now = counter.send(GetCount).await.expect("actor").expect("count");
+    assert_eq!(now.value, 40, "no add applied twice");
+    s.close().await;
+}

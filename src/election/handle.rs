@@ -68,6 +68,9 @@ impl ElectionHandle {
 
     /// Resolves with the term once this participant leads (at once when it does).
     /// [`ElectionError::NotParticipating`] when it has left the line.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropping it only stops the wait; the participant stays in line as it was.
     pub fn leadership(&self) -> impl Future<Output = Result<LeaderTerm, ElectionError>> + 'static {
         let asked = self.ask(Leadership);
         async move { asked.await? }
@@ -75,23 +78,35 @@ impl ElectionHandle {
 
     /// Leaves the election (a leader hears `LeadershipLost { Resigned }` first); resolves once
     /// our node is deleted. [`join`](Self::join) enters again.
+    ///
+    /// # Cancel safety
+    /// The resign is sent when this is called: dropping the future does not stop it.
     pub fn resign(&self) -> impl Future<Output = Result<(), ElectionError>> + 'static {
         let asked = self.ask(Resign { requeue: false });
         async move { asked.await? }
     }
 
     /// Gives leadership up and stands in line again at the back (a graceful hand-off).
+    ///
+    /// # Cancel safety
+    /// Sent when this is called: dropping the future does not stop the resign or the requeue.
     pub fn resign_and_requeue(&self) -> impl Future<Output = Result<(), ElectionError>> + 'static {
         let asked = self.ask(Resign { requeue: true });
         async move { asked.await? }
     }
 
     /// Enters the election again after a [`resign`](Self::resign) (or a failure).
+    ///
+    /// # Cancel safety
+    /// Sent when this is called: dropping the future does not stop the join.
     pub fn join(&self) -> impl Future<Output = Result<(), ElectionError>> + 'static {
         self.ask(Join)
     }
 
     /// The leader's participant id, read from ZooKeeper now; `None` when nobody is in line.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a read; dropping it leaves nothing behind.
     pub fn leader(&self) -> impl Future<Output = Result<Option<String>, ElectionError>> + 'static {
         let asked = self.ask(CurrentLeader);
         async move { asked.await? }

@@ -10,8 +10,10 @@ use std::time::Duration;
 use super::QueueError;
 use crate::error::Error;
 use crate::path;
+use crate::recipe::reply::Answer;
 use crate::session::SessionHandle;
 use crate::session::requests::{CreateMode, Op, OpResult};
+use tracing::{debug, warn};
 
 /// The name prefix of items: the same as ZooKeeper's own `DistributedQueue` recipe and Curator's
 /// `SimpleDistributedQueue`, so either can read (and write) this queue.
@@ -66,6 +68,11 @@ impl Queue {
 
     /// Appends an item; returns its node name (`qn-<seq>`). Over the size limit: a typed error,
     /// nothing written.
+    ///
+    /// # Cancel safety
+    /// The create is sent on the first poll; once sent, dropping the future does not withdraw
+    /// it (the item is queued all the same). Use [`put_with_id`](Self::put_with_id) to retry
+    /// without queuing twice.
     pub async fn put(&self, data: impl Into<Vec<u8>>) -> Result<String, QueueError> {
         let data = data.into();
         loop {
@@ -172,6 +179,10 @@ impl Queue {
     /// Removes and returns the head item; `None` when empty (the recipe's `poll`). Items a
     /// [`QueueConsumerActor`](super::QueueConsumerActor) holds (claimed, out with a worker) are
     /// not free: they are skipped, and a queue whose every item is held answers `None`.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropped after its removal applied, the item is put back under its own name
+    /// (its place in line kept); no item is lost.
     pub async fn poll(&self) -> Result<Option<Vec<u8>>, QueueError> {
         loop {
             let (items, claimed) = futures::future::join(self.items(), self.claimed()).await;
@@ -200,6 +211,10 @@ impl Queue {
     /// at most `timeout` (the recipe's blocking `take`). Items a consumer holds are skipped, as
     /// in [`poll`](Self::poll); one comes back when its claim goes (a nack, a consumer that
     /// stops or dies), so while items are held the claims are watched too.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropped (a `timeout`, a `select!`), its watches go with it, and an item its
+    /// removal took is put back under its own name; no item is lost.
     pub async fn take(&self, timeout: Option<Duration>) -> Result<Vec<u8>, QueueError> {
         let wait = async {
             loop {
@@ -302,7 +317,7 @@ impl Queue {
                 Op::Delete { path: item.clone(), version: Some(node.stat.version) },
                 Op::Delete { path: claim.clone(), version: None },
             ];
-            match self.session.multi(ops).await {
+            match self.remove_or_restore(ops, &item, &node.data).await {
                 Ok(_) => return Ok(Taken::Item(node.data)),
                 Err(Error::Multi { index: 0, source }) => match *source {
                     Error::NodeExists { .. } => return Ok(Taken::Claimed),
@@ -320,6 +335,46 @@ impl Queue {
                 Err(err) => return Err(err.into()),
             }
         }
+    }
+}
+
+impl Queue {
+    /// Sends the `multi` that removes `item` (holding `data`) and awaits it so that a caller who
+    /// gives up cannot lose the item: the `multi` runs on detached, and if it removed the item
+    /// but nobody took its answer (the `take` or `poll` future was dropped: a timeout, a
+    /// `select!`), the item is put back under its own name, so it keeps its place in line.
+    fn remove_or_restore(
+        &self,
+        ops: Vec<Op>,
+        item: &str,
+        data: &[u8],
+    ) -> impl std::future::Future<Output = Result<Vec<OpResult>, Error>> + 'static {
+        let sent = self.session.multi(ops);
+        let put_back = {
+            let (session, item, data) = (self.session.clone(), item.to_owned(), data.to_vec());
+            move || {
+                debug!(%item, "a take was dropped after it removed the item: putting it back");
+                actix::spawn(async move {
+                    if let Err(error) = session.create(&item, data, CreateMode::Persistent).await {
+                        warn!(%item, %error, "could not put back an item whose take was dropped");
+                    }
+                });
+            }
+        };
+        let again = put_back.clone();
+        // Dropped with the answer in its channel: put back by the answer's drop; dropped before
+        // the answer came: put back by the task that finds nobody to answer.
+        let (answer, answered) = Answer::channel(move |unread: Option<Result<Vec<OpResult>, Error>>| {
+            if let Some(Ok(_)) = unread {
+                put_back();
+            }
+        });
+        actix::spawn(async move {
+            if let Err(Ok(_)) = answer.send(sent.await) {
+                again();
+            }
+        });
+        async move { answered.await.unwrap_or(Err(Error::Closed)) }
     }
 }
 

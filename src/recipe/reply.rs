@@ -11,8 +11,8 @@
 //! `acquire` stayed in line), and a caller that goes between the actor's answer and the relay's
 //! turn loses a grant that the actor believes delivered. What remains is the caller's own window:
 //! an answer already in its channel when it drops the request is dropped with it. A raw
-//! `Addr::send` cannot close it (actix owns that channel); a handle does, by sending [`Asked`]
-//! with a channel of its own and awaiting it as an [`Answer`], which on drop closes the channel
+//! `Addr::send` cannot close it (actix owns that channel); a handle does, by sending `Asked`
+//! with a channel of its own and awaiting it as an `Answer`, which on drop closes the channel
 //! and hands whatever it finds there back (a grant to give back).
 
 use std::future::Future;
@@ -164,8 +164,8 @@ impl<M: Message> Asked<M> {
     where
         F: FnOnce(Option<M::Result>),
     {
-        let (reply, answer) = oneshot::channel();
-        (Asked { request, reply }, Answer { answer, on_drop: Some(on_drop) })
+        let (reply, answer) = Answer::channel(on_drop);
+        (Asked { request, reply }, answer)
     }
 
     /// Answers with `respond`, the actor's own handling of the request: exactly what a caller of
@@ -187,6 +187,15 @@ impl<M: Message> Asked<M> {
 pub(crate) struct Answer<T, F: FnOnce(Option<T>)> {
     answer: oneshot::Receiver<T>,
     on_drop: Option<F>,
+}
+
+impl<T, F: FnOnce(Option<T>)> Answer<T, F> {
+    /// A channel whose receiving end is an [`Answer`]: for work that runs on (detached, it
+    /// finishes whatever the caller does) and must know whether its caller took the result.
+    pub(crate) fn channel(on_drop: F) -> (OneshotSender<T>, Answer<T, F>) {
+        let (reply, answer) = oneshot::channel();
+        (reply, Answer { answer, on_drop: Some(on_drop) })
+    }
 }
 
 impl<T, F: FnOnce(Option<T>) + Unpin> Future for Answer<T, F> {

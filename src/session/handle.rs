@@ -6,6 +6,13 @@
 //! Each method queues its request *when it is called*, not when the returned future is first
 //! polled, so `let a = h.create(..); let b = h.children(..);` sends both, in that order, before
 //! either is awaited (one round trip for both).
+//!
+//! # Cancel safety
+//! Every request future is cancel-safe in tokio's sense for reads (dropping it loses nothing but
+//! the answer); a write is sent when the method is called, so dropping its future does not
+//! withdraw it: the write applies (or fails) all the same, as with every ZooKeeper client. A
+//! dropped watched read still sets its watch on the server (ZooKeeper has no way to take a
+//! one-shot watch back); the recipes' own futures account for that, see their docs.
 
 use std::future::Future;
 use std::sync::Arc;
