@@ -144,12 +144,20 @@ impl<E> Listener<E> {
 pub(crate) struct Subscribers<E: Message<Result = ()> + Send> {
     recipients: Vec<(WeakRecipient<E>, bool)>,
     listeners: Vec<Listener<E>>,
+    /// Warn about a recipient that stopped unheard (not for the session's subscribers: every
+    /// recipe actor subscribes to its session, and many stop before the session has news).
+    warn_unheard: bool,
 }
 
 impl<E: Message<Result = ()> + Clone + Send + 'static> Subscribers<E> {
     /// Nobody yet.
     pub(crate) fn new() -> Self {
-        Subscribers { recipients: Vec::new(), listeners: Vec::new() }
+        Subscribers { recipients: Vec::new(), listeners: Vec::new(), warn_unheard: true }
+    }
+
+    /// Nobody yet, and no warning about recipients that stop unheard (the session's list).
+    pub(crate) fn quiet() -> Self {
+        Subscribers { warn_unheard: false, ..Subscribers::new() }
     }
 
     /// Adds `recipient`; it hears every later event while it lives.
@@ -172,7 +180,7 @@ impl<E: Message<Result = ()> + Clone + Send + 'static> Subscribers<E> {
                 true
             }
             _ => {
-                if !*heard {
+                if !*heard && self.warn_unheard {
                     tracing::warn!(
                         event = std::any::type_name::<E>(),
                         "a subscriber stopped before it heard any event: subscribe() holds it weakly, so \

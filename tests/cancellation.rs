@@ -620,3 +620,30 @@ async fn counter_adds_dropped_at_random_moments_apply_exactly_once() {
     assert_eq!(now.value, 40, "no add applied twice");
     s.close().await;
 }
+
+/// A caller that takes over the place in line of one that went away (a raw `Addr::send`
+/// dropped, the next `Acquire` right behind it) gets its own timeout: it is answered `Timeout`
+/// in time, not left waiting for the holder.
+#[actix_rt::test]
+async fn a_caller_taking_over_an_abandoned_place_in_line_keeps_its_own_timeout() {
+    use actix::Actor;
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("cancel-takeover");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let holder = LockHandle::start(b.clone(), LockConfig::new("/l"));
+    holder.acquire(None).await.expect("holds");
+    let waiter = LockActor::new(a.clone(), LockConfig::new("/l")).start();
+    for round in 0..3 {
+        let first = waiter.send(Acquire::default());
+        wait_until_async("the first caller in line", || async { children(&a, "/l").await.len() == 2 }).await;
+        drop(first);
+        let second = waiter.send(Acquire { timeout: Some(Duration::from_millis(300)) });
+        let answer = bounded("the second caller's timeout", second).await.expect("actor");
+        assert!(matches!(answer, Err(LockError::Timeout { .. })), "round {round}: {answer:?}");
+        settled(&a, &zk, "/l", &ephemerals_under(&b, "/l").await, None).await.expect("the attempt left the line");
+    }
+    holder.release().await.expect("release");
+    a.close().await;
+    b.close().await;
+}

@@ -140,7 +140,9 @@ where
 {
     let (pending, reply) = Reply::later(Err(LockError::Cancelled { dir: dir.to_owned() }));
     // Only a caller that waits gets a timer: one refused (another acquire waits) or answered at
-    // once must not end somebody else's attempt.
+    // once must not end somebody else's attempt. A caller taking over the place of one that
+    // went away waits too.
+    host.holder().forget_gone();
     let waits = host.holder().held().is_none() && !host.holder().has_waiters();
     let effects = host.holder().acquire(LockWaiter::acquire(dir, pending));
     holder::run(host, effects, ctx);

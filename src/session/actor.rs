@@ -128,7 +128,7 @@ impl SessionActor {
             config,
             state: State::Closed,
             generation: 0,
-            subscribers: Subscribers::new(),
+            subscribers: Subscribers::quiet(),
             goodbyes: Vec::new(),
             pending: VecDeque::new(),
             watches: WatchRegistry::default(),

@@ -307,6 +307,12 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
         self.keep
     }
 
+    /// Forgets callers that went away, keeping the attempt: a caller that comes next takes over
+    /// its place in line at once instead of being answered "in progress".
+    pub(crate) fn forget_gone(&mut self) {
+        self.waiters.retain(|waiter| !waiter.is_gone());
+    }
+
     /// True while callers wait.
     pub(crate) fn has_waiters(&self) -> bool {
         !self.waiters.is_empty()
@@ -334,9 +340,7 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
 
     /// A caller wants the grant (and waits for it).
     pub(crate) fn acquire(&mut self, waiter: W) -> Vec<Effect<G>> {
-        // A caller that went away leaves its place in line to the next one at once: the attempt
-        // (and its node) carries on for the new caller instead of answering it "in progress".
-        self.waiters.retain(|waiter| !waiter.is_gone());
+        self.forget_gone();
         match &mut self.phase {
             Phase::Held { held, handed, .. } => {
                 if waiter.grant(&held.grant) {
