@@ -384,8 +384,13 @@ impl QueueConsumerActor {
         self.misses = 0;
         let attempt = u32::try_from(node.stat.version).unwrap_or(0) + 1;
         debug!(parent: &self.span, %id, attempt, %token, worker, "delivering");
-        let delivery =
-            Delivery { id: id.clone(), data: node.data.clone(), attempt, token, settle: ctx.address().recipient() };
+        let delivery = Delivery {
+            id: id.clone(),
+            data: node.data.clone(),
+            attempt,
+            token,
+            settle: ctx.address().downgrade().recipient(),
+        };
         self.in_flight.insert(
             id,
             InFlight {
@@ -461,7 +466,8 @@ impl QueueConsumerActor {
 
     fn sweep_workers(&mut self, ctx: &mut Context<Self>) {
         // The lifetime rule: the sweep's own timer must not keep a consumer alive whose last
-        // address is gone (deliveries out with workers hold addresses, so they keep it).
+        // address is gone (deliveries out with workers hold it only weakly: a busy consumer
+        // whose user let go must stop too, not consume the whole queue first).
         if !ctx.connected() {
             info!(parent: &self.span, "the last address of the consumer was dropped; stopping");
             ctx.stop();
@@ -641,7 +647,18 @@ impl QueueConsumerActor {
         // two mailbox turns, and a flight of an older session is answered `Revoked` up front).
         let first = &batch[0];
         let settled = settle_on_session(self.session.pinned(first.generation), ops, first.claim.clone(), first.token);
-        ctx.spawn(settled.into_actor(self).map(move |settled, act, ctx| {
+        // Detached: a consumer that stops while the batch is out must not leave its workers with
+        // a wrong answer (a dropped reply reads as `Revoked`, "nothing removed", though the
+        // `multi` applies). Without us, the task answers them itself.
+        let (back, settled_back) = oneshot::channel();
+        actix::spawn(async move {
+            let settled = settled.await;
+            if let Err((settled, batch)) = back.send((settled, batch)) {
+                answer_without_consumer(settled, batch);
+            }
+        });
+        ctx.spawn(settled_back.into_actor(self).map(move |back, act, ctx| {
+            let Ok((settled, batch)) = back else { return };
             match settled {
                 Ok(()) => {
                     for pending in batch {
@@ -784,6 +801,21 @@ impl QueueConsumerActor {
         }
         metrics::queue_in_flight(&self.config.queue, self.in_flight.len());
         let _ = pending.answer.send(result);
+    }
+}
+
+/// Answers the settlements of a batch whose consumer stopped before the batch's outcome came:
+/// applied is `Ok`; a session that ended is `Revoked`; anything else the error (nothing of the
+/// batch applied; the claims went with the consumer's stop).
+fn answer_without_consumer(settled: Result<(), Error>, batch: Vec<PendingSettle>) {
+    for pending in batch {
+        let answer = match &settled {
+            Ok(()) => Ok(()),
+            Err(Error::SessionLost { .. }) => Err(QueueError::Revoked { id: pending.id.clone() }),
+            Err(Error::Multi { source, .. }) => Err(QueueError::ZooKeeper((**source).clone())),
+            Err(error) => Err(QueueError::ZooKeeper(error.clone())),
+        };
+        let _ = pending.answer.send(answer);
     }
 }
 

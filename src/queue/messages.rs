@@ -2,6 +2,7 @@
 
 use std::future::Future;
 
+use actix::WeakRecipient;
 use actix::prelude::*;
 
 use super::error::QueueError;
@@ -20,7 +21,9 @@ pub struct Delivery {
     pub attempt: u32,
     /// The claim's czxid: larger for every later claim of any item of this queue.
     pub token: FencingToken,
-    pub(super) settle: Recipient<Settle>,
+    /// The consumer, held weakly: deliveries out with workers do not keep a consumer alive
+    /// whose last address its user dropped.
+    pub(super) settle: WeakRecipient<Settle>,
 }
 
 impl std::fmt::Debug for Delivery {
@@ -48,8 +51,14 @@ impl Delivery {
 
     fn settle(&self, outcome: Outcome) -> impl Future<Output = Result<(), QueueError>> + 'static {
         let id = self.id.clone();
-        let sent = self.settle.send(Settle { id: id.clone(), outcome });
-        async move { sent.await.unwrap_or(Err(QueueError::Revoked { id })) }
+        // A consumer that has stopped revoked this delivery already.
+        let sent = self.settle.upgrade().map(|consumer| consumer.send(Settle { id: id.clone(), outcome }));
+        async move {
+            match sent {
+                Some(sent) => sent.await.unwrap_or(Err(QueueError::Revoked { id })),
+                None => Err(QueueError::Revoked { id }),
+            }
+        }
     }
 }
 
