@@ -1,7 +1,8 @@
 //! Every failure table in `docs/recipes/` names, row by row, the tests that prove it, and every
 //! test it names exists (issue 15: a promise without a test is not kept). A failure table is a
 //! table under a heading that speaks of failures or faults; its last column is "tested by",
-//! each cell holding one or more `file.rs::test_name` references to `tests/`.
+//! each cell holding one or more `file.rs::test_name` references to `tests/`, each naming a test
+//! function (`#[test]` or `#[actix_rt::test]`), not a helper.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -50,6 +51,30 @@ fn references(cell: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// What is wrong with a reference to `name` in a test file's `source`: there is no `fn name(`, or
+/// the function is not a test (no `#[test]` or `#[actix_rt::test]` among the attributes and doc
+/// comments right above it). `None` when `name` is a test function.
+fn reference_problem(source: &str, name: &str) -> Option<&'static str> {
+    let lines: Vec<&str> = source.lines().collect();
+    let declaration = format!("fn {name}(");
+    let mut declared = false;
+    for (i, line) in lines.iter().enumerate() {
+        let line = line.trim_start();
+        let line = line.strip_prefix("pub ").unwrap_or(line);
+        let line = line.strip_prefix("async ").unwrap_or(line);
+        if !line.starts_with(&declaration) {
+            continue;
+        }
+        declared = true;
+        let mut above =
+            lines[..i].iter().rev().map(|l| l.trim()).take_while(|l| l.starts_with("#[") || l.starts_with("//"));
+        if above.any(|l| l.starts_with("#[test]") || l.starts_with("#[actix_rt::test]")) {
+            return None;
+        }
+    }
+    Some(if declared { "is not a test function" } else { "does not exist" })
+}
+
 #[test]
 fn every_failure_table_row_names_tests_that_exist() {
     let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/recipes");
@@ -83,8 +108,8 @@ fn every_failure_table_row_names_tests_that_exist() {
                     let source = sources
                         .entry(file.clone())
                         .or_insert_with(|| fs::read_to_string(tests_dir.join(&file)).unwrap_or_default());
-                    if !source.contains(&format!("fn {test}(")) {
-                        problems.push(format!("{name} / {}: `{file}::{test}` does not exist", row[0]));
+                    if let Some(problem) = reference_problem(source.as_str(), &test) {
+                        problems.push(format!("{name} / {}: `{file}::{test}` {problem}", row[0]));
                     }
                     checked += 1;
                 }
@@ -95,7 +120,8 @@ fn every_failure_table_row_names_tests_that_exist() {
     assert!(checked > 0, "no test reference was checked");
 }
 
-/// The control: the check catches a row without a test and a reference to a missing test.
+/// The control: the check catches a row without a test, a reference to a missing test, and a
+/// reference to a function that is not a test.
 #[test]
 fn the_table_check_sees_missing_and_unknown_tests() {
     let doc = "## What happens on each failure\n\n| fault | what | tested by |\n|---|---|---|\n| a | b | `lock.rs::exists_here` |\n| c | d | — |\n";
@@ -106,4 +132,10 @@ fn the_table_check_sees_missing_and_unknown_tests() {
     assert_eq!(references(&rows[0][2]), vec![("lock.rs".to_owned(), "exists_here".to_owned())]);
     assert!(references(&rows[1][2]).is_empty(), "a row without a test must be seen");
     assert!(failure_tables("## Messages\n\n| a | b |\n|---|---|\n| c | d |\n").is_empty());
+
+    let source = "/// A test.\n#[actix_rt::test]\n#[cfg(unix)]\nasync fn exists_here() {}\n\n#[test]\nfn plain_test() {}\n\n/// Not a test.\n#[cfg(unix)]\nfn helper(x: u8) {}\n#[test]\nfn calls_helper() {\n    helper(1);\n}\n";
+    assert_eq!(reference_problem(source, "exists_here"), None);
+    assert_eq!(reference_problem(source, "plain_test"), None);
+    assert_eq!(reference_problem(source, "no_such_test"), Some("does not exist"), "a missing test must be seen");
+    assert_eq!(reference_problem(source, "helper"), Some("is not a test function"), "a helper must be refused");
 }

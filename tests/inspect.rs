@@ -186,10 +186,26 @@ async fn an_election_a_queue_and_a_master_worker_installation_are_shown() {
 
 #[test]
 fn an_unreachable_server_is_a_clear_error_not_a_hang() {
-    let out = Command::new(env!("CARGO_BIN_EXE_zk-inspect"))
+    use std::process::Stdio;
+    use std::time::Instant;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zk-inspect"))
         .args(["--server", "127.0.0.1:1", "--timeout", "2", "locks", "/lock"])
-        .output()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("zk-inspect runs");
+    // Bounded: a hang fails the test (and stops the child) instead of hanging the run.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().expect("zk-inspect's status").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("zk-inspect against an unreachable server did not exit within 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("zk-inspect's output");
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("zk-inspect: 127.0.0.1:1: no session within 2 s"), "{stderr}");

@@ -715,48 +715,68 @@ async fn guarded_until_known(grant: &LockGrant, s: &SessionHandle, ops: Vec<Op>)
     }
 }
 
+/// Whether the server's `wchp` lists a watch on `path` (the server's path, chroot included) by
+/// the session `id`.
+fn watched_by(server: &ZkServer, path: &str, id: i64) -> bool {
+    let by_path = actix_zookeeper::testkit::wchp(&server.address()).expect("wchp");
+    parse_wchp(&by_path).get(path).is_some_and(|sessions| sessions.contains(&format!("0x{id:x}")))
+}
+
 /// Regression (issue 13, defect 1): a data change on the node a waiter watches (Curator's
 /// `Revoker` writes `__REVOKE__` into lock nodes) fires the watch without ending the wait; the
-/// waiter must watch again, and wake when the holder releases.
+/// waiter must watch again, and wake when the holder releases. A server of the test's own, whose
+/// `wchp` shows the waiter's watch: the write's reply comes after the server fired (and dropped)
+/// that watch, so a watch by the waiter's session seen after the reply was set again.
 #[actix_rt::test]
 async fn a_waiter_wakes_after_its_predecessor_was_written_to() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let server = ZkServer::start().expect("ZooKeeper");
     let root = unique_root("revoke-waiter");
     let (a, b, other) = (
-        session_at(&zk.connect_string(), &root).await,
-        session_at(&zk.connect_string(), &root).await,
-        session_at(&zk.connect_string(), &root).await,
+        session_at(&server.connect_string(), &root).await,
+        session_at(&server.connect_string(), &root).await,
+        session_at(&server.connect_string(), &root).await,
     );
+    let b_id = b.session().await.expect("b's session").session_id.0;
+    let (waiter, events) = holder(&b, LockConfig::new("/lock").with_participant_id("b"));
     let holder = LockActor::new(a, LockConfig::new("/lock").with_participant_id("a")).start();
-    let waiter = LockActor::new(b, LockConfig::new("/lock").with_participant_id("b")).start();
     let grant = holder.send(Acquire::default()).await.expect("actor").expect("a holds");
     let waiting = waiter.send(Acquire { timeout: Some(Duration::from_secs(10)) });
     wait_until_nodes(&other, "/lock", 2).await;
-    // Give the waiter time to set its watch on the holder's node, then write into that node.
-    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    let watched = format!("{root}{}", grant.node);
+    let b_watches = || watched_by(&server, &watched, b_id);
+    wait_until("the waiter's watch on the holder's node", b_watches).await;
     other.set_data(&grant.node, "__REVOKE__", None).await.expect("write into the holder's node");
-    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    wait_until("the waiter's watch set again after the data change", b_watches).await;
+    let granted_early = events.snapshot().into_iter().any(|e| matches!(e, LockEvent::Acquired { .. }));
+    assert!(!granted_early, "the data change granted the lock while a held it: {:?}", events.snapshot());
     holder.send(Release).await.expect("actor").expect("release");
     let granted = waiting.await.expect("actor");
     assert!(granted.is_ok(), "the waiter never woke after the release: {granted:?}");
 }
 
 /// Regression (issue 13, defect 1): a data change on the held node fires the holder's watch on
-/// it; the holder must watch again, and learn when the node is deleted afterwards.
+/// it; the holder must watch again, and learn when the node is deleted afterwards. The watch is
+/// seen on the server (`wchp`), as in `a_waiter_wakes_after_its_predecessor_was_written_to`.
 #[actix_rt::test]
 async fn a_holder_learns_its_node_was_deleted_after_it_was_written_to() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let server = ZkServer::start().expect("ZooKeeper");
     let root = unique_root("revoke-holder");
-    let (a, other) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let a = session_at(&server.connect_string(), &root).await;
+    let other = session_at(&server.connect_string(), &root).await;
+    let a_id = a.session().await.expect("a's session").session_id.0;
     let holder = LockActor::new(a, LockConfig::new("/lock").with_participant_id("a")).start();
     let events = Recorded::<LockEvent>::start();
     holder.do_send(Subscribe { recipient: events.recipient.clone() });
     let grant = holder.send(Acquire::default()).await.expect("actor").expect("a holds");
-    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    let watched = format!("{root}{}", grant.node);
+    let a_watches = || watched_by(&server, &watched, a_id);
+    wait_until("the holder's watch on its node", a_watches).await;
     other.set_data(&grant.node, "__REVOKE__", None).await.expect("write into the held node");
-    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    wait_until("the holder's watch set again after the data change", a_watches).await;
+    let lost_early = events.snapshot().into_iter().any(|e| matches!(e, LockEvent::Lost { .. }));
+    assert!(!lost_early, "the data change was taken for a loss: {:?}", events.snapshot());
     other.delete(&grant.node, None).await.expect("delete the held node");
     let (_, lost) = events.wait_for(0, Duration::from_secs(10), |e| matches!(e, LockEvent::Lost { .. })).await;
     assert_eq!(lost, LockEvent::Lost { token: grant.token, reason: LockLostReason::NodeDeleted });
