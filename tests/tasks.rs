@@ -1132,3 +1132,30 @@ async fn a_dead_clients_results_can_be_read_by_another() {
     expect_results(&other, &tasks).await;
     assert_finished_and_clean(&rig.session().await, &tasks).await;
 }
+
+/// Row "session closed": closing a worker's session lets the worker stop first, as `StopWorker`
+/// does: its running task finishes and is recorded, then it deregisters, then the session closes
+/// (within the close's bound). Before, the close cut the run off and the task ran again elsewhere.
+#[actix_rt::test]
+async fn closing_a_workers_session_lets_its_running_task_finish_and_deregister_first() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "tasks-close-worker");
+    let observer = rig.session().await;
+    let _master = rig.master("m").await;
+    let w = rig.worker("w", 1, Duration::ZERO, 1).await;
+    let client = rig.client().await;
+    let tasks = submit(&client, "close", 1).await;
+    running(&rig, 1).await;
+    let session = w.session.clone();
+    let closing = actix_rt::spawn(async move { session.close().await });
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    assert!(!closing.is_finished(), "the close waits for the running task (the worker's goodbye)");
+    w.release.notify_one();
+    bounded("the close", closing).await.expect("task");
+    w.events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::Stopped)).await;
+    expect_results(&client, &tasks).await;
+    let finished = w.events.snapshot().iter().filter(|e| matches!(e, WorkerEvent::TaskFinished { .. })).count();
+    assert_eq!(finished, 1, "the run finished on the closing worker, not elsewhere");
+    assert!(children(&observer, &format!("{ROOT}/workers")).await.is_empty(), "deregistered");
+}
