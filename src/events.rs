@@ -8,8 +8,14 @@
 //!
 //! # Reading
 //! Inside an actor: `ctx.add_stream(lock.events())` and a `StreamHandler<Result<LockEvent,
-//! Missed>>`: the actor hears every event while it lives, and nothing keeps it alive. Anywhere
-//! else: `while let Some(event) = events.next().await`. Dropping the stream unsubscribes.
+//! Missed>>`: the actor hears every event while it lives. Anywhere else:
+//! `while let Some(event) = events.next().await`. Dropping the stream unsubscribes.
+//!
+//! An actor reading a stream is alive while the stream is (actix keeps an actor with a running
+//! stream): it ends when the recipe actor stops. So an actor that *owns* the recipe it reads (holds
+//! its handle) does not stop when its last address is dropped: the two keep each other. Such an
+//! actor stops itself (`ctx.stop()`, which drops the stream and then the handle), or reads
+//! through `subscribe`, which holds it weakly.
 //!
 //! # A reader that falls behind
 //! Each stream buffers up to [`EVENT_BUFFER`] events. The actor never waits for a reader: an
@@ -167,6 +173,8 @@ impl<E: Message<Result = ()> + Clone + Send + 'static> Subscribers<E> {
 
     /// Adds a stream's reader; it hears every later event until it drops the stream.
     pub(crate) fn listen(&mut self, listener: Listener<E>) {
+        // An actor with no events to tell would otherwise keep every dropped stream's channel.
+        self.listeners.retain(|listener| !listener.is_closed());
         self.listeners.push(listener);
     }
 

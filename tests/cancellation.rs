@@ -643,7 +643,16 @@ async fn a_caller_taking_over_an_abandoned_place_in_line_keeps_its_own_timeout()
         assert!(matches!(answer, Err(LockError::Timeout { .. })), "round {round}: {answer:?}");
         settled(&a, &zk, "/l", &ephemerals_under(&b, "/l").await, None).await.expect("the attempt left the line");
     }
+    // The other way round: a caller without a timeout does not inherit the gone caller's.
+    let first = waiter.send(Acquire { timeout: Some(Duration::from_millis(300)) });
+    wait_until_async("the first caller in line", || async { children(&a, "/l").await.len() == 2 }).await;
+    drop(first);
+    let mut second = Box::pin(waiter.send(Acquire::default()));
+    let early = tokio::time::timeout(Duration::from_millis(800), &mut second).await;
+    assert!(early.is_err(), "answered before the holder let go: {early:?}");
     holder.release().await.expect("release");
+    bounded("the grant", second).await.expect("actor").expect("granted once the holder let go");
+    waiter.send(Release).await.expect("actor").expect("release");
     a.close().await;
     b.close().await;
 }

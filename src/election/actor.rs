@@ -513,6 +513,9 @@ impl ElectionActor {
 
     /// Deletes our node (or leaves the line); `reply` hears how it went.
     fn resign(&mut self, requeue: bool, reply: oneshot::Sender<ReleaseOutcome>, ctx: &mut Context<Self>) {
+        // A term won again while the last leader actor was stopping is given up here too: its
+        // leader actor must not start behind this resign.
+        self.leading = None;
         let (answer, answered) = oneshot::channel();
         let effects = self.holder.release(answer);
         holder::run(self, effects, ctx);
@@ -540,7 +543,10 @@ impl Handler<Stop> for ElectionActor {
         // Like a resign, the leader actor stops before our node goes; `stopped` then leaves
         // the election.
         self.begin_resign();
-        self.after_leader_stopped(ctx, |_, ctx| ctx.stop());
+        self.after_leader_stopped(ctx, |act, ctx| {
+            act.leading = None;
+            ctx.stop();
+        });
     }
 }
 

@@ -146,8 +146,11 @@ where
     let waits = host.holder().held().is_none() && !host.holder().has_waiters();
     let effects = host.holder().acquire(LockWaiter::acquire(dir, pending));
     holder::run(host, effects, ctx);
-    if let (Some(after), Some(attempt), true) = (timeout, host.holder().attempt(), waits) {
-        holder::time_out(host, attempt, after, ctx);
+    match (timeout, host.holder().attempt(), waits) {
+        (Some(after), Some(attempt), true) => holder::time_out(host, attempt, after, ctx),
+        // A caller without a timeout taking over from one that went: not the old caller's timer.
+        (None, Some(_), true) => holder::cancel_timeout(host, ctx),
+        _ => {}
     }
     reply
 }

@@ -175,6 +175,12 @@ impl<M: Message> Asked<M> {
         A: Actor,
         R: MessageResponse<A, M>,
     {
+        // A caller gone before its request was handled gets nothing done: handled anyway, an
+        // answer given during the handler (before the channel is attached) would count as
+        // received, a re-entrant grant as handed to a caller who never has it.
+        if self.reply.is_closed() {
+            return;
+        }
         let response = respond(self.request, ctx);
         response.handle(ctx, Some(self.reply));
     }

@@ -320,6 +320,14 @@ pub(crate) fn time_out<H: HolderHost>(host: &mut H, attempt: Attempt, after: Dur
     }
 }
 
+/// Cancels the caller's timeout, whatever its attempt (a caller without one took the place in
+/// line of a caller that had one).
+pub(crate) fn cancel_timeout<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) {
+    if let Some((_, timer)) = host.holder().timeout.take() {
+        ctx.cancel_future(timer);
+    }
+}
+
 /// Cancels the caller's timeout once its attempt no longer waits: a timer left to run out keeps
 /// costing (actix polls every pending future of an actor whenever the actor wakes).
 fn settle_timeout<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) {

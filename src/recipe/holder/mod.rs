@@ -41,6 +41,8 @@
 mod host;
 mod state;
 
-pub(crate) use host::{CallerGone, ContenderSlot, HolderHost, caller_gone, goodbye, report, run, time_out};
+pub(crate) use host::{
+    CallerGone, ContenderSlot, HolderHost, caller_gone, cancel_timeout, goodbye, report, run, time_out,
+};
 pub use state::ConnectionPolicy;
 pub(crate) use state::{Attempt, Happened, Holder, InLine, Loss, Refusal, ReleaseError, Waiter};
