@@ -731,3 +731,421 @@ async fn queue_consumers_stopped_at_random_moments_leave_no_claim_and_lose_no_it
     assert_eq!(got, items, "every item acked exactly once over {rounds} consumers");
     s.close().await;
 }
+
+// ---- per-session leftovers ------------------------------------------------------------------
+
+/// The paths session `s` holds watches on (`wchc`), when the test has a server of its own.
+async fn watches_of(zk: &TestZooKeeper, s: &SessionHandle) -> Option<Vec<String>> {
+    let TestZooKeeper::Embedded(server) = zk else { return None };
+    let id = s.session().await?.session_id.0;
+    let wchc = actix_zookeeper::testkit::wchc(&server.address()).expect("wchc");
+    let ours = format!("0x{id:x}");
+    let mut paths = Vec::new();
+    let mut in_ours = false;
+    for line in wchc.lines() {
+        if line.starts_with("0x") {
+            in_ours = line.trim() == ours;
+        } else if in_ours && !line.trim().is_empty() {
+            paths.push(line.trim().to_owned());
+        }
+    }
+    Some(paths)
+}
+
+/// The ephemeral nodes session `s` owns under `dir`.
+async fn ephemerals_of(s: &SessionHandle, dir: &str) -> Vec<String> {
+    s.connected().await.expect("a live session");
+    let ours = s.session().await.expect("a live session").session_id.0;
+    let mut owned = Vec::new();
+    for node in ephemerals_under(s, dir).await {
+        if s.exists(&node).await.ok().flatten().is_some_and(|stat| stat.ephemeral_owner == ours) {
+            owned.push(node);
+        }
+    }
+    owned
+}
+
+/// The per-session leftover check: within a few seconds, session `s` owns no ephemeral node
+/// under `dir` and holds no watch on the server. `Err` says what stayed.
+async fn nothing_of(s: &SessionHandle, zk: &TestZooKeeper, dir: &str) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let nodes = ephemerals_of(s, dir).await;
+        let watches = match watches_of(zk, s).await {
+            Some(watches) => watches,
+            None if watch_count(zk).is_none() => Vec::new(),
+            None => vec!["(no live session to ask about)".to_owned()],
+        };
+        if nodes.is_empty() && watches.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("left behind: nodes {nodes:?}, watches on {watches:?}"));
+        }
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The control of [`nothing_of`]: a node and a watch of the session are caught, another
+/// session's are not.
+#[actix_rt::test]
+async fn the_per_session_leftover_check_catches_a_node_and_a_watch_of_that_session() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("cancel-control-session");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    a.ensure_path("/d").await.expect("dir");
+    assert_eq!(nothing_of(&a, &zk, "/d").await, Ok(()));
+    let theirs = b.create("/d/theirs", "", CreateMode::Ephemeral).await.expect("their node").path;
+    assert_eq!(nothing_of(&a, &zk, "/d").await, Ok(()), "another session's node is not ours");
+    let stray = a.create("/d/stray", "", CreateMode::Ephemeral).await.expect("our node").path;
+    let caught = nothing_of(&a, &zk, "/d").await;
+    assert!(caught.as_ref().is_err_and(|e| e.contains("stray")), "{caught:?}");
+    a.delete(&stray, None).await.expect("delete");
+    if watch_count(&zk).is_some() {
+        let watcher = Recorded::<WatchEvent>::start();
+        a.exists_watched("/d/missing", watcher.recipient.clone()).await.expect("exists");
+        let caught = nothing_of(&a, &zk, "/d").await;
+        assert!(caught.as_ref().is_err_and(|e| e.contains("/d/missing")), "{caught:?}");
+        a.create("/d/missing", "", CreateMode::Persistent).await.expect("create fires the watch");
+    }
+    assert_eq!(nothing_of(&a, &zk, "/d").await, Ok(()));
+    b.delete(&theirs, None).await.expect("delete");
+    a.close().await;
+    b.close().await;
+}
+
+// ---- session requests -----------------------------------------------------------------------
+
+/// Issue 25, found by the harness: `add_watch` dropped after the session took it and before
+/// its answer (a `timeout`, a `select!`) left a persistent watch for good, delivering to a
+/// recipient that still lives, and the caller never had the id to remove it. Now a watch whose
+/// caller went before it was told the id is removed. (Dropped before the session took it, actix
+/// never hands the request over.) The answer is held back by the proxy until the watch is set
+/// on the server; then the caller goes and the link is reset, so the watch is added again on
+/// the same session and answered to nobody.
+#[actix_rt::test]
+async fn a_dropped_add_watch_leaves_no_watch() {
+    use actix_zookeeper::testkit::{ClientLinks, Direction};
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    if watch_count(&zk).is_none() {
+        return; // needs `wchc` on a server of its own
+    }
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let s = session_at(&links.connect_string(), &unique_root("cancel-add-watch")).await;
+    s.ensure_path("/w").await.expect("dir");
+    let watcher = Recorded::<WatchEvent>::start();
+    links.proxy(0).set_latency(Direction::Downstream, Duration::from_secs(60));
+    let adding = s.add_watch("/w", PersistentWatchMode::Node, watcher.recipient.clone());
+    wait_until_async("the watch set on the server", || async {
+        watches_of(&zk, &s).await.is_some_and(|w| w.iter().any(|p| p.ends_with("/w")))
+    })
+    .await;
+    drop(adding);
+    links.reset();
+    links.heal();
+    s.connected().await.expect("reconnected");
+    // The session adds its watches again once the link is back; give it the round trip.
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    nothing_of(&s, &zk, "/w").await.expect("no watch outlives its dropped request");
+    s.set_data("/w", "changed", None).await.expect("write");
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    assert!(watcher.snapshot().is_empty(), "events from a watch nobody holds: {:?}", watcher.snapshot());
+    // The next one, awaited, works.
+    let id = bounded("a watch", s.add_watch("/w", PersistentWatchMode::Node, watcher.recipient.clone()))
+        .await
+        .expect("watch");
+    s.set_data("/w", "again", None).await.expect("write");
+    watcher.wait_for(0, Duration::from_secs(10), |e| e.kind == WatchEventKind::DataChanged).await;
+    s.remove_watch(id);
+    nothing_of(&s, &zk, "/w").await.expect("a removed watch is gone");
+    s.close().await;
+}
+
+/// Session requests dropped at random moments: every write applies exactly once whether or not
+/// its future was awaited (it is sent when it is made), a dropped read or `sync` loses only its
+/// answer, a dropped `add_watch` leaves no watch, and the next request is answered at once.
+#[actix_rt::test]
+async fn session_requests_dropped_at_random_moments_apply_once_and_leave_no_watch() {
+    use futures::FutureExt;
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let s = session_at(&zk.connect_string(), &unique_root("cancel-session")).await;
+    s.ensure_path("/r/w").await.expect("dir");
+    let watcher = Recorded::<WatchEvent>::start();
+    let mut rng = Rng::seeded("cancel-session");
+    let (mut made, mut dropped) = (0, 0);
+    for _ in 0..80 {
+        let call: futures::future::LocalBoxFuture<'_, ()> = match rng.below(5) {
+            0 => {
+                made += 1;
+                Box::pin(s.create("/r/n-", "", CreateMode::PersistentSequential).map(|r| {
+                    r.expect("create");
+                }))
+            }
+            1 => Box::pin(s.children("/r").map(|r| {
+                r.expect("children");
+            })),
+            2 => Box::pin(s.get_data("/r").map(|r| {
+                r.expect("get");
+            })),
+            // An awaited watch is removed by its caller, so only a dropped one could stay.
+            3 => Box::pin(s.add_watch("/r/w", PersistentWatchMode::Node, watcher.recipient.clone()).map(|r| {
+                s.remove_watch(r.expect("watch"));
+            })),
+            _ => Box::pin(s.sync("/r").map(|r| {
+                r.expect("sync");
+            })),
+        };
+        if let futures::future::Either::Right(_) =
+            futures::future::select(call, Box::pin(actix_rt::time::sleep(rng.drop_delay()))).await
+        {
+            dropped += 1;
+        }
+        bounded("the next request", s.exists("/r")).await.expect("exists");
+    }
+    println!("{dropped} of 80 requests dropped");
+    assert!(dropped > 0, "the harness dropped no request");
+    let created = || async { children(&s, "/r").await.into_iter().filter(|n| n.starts_with("n-")).count() };
+    wait_until_async("every create applied", || async { created().await == made }).await;
+    actix_rt::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(created().await, made, "a create applied twice");
+    nothing_of(&s, &zk, "/r").await.expect("no watch left by a dropped add_watch");
+    s.close().await;
+}
+
+// ---- barriers -------------------------------------------------------------------------------
+
+/// Barrier calls dropped at random moments next to a live member on another session: a dropped
+/// `enter`, double-barrier `leave` or barrier `wait` leaves no member node and no watch of ours
+/// (its drop removes them), the other member's `leave` is not held back by ours, and the next
+/// `enter`/`leave` pair goes through at once.
+#[actix_rt::test]
+async fn barrier_calls_dropped_at_random_moments_leave_nothing_behind() {
+    use actix_zookeeper::barrier::{BarrierError, DistributedBarrier, DistributedDoubleBarrier};
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("cancel-barrier");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let me = DistributedDoubleBarrier::new(a.clone(), "/b", 2).expect("barrier");
+    let other = DistributedDoubleBarrier::new(b.clone(), "/b", 2).expect("barrier");
+    let gate = DistributedBarrier::new(a.clone(), "/gate").expect("barrier");
+    DistributedBarrier::new(b.clone(), "/gate").expect("barrier").set().await.expect("set the gate");
+    let mut rng = Rng::seeded("cancel-barrier");
+    let mut dropped = 0;
+    for round in 0..24 {
+        let kind = rng.below(3);
+        let mut other_leaving = None;
+        let call: futures::future::LocalBoxFuture<'_, Result<(), BarrierError>> = match kind {
+            // The other member has not entered: ours waits.
+            0 => Box::pin(me.enter(None)),
+            // The gate is set: ours waits.
+            1 => Box::pin(gate.wait(None)),
+            // Both inside; both leave, and ours is dropped on the way.
+            _ => {
+                let (mine, theirs) =
+                    bounded("both enter", futures::future::join(me.enter(None), other.enter(None))).await;
+                mine.expect("we enter");
+                theirs.expect("they enter");
+                other_leaving = Some(actix_rt::spawn(other.leave(Some(Duration::from_secs(20)))));
+                Box::pin(me.leave(None))
+            }
+        };
+        if let futures::future::Either::Right(_) =
+            futures::future::select(call, Box::pin(actix_rt::time::sleep(rng.drop_delay()))).await
+        {
+            dropped += 1;
+        }
+        if let Some(leaving) = other_leaving {
+            bounded("the other member's leave", leaving).await.expect("task").expect("they left");
+        }
+        nothing_of(&a, &zk, "/").await.unwrap_or_else(|e| panic!("round {round} ({kind}): {e}"));
+        // The next calls go through at once.
+        let (mine, theirs) = bounded("both enter", futures::future::join(me.enter(None), other.enter(None))).await;
+        mine.expect("we enter");
+        theirs.expect("they enter");
+        let (mine, theirs) = bounded("both leave", futures::future::join(me.leave(None), other.leave(None))).await;
+        mine.expect("we leave");
+        theirs.expect("they leave");
+        assert_eq!(ephemerals_under(&b, "/b").await, Vec::<String>::new(), "round {round}: a member node stayed");
+    }
+    println!("{dropped} of 24 barrier calls dropped");
+    assert!(dropped > 0, "the harness dropped no call");
+    nothing_of(&a, &zk, "/").await.expect("nothing left");
+    a.close().await;
+    b.close().await;
+}
+
+// ---- master–worker --------------------------------------------------------------------------
+
+/// Runs a task after 0–20 ms (from its payload) and answers `done:<payload>`, counting runs.
+struct EchoRunner {
+    runs: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<Vec<u8>, usize>>>,
+}
+
+impl actix::Actor for EchoRunner {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<actix_zookeeper::tasks::TaskAssigned> for EchoRunner {
+    type Result = actix::ResponseFuture<actix_zookeeper::tasks::TaskOutcome>;
+
+    fn handle(&mut self, task: actix_zookeeper::tasks::TaskAssigned, _: &mut actix::Context<Self>) -> Self::Result {
+        let runs = self.runs.clone();
+        Box::pin(async move {
+            let pause = Duration::from_millis(u64::from(task.data.last().copied().unwrap_or(0) % 20));
+            actix_rt::time::sleep(pause).await;
+            *runs.lock().expect("runs").entry(task.data.clone()).or_default() += 1;
+            [b"done:".as_slice(), &task.data].concat().into()
+        })
+    }
+}
+
+type Runs = std::sync::Arc<std::sync::Mutex<std::collections::HashMap<Vec<u8>, usize>>>;
+
+fn echo_worker(session: &SessionHandle, id: &str, runs: &Runs) -> actix::Addr<actix_zookeeper::tasks::TaskWorker> {
+    use actix::Actor;
+    use actix_zookeeper::tasks::{TaskWorker, TaskWorkerConfig};
+    let runner = EchoRunner { runs: runs.clone() }.start();
+    let config = TaskWorkerConfig::new("/jobs", id).with_concurrency(2);
+    TaskWorker::new(session.clone(), config, runner.recipient()).expect("worker config").start()
+}
+
+fn master(session: &SessionHandle, id: &str) -> actix::Addr<actix_zookeeper::tasks::TaskMaster> {
+    use actix::Actor;
+    use actix_zookeeper::tasks::{TaskMaster, TaskMasterConfig};
+    TaskMaster::new(session.clone(), TaskMasterConfig::new("/jobs").with_master_id(id)).expect("master config").start()
+}
+
+/// `TaskClient::submit_as` and `result` dropped at random moments, against a live master and
+/// worker: a dropped submission applies once (it is sent when it is made; the id tells), a
+/// dropped `result` withdraws its watch, and the next call is answered at once. Every task is
+/// run once and its result read in the end; the client's session holds no watch.
+#[actix_rt::test]
+async fn task_calls_dropped_at_random_moments_leave_nothing_behind() {
+    use actix_zookeeper::tasks::{TaskClient, TaskError, TaskId, TaskState};
+    use futures::FutureExt;
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("cancel-tasks");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let runs = Runs::default();
+    let _master = master(&b, "live-master");
+    let _worker = echo_worker(&b, "live-worker", &runs);
+    let client = TaskClient::new(a.clone(), "/jobs").expect("client");
+    // (id, payload, whether its submission was dropped)
+    let mut tasks: Vec<(TaskId, Vec<u8>, bool)> = Vec::new();
+    let mut rng = Rng::seeded("cancel-tasks");
+    let mut dropped = 0;
+    for round in 0..40u8 {
+        let submitting = tasks.is_empty() || rng.below(2) == 0;
+        let call: futures::future::LocalBoxFuture<'_, ()> = if submitting {
+            let (id, data) = (TaskId::random(), vec![b't', round]);
+            tasks.push((id.clone(), data.clone(), false));
+            Box::pin(client.submit_as(id, data).map(|r| {
+                r.expect("submit");
+            }))
+        } else {
+            let (id, data, _) = tasks[rng.below(tasks.len() as u64) as usize].clone();
+            Box::pin(client.result(&id, Duration::from_secs(10)).map(move |r| match r {
+                Ok(out) => assert_eq!(out, [b"done:".as_slice(), &data].concat()),
+                // A submission dropped before it was stored: its state says so below.
+                Err(TaskError::UnknownTask { .. }) => {}
+                Err(e) => panic!("result: {e}"),
+            }))
+        };
+        if let futures::future::Either::Right(_) =
+            futures::future::select(call, Box::pin(actix_rt::time::sleep(rng.drop_delay()))).await
+        {
+            dropped += 1;
+            if submitting {
+                tasks.last_mut().expect("a task").2 = true;
+            }
+        }
+        let (last, _, _) = tasks.last().expect("a task");
+        bounded("the next call", client.state(last)).await.expect("state");
+    }
+    println!("{dropped} of 40 task calls dropped");
+    assert!(dropped > 0, "the harness dropped no call");
+    let mut never_stored = 0;
+    for (id, data, submit_dropped) in &tasks {
+        // A dropped submission applied or not (its first try is sent when it is made; a retry,
+        // e.g. after the first use of the root made the directories, went with the future); the
+        // id tells which. A task either is stored and run once, or is not and never runs.
+        if client.state(id).await.expect("state") == TaskState::Unknown {
+            assert!(submit_dropped, "{id:?}: an answered submission was never stored");
+            never_stored += 1;
+            continue;
+        }
+        let out = bounded("a result", client.result(id, Duration::from_secs(30))).await.expect("result");
+        assert_eq!(&out, &[b"done:".as_slice(), data].concat());
+    }
+    println!("{never_stored} dropped submissions did not apply");
+    actix_rt::time::sleep(Duration::from_millis(200)).await;
+    for (id, data, _) in &tasks {
+        let stored = client.state(id).await.expect("state") != TaskState::Unknown;
+        let ran = runs.lock().expect("runs").get(data).copied();
+        assert_eq!(ran, stored.then_some(1), "{data:?}: run once if stored, never if not");
+    }
+    nothing_of(&a, &zk, "/").await.expect("no watch left by a dropped result");
+    a.close().await;
+    b.close().await;
+}
+
+/// Task masters, task workers and shared counters stopped at random moments under load (by
+/// their stop message or by dropping their last address), next to a live master and worker on
+/// another session: after each stop their session owns no node and holds no watch, every
+/// submitted task is finished with its result, and the counter is never ahead of the adds made.
+#[actix_rt::test]
+async fn task_and_counter_actors_stopped_at_random_moments_leave_nothing_behind() {
+    use actix::Actor;
+    use actix_zookeeper::counter::{AddCount, GetCount, SharedCount, SharedCountConfig, Stop as StopCount};
+    use actix_zookeeper::tasks::{StopMaster, StopWorker, TaskClient};
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("stop-tasks");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let runs = Runs::default();
+    let mut live_master = master(&b, "live-master");
+    let _live_worker = echo_worker(&b, "live-worker", &runs);
+    let client = TaskClient::new(b.clone(), "/jobs").expect("client");
+    let reader = SharedCount::new(b.clone(), SharedCountConfig::new("/n")).start();
+    let mut rng = Rng::seeded("stop-tasks");
+    let mut adds = 0i32;
+    for round in 0..12u8 {
+        // In half the rounds ours is first in line (the live master joins again behind it).
+        let ours_first = rng.below(2) == 0;
+        if ours_first {
+            live_master.send(StopMaster).await.expect("master");
+        }
+        let my_master = master(&a, "mine");
+        if ours_first {
+            live_master = master(&b, "live-master");
+        }
+        let my_worker = echo_worker(&a, "mine", &runs);
+        let counter = SharedCount::new(a.clone(), SharedCountConfig::new("/n")).start();
+        let mut submitted = Vec::new();
+        for n in 0..6u8 {
+            let data = vec![round, n];
+            submitted.push((client.submit(data.clone()).await.expect("submit"), data));
+            counter.do_send(AddCount { by: 1 });
+            adds += 1;
+        }
+        actix_rt::time::sleep(Duration::from_millis(rng.below(150))).await;
+        let by_message = rng.below(2) == 0;
+        stop_one(my_master, by_message, |m| m.do_send(StopMaster));
+        stop_one(my_worker, by_message, |w| w.do_send(StopWorker));
+        stop_one(counter, by_message, |c| c.do_send(StopCount));
+        nothing_of(&a, &zk, "/").await.unwrap_or_else(|e| panic!("round {round} (by message: {by_message}): {e}"));
+        for (id, data) in &submitted {
+            let out = bounded("a result", client.result(id, Duration::from_secs(30))).await.expect("result");
+            assert_eq!(&out, &[b"done:".as_slice(), data].concat(), "round {round}");
+        }
+        let now = reader.send(GetCount).await.expect("counter").expect("count");
+        assert!(now.value <= adds, "round {round}: the count {} is ahead of the {adds} adds made", now.value);
+    }
+    live_master.do_send(StopMaster);
+    a.close().await;
+    b.close().await;
+}

@@ -398,6 +398,8 @@ impl Actor for ElectionActor {
             // Our context is gone (the last address was dropped while leading): the contender
             // deletes the node once the leader actor has stopped, detached. `stop` asked for
             // nothing but that withdrawal.
+            // The runtime itself is shutting down (a `System` dropped): nothing could be sent.
+            (Some(_), Some(_)) if tokio::runtime::Handle::try_current().is_err() => {}
             (Some(stopped), Some(attempt)) => {
                 let limit = self.config.leader_stop_timeout;
                 self.contender.withdraw_after(attempt, tokio::time::timeout(limit, stopped).map(|_| ()));

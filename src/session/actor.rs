@@ -540,7 +540,12 @@ impl SessionActor {
         let Some(watch) = self.watches.get_mut(id) else { return };
         match outcome {
             Ok(watcher) => {
-                watch.settle(Ok(id));
+                if !watch.settle(Ok(id)) {
+                    // Dropping the watcher removes the watch on the server.
+                    debug!(?id, path = %watch.path, "persistent watch set for a caller that went; removed");
+                    self.watches.remove(id);
+                    return;
+                }
                 watch.task = Some(Self::next_watch_event(id, generation, watcher, ctx));
             }
             Err(err) if err.is_transient() => {
@@ -1038,41 +1043,69 @@ async fn delete_tree(client: &Client, root: &str) -> Result<()> {
 impl Handler<AddWatch> for SessionActor {
     type Result = ResponseFuture<Result<WatchId>>;
 
+    /// A raw `Addr::send` caller: its going cannot be seen once actix handed the request over
+    /// (the handles use [`AddWatchAnswering`]).
     fn handle(&mut self, msg: AddWatch, ctx: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.add_watch(msg, tx, ctx);
+        Box::pin(async move { rx.await.unwrap_or(Err(Error::Closed)) })
+    }
+}
+
+impl Handler<AddWatchAnswering> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: AddWatchAnswering, ctx: &mut Context<Self>) {
+        self.add_watch(msg.add, msg.reply, ctx);
+    }
+}
+
+impl SessionActor {
+    /// Registers a persistent watch and answers `reply` once it is set. A caller that goes
+    /// before it is told the id cannot remove the watch, so such a watch is removed: when it is
+    /// set (`on_watch_registered`), or by the sweep while it waits for a session. A watch not
+    /// set within the request timeout is removed too and answered `Timeout`, so that `Err`
+    /// always means no watch stays.
+    fn add_watch(&mut self, msg: AddWatch, reply: oneshot::Sender<Result<WatchId>>, ctx: &mut Context<Self>) {
         if let Err(err) = self.check(&msg.path, false) {
-            return failed(err);
+            let _ = reply.send(Err(err));
+            return;
         }
         if matches!(self.state, State::Closed) {
-            return failed(Error::Closed);
+            let _ = reply.send(Err(Error::Closed));
+            return;
         }
         if let Some(other) = self.watches.mode_on(&msg.path).filter(|mode| *mode != msg.mode) {
-            return failed(Error::BadArguments {
+            let _ = reply.send(Err(Error::BadArguments {
                 path: msg.path,
                 reason: format!(
                     "this session already has a {other:?} persistent watch here; ZooKeeper keeps one \
                      persistent watch mode per path and session"
                 ),
-            });
+            }));
+            return;
         }
-        let (tx, rx) = oneshot::channel();
         let id = self.watches.insert(PersistentWatch {
             path: msg.path,
             mode: msg.mode,
             recipient: msg.recipient,
             task: None,
-            waiters: vec![tx],
+            waiters: vec![reply],
             stale: false,
         });
         // With no session yet, the watch is registered as soon as one is up.
         self.register_watch(id, None, ctx);
         let wait = self.config.request_timeout();
-        Box::pin(async move {
-            match tokio::time::timeout(wait, rx).await {
-                Ok(Ok(outcome)) => outcome,
-                Ok(Err(_)) => Err(Error::Closed),
-                Err(_) => Err(Error::Timeout { what: "a persistent watch".into(), after: wait }),
+        ctx.run_later(wait, move |act, ctx| {
+            let unanswered = act.watches.get_mut(id).is_some_and(|w| !w.waiters.is_empty());
+            if unanswered && let Some(mut watch) = act.watches.remove(id) {
+                debug!(?id, path = %watch.path, "persistent watch not set in time; removed");
+                if let Some(task) = watch.task.take() {
+                    ctx.cancel_future(task);
+                }
+                watch.settle(Err(Error::Timeout { what: "a persistent watch".into(), after: wait }));
             }
-        })
+        });
     }
 }
 

@@ -209,13 +209,19 @@ impl SessionHandle {
     }
 
     /// Adds a persistent (or persistent-recursive) watch delivering to `watcher`.
+    ///
+    /// # Cancel safety
+    /// Dropping the future before it resolves leaves no watch: one set for a caller that went
+    /// is removed (its id was never told, so nobody else could remove it).
     pub fn add_watch(
         &self,
         path: &str,
         mode: PersistentWatchMode,
         watcher: Recipient<WatchEvent>,
     ) -> impl Future<Output = Result<WatchId>> + 'static + use<> {
-        self.request(AddWatch { path: path.into(), mode, recipient: watcher })
+        let (reply, answer) = futures::channel::oneshot::channel();
+        self.addr.do_send(AddWatchAnswering { add: AddWatch { path: path.into(), mode, recipient: watcher }, reply });
+        async move { answer.await.unwrap_or(Err(Error::Closed)) }
     }
 
     /// Removes a persistent watch.

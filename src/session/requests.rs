@@ -300,6 +300,15 @@ pub struct AddWatch {
     pub recipient: Recipient<WatchEvent>,
 }
 
+/// [`AddWatch`] answered on a channel its caller owns, so that the session sees the caller go:
+/// what [`SessionHandle::add_watch`](super::SessionHandle::add_watch) sends.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub(crate) struct AddWatchAnswering {
+    pub(crate) add: AddWatch,
+    pub(crate) reply: futures::channel::oneshot::Sender<Result<WatchId>>,
+}
+
 /// Remove a persistent watch.
 #[derive(Message, Debug, Clone, Copy)]
 #[rtype(result = "()")]

@@ -42,11 +42,20 @@ impl PersistentWatch {
         }
     }
 
-    /// Answers the callers waiting for the registration.
-    pub(crate) fn settle(&mut self, outcome: Result<WatchId, Error>) {
+    /// Answers the callers waiting for the registration; false when every one of them had
+    /// gone (nobody was told the watch's id, so nobody could ever remove it).
+    pub(crate) fn settle(&mut self, outcome: Result<WatchId, Error>) -> bool {
+        let waited = !self.waiters.is_empty();
+        let mut told = false;
         for waiter in self.waiters.drain(..) {
-            let _ = waiter.send(outcome.clone());
+            told |= waiter.send(outcome.clone()).is_ok();
         }
+        told || !waited
+    }
+
+    /// Whether everyone who asked for this watch went before being told its id.
+    fn abandoned(&self) -> bool {
+        !self.waiters.is_empty() && self.waiters.iter().all(oneshot::Sender::is_canceled)
     }
 }
 
@@ -83,9 +92,10 @@ impl WatchRegistry {
         self.watches.values().find(|w| w.path == path).map(|w| w.mode)
     }
 
-    /// Ids of watches whose owner has stopped.
+    /// Ids of watches whose owner has stopped, or whose callers all went before the watch was
+    /// set (a dropped `add_watch`).
     pub(crate) fn orphans(&self) -> Vec<WatchId> {
-        self.watches.iter().filter(|(_, w)| !w.recipient.connected()).map(|(id, _)| *id).collect()
+        self.watches.iter().filter(|(_, w)| !w.recipient.connected() || w.abandoned()).map(|(id, _)| *id).collect()
     }
 
     /// Takes every running task, leaving the watches unregistered (after expiry or on close).
@@ -161,14 +171,40 @@ pub(crate) enum WatchSink {
     Once(oneshot::Sender<WatchEvent>),
 }
 
+/// How often a pending one-shot watch looks whether its owner stopped.
+const OWNER_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Resolves once `recipient`'s actor has stopped. Actix offers no notification of that, so it
+/// looks every [`OWNER_CHECK`]: a watch left on the server by a stopped actor would stay until
+/// its node changed (issue 25: a stop leaves no watch behind).
+async fn until_stopped(recipient: Recipient<WatchEvent>) {
+    let mut tick = tokio::time::interval(OWNER_CHECK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    while recipient.connected() {
+        tick.tick().await;
+    }
+}
+
 /// Delivers a one-shot watch's single event to its sink. Runs as a detached task: it ends when
-/// the event fires (at the latest when the session ends), or when a [`WatchSink::Once`]'s
-/// receiver is dropped: then the watcher is dropped too, which removes it from the client.
+/// the event fires (at the latest when the session ends), when a [`WatchSink::Once`]'s receiver
+/// is dropped, or when a [`WatchSink::Actor`]'s actor stops: then the watcher is dropped too,
+/// which removes it from the client and the server.
 pub(crate) fn deliver_once(watcher: OneshotWatcher, path: String, sink: WatchSink, generation: u64) {
     actix::spawn(async move {
         let changed = watcher.changed();
         let (event, sink) = match sink {
-            WatchSink::Actor(recipient) => (changed.await, WatchSink::Actor(recipient)),
+            WatchSink::Actor(recipient) => {
+                futures::pin_mut!(changed);
+                let gone = until_stopped(recipient.clone());
+                futures::pin_mut!(gone);
+                match futures::future::select(changed, gone).await {
+                    futures::future::Either::Left((event, _)) => (event, WatchSink::Actor(recipient)),
+                    futures::future::Either::Right(_) => {
+                        tracing::debug!(%path, "the watch's owner stopped; removing it");
+                        return;
+                    }
+                }
+            }
             WatchSink::Once(mut tx) => {
                 let gave_up = tx.cancellation();
                 futures::pin_mut!(changed);
@@ -213,6 +249,17 @@ struct WeakRelay {
 
 impl actix::Actor for WeakRelay {
     type Context = actix::Context<Self>;
+
+    /// Stops soon after its owner did, not only at the next event: the watches that deliver to
+    /// it look at whether it runs, and are removed once it stopped.
+    fn started(&mut self, ctx: &mut actix::Context<Self>) {
+        use actix::{ActorContext, AsyncContext};
+        ctx.run_interval(OWNER_CHECK, |relay, ctx| {
+            if !relay.target.upgrade().is_some_and(|target| target.connected()) {
+                ctx.stop();
+            }
+        });
+    }
 }
 
 impl actix::Handler<WatchEvent> for WeakRelay {
