@@ -104,3 +104,36 @@ async fn a_close_whose_goodbyes_cannot_reach_the_server_still_closes() {
 }
 
 const WAIT: Duration = Duration::from_secs(20);
+
+/// Rows "session closed" of the cache and the counter: neither has a node of its own to let go
+/// (the cache's watch goes with the session), so they do not say goodbye; but neither goes on as
+/// if nothing happened. The cache tells `CacheFailed { Closed }` and stops on its own (it kept
+/// serving a snapshot that no longer followed the tree, without a word); the counter answers
+/// every later request with a typed `Closed`, never a stale count as fresh.
+#[actix_rt::test]
+async fn a_closed_session_ends_its_cache_with_a_word_and_its_counter_answers_closed() {
+    use actix_zookeeper::cache::{CacheActor, CacheConfig, CacheEvent, Subscribe as CacheSubscribe};
+    use actix_zookeeper::counter::{CounterError, GetCount, SharedCount, SharedCountConfig, add};
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let s = session_at(&zk.connect_string(), &unique_root("close-cache-counter")).await;
+    s.ensure_path("/c/x").await.expect("tree");
+    let events = Recorded::<CacheEvent>::start();
+    let cache = CacheActor::new(s.clone(), CacheConfig::new("/c")).expect("config").start();
+    cache.do_send(CacheSubscribe { recipient: events.recipient.clone() });
+    events.wait_for(0, Duration::from_secs(20), |e| *e == CacheEvent::CacheInitialized).await;
+    let counter = SharedCount::new(s.clone(), SharedCountConfig::new("/n")).start();
+    add(&counter, 5).await.expect("add");
+
+    bounded("the close", s.close()).await;
+    let (_, failed) =
+        events.wait_for(0, Duration::from_secs(20), |e| matches!(e, CacheEvent::CacheFailed { .. })).await;
+    assert!(matches!(&failed, CacheEvent::CacheFailed { error: Error::Closed }), "{failed:?}");
+    // The test keeps the cache's address: it stops on its own.
+    wait_until("the cache stopped", || !cache.connected()).await;
+
+    let added = bounded("an add after the close", add(&counter, 1)).await;
+    assert!(matches!(added, Err(CounterError::ZooKeeper(Error::Closed))), "{added:?}");
+    let read = bounded("a read after the close", counter.send(GetCount)).await.expect("counter");
+    assert!(matches!(read, Err(CounterError::ZooKeeper(Error::Closed))), "{read:?}");
+}

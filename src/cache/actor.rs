@@ -463,13 +463,17 @@ impl Handler<WatchEvent> for CacheActor {
 impl Handler<SessionEvent> for CacheActor {
     type Result = ();
 
-    fn handle(&mut self, event: SessionEvent, _: &mut Context<Self>) {
+    fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
         match event {
             // Events may have been missed while disconnected (or under the old session).
             SessionEvent::Reconnected { generation, .. } => {
                 self.generation = generation;
                 self.resync();
             }
+            // Nothing will ever change the cache again: say so rather than serve a snapshot
+            // that silently stopped following the tree.
+            SessionEvent::Closed => self.fail(Error::Closed, ctx),
+            SessionEvent::AuthFailed => self.fail(Error::AuthFailed, ctx),
             // The first session we see needs no re-sync: the initial load reads it. (A cache
             // created while its session is suspended first hears `Suspended`/`Reconnected`,
             // which tell the generation too.)
@@ -483,7 +487,6 @@ impl Handler<SessionEvent> for CacheActor {
             SessionEvent::Suspended { generation, .. } | SessionEvent::Expired { generation, .. } => {
                 self.generation = self.generation.max(generation);
             }
-            _ => {}
         }
     }
 }
