@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use actix_zookeeper::cache::*;
 use actix_zookeeper::prelude::*;
-use actix_zookeeper::testkit::{TestZooKeeper, ZkServer, expire_session, unique_root};
+use actix_zookeeper::testkit::{ClientLinks, Direction, TestZooKeeper, ZkServer, expire_session, unique_root};
 use common::tree::{prepare_dirs, walk, write_randomly};
 use common::*;
 
@@ -293,8 +293,17 @@ async fn node_and_children_scopes_stats_only_and_depth_limit() {
     }
 }
 
+/// Whole directories are deleted while the cache is loading them: a node listed but gone when
+/// read, or a directory gone when listed, is no error, and the cache converges. The cache's
+/// link answers late (`LOAD_LAG`), so the load takes seconds, and the deletions start once it
+/// has read every directory and before it can have read their children. The events prove the
+/// overlap: a directory the load read with `n` children, of which it then found fewer than `n`
+/// (or a node it added and removed before `CacheInitialized`), lost a child between two reads
+/// of the load. Deletions all before the load leave it no directory to read; deletions all after
+/// it let it find every child.
 #[actix_rt::test]
 async fn nodes_that_vanish_during_the_load_are_not_an_error() {
+    const LOAD_LAG: Duration = Duration::from_millis(400);
     init_tracing();
     let zk = TestZooKeeper::from_env().expect("ZooKeeper");
     let root = unique_root("cache-vanish");
@@ -315,15 +324,50 @@ async fn nodes_that_vanish_during_the_load_are_not_an_error() {
     for c in creates {
         c.await.expect("create");
     }
-    let reader = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    // The cache's session hears the server `LOAD_LAG` late: each step of the load (the root,
+    // its listing, the directories, their listings, their children) takes that long.
+    let links = ClientLinks::to(zk.connect_string().split(',')).expect("fault proxy");
+    let reader = session_at(&links.connect_string(), &root, Duration::from_secs(4)).await;
+    for i in 0..links.len() {
+        links.proxy(i).set_latency(Direction::Downstream, LOAD_LAG);
+    }
     let events = Recorded::<CacheEvent>::start();
     let cache = CacheActor::new(reader, CacheConfig::new("/v")).expect("config").start();
     cache.do_send(Subscribe { recipient: events.recipient.clone() });
+    let is_dir = |path: &str| path.matches('/').count() == 2;
+    let dirs_read = |told: &[CacheEvent]| {
+        told.iter().filter(|e| matches!(e, CacheEvent::NodeAdded { path, .. } if is_dir(path.as_str()))).count()
+    };
+    wait_until("the load read every directory", || dirs_read(events.snapshot().as_slice()) == 20).await;
+    assert!(!events.snapshot().contains(&CacheEvent::CacheInitialized), "the load is still reading the children");
     // Delete whole directories while the cache is loading them.
     for d in 0..20 {
         s.delete_recursive(&format!("/v/d{d}")).await.expect("delete");
     }
-    events.wait_for(0, WAIT, |e| *e == CacheEvent::CacheInitialized).await;
+    let (init, _) = events.wait_for(0, WAIT, |e| *e == CacheEvent::CacheInitialized).await;
+    links.heal();
+
+    // The deletions overlapped the load: what it read of a directory, then of its children.
+    let load = events.snapshot()[..init].to_vec();
+    let added_below = |dir: &str| {
+        let prefix = format!("{dir}/");
+        load.iter().filter(|e| matches!(e, CacheEvent::NodeAdded { path, .. } if path.starts_with(&prefix))).count()
+    };
+    let vanished_between_reads: usize = load
+        .iter()
+        .filter_map(|e| match e {
+            CacheEvent::NodeAdded { path, stat, .. } if is_dir(path.as_str()) => {
+                Some((stat.num_children.max(0) as usize).saturating_sub(added_below(path.as_str())))
+            }
+            _ => None,
+        })
+        .sum();
+    let removed_during_load = load.iter().filter(|e| matches!(e, CacheEvent::NodeRemoved { .. })).count();
+    assert!(
+        vanished_between_reads + removed_during_load > 0,
+        "no deletion fell inside the load: every directory it read had all its children found, and it removed nothing"
+    );
+
     converges(&cache, &s, "/v").await;
     check_per_node_order(&events.snapshot());
 }
@@ -443,8 +487,11 @@ async fn a_cache_whose_watch_cannot_be_set_says_so_and_stops() {
     cache.do_send(Subscribe { recipient: events.recipient.clone() });
     let (_, failed) = events.wait_for(0, WAIT, |e| matches!(e, CacheEvent::CacheFailed { .. })).await;
     assert!(matches!(&failed, CacheEvent::CacheFailed { error: Error::Closed }), "{failed:?}");
-    let weak = cache.downgrade();
-    drop(cache);
-    wait_until("the cache stopped", || weak.upgrade().is_none()).await;
+    // It stops on its own: the test keeps its address (dropping the last one would stop any
+    // actor, and prove nothing), and the mailbox closes all the same.
+    wait_until("the cache stopped on its own", || !cache.connected()).await;
+    let asked = bounded("a question to the stopped cache", cache.send(Snapshot)).await;
+    assert!(matches!(asked, Err(MailboxError::Closed)), "a stopped cache answers nothing: {asked:?}");
     assert!(!events.snapshot().contains(&CacheEvent::CacheInitialized), "{:?}", events.snapshot());
+    drop(cache);
 }

@@ -1022,7 +1022,11 @@ async fn a_holder_whose_node_was_deleted_while_it_was_cut_off_learns_it_on_recon
 
 /// Row "caller drops its `Acquire`": a waiting request dropped by its caller withdraws its
 /// node; dropped as the lock is handed to it, the grant nobody receives is given back. Over
-/// rounds with the drop before, at and after the hand-off, the lock is never left held.
+/// rounds with the drop before, at and after the hand-off, the lock is never left held. The
+/// give-back path is taken for sure: in the last rounds the caller drops its future only once
+/// the waiter has told `Acquired` (the grant is in the caller's channel, unread), and the rounds
+/// whose grant nobody received are counted from the waiter's events (`Acquired`, then
+/// `Released` of that node, with no caller having it).
 #[actix_rt::test]
 async fn a_dropped_acquire_withdraws_and_a_grant_nobody_receives_is_given_back() {
     init_tracing();
@@ -1034,6 +1038,8 @@ async fn a_dropped_acquire_withdraws_and_a_grant_nobody_receives_is_given_back()
         LockActor::new(s.clone(), LockConfig::new("/l")).start(),
         LockActor::new(s.clone(), LockConfig::new("/l")).start(),
     );
+    let waiter_events = Recorded::<LockEvent>::start();
+    waiter.do_send(Subscribe { recipient: waiter_events.recipient.clone() });
     // Dropped while waiting: withdrawn without anyone releasing.
     holder.send(Acquire::default()).await.expect("actor").expect("holds");
     let waiting = actix_rt::spawn(waiter.send(Acquire::default()));
@@ -1045,15 +1051,35 @@ async fn a_dropped_acquire_withdraws_and_a_grant_nobody_receives_is_given_back()
     // Dropped around the hand-off, through the handle (a raw `send` whose answer is already in
     // its channel when dropped cannot give it back: `handles.rs` shows that control). The caller
     // gives up after `delay`, dropping its future: before the grant, as it arrives, or after it.
+    // The delay is polled first: a grant that came with the deadline is dropped unread.
+    // From round 10 on, the caller waits until the waiter told `Acquired`, then drops its
+    // future without reading it.
+    const DELAYED: u64 = 10;
+    const UNREAD: u64 = 3;
     let waiter = LockHandle::new(waiter, "/l");
-    let mut received = 0;
-    for round in 0..10u64 {
+    let (mut received, mut given_back) = (0, 0);
+    for round in 0..DELAYED + UNREAD {
         holder.send(Acquire::default()).await.expect("actor").expect("holds");
+        let from = waiter_events.snapshot().len();
         let acquiring = Box::pin(waiter.acquire(None));
         wait_until_nodes(&s, "/l", 2).await;
         holder.do_send(Release);
-        let delay = Box::pin(actix_rt::time::sleep(Duration::from_micros(round * 400)));
-        if let futures::future::Either::Left((grant, _)) = futures::future::select(acquiring, delay).await {
+        let got = if round < DELAYED {
+            let delay = Box::pin(actix_rt::time::sleep(Duration::from_micros(round * 400)));
+            match futures::future::select(delay, acquiring).await {
+                futures::future::Either::Right((grant, _)) => Some(grant),
+                futures::future::Either::Left(((), unread)) => {
+                    drop(unread);
+                    None
+                }
+            }
+        } else {
+            waiter_events.wait_for(from, WAIT, |e| matches!(e, LockEvent::Acquired { .. })).await;
+            drop(acquiring);
+            None
+        };
+        let caller_has_it = got.is_some();
+        if let Some(grant) = got {
             // Received before the caller gave up: the caller's to release.
             grant.expect("grant");
             waiter.release().await.expect("release");
@@ -1063,8 +1089,23 @@ async fn a_dropped_acquire_withdraws_and_a_grant_nobody_receives_is_given_back()
         next.unwrap_or_else(|e| panic!("round {round}: the lock was left held: {e:?}"));
         third.send(Release).await.expect("actor").expect("release");
         wait_until_nodes(&s, "/l", 0).await;
+        // The waiter was granted the lock this round, and no caller had it: it gave it back.
+        let acquired = waiter_events.snapshot()[from..].iter().find_map(|e| match e {
+            LockEvent::Acquired { grant } => Some(grant.node.clone()),
+            _ => None,
+        });
+        match acquired {
+            Some(node) if !caller_has_it => {
+                let released = LockEvent::Released { node };
+                waiter_events.wait_for(from, WAIT, |e| *e == released).await;
+                given_back += 1;
+            }
+            None if round >= DELAYED => panic!("round {round}: the waiter never told `Acquired`"),
+            _ => {}
+        }
     }
-    println!("{received} of 10 grants were received before the caller gave up");
+    println!("{received} of {DELAYED} grants were received before the caller gave up; {given_back} given back unread");
+    assert!(given_back >= UNREAD as usize, "the give-back path was taken: {given_back} rounds");
 }
 
 /// Row "`Release` meets connection loss": the delete is tried again until it is known to have

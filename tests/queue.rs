@@ -75,8 +75,10 @@ impl Handler<Delivery> for TestWorker {
                 if !delay.is_zero() {
                     actix_rt::time::sleep(delay).await;
                 }
-                ledger.running.fetch_sub(1, Ordering::SeqCst);
                 let settled = if nack { delivery.nack().await } else { delivery.ack().await };
+                // In flight until its settlement is answered, not merely asked for: the consumer
+                // must not hand out the next delivery on a slot whose ack is still on its way.
+                ledger.running.fetch_sub(1, Ordering::SeqCst);
                 match settled {
                     Ok(()) if !nack => {
                         ledger.acked.fetch_add(1, Ordering::SeqCst);
@@ -250,7 +252,12 @@ async fn never_more_deliveries_in_flight_than_the_concurrency() {
     )
     .start();
     wait_until("30 acks", || ledger.acked.load(Ordering::SeqCst) == 30).await;
+    // A delivery counts from its arrival at a worker until its `ack()` future returned (see
+    // `TestWorker`), so a slot freed before its settlement was answered would show as a fourth.
     assert_eq!(ledger.most.load(Ordering::SeqCst), 3, "at most 3 in flight, and the limit is used");
+    assert_eq!(ledger.running.load(Ordering::SeqCst), 0, "every settlement was answered");
+    let errors = ledger.settle_errors.lock().expect("errors").clone();
+    assert!(errors.is_empty(), "no settlement failed: {errors:?}");
     s.close().await;
 }
 

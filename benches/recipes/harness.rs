@@ -122,6 +122,16 @@ pub(crate) async fn release(lock: &Addr<LockActor>) {
     lock.send(Release).await.expect("lock actor alive").expect("lock released");
 }
 
+/// Fails the benchmark when a workload's run broke a promise or did not finish: each of `checks`
+/// names a count (violations, duplicates, lost items, runs that timed out, ...), and any count
+/// above zero fails. Call it before the workload prints (to stdout or stderr) or returns any
+/// rate: a broken run reports no rate. It panics, so the process exits non-zero, and `main`'s
+/// server is still stopped as the panic unwinds.
+pub(crate) fn fail_unless_sound(workload: &str, checks: &[(&str, usize)]) {
+    let broken: Vec<String> = checks.iter().filter(|(_, n)| *n > 0).map(|(what, n)| format!("{what}: {n}")).collect();
+    assert!(broken.is_empty(), "{workload} FAILED, no rate is reported: {}", broken.join(", "));
+}
+
 /// A `usize` from the environment variable `name`, or `default`.
 pub(crate) fn env_usize(name: &str, default: usize) -> usize {
     match std::env::var(name) {

@@ -83,6 +83,7 @@ pub(crate) async fn w2(connect: &str) -> String {
         session.close().await;
     }
     let violations: usize = passes.iter().map(|p| p.2).sum();
+    fail_unless_sound("W2", &[("overlapping or out-of-order holds", violations)]);
     let (i, acq_per_s) = median(&ours);
     let (_, bare_median) = median(&bare);
     let (_, floor_median) = median(&floor);

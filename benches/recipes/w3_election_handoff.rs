@@ -198,6 +198,7 @@ pub(crate) async fn w3(connect: &str) -> String {
         (leader, token) = (next, next_token);
     }
     assert_eq!(handoffs.len(), W3_ROUNDS);
+    fail_unless_sound("W3", &[("leadership terms that overlapped", terms.violations)]);
 
     let ms = |us: u128| us as f64 / 1000.0;
     let (p50, p99) = (percentile(&mut handoffs, 50.0), percentile(&mut handoffs, 99.0));

@@ -341,6 +341,18 @@ pub(crate) async fn w4_run(
         .await
         .map(|c| c.names.iter().filter(|n| n.starts_with(ITEM_PREFIX)).count())
         .unwrap_or(usize::MAX);
+    let not_done = items.saturating_sub(ledger.done_count.load(Ordering::SeqCst));
+    let malformed = ledger.malformed.load(Ordering::SeqCst);
+    fail_unless_sound(
+        &format!("{workload} ({name})"),
+        &[
+            ("items not done within the timeout", if completed { 0 } else { not_done.max(1) }),
+            ("duplicate deliveries", duplicates),
+            ("items never delivered", lost),
+            ("items left in the queue (usize::MAX: not listed)", left),
+            ("deliveries that were no item of ours", malformed),
+        ],
+    );
     let items_per_s = per_second(items, elapsed);
     let packets_per_item = packets.map_or(-1.0, |p| p as f64 / items as f64);
     let rss_growth_kib = rss_after.zip(rss_before).map_or(-1, |(after, before)| after as i64 - before as i64);

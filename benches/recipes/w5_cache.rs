@@ -284,6 +284,8 @@ pub(crate) async fn w5(connect: &str) -> String {
     let wrong = expected.iter().filter(|(p, d)| held.get(*p).and_then(|n| n.data.as_ref()) != Some(*d)).count();
     assert_eq!(wrong, 0, "W5: the cache holds the last data of every updated leaf");
 
+    // An event other than the one update awaited is a duplicate or out of order.
+    fail_unless_sound("W5", &[("unexpected cache events", stray)]);
     let slow = |us: &u128| *us > W5_SLOW_US;
     let slow_updates = updates.iter().filter(|us| slow(us)).count();
     let slow_both = updates.iter().zip(&sets).filter(|(u, s)| slow(u) && slow(s)).count();

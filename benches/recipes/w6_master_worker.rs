@@ -280,6 +280,7 @@ pub(crate) async fn w6_backlog(connect: &str) -> String {
     let pending = tokio::time::timeout(W6_TIMEOUT, rx).await.expect("rebuilt in time").expect("waiter alive");
     let (rss_after, bytes_after) = (rss_kib(), response_bytes());
     let growth = rss_after.zip(rss_before).map_or(-1, |(a, b)| a as i64 - b as i64);
+    fail_unless_sound("W6-backlog", &[("tasks missing from (or extra in) the rebuilt view", TASKS.abs_diff(pending))]);
     let sent = bytes_after.saturating_sub(bytes_before);
     eprintln!(
         "W6-backlog: a master rebuilt over {pending} waiting tasks ({} KB of payloads): the server sent {} KB, \
@@ -393,6 +394,20 @@ pub(crate) async fn w6(connect: &str) -> String {
     let (steps, unexpected) = w6_drain(&mut rx);
 
     let failed = tasks.iter().filter(|t| !t.ok).count();
+    // Before any rate is printed; the unexpected events themselves first, to tell what broke.
+    for event in unexpected.iter().take(10) {
+        eprintln!("W6: unexpected event: {event}");
+    }
+    if failed > 0 {
+        eprintln!("W6: overview after the run: {:?}", client.overview().await);
+    }
+    fail_unless_sound(
+        "W6",
+        &[
+            ("tasks without their result (lost or timed out)", failed),
+            ("unexpected events (duplicates, put back, discarded, failed)", unexpected.len()),
+        ],
+    );
     let last_stored = tasks.iter().map(|t| t.stored).max().expect("tasks");
     let last_done = tasks.iter().map(|t| t.done).max().expect("tasks");
     let (submit_elapsed, elapsed) = (last_stored - started, last_done - started);
@@ -463,9 +478,6 @@ pub(crate) async fn w6(connect: &str) -> String {
         assigned_at.len() as f64 / bursts.max(1) as f64,
         unexpected.len(),
     );
-    for event in unexpected.iter().take(10) {
-        eprintln!("W6: unexpected event: {event}");
-    }
     let per_bucket = |stamps: &[Instant]| {
         let mut counts = vec![0usize; elapsed.as_millis() as usize / W6_BUCKET_MS + 1];
         for at in stamps {
@@ -483,9 +495,6 @@ pub(crate) async fn w6(connect: &str) -> String {
         per_bucket(&step_stamps[W6Step::Finished as usize]),
         per_bucket(&results_at),
     );
-    if failed > 0 {
-        eprintln!("W6: overview after the run: {:?}", client.overview().await);
-    }
 
     // One task at a time: the latency of a task that does not queue.
     let mut singles = Vec::with_capacity(W6_SINGLES);

@@ -99,6 +99,8 @@ pub(crate) async fn w7(connect: &str) -> Vec<String> {
     let woken = counter(connect, "zk_sum_node_deleted_watch_count").saturating_sub(woken);
     let deletions = counter(connect, "zk_cnt_node_deleted_watch_count").saturating_sub(deletions);
     assert_eq!(done.load(Ordering::SeqCst), grants);
+    assert_eq!(holds.len(), W7_WAITERS, "W7: every hold logged");
+    fail_unless_sound("W7", &[("overlapping or out-of-order holds", holds.violations())]);
     drop(locks);
 
     // 1,000 idle election participants (one leads, the others wait).
