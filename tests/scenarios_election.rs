@@ -29,7 +29,7 @@ async fn run(name: &str, fault: Fault, fenced: bool) -> Vec<Violation> {
     let (at, _) = s.wait_line(victim, 0, "a write", |l| l.kind == "write" && l.get("outcome") == Some("ok")).await;
     let terms_before = terms_started(&s);
     s.inject(fault, victim).await;
-    prove_the_fault_happened(&s, fault, victim, at, terms_before).await;
+    prove_the_fault_happened(&mut s, fault, victim, at, terms_before).await;
 
     s.wait_all("done", |l| l.kind == "done").await;
     // Every participant resigned: no election node may be left, whoever made it.
@@ -75,10 +75,12 @@ fn terms_started(s: &Scenario) -> usize {
     (0..s.participants.len()).map(|i| s.lines(i).iter().filter(|l| l.kind == "leader").count()).sum()
 }
 
-/// A fault test first proves that its fault happened: the leader's session met it (see
-/// `prove_session_fault`), and, unless it kept its session, someone won a new term after it.
-async fn prove_the_fault_happened(s: &Scenario, fault: Fault, victim: usize, from: usize, terms_before: usize) {
+/// A fault test first proves that its fault happened: the leader's session met it, or, for an
+/// ensemble fault, some participant's did (see `prove_session_fault`, which also marks whom it
+/// reached), and, unless it kept its session, someone won a new term after it.
+async fn prove_the_fault_happened(s: &mut Scenario, fault: Fault, victim: usize, from: usize, terms_before: usize) {
     s.prove_session_fault(fault, victim, from).await;
+    let s: &Scenario = s;
     if fault == Fault::ShortPartition {
         return;
     }

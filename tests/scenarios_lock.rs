@@ -44,7 +44,7 @@ async fn run(name: &str, fault: Fault, fenced: bool) -> Vec<common::history::Vio
     let (at, _) = s.wait_line(0, 0, "a read in round 1", |l| l.kind == "read" && l.get("round") == Some("1")).await;
     let others_writes_before = writes_by_others(&s);
     s.inject(fault, 0).await;
-    prove_the_fault_happened(&s, fault, at, others_writes_before).await;
+    prove_the_fault_happened(&mut s, fault, at, others_writes_before).await;
 
     s.wait_all("done", |l| l.kind == "done").await;
     // Every participant alive has released: no contender node may be left, whoever made it.
@@ -82,10 +82,12 @@ fn writes_by_others(s: &Scenario) -> usize {
     (1..s.participants.len()).map(|i| s.lines(i).iter().filter(|l| l.kind == "write").count()).sum()
 }
 
-/// A fault test first proves that its fault happened: the victim's session met it (see
-/// `prove_session_fault`), and, unless the victim kept its session, someone else wrote after it.
-async fn prove_the_fault_happened(s: &Scenario, fault: Fault, from: usize, others_before: usize) {
+/// A fault test first proves that its fault happened: the victim's session met it, or, for an
+/// ensemble fault, some participant's did (see `prove_session_fault`, which also marks whom it
+/// reached), and, unless the victim kept its session, someone else wrote after it.
+async fn prove_the_fault_happened(s: &mut Scenario, fault: Fault, from: usize, others_before: usize) {
     s.prove_session_fault(fault, 0, from).await;
+    let s: &Scenario = s;
     if fault == Fault::ShortPartition {
         return;
     }

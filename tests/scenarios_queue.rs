@@ -31,7 +31,9 @@ async fn run(name: &str, fault: Fault) -> Vec<Violation> {
     }
     let (at, _) = s.wait_line(0, 0, "a delivery", |l| l.kind == "delivered").await;
     s.inject(fault, 0).await;
-    // A kill is judged once the queue is drained (`victims_items_were_redelivered`).
+    // A kill is judged once the queue is drained (`victims_items_were_redelivered`). An ensemble
+    // fault is proved to have reached consumers, and marks only those as faulted: the checker
+    // excuses duplicates and losses for them, not for a consumer the fault never reached.
     s.prove_session_fault(fault, 0, at).await;
 
     wait_until_drained(&s).await;

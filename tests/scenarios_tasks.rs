@@ -48,7 +48,8 @@ async fn run(name: &str, fault: Fault, victim: Victim) -> Vec<Violation> {
     };
     let at = s.lines(victim).len();
     s.inject(fault, victim).await;
-    // A worker's kill is judged once every result is in (`victims_work_was_redone`).
+    // A worker's kill is judged once every result is in (`victims_work_was_redone`). An ensemble
+    // fault is proved to have reached participants, not only to have been injected.
     s.prove_session_fault(fault, victim, at).await;
 
     // Every task gets a result (a worker's fault delays some, it must not lose any).

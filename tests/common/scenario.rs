@@ -40,6 +40,11 @@ pub const ISOLATION_WAIT: Duration = Duration::from_secs(20);
 /// How long a scenario waits for any one thing before it fails.
 pub const WAIT: Duration = Duration::from_secs(60);
 
+/// Once an ensemble fault shows in one participant's lines, how long the others' lines get to
+/// show it too: a client prints its suspension when it notices the lost connection, which may
+/// be after the fault was healed, and the lines then cross a pipe.
+pub const REACH_GRACE: Duration = Duration::from_secs(2);
+
 /// How long one scenario may take in the short profile (times `ZK_SOAK` in a soak run).
 pub const SCENARIO_LIMIT: Duration = Duration::from_secs(120);
 
@@ -187,6 +192,15 @@ impl Participant {
     }
 }
 
+/// Where the participants stood when an ensemble fault began. An ensemble fault is aimed at no
+/// participant in particular: whom it reached is told by what changed for each since then.
+struct FaultStart {
+    /// Each participant's line count: its lines from there on may show the fault.
+    lines: Vec<usize>,
+    /// The links each participant had a connection open through: the server it talked to.
+    links: Vec<BTreeSet<usize>>,
+}
+
 /// A running scenario.
 pub struct Scenario {
     /// What runs the servers.
@@ -197,6 +211,9 @@ pub struct Scenario {
     pub participants: Vec<Participant>,
     /// A session of the test itself, connected directly (never through a proxy), under `chroot`.
     pub observer: SessionHandle,
+    /// Set by [`inject`](Self::inject) for an ensemble fault, until
+    /// [`prove_session_fault`](Self::prove_session_fault) has judged whom it reached.
+    ensemble_fault: Option<FaultStart>,
 }
 
 impl Scenario {
@@ -211,7 +228,7 @@ impl Scenario {
         let chroot = unique_root(name);
         let cfg = config(&servers.connect_string(), name).with_chroot(chroot.clone());
         let (observer, _) = connected(cfg).await;
-        Scenario { servers, chroot, participants: Vec::new(), observer }
+        Scenario { servers, chroot, participants: Vec::new(), observer, ensemble_fault: None }
     }
 
     /// Spawns `zk-role <role> --id <id> ... <extra>` connected through proxies of its own;
@@ -278,10 +295,13 @@ impl Scenario {
 
     /// Injects `fault` into participant `victim` (or, for the ensemble faults, into the servers
     /// while `victim` is in the middle of its work) and heals it, except a killed client.
-    /// Returns once the fault is over; `during` runs while it lasts (e.g. to wait until another
-    /// participant made progress).
+    /// Returns once the fault is over. An ensemble fault's reach is judged afterwards, by
+    /// [`prove_session_fault`](Self::prove_session_fault), which every scenario must call.
     pub async fn inject(&mut self, fault: Fault, victim: usize) {
         tracing::warn!(?fault, victim = %self.participants[victim].id, "injecting fault");
+        if fault.needs_ensemble() {
+            self.ensemble_fault = Some(self.where_participants_stand());
+        }
         match fault {
             Fault::Pause => {
                 let p = &self.participants[victim].process;
@@ -346,27 +366,31 @@ impl Scenario {
                 ensemble.heal();
             }
         }
-        // Ensemble faults may cost any participant its session; client faults only the victim's.
-        let fated: Vec<usize> = if fault.needs_ensemble() {
-            (0..self.participants.len()).collect()
-        } else if fault.may_end_session() {
-            vec![victim]
-        } else {
-            Vec::new()
-        };
-        for i in fated {
-            let p = &mut self.participants[i];
+        // A client fault may cost the victim its session. An ensemble fault may cost any
+        // participant its session, but marking all of them would let the checkers excuse
+        // everyone; whom it reached shows in each one's own lines, some printed after the fault
+        // is over, so `prove_session_fault` marks them.
+        if fault.may_end_session() && !fault.needs_ensemble() {
+            let p = &mut self.participants[victim];
             if p.fate == Fate::Untouched {
                 p.fate = Fate::Faulted;
             }
         }
     }
 
-    /// Proves that a fault aimed at the victim's session bit as it should: past the session
-    /// timeout (pause, long partition) its session expired; within it (short partition) it was
-    /// suspended and came back on the same session, never expired. Other faults: nothing here.
-    /// `from` is the victim's first line that may show it.
-    pub async fn prove_session_fault(&self, fault: Fault, victim: usize, from: usize) {
+    /// Proves that a fault bit as it should.
+    ///
+    /// A fault aimed at the victim's session: past the session timeout (pause, long partition)
+    /// its session expired; within it (short partition) it was suspended and came back on the
+    /// same session, never expired. `from` is the victim's first line that may show it.
+    ///
+    /// An ensemble fault (leader killed or isolated): that it was not only followed by a write,
+    /// but reached participants, and which (see `prove_ensemble_fault`); those, and only those,
+    /// are marked [`Fate::Faulted`]. Every participant's lines are judged from the moment the
+    /// fault began, not from `from`.
+    ///
+    /// A killed client: nothing here (each scenario proves that another took its work over).
+    pub async fn prove_session_fault(&mut self, fault: Fault, victim: usize, from: usize) {
         let state_is = |state: &'static str| move |l: &RoleLine| l.kind == "session" && l.get("state") == Some(state);
         match fault {
             Fault::Pause | Fault::LongPartition => {
@@ -380,8 +404,137 @@ impl Scenario {
                     "a partition within the session timeout must not cost the session"
                 );
             }
-            Fault::KillClient | Fault::KillLeader | Fault::IsolateLeader => {}
+            Fault::KillLeader | Fault::IsolateLeader => self.prove_ensemble_fault(fault).await,
+            Fault::KillClient => {}
         }
+    }
+
+    /// Waits (at most [`WAIT`]) until the ensemble fault [`inject`](Self::inject) began shows for
+    /// some participant, then [`REACH_GRACE`] more for the others, and marks those it reached
+    /// [`Fate::Faulted`]. The others stay [`Fate::Untouched`]: the checkers judge them as strictly
+    /// as in a run without faults, so that the fault excuses nobody it did not reach.
+    ///
+    /// Both faults should reach every participant: a follower that loses its leader, and a
+    /// leader that loses its quorum, close all their client connections while they look for a
+    /// new leader, and the killed leader's connections die with it. A participant the fault did
+    /// not reach is reported, not failed: this proves the fault happened to the recipe, and the
+    /// checkers judge what it did about it.
+    async fn prove_ensemble_fault(&mut self, fault: Fault) {
+        let start = self
+            .ensemble_fault
+            .take()
+            .unwrap_or_else(|| panic!("prove_session_fault({fault:?}) without inject({fault:?}) before it"));
+        let live = self.participants.iter().filter(|p| !p.killed()).count();
+        let deadline = Instant::now() + WAIT;
+        let mut reached = self.reached(&start);
+        while reached.is_empty() {
+            if Instant::now() > deadline {
+                panic!(
+                    "the ensemble fault reached no participant: within {WAIT:?} of {fault:?} none printed a \
+                     suspended or expired session, and none moved to another server; what they printed:\n{}",
+                    self.transcript()
+                );
+            }
+            actix_rt::time::sleep(Duration::from_millis(50)).await;
+            reached = self.reached(&start);
+        }
+        let grace = Instant::now() + REACH_GRACE;
+        while reached.len() < live && Instant::now() < grace {
+            actix_rt::time::sleep(Duration::from_millis(50)).await;
+            reached = self.reached(&start);
+        }
+        // Excused (judged as faulted) is only a participant whose session may have ended: one
+        // that printed `expired`, or was suspended and never came back. One suspended that
+        // reconnected on its session kept its ephemerals and claims, as in a short partition,
+        // and is judged strictly.
+        for (i, evidence) in &reached {
+            let ended = self.session_outcome(*i, start.lines[*i]).await;
+            let p = &mut self.participants[*i];
+            eprintln!(
+                "{fault:?} reached {}: {evidence}; its session {}",
+                p.id,
+                if ended { "may have ended" } else { "lived on" }
+            );
+            if ended && p.fate == Fate::Untouched {
+                p.fate = Fate::Faulted;
+            }
+        }
+        for (i, p) in self.participants.iter().enumerate() {
+            if !p.killed() && !reached.iter().any(|(r, _)| *r == i) {
+                eprintln!("{fault:?} did not reach {}: it is judged as untouched", p.id);
+            }
+        }
+    }
+
+    /// Waits (up to [`WAIT`]) until participant `index`'s session, suspended since line `from`,
+    /// either came back (`reconnected` after its last suspension: false) or ended (`expired`, or
+    /// still not back at the bound: true).
+    async fn session_outcome(&self, index: usize, from: usize) -> bool {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let lines = self.lines(index);
+            let states: Vec<&str> =
+                lines.iter().skip(from).filter(|l| l.kind == "session").filter_map(|l| l.get("state")).collect();
+            if states.contains(&"expired") {
+                return true;
+            }
+            let last_suspension = states.iter().rposition(|s| *s == "suspended");
+            let back = match last_suspension {
+                Some(at) => states[at..].contains(&"reconnected"),
+                None => true,
+            };
+            if back {
+                return false;
+            }
+            if Instant::now() > deadline {
+                return true;
+            }
+            actix_rt::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Where every participant stands now: its line count and the links it has a connection
+    /// open through.
+    fn where_participants_stand(&self) -> FaultStart {
+        FaultStart {
+            lines: self.participants.iter().map(|p| p.process.line_count()).collect(),
+            links: (0..self.participants.len()).map(|i| self.links_in_use(i)).collect(),
+        }
+    }
+
+    /// The links participant `index` has a connection open through (one link per server).
+    fn links_in_use(&self, index: usize) -> BTreeSet<usize> {
+        let links = &self.participants[index].links;
+        (0..links.len()).filter(|&k| links.proxy(k).connections() > 0).collect()
+    }
+
+    /// The live participants the ensemble fault that began at `start` has reached so far, each
+    /// with what shows it: a `suspended` or `expired` session line since, or connections through
+    /// other links than then (it lost its server, or moved to another). The lines are what the
+    /// recipe itself heard; the links are looked at too because the client library reports
+    /// only its latest state, so a connection lost and at once made to another server might
+    /// print no suspension, yet requests in flight on it were cut off all the same.
+    fn reached(&self, start: &FaultStart) -> Vec<(usize, String)> {
+        let mut out = Vec::new();
+        for (i, p) in self.participants.iter().enumerate() {
+            if p.killed() {
+                continue;
+            }
+            let lines = p.process.lines();
+            let shown = lines
+                .iter()
+                .skip(start.lines[i])
+                .find(|l| l.kind == "session" && matches!(l.get("state"), Some("suspended" | "expired")));
+            if let Some(l) = shown {
+                out.push((i, format!("printed `{}`", l.raw)));
+                continue;
+            }
+            let now = self.links_in_use(i);
+            if now != start.links[i] {
+                out.push((i, format!("its connections went from links {:?} to {:?}", start.links[i], now)));
+            }
+        }
+        out
     }
 
     /// Closes every live participant's stdin and waits for it to exit 0.
