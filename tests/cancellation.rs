@@ -587,24 +587,30 @@ async fn election_calls_dropped_at_random_moments_leave_nothing_behind() {
     b.close().await;
 }
 
-/// Counter requests dropped at random moments: a request is sent when it is made (the actor
-/// has it in its mailbox), so a dropped `AddCount` is neither lost nor applied twice: the count
-/// ends at the number of adds made, and the counter answers the next request at once.
+/// Counter adds (`counter::add`) dropped at random moments, some at once (before the actor
+/// could take them: actix skipped those, and they were lost): an add is sent when it is made,
+/// so a dropped one is neither lost nor applied twice: the count ends at the number of adds
+/// made, and the counter answers the next request at once.
 #[actix_rt::test]
 async fn counter_adds_dropped_at_random_moments_apply_exactly_once() {
     use actix::Actor;
-    use actix_zookeeper::counter::{AddCount, GetCount, SharedCount, SharedCountConfig};
+    use actix_zookeeper::counter::{GetCount, SharedCount, SharedCountConfig, add};
     init_tracing();
     let zk = TestZooKeeper::from_env().expect("ZooKeeper");
     let s = session_at(&zk.connect_string(), &unique_root("cancel-counter")).await;
     let counter = SharedCount::new(s.clone(), SharedCountConfig::new("/n")).start();
     let mut rng = Rng::seeded("cancel-counter");
     let (mut dropped, mut completed) = (0, 0);
-    for _ in 0..40 {
-        let add = Box::pin(counter.send(AddCount { by: 1 }));
-        match futures::future::select(add, Box::pin(actix_rt::time::sleep(rng.drop_delay()))).await {
+    for n in 0..40 {
+        if n % 4 == 0 {
+            drop(add(&counter, 1));
+            dropped += 1;
+            continue;
+        }
+        let adding = Box::pin(add(&counter, 1));
+        match futures::future::select(adding, Box::pin(actix_rt::time::sleep(rng.drop_delay()))).await {
             futures::future::Either::Left((answer, _)) => {
-                answer.expect("actor").expect("add");
+                answer.expect("add");
                 completed += 1;
             }
             futures::future::Either::Right(_) => dropped += 1,
@@ -1148,4 +1154,154 @@ async fn task_and_counter_actors_stopped_at_random_moments_leave_nothing_behind(
     live_master.do_send(StopMaster);
     a.close().await;
     b.close().await;
+}
+
+// ---- queue settlements and puts --------------------------------------------------------------
+
+/// A worker that settles each delivery with an `ack` whose future it drops after 0–3 ms (some
+/// at once), counting deliveries.
+struct DroppingAckWorker {
+    delivered: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
+    dropped: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl actix::Actor for DroppingAckWorker {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<actix_zookeeper::queue::Delivery> for DroppingAckWorker {
+    type Result = ();
+
+    fn handle(&mut self, delivery: actix_zookeeper::queue::Delivery, ctx: &mut actix::Context<Self>) {
+        use actix::{ActorFutureExt, AsyncContext, WrapFuture};
+        self.delivered.lock().expect("delivered").push(delivery.data.clone());
+        let dropped = self.dropped.clone();
+        let delay = Duration::from_micros(u64::from(delivery.data[1] % 4) * 1_000);
+        if delivery.data[1] % 5 == 0 {
+            // Dropped before the consumer could take it (it runs on this thread too).
+            drop(delivery.ack());
+            self.dropped.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            return;
+        }
+        ctx.spawn(
+            async move {
+                let ack = Box::pin(delivery.ack());
+                if let futures::future::Either::Right(_) =
+                    futures::future::select(ack, Box::pin(actix_rt::time::sleep(delay))).await
+                {
+                    dropped.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+            .into_actor(self)
+            .map(|(), _, _| ()),
+        );
+    }
+}
+
+impl actix::Handler<actix_zookeeper::queue::Revoked> for DroppingAckWorker {
+    type Result = ();
+
+    fn handle(&mut self, _: actix_zookeeper::queue::Revoked, _: &mut actix::Context<Self>) {}
+}
+
+/// A worker's `ack` dropped before its answer (a `timeout`, a `select!`) still settles: it is
+/// sent when it is made, like a ZooKeeper write. Dropped before the consumer took it, actix
+/// skipped it: the claim stayed, the slot stayed taken, and a consumer whose every slot met
+/// such a drop delivered nothing more. Every item is delivered once and removed, and no claim
+/// is left.
+#[actix_rt::test]
+async fn queue_acks_dropped_at_random_moments_still_settle() {
+    use actix::Actor;
+    use actix_zookeeper::queue::{ConsumerConfig, Queue, QueueConsumerActor, Stop as StopConsumer};
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let s = session_at(&zk.connect_string(), &unique_root("cancel-ack")).await;
+    let items: Vec<Vec<u8>> = (0..120u16).map(|n| n.to_be_bytes().to_vec()).collect();
+    Queue::new(s.clone(), "/q").put_all(items.clone()).await.expect("put");
+    let delivered = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let dropped = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (d, x) = (delivered.clone(), dropped.clone());
+    let config = ConsumerConfig::new("/q")
+        .with_workers(2, move |_| DroppingAckWorker { delivered: d.clone(), dropped: x.clone() })
+        .with_concurrency(4);
+    let consumer = QueueConsumerActor::new(s.clone(), config).start();
+    wait_until_async("every item settled", || async {
+        children(&s, "/q").await.into_iter().all(|n| n == "claims") && children(&s, "/q/claims").await.is_empty()
+    })
+    .await;
+    let dropped = dropped.load(std::sync::atomic::Ordering::SeqCst);
+    println!("{dropped} of {} acks dropped", items.len());
+    assert!(dropped > 0, "no ack was dropped");
+    let mut got = delivered.lock().expect("delivered").clone();
+    got.sort();
+    assert_eq!(got, items, "every item delivered once");
+    consumer.do_send(StopConsumer);
+    s.close().await;
+}
+
+/// `release()`, `resign()` and `join()` dropped before their actor took them (a `select!` that
+/// lost at once, a `let _ =` of the future) still happen: each is sent when it is made, as their
+/// docs say. actix skips a request whose caller went before it was handled, so the lock stayed
+/// held, the leader kept leading, and the participant stayed out of line. The actors run on this
+/// thread, so each drop comes before the actor could take the request.
+#[actix_rt::test]
+async fn a_release_resign_or_join_dropped_at_once_still_happens() {
+    use actix_zookeeper::election::{ElectionConfig, ElectionHandle};
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("cancel-release");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let lock = LockHandle::start(a.clone(), LockConfig::new("/l"));
+    let other_lock = LockHandle::start(b.clone(), LockConfig::new("/l"));
+    let pool = SemaphoreHandle::start(a.clone(), SemaphoreConfig::new("/s", 1));
+    let other_pool = SemaphoreHandle::start(b.clone(), SemaphoreConfig::new("/s", 1));
+    for round in 0..3 {
+        lock.acquire(None).await.expect("holds");
+        drop(lock.release());
+        bounded("the other takes the lock", other_lock.acquire(None))
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: lock left held: {e}"));
+        other_lock.release().await.expect("release");
+        pool.acquire(None).await.expect("holds");
+        drop(pool.release());
+        bounded("the other takes the lease", other_pool.acquire(None))
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: lease left held: {e}"));
+        other_pool.release().await.expect("release");
+    }
+    let me = ElectionHandle::start(a.clone(), ElectionConfig::new("/e").with_participant_id("me"));
+    bounded("we lead", me.leadership()).await.expect("we lead");
+    let other = ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("other"));
+    for round in 0..3 {
+        drop(me.resign());
+        bounded("the other leads", other.leadership()).await.unwrap_or_else(|e| panic!("round {round}: {e}"));
+        drop(me.join());
+        wait_until_async("we stand in line again", || async {
+            me.participants().await.unwrap_or_default() == ["other", "me"]
+        })
+        .await;
+        other.resign_and_requeue().await.expect("hand over");
+        bounded("we lead again", me.leadership()).await.expect("we lead");
+    }
+    me.stop();
+    other.stop();
+    a.close().await;
+    b.close().await;
+}
+
+/// Session writes dropped at once, before the session's actor took them (`let _ =` of the
+/// future, a `select!` lost at once): each still applies, as the session's docs say (a write is
+/// sent when it is made). actix skipped a request whose caller went before it was handled.
+#[actix_rt::test]
+async fn session_writes_dropped_at_once_still_apply() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let s = session_at(&zk.connect_string(), &unique_root("cancel-write-at-once")).await;
+    s.ensure_path("/r").await.expect("dir");
+    for _ in 0..50 {
+        drop(s.create("/r/n-", "", CreateMode::PersistentSequential));
+    }
+    s.sync("/r").await.expect("sync");
+    wait_until_async("every create applied", || async { children(&s, "/r").await.len() == 50 }).await;
+    s.close().await;
 }

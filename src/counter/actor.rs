@@ -25,6 +25,7 @@ use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::path;
 use crate::recipe::Reply;
+use crate::recipe::reply::Told;
 use crate::retry::{Backoff, RetryPolicy};
 use crate::session::requests::{CreateMode, EnsurePath, NodeData, Stat};
 use crate::session::watch::weak_watcher;
@@ -610,12 +611,26 @@ impl Handler<SessionEvent> for SharedCount {
 
 /// Adds `by` to the count of `counter` ([`AddCount`]); a stopped actor is
 /// [`CounterError::Stopped`].
+///
+/// # Cancel safety
+/// The add is sent when this is called: dropping the future does not withdraw it, and it applies
+/// once. (A raw `counter.send(AddCount { .. })` dropped before the actor took it is skipped by
+/// actix.)
 pub fn add(
     counter: &Addr<SharedCount>,
     by: i32,
 ) -> impl Future<Output = Result<VersionedCount, CounterError>> + 'static + use<> {
-    let reply = counter.send(AddCount { by });
+    let (told, reply) = Told::new(AddCount { by });
+    counter.do_send(told);
     async move { reply.await.map_err(|_| CounterError::Stopped)? }
+}
+
+impl Handler<Told<AddCount>> for SharedCount {
+    type Result = ();
+
+    fn handle(&mut self, told: Told<AddCount>, ctx: &mut Context<Self>) {
+        told.answer::<Self, _>(ctx, |request, ctx| <Self as Handler<AddCount>>::handle(self, request, ctx));
+    }
 }
 
 impl Handler<Listen<CountChanged>> for SharedCount {

@@ -24,7 +24,7 @@ use crate::recipe::holder::{
 };
 use crate::recipe::naming::{LATCH_NAME, Rule};
 use crate::recipe::participants;
-use crate::recipe::reply::Pending;
+use crate::recipe::reply::{Pending, Told};
 use crate::recipe::{ConnectionPolicy, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Reply};
 use crate::session::requests::Goodbye;
 use crate::session::watch::weak_watcher;
@@ -549,6 +549,22 @@ impl Handler<Stop> for ElectionActor {
             act.leading = None;
             ctx.stop();
         });
+    }
+}
+
+impl Handler<Told<Resign>> for ElectionActor {
+    type Result = ();
+
+    fn handle(&mut self, told: Told<Resign>, ctx: &mut Context<Self>) {
+        told.answer::<Self, _>(ctx, |request, ctx| <Self as Handler<Resign>>::handle(self, request, ctx));
+    }
+}
+
+impl Handler<Told<Join>> for ElectionActor {
+    type Result = ();
+
+    fn handle(&mut self, told: Told<Join>, ctx: &mut Context<Self>) {
+        told.answer::<Self, _>(ctx, |request, ctx| <Self as Handler<Join>>::handle(self, request, ctx));
     }
 }
 

@@ -17,6 +17,7 @@ use super::messages::{
     CurrentLeader, ElectionEvent, Join, LeaderTerm, Leadership, Participants, Resign, Stop, Subscribe,
 };
 use crate::events::EventStream;
+use crate::recipe::reply::Told;
 use crate::session::SessionHandle;
 
 /// A cloneable handle to one election participant (an [`ElectionActor`]).
@@ -66,6 +67,20 @@ impl ElectionHandle {
         async move { reply.await.map_err(|_| ElectionError::Stopped { path }) }
     }
 
+    /// Sent as [`Told`]: carried out whether or not the caller still waits (actix skips a plain
+    /// request whose caller went before the actor took it).
+    fn tell<M>(&self, msg: M) -> impl Future<Output = Result<M::Result, ElectionError>> + 'static + use<M>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        ElectionActor: Handler<Told<M>>,
+    {
+        let (told, reply) = Told::new(msg);
+        self.addr.do_send(told);
+        let path = self.path.clone();
+        async move { reply.await.map_err(|_| ElectionError::Stopped { path }) }
+    }
+
     /// Resolves with the term once this participant leads (at once when it does).
     /// [`ElectionError::NotParticipating`] when it has left the line.
     ///
@@ -82,7 +97,7 @@ impl ElectionHandle {
     /// # Cancel safety
     /// The resign is sent when this is called: dropping the future does not stop it.
     pub fn resign(&self) -> impl Future<Output = Result<(), ElectionError>> + 'static {
-        let asked = self.ask(Resign { requeue: false });
+        let asked = self.tell(Resign { requeue: false });
         async move { asked.await? }
     }
 
@@ -91,7 +106,7 @@ impl ElectionHandle {
     /// # Cancel safety
     /// Sent when this is called: dropping the future does not stop the resign or the requeue.
     pub fn resign_and_requeue(&self) -> impl Future<Output = Result<(), ElectionError>> + 'static {
-        let asked = self.ask(Resign { requeue: true });
+        let asked = self.tell(Resign { requeue: true });
         async move { asked.await? }
     }
 
@@ -100,7 +115,7 @@ impl ElectionHandle {
     /// # Cancel safety
     /// Sent when this is called: dropping the future does not stop the join.
     pub fn join(&self) -> impl Future<Output = Result<(), ElectionError>> + 'static {
-        self.ask(Join)
+        self.tell(Join)
     }
 
     /// The leader's participant id, read from ZooKeeper now; `None` when nobody is in line.

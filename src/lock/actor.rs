@@ -16,7 +16,7 @@ use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, Subsc
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, Holder, HolderHost};
-use crate::recipe::reply::Asked;
+use crate::recipe::reply::{Asked, Told};
 use crate::recipe::{ContenderReport, ContenderSpec, Reply};
 use crate::session::requests::Goodbye;
 use crate::session::{SessionEvent, SessionHandle};
@@ -143,6 +143,14 @@ impl Handler<Release> for LockActor {
     fn handle(&mut self, _: Release, ctx: &mut Context<Self>) -> Self::Result {
         let dir = self.config.dir.clone();
         holding::release(self, &dir, ctx)
+    }
+}
+
+impl Handler<Told<Release>> for LockActor {
+    type Result = ();
+
+    fn handle(&mut self, told: Told<Release>, ctx: &mut Context<Self>) {
+        told.answer::<Self, _>(ctx, |request, ctx| <Self as Handler<Release>>::handle(self, request, ctx));
     }
 }
 

@@ -25,7 +25,7 @@ use super::semaphore::SemaphoreActor;
 use crate::events::EventStream;
 use crate::recipe::FencingToken;
 use crate::recipe::holder::CallerGone;
-use crate::recipe::reply::Asked;
+use crate::recipe::reply::{Asked, Told};
 use crate::session::SessionHandle;
 
 /// A cloneable handle to one participant of a lock (a [`LockActor`]).
@@ -221,11 +221,13 @@ where
     ask(addr, dir, Acquire { timeout }, |grant: &LockGrant| Some(grant.token))
 }
 
+/// Sent as [`Told`]: a release dropped before the actor took it still releases.
 fn release<A>(addr: &Addr<A>, dir: &str) -> impl Future<Output = Result<(), LockError>> + 'static
 where
-    A: Actor<Context = Context<A>> + Handler<Release>,
+    A: Actor<Context = Context<A>> + Handler<Told<Release>>,
 {
-    let reply = addr.send(Release);
+    let (told, reply) = Told::new(Release);
+    addr.do_send(told);
     let dir = dir.to_owned();
     async move { reply.await.map_err(|_| LockError::Stopped { dir })? }
 }

@@ -26,7 +26,7 @@ use crate::events::{Listen, Subscribers};
 use crate::path;
 use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::naming::{LEASE_NAME, LOCK_NAME, Rule};
-use crate::recipe::reply::Asked;
+use crate::recipe::reply::{Asked, Told};
 use crate::recipe::{ContenderEvent, ContenderReport, ContenderSpec, Reply};
 use crate::session::requests::Goodbye;
 use crate::session::{SessionEvent, SessionHandle};
@@ -188,6 +188,14 @@ impl Handler<Release> for SemaphoreActor {
     fn handle(&mut self, _: Release, ctx: &mut Context<Self>) -> Self::Result {
         let dir = self.config.dir.clone();
         holding::release(self, &dir, ctx)
+    }
+}
+
+impl Handler<Told<Release>> for SemaphoreActor {
+    type Result = ();
+
+    fn handle(&mut self, told: Told<Release>, ctx: &mut Context<Self>) {
+        told.answer::<Self, _>(ctx, |request, ctx| <Self as Handler<Release>>::handle(self, request, ctx));
     }
 }
 

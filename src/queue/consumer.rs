@@ -22,7 +22,7 @@ use tracing::{debug, info, warn};
 
 use super::QueueError;
 use super::config::{ConsumerConfig, DeliveryMode};
-use super::messages::{Delivery, Outcome, Revoked, Settle, Stop};
+use super::messages::{Delivery, Outcome, Revoked, Settle, SettleAnswering, Stop};
 use super::plan;
 use crate::error::Error;
 use crate::metrics;
@@ -389,7 +389,7 @@ impl QueueConsumerActor {
             data: node.data.clone(),
             attempt,
             token,
-            settle: ctx.address().downgrade().recipient(),
+            settle: ctx.address().downgrade().recipient::<SettleAnswering>(),
         };
         self.in_flight.insert(
             id,
@@ -545,19 +545,43 @@ impl Actor for QueueConsumerActor {
 impl Handler<Settle> for QueueConsumerActor {
     type Result = ResponseFuture<Result<(), QueueError>>;
 
+    /// A raw `Addr::send` caller (workers settle through [`Delivery`](super::Delivery), which
+    /// sends [`SettleAnswering`]).
     fn handle(&mut self, msg: Settle, ctx: &mut Context<Self>) -> Self::Result {
+        let id = msg.id.clone();
+        let (answer, answered) = oneshot::channel();
+        self.settle(msg, answer, ctx);
+        Box::pin(async move { answered.await.unwrap_or(Err(QueueError::Revoked { id })) })
+    }
+}
+
+impl Handler<SettleAnswering> for QueueConsumerActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: SettleAnswering, ctx: &mut Context<Self>) {
+        self.settle(msg.settle, msg.answer, ctx);
+    }
+}
+
+impl QueueConsumerActor {
+    /// Settles a delivery and answers `answer` with the outcome. The worker's future may be
+    /// gone by then: the settlement applies all the same (it was sent when the worker made it).
+    fn settle(&mut self, msg: Settle, answer: oneshot::Sender<Result<(), QueueError>>, ctx: &mut Context<Self>) {
         let Settle { id, outcome } = msg;
         let Some(flight) = self.in_flight.get(&id) else {
             let error =
                 if self.revoked.remove(&id) { QueueError::Revoked { id } } else { QueueError::UnknownDelivery { id } };
-            return Box::pin(futures::future::ready(Err(error)));
+            let _ = answer.send(Err(error));
+            return;
         };
         if flight.generation != self.generation {
             self.in_flight.remove(&id);
-            return Box::pin(futures::future::ready(Err(QueueError::Revoked { id })));
+            let _ = answer.send(Err(QueueError::Revoked { id }));
+            return;
         }
         if flight.settling {
-            return Box::pin(futures::future::ready(Err(QueueError::AlreadySettling { id })));
+            let _ = answer.send(Err(QueueError::AlreadySettling { id }));
+            return;
         }
         let (ops, event) = self.settle_ops(&id, flight, outcome);
         let (generation, token) = (flight.generation, flight.token);
@@ -566,10 +590,10 @@ impl Handler<Settle> for QueueConsumerActor {
             self.in_flight.remove(&id);
             metrics::queue_in_flight(&self.config.queue, self.in_flight.len());
             self.fill(ctx);
-            return Box::pin(futures::future::ready(Ok(())));
+            let _ = answer.send(Ok(()));
+            return;
         };
         // Settlements that arrive together go out together, in one `multi`.
-        let (answer, answered) = oneshot::channel();
         if let Some(flight) = self.in_flight.get_mut(&id) {
             flight.settling = true;
         }
@@ -586,7 +610,6 @@ impl Handler<Settle> for QueueConsumerActor {
         if !std::mem::replace(&mut self.flush_scheduled, true) {
             ctx.notify(Flush);
         }
-        Box::pin(async move { answered.await.unwrap_or(Err(QueueError::Revoked { id })) })
     }
 }
 

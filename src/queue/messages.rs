@@ -23,7 +23,7 @@ pub struct Delivery {
     pub token: FencingToken,
     /// The consumer, held weakly: deliveries out with workers do not keep a consumer alive
     /// whose last address its user dropped.
-    pub(super) settle: WeakRecipient<Settle>,
+    pub(super) settle: WeakRecipient<SettleAnswering>,
 }
 
 impl std::fmt::Debug for Delivery {
@@ -40,6 +40,10 @@ impl std::fmt::Debug for Delivery {
 impl Delivery {
     /// Done: remove the item. Fails with [`QueueError::Revoked`] / [`QueueError::ClaimLost`] if
     /// this consumer no longer holds it (nothing is then removed).
+    ///
+    /// # Cancel safety
+    /// The settlement is sent when `ack` (or `nack`) is called, like a ZooKeeper write: dropping
+    /// the future loses only its answer, and the settlement applies all the same.
     pub fn ack(&self) -> impl Future<Output = Result<(), QueueError>> + 'static {
         self.settle(Outcome::Ack)
     }
@@ -52,10 +56,15 @@ impl Delivery {
     fn settle(&self, outcome: Outcome) -> impl Future<Output = Result<(), QueueError>> + 'static {
         let id = self.id.clone();
         // A consumer that has stopped revoked this delivery already.
-        let sent = self.settle.upgrade().map(|consumer| consumer.send(Settle { id: id.clone(), outcome }));
+        let (answer, answered) = futures::channel::oneshot::channel();
+        let sent = self.settle.upgrade().map(|consumer| {
+            // Not `send`: actix skips a request whose caller went before it was handled, and a
+            // dropped settlement would hold its claim (and its slot) until the consumer stops.
+            consumer.do_send(SettleAnswering { settle: Settle { id: id.clone(), outcome }, answer })
+        });
         async move {
             match sent {
-                Some(sent) => sent.await.unwrap_or(Err(QueueError::Revoked { id })),
+                Some(()) => answered.await.unwrap_or(Err(QueueError::Revoked { id })),
                 None => Err(QueueError::Revoked { id }),
             }
         }
@@ -75,6 +84,15 @@ pub struct Revoked {
 #[derive(Message, Debug, Clone, Copy)]
 #[rtype(result = "()")]
 pub struct Stop;
+
+/// [`Settle`] answered on a channel the worker's future owns: what [`Delivery`] sends, so that
+/// the settlement is handled whether or not that future is still there.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub(crate) struct SettleAnswering {
+    pub(crate) settle: Settle,
+    pub(crate) answer: futures::channel::oneshot::Sender<Result<(), QueueError>>,
+}
 
 /// How a delivery ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

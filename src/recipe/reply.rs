@@ -186,6 +186,43 @@ impl<M: Message> Asked<M> {
     }
 }
 
+/// A request `M` that is carried out whether or not its caller still waits: a write (a release, a
+/// resign, a join) is sent when it is made, as a ZooKeeper write is. `Addr::send` cannot promise
+/// that: actix skips a request whose caller went before the actor took it. The caller awaits the
+/// receiver [`Told::new`] returns; the actor answers through [`Told::answer`].
+pub(crate) struct Told<M: Message> {
+    request: M,
+    reply: OneshotSender<M::Result>,
+}
+
+impl<M> Message for Told<M>
+where
+    M: Message,
+    M::Result: Send,
+{
+    type Result = ();
+}
+
+impl<M: Message> Told<M> {
+    /// The request to send (with `do_send`), and the answer to await (`Err` when the actor
+    /// stopped without answering).
+    pub(crate) fn new(request: M) -> (Told<M>, oneshot::Receiver<M::Result>) {
+        let (reply, answer) = oneshot::channel();
+        (Told { request, reply }, answer)
+    }
+
+    /// Carries the request out with `respond` (the actor's own handling of `M`) and answers the
+    /// caller if it still waits.
+    pub(crate) fn answer<A, R>(self, ctx: &mut A::Context, respond: impl FnOnce(M, &mut A::Context) -> R)
+    where
+        A: Actor,
+        R: MessageResponse<A, M>,
+    {
+        let response = respond(self.request, ctx);
+        response.handle(ctx, Some(self.reply));
+    }
+}
+
 /// The answer to an [`Asked`] request: `Err(())` when the actor dropped the request unanswered
 /// (it stopped). Dropped before it resolved, it closes its channel first, so the actor either
 /// sees the caller gone (and keeps what it would have handed out) or has answered already, and

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
+use crate::recipe::reply::Told;
 use actix::WeakRecipient;
 use actix::prelude::*;
 use futures::channel::oneshot;
@@ -1038,6 +1039,20 @@ async fn delete_tree(client: &Client, root: &str) -> Result<()> {
         }
     }
     Err(Error::NotEmpty { path: root.to_string() })
+}
+
+/// Every request the handle makes, carried out whether or not its caller still waits.
+impl<M> Handler<Told<M>> for SessionActor
+where
+    M: Message + Send + 'static,
+    M::Result: Send,
+    SessionActor: Handler<M>,
+{
+    type Result = ();
+
+    fn handle(&mut self, told: Told<M>, ctx: &mut Context<Self>) {
+        told.answer::<Self, _>(ctx, |request, ctx| <Self as Handler<M>>::handle(self, request, ctx));
+    }
 }
 
 impl Handler<AddWatch> for SessionActor {

@@ -26,6 +26,7 @@ use super::events::{SessionEvent, SessionId, WatchEvent, WatchId};
 use super::requests::*;
 use crate::error::{Error, Result};
 use crate::events::EventStream;
+use crate::recipe::reply::Told;
 
 /// A cloneable handle to a running session.
 #[derive(Clone, Debug)]
@@ -79,7 +80,10 @@ impl SessionHandle {
         T: Send + 'static,
         SessionActor: Handler<M>,
     {
-        let reply = self.addr.send(msg);
+        // Not `Addr::send`: actix skips a request whose caller went before the actor took it,
+        // and a write must apply once it is made, awaited or not.
+        let (told, reply) = Told::new(msg);
+        self.addr.do_send::<Told<M>>(told);
         async move { reply.await.map_err(|_| Error::Closed)? }
     }
 
@@ -264,8 +268,12 @@ impl SessionHandle {
     }
 
     /// Closes the session (ephemerals go at once) and stops the actor. Resolves when done.
+    ///
+    /// # Cancel safety
+    /// The close is sent when this is called: dropping the future does not stop it.
     pub fn close(&self) -> impl Future<Output = ()> + 'static + use<> {
-        let reply = self.addr.send(Close);
+        let (told, reply) = Told::new(Close);
+        self.addr.do_send(told);
         async move {
             let _ = reply.await;
         }
