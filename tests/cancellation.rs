@@ -1305,3 +1305,37 @@ async fn session_writes_dropped_at_once_still_apply() {
     wait_until_async("every create applied", || async { children(&s, "/r").await.len() == 50 }).await;
     s.close().await;
 }
+
+/// `Queue::put_with_id` dropped at a random moment (a caller's own timeout), then called again
+/// with the same id, queues the item once, as its docs promise ("a producer that retries after
+/// ... a timeout of its own does not queue the item twice"). The new call looked the id up only
+/// after a lost reply of its own, so a create sent by the dropped call made a second item.
+#[actix_rt::test]
+async fn a_put_with_id_retried_after_a_dropped_attempt_queues_the_item_once() {
+    use actix_zookeeper::queue::Queue;
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let s = session_at(&zk.connect_string(), &unique_root("cancel-put-id")).await;
+    let queue = Queue::new(s.clone(), "/q");
+    let mut rng = Rng::seeded("cancel-put-id");
+    let mut dropped = 0;
+    for n in 0..30u8 {
+        let id = format!("req-{n}");
+        let first = Box::pin(queue.put_with_id(&id, vec![n]));
+        if let futures::future::Either::Right(_) =
+            futures::future::select(first, Box::pin(actix_rt::time::sleep(rng.drop_delay()))).await
+        {
+            dropped += 1;
+            bounded("the retry", queue.put_with_id(&id, vec![n])).await.expect("retry");
+        }
+    }
+    println!("{dropped} of 30 first attempts dropped");
+    assert!(dropped > 0, "no attempt was dropped");
+    let items = children(&s, "/q").await;
+    for n in 0..30u8 {
+        let prefix = format!("qn-req-{n}-");
+        let copies = items.iter().filter(|name| name.starts_with(&prefix)).count();
+        assert_eq!(copies, 1, "req-{n}: {copies} items: {items:?}");
+    }
+    s.close().await;
+}

@@ -87,23 +87,40 @@ impl Queue {
     /// Appends an item under an id of the caller's (a request id, a message key), as
     /// `qn-<id>-<seq>`: a producer that retries after an unknown outcome (a lost reply, a
     /// timeout of its own) does not queue the item twice while the first one is still queued.
-    /// A retry whose first attempt may have applied looks the id up ([`find`](Self::find)) and
-    /// returns that item instead of making another. Once an item is consumed, its id can be
-    /// queued again. Consumers see an ordinary item (its place is its sequence number).
+    /// Every call looks the id up first ([`find`](Self::find), after a `sync`) and returns the
+    /// item queued under it instead of making another: a retry cannot tell whether an earlier
+    /// call (its future dropped, say) had sent its create. So it costs a listing of the queue.
+    /// Once an item is consumed, its id can be queued again. Consumers see an ordinary item (its
+    /// place is its sequence number).
     ///
     /// The id must be a node name of its own: not empty, no `/`, at most 200 bytes.
+    ///
+    /// # Cancel safety
+    /// Dropped, the item may or may not have been queued; calling again with the same id
+    /// queues it once.
     pub async fn put_with_id(&self, id: &str, data: impl Into<Vec<u8>>) -> Result<String, QueueError> {
         check_item_id(id)?;
         let data = data.into();
         let prefix = path::join(&self.path, &format!("{ITEM_PREFIX}{id}-"));
         let mut backoff = crate::retry::RetryPolicy::default().backoff();
-        let mut unsure = false;
+        let mut unsure = true;
         loop {
             if unsure {
-                // Synced first: the member serving us after the loss may not have applied the
-                // create whose reply we lost, and a listing without it would queue the item twice.
-                self.session.sync(&self.path).await?;
-                if let Some(existing) = self.find(id).await? {
+                // Synced first: the member serving us may not have applied a create whose reply
+                // was lost (ours, or that of a call whose future was dropped), and a listing
+                // without it would queue the item twice. Both sent now: one round trip.
+                let synced = self.session.sync(&self.path);
+                let listed = self.session.children(&self.path);
+                match synced.await {
+                    Ok(()) | Err(Error::NoNode { .. }) => {}
+                    Err(err) => return Err(err.into()),
+                }
+                let names = match listed.await {
+                    Ok(children) => items_in_order(children.names),
+                    Err(Error::NoNode { .. }) => Vec::new(),
+                    Err(err) => return Err(err.into()),
+                };
+                if let Some(existing) = names.into_iter().find(|name| is_item_of(name, id)) {
                     return Ok(existing);
                 }
             }
@@ -123,12 +140,7 @@ impl Queue {
     /// queued: its node name. Lists the queue.
     pub async fn find(&self, id: &str) -> Result<Option<String>, QueueError> {
         check_item_id(id)?;
-        let prefix = format!("{ITEM_PREFIX}{id}-");
-        Ok(self
-            .items()
-            .await?
-            .into_iter()
-            .find(|name| name.strip_prefix(&prefix).is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit()))))
+        Ok(self.items().await?.into_iter().find(|name| is_item_of(name, id)))
     }
 
     /// Appends all `items` atomically (one `multi`): all are enqueued, in order, or none.
@@ -386,4 +398,12 @@ enum Taken {
     Claimed,
     /// Gone or changed since the listing.
     Gone,
+}
+
+/// Whether `name` is the node of an item put with `id` (`qn-<id>-<seq>`).
+fn is_item_of(name: &str, id: &str) -> bool {
+    name.strip_prefix(ITEM_PREFIX)
+        .and_then(|rest| rest.strip_prefix(id))
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|seq| !seq.is_empty() && seq.bytes().all(|b| b.is_ascii_digit()))
 }

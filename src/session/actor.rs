@@ -1061,7 +1061,7 @@ impl Handler<AddWatch> for SessionActor {
     /// A raw `Addr::send` caller: its going cannot be seen once actix handed the request over
     /// (the handles use [`AddWatchAnswering`]).
     fn handle(&mut self, msg: AddWatch, ctx: &mut Context<Self>) -> Self::Result {
-        let (tx, rx) = oneshot::channel();
+        let (tx, rx) = tokio::sync::oneshot::channel();
         self.add_watch(msg, tx, ctx);
         Box::pin(async move { rx.await.unwrap_or(Err(Error::Closed)) })
     }
@@ -1081,7 +1081,12 @@ impl SessionActor {
     /// set (`on_watch_registered`), or by the sweep while it waits for a session. A watch not
     /// set within the request timeout is removed too and answered `Timeout`, so that `Err`
     /// always means no watch stays.
-    fn add_watch(&mut self, msg: AddWatch, reply: oneshot::Sender<Result<WatchId>>, ctx: &mut Context<Self>) {
+    fn add_watch(
+        &mut self,
+        msg: AddWatch,
+        reply: tokio::sync::oneshot::Sender<Result<WatchId>>,
+        ctx: &mut Context<Self>,
+    ) {
         if let Err(err) = self.check(&msg.path, false) {
             let _ = reply.send(Err(err));
             return;

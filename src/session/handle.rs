@@ -26,7 +26,7 @@ use super::events::{SessionEvent, SessionId, WatchEvent, WatchId};
 use super::requests::*;
 use crate::error::{Error, Result};
 use crate::events::EventStream;
-use crate::recipe::reply::Told;
+use crate::recipe::reply::{Answer, Told};
 
 /// A cloneable handle to a running session.
 #[derive(Clone, Debug)]
@@ -216,14 +216,20 @@ impl SessionHandle {
     ///
     /// # Cancel safety
     /// Dropping the future before it resolves leaves no watch: one set for a caller that went
-    /// is removed (its id was never told, so nobody else could remove it).
+    /// is removed by the session, and one whose id reached the dropped future unread is removed
+    /// by the drop (nobody else could remove either: the id was never told).
     pub fn add_watch(
         &self,
         path: &str,
         mode: PersistentWatchMode,
         watcher: Recipient<WatchEvent>,
     ) -> impl Future<Output = Result<WatchId>> + 'static + use<> {
-        let (reply, answer) = futures::channel::oneshot::channel();
+        let remover = self.addr.clone();
+        let (reply, answer) = Answer::channel(move |unread: Option<Result<WatchId>>| {
+            if let Some(Ok(id)) = unread {
+                remover.do_send(RemoveWatch { id });
+            }
+        });
         self.addr.do_send(AddWatchAnswering { add: AddWatch { path: path.into(), mode, recipient: watcher }, reply });
         async move { answer.await.unwrap_or(Err(Error::Closed)) }
     }

@@ -306,7 +306,7 @@ pub struct AddWatch {
 #[rtype(result = "()")]
 pub(crate) struct AddWatchAnswering {
     pub(crate) add: AddWatch,
-    pub(crate) reply: futures::channel::oneshot::Sender<Result<WatchId>>,
+    pub(crate) reply: tokio::sync::oneshot::Sender<Result<WatchId>>,
 }
 
 /// Remove a persistent watch.

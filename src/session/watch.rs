@@ -28,7 +28,7 @@ pub(crate) struct PersistentWatch {
     /// to register it on.
     pub(crate) task: Option<SpawnHandle>,
     /// Callers of `AddWatch` waiting for the first registration.
-    pub(crate) waiters: Vec<oneshot::Sender<Result<WatchId, Error>>>,
+    pub(crate) waiters: Vec<tokio::sync::oneshot::Sender<Result<WatchId, Error>>>,
     /// The connection dropped since this watch was last (re-)registered: it must be added
     /// again before owners hear `Reconnected` (see [`ReconnectGate`]).
     pub(crate) stale: bool,
@@ -55,7 +55,7 @@ impl PersistentWatch {
 
     /// Whether everyone who asked for this watch went before being told its id.
     fn abandoned(&self) -> bool {
-        !self.waiters.is_empty() && self.waiters.iter().all(oneshot::Sender::is_canceled)
+        !self.waiters.is_empty() && self.waiters.iter().all(tokio::sync::oneshot::Sender::is_closed)
     }
 }
 
