@@ -13,9 +13,9 @@
 //!
 //! An actor reading a stream is alive while the stream is (actix keeps an actor with a running
 //! stream): it ends when the recipe actor stops. So an actor that *owns* the recipe it reads (holds
-//! its handle) does not stop when its last address is dropped: the two keep each other. Such an
-//! actor stops itself (`ctx.stop()`, which drops the stream and then the handle), or reads
-//! through `subscribe`, which holds it weakly.
+//! its handle) would not stop when its last address is dropped: the two would keep each other.
+//! Such an actor reads with [`EventStream::read_while_addressed`] instead of `ctx.add_stream`: it
+//! stops once its last address is gone, and the recipe with it.
 //!
 //! # A reader that falls behind
 //! Each stream buffers up to [`EVENT_BUFFER`] events. The actor never waits for a reader: an
@@ -68,6 +68,31 @@ impl<E> Stream for EventStream<E> {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         self.events.poll_recv(cx)
+    }
+}
+
+/// How often an actor reading with [`EventStream::read_while_addressed`] looks whether it still
+/// has an address.
+const ADDRESS_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
+
+impl<E: 'static> EventStream<E> {
+    /// Reads the stream in `ctx`'s actor as `ctx.add_stream` does, for an actor that *owns* the
+    /// recipe it reads (holds its handle): once the actor's last address is dropped, it stops
+    /// (within 250 ms), dropping the stream and the handle, so the recipe actor stops too. With
+    /// `ctx.add_stream` the two keep each other alive (actix keeps an actor whose stream runs, and
+    /// the stream runs while the recipe does). An actor nobody keeps an address of (a logger
+    /// started and let go) uses `ctx.add_stream`: this would stop it at once.
+    pub fn read_while_addressed<A>(self, ctx: &mut actix::Context<A>) -> actix::SpawnHandle
+    where
+        A: Actor<Context = actix::Context<A>> + actix::StreamHandler<Result<E, Missed>>,
+    {
+        use actix::{ActorContext, AsyncContext};
+        ctx.run_interval(ADDRESS_CHECK, |_, ctx| {
+            if !ctx.connected() {
+                ctx.stop();
+            }
+        });
+        ctx.add_stream(self)
     }
 }
 

@@ -1339,3 +1339,65 @@ async fn a_put_with_id_retried_after_a_dropped_attempt_queues_the_item_once() {
     }
     s.close().await;
 }
+
+/// Questions to the cache, the group member and the counter (`Snapshot`, `Members`,
+/// `GetCount`, sent with `Addr::send`) dropped at random moments: each loses only its answer;
+/// the actor answers the next one at once and correctly, and nothing of ours is left but the
+/// member node we hold.
+#[actix_rt::test]
+async fn questions_to_recipe_actors_dropped_at_random_moments_lose_only_their_answer() {
+    use actix::Actor;
+    use actix_zookeeper::cache::{CacheActor, CacheConfig, Snapshot, Stop as StopCache};
+    use actix_zookeeper::counter::{GetCount, SharedCount, SharedCountConfig, add};
+    use actix_zookeeper::group::{GroupConfig, GroupMember, Leave, Members};
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let s = session_at(&zk.connect_string(), &unique_root("cancel-questions")).await;
+    s.ensure_path("/c/x").await.expect("tree");
+    let cache = CacheActor::new(s.clone(), CacheConfig::new("/c")).expect("config").start();
+    let member = GroupMember::new(s.clone(), GroupConfig::new("/g", "me")).expect("config").start();
+    let counter = SharedCount::new(s.clone(), SharedCountConfig::new("/n")).start();
+    add(&counter, 7).await.expect("add");
+    wait_until_async("the cache loaded and we joined", || async {
+        cache.send(Snapshot).await.is_ok_and(|nodes| nodes.contains_key("/c/x"))
+            && member.send(Members).await.is_ok_and(|members| members.contains_key("me"))
+    })
+    .await;
+    let mut rng = Rng::seeded("cancel-questions");
+    let mut dropped = 0;
+    for _ in 0..30 {
+        let question: futures::future::LocalBoxFuture<'_, ()> = match rng.below(3) {
+            0 => Box::pin(async {
+                let _ = cache.send(Snapshot).await;
+            }),
+            1 => Box::pin(async {
+                let _ = member.send(Members).await;
+            }),
+            _ => Box::pin(async {
+                let _ = counter.send(GetCount).await;
+            }),
+        };
+        // Half at once (before the actor answered), half within a loopback round trip.
+        let delay = if rng.below(2) == 0 { Duration::ZERO } else { rng.drop_delay() / 8 };
+        if let futures::future::Either::Right(_) =
+            futures::future::select(question, Box::pin(actix_rt::time::sleep(delay))).await
+        {
+            dropped += 1;
+        }
+        let (nodes, members, count) = bounded(
+            "the next answers",
+            futures::future::join3(cache.send(Snapshot), member.send(Members), counter.send(GetCount)),
+        )
+        .await;
+        assert!(nodes.expect("cache").contains_key("/c/x"));
+        assert!(members.expect("member").contains_key("me"));
+        assert_eq!(count.expect("counter").expect("count").value, 7);
+    }
+    println!("{dropped} of 30 questions dropped");
+    assert!(dropped > 0, "no question was dropped");
+    member.send(Leave).await.expect("member").expect("leave");
+    cache.do_send(StopCache);
+    drop(counter);
+    nothing_of(&s, &zk, "/").await.expect("nothing left");
+    s.close().await;
+}

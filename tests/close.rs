@@ -137,3 +137,54 @@ async fn a_closed_session_ends_its_cache_with_a_word_and_its_counter_answers_clo
     let read = bounded("a read after the close", counter.send(GetCount)).await.expect("counter");
     assert!(matches!(read, Err(CounterError::ZooKeeper(Error::Closed))), "{read:?}");
 }
+
+/// Row "master's session closed" (master–worker): the master's election participant says
+/// goodbye for it, so its term ends first (`MastershipEnded`, its actor stopped) and the next
+/// candidate's term starts; nothing of the master's is left.
+#[actix_rt::test]
+async fn closing_a_masters_session_ends_its_term_first_and_the_next_candidate_takes_over() {
+    use actix_zookeeper::tasks::{MasterEvent, StopMaster, SubscribeMaster, TaskMaster, TaskMasterConfig};
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("close-master");
+    let (s, other) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let (mine, theirs) = (Recorded::<MasterEvent>::start(), Recorded::<MasterEvent>::start());
+    let me = TaskMaster::new(s.clone(), TaskMasterConfig::new("/jobs").with_master_id("me")).expect("config").start();
+    me.do_send(SubscribeMaster { recipient: mine.recipient.clone() });
+    let (_, began) = mine.wait_for(0, WAIT, |e| matches!(e, MasterEvent::BecameMaster { .. })).await;
+    let MasterEvent::BecameMaster { fence } = began else { unreachable!() };
+    let next =
+        TaskMaster::new(other.clone(), TaskMasterConfig::new("/jobs").with_master_id("next")).expect("config").start();
+    next.do_send(SubscribeMaster { recipient: theirs.recipient.clone() });
+    wait_until_async("both in line", || async { children(&other, "/jobs/master").await.len() == 2 }).await;
+
+    s.close().await;
+    mine.wait_for(0, WAIT, |e| *e == MasterEvent::MastershipEnded { token: fence.token }).await;
+    theirs.wait_for(0, WAIT, |e| matches!(e, MasterEvent::BecameMaster { .. })).await;
+    assert_eq!(children(&other, "/jobs/master").await.len(), 1, "only the next candidate stands in line");
+    next.send(StopMaster).await.expect("master");
+    other.close().await;
+}
+
+/// Review of issue 25: a second `close()` while the first one's goodbyes are out waits for the
+/// same close; it used to close at once, cutting the goodbyes short (the holder's release never
+/// reached the server, and its lock ended `Lost` instead of `Released`).
+#[actix_rt::test]
+async fn a_second_close_waits_for_the_first_ones_goodbyes() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("close-twice");
+    for round in 0..5 {
+        let s = session_at(&zk.connect_string(), &root).await;
+        let lock = LockHandle::start(s.clone(), LockConfig::new(format!("/l{round}")));
+        let mut events = lock.events();
+        let grant = lock.acquire(None).await.expect("lock");
+        let (first, second) = (s.close(), s.close());
+        bounded("both closes", futures::future::join(first, second)).await;
+        let heard = until("the end of the grant", &mut events, |e| {
+            matches!(e, LockEvent::Released { .. } | LockEvent::Lost { .. })
+        })
+        .await;
+        assert_eq!(heard.last(), Some(&LockEvent::Released { node: grant.node.clone() }), "round {round}: {heard:?}");
+    }
+}

@@ -139,3 +139,48 @@ fn the_table_check_sees_missing_and_unknown_tests() {
     assert_eq!(reference_problem(source, "no_such_test"), Some("does not exist"), "a missing test must be seen");
     assert_eq!(reference_problem(source, "helper"), Some("is not a test function"), "a helper must be refused");
 }
+
+/// The rows issue 25 asks of every recipe (its "Done when"), by the first cell's words: a
+/// dropped future, a stopped actor (or a stop), a closed session. The names of the kinds a
+/// document's failure tables lack.
+fn missing_cancellation_rows(text: &str) -> Vec<&'static str> {
+    let firsts: Vec<String> = failure_tables(text)
+        .into_iter()
+        .flat_map(|(_, _, rows)| rows.into_iter().filter_map(|row| row.first().map(|c| c.to_lowercase())))
+        .collect();
+    type Kind = (&'static str, fn(&str) -> bool);
+    let kinds: [Kind; 3] = [
+        ("future dropped", |c| c.contains("dropped") && (c.contains("future") || c.contains("send("))),
+        ("actor stopped", |c| c.contains("stopped") || c.contains("`stop")),
+        ("session closed", |c| c.contains("session closed")),
+    ];
+    kinds.iter().filter(|(_, has)| !firsts.iter().any(|c| has(c))).map(|(kind, _)| *kind).collect()
+}
+
+#[test]
+fn every_recipe_says_what_a_dropped_future_a_stopped_actor_and_a_closed_session_leave() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/recipes");
+    let mut problems = Vec::new();
+    let mut entries: Vec<_> = fs::read_dir(&docs).expect("docs/recipes").map(|e| e.expect("entry").path()).collect();
+    entries.sort();
+    for doc in &entries {
+        let missing = missing_cancellation_rows(&fs::read_to_string(doc).expect("doc"));
+        if !missing.is_empty() {
+            problems.push(format!("{}: no row for {missing:?}", doc.display()));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(entries.len() >= 8, "the recipe documents were not found");
+}
+
+/// The control: a table without the three rows is caught, one with them passes.
+#[test]
+fn the_row_check_sees_a_missing_kind() {
+    let head = "## Failures\n\n| failure | what | tested by |\n|---|---|---|\n";
+    let none = format!("{head}| connection drops | x | `a.rs::b` |\n");
+    assert_eq!(missing_cancellation_rows(&none), ["future dropped", "actor stopped", "session closed"]);
+    let all = format!(
+        "{head}| `acquire` future dropped | x | `a.rs::b` |\n| actor stopped | x | `a.rs::b` |\n| session closed | x | `a.rs::b` |\n"
+    );
+    assert!(missing_cancellation_rows(&all).is_empty());
+}

@@ -151,3 +151,69 @@ async fn the_sessions_events_as_a_stream_through_a_server_restart() {
         }
     }
 }
+
+/// An actor that owns a lock (holds its handle), holds it, and reads its events; `owned` picks
+/// `read_while_addressed` (else `ctx.add_stream`).
+struct LockOwner {
+    lock: LockHandle,
+    owned: bool,
+    heard: Arc<Mutex<Vec<LockEvent>>>,
+}
+
+impl Actor for LockOwner {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        if self.owned {
+            self.lock.events().read_while_addressed(ctx);
+        } else {
+            ctx.add_stream(self.lock.events());
+        }
+        let lock = self.lock.clone();
+        ctx.spawn(
+            async move {
+                lock.acquire(None).await.expect("the owner takes the lock");
+            }
+            .into_actor(self),
+        );
+    }
+}
+
+impl StreamHandler<Result<LockEvent, Missed>> for LockOwner {
+    fn handle(&mut self, event: Result<LockEvent, Missed>, _: &mut Context<Self>) {
+        self.heard.lock().expect("heard").push(event.expect("no miss"));
+    }
+}
+
+/// Review of issue 25: an actor that owns the recipe whose events it reads stops when its last
+/// address is dropped, and the recipe with it (the lock is released). With `ctx.add_stream` (the
+/// control) the two keep each other alive: the lock stays held after the owner was let go.
+#[actix_rt::test]
+async fn an_actor_reading_the_events_of_a_recipe_it_owns_stops_with_its_last_address() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("events-owner");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let other = LockHandle::start(b.clone(), LockConfig::new("/l"));
+    for owned in [true, false] {
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let owner =
+            LockOwner { lock: LockHandle::start(a.clone(), LockConfig::new("/l")), owned, heard: heard.clone() }
+                .start();
+        wait_until("the owner holds", || {
+            heard.lock().expect("heard").iter().any(|e| matches!(e, LockEvent::Acquired { .. }))
+        })
+        .await;
+        drop(owner);
+        let taken = tokio::time::timeout(Duration::from_secs(3), other.acquire(None)).await;
+        if owned {
+            taken.expect("the owner stopped and its lock was released").expect("acquire");
+            other.release().await.expect("release");
+        } else {
+            // The control: the cycle holds the lock; a way out is the session's close below.
+            assert!(taken.is_err(), "with add_stream the owner and its lock keep each other alive: {taken:?}");
+            bounded("a close", a.close()).await;
+        }
+    }
+    b.close().await;
+}

@@ -967,18 +967,22 @@ async fn a_put_with_an_id_whose_reply_is_lost_queues_the_item_once() {
     let queue = Queue::new(s.clone(), "/q");
     queue.put(b"first".to_vec()).await.expect("an ordinary item first");
 
-    // Replies are held back long enough that the client gives up on the connection.
-    proxy.set_latency(actix_zookeeper::testkit::Direction::Downstream, Duration::from_secs(6));
+    // `put_with_id` looks the id up first, then creates. Requests take 500 ms to reach the
+    // server: once the lookup is answered (~500 ms) and the create is on its way (it lands at
+    // ~1000 ms), replies are held; the create applies, and its reply is lost with the connection.
+    proxy.set_latency(Direction::Upstream, Duration::from_millis(500));
     let put = actix_rt::spawn({
         let queue = queue.clone();
         async move { queue.put_with_id("order-17", b"second".to_vec()).await }
     });
+    actix_rt::time::sleep(Duration::from_millis(750)).await;
+    proxy.set_latency(Direction::Downstream, Duration::from_secs(60));
     let deadline = Instant::now() + WAIT;
     while items_left(&direct).await.len() < 2 {
         assert!(Instant::now() < deadline, "the put never reached the server");
         actix_rt::time::sleep(Duration::from_millis(20)).await;
     }
-    actix_rt::time::sleep(Duration::from_secs(3)).await;
+    proxy.reset();
     proxy.heal();
     let name = bounded("the put is answered", put).await.expect("put task").expect("put_with_id");
     assert!(name.starts_with("qn-order-17-"), "{name}");
@@ -1157,4 +1161,49 @@ async fn a_consumer_started_while_its_session_is_suspended_consumes_once_reconne
     assert_eq!(s.session().await.expect("session").generation, 1, "on the same session");
     assert!(items_left(&s).await.is_empty());
     s.close().await;
+}
+
+/// Review of issue 25: two consumers on one session. One stopped while its claim create for an
+/// item is in flight, an item another consumer of the same session claimed meanwhile (the
+/// create then fails with `NodeExists`), must not delete the other's claim. The stop deleted
+/// every in-flight claim its session owned; the session alone does not say whose a claim is,
+/// its data (the consumer id) does. Every request of the shared session is slowed to 300 ms
+/// each way so that the stop lands while the create is out.
+#[actix_rt::test]
+async fn a_consumer_stopped_mid_claim_leaves_another_consumers_claim_on_its_session() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let root = unique_root("claim-shared-session");
+    let s = connected(
+        SessionConfig::new(links.connect_string())
+            .with_chroot(root.clone())
+            .with_session_timeout(Duration::from_secs(10)),
+    )
+    .await
+    .0;
+    let observer = session_at(&zk.connect_string(), &root).await;
+    let item = Queue::new(observer.clone(), "/q").put(b"x".to_vec()).await.expect("put");
+    observer.ensure_path("/q/claims").await.expect("claims dir");
+    let claim = format!("/q/claims/{item}");
+    links.proxy(0).set_latency(Direction::Both, Duration::from_millis(300));
+    let ledger = Ledger::default();
+    let consumer =
+        QueueConsumerActor::new(s.clone(), workers(ConsumerConfig::new("/q"), 1, &ledger, Behaviour::Hold(1))).start();
+    // After the consumer's listing (sent as it starts), before its claim: another consumer of
+    // this session claims the item.
+    actix_rt::time::sleep(Duration::from_millis(100)).await;
+    let other = s.create(&claim, "another-consumer", CreateMode::Ephemeral);
+    // The consumer's create goes out when its listing is answered (~600 ms) and is answered at
+    // ~1200 ms: stop it in between.
+    actix_rt::time::sleep(Duration::from_millis(900)).await;
+    consumer.do_send(Stop);
+    bounded("the other consumer's claim", other).await.expect("the other claims first");
+    links.proxy(0).set_latency(Direction::Both, Duration::ZERO);
+    actix_rt::time::sleep(Duration::from_secs(2)).await;
+    let held = observer.get_data(&claim).await.expect("the other consumer's claim was deleted by the stop");
+    assert_eq!(held.data, b"another-consumer");
+    assert!(ledger.seen.lock().expect("seen").is_empty(), "the stopped consumer never had the item");
+    s.close().await;
+    observer.close().await;
 }

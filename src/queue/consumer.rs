@@ -28,7 +28,7 @@ use crate::error::Error;
 use crate::metrics;
 use crate::path;
 use crate::recipe::FencingToken;
-use crate::recipe::fencing::{FencedDelete, delete_fenced, delete_own_ephemeral};
+use crate::recipe::fencing::{FencedDelete, delete_fenced, delete_own_ephemeral_holding};
 use crate::retry::{Backoff, RetryPolicy};
 use crate::session::requests::{CreateMode, NodeData, Op};
 use crate::session::watch::weak_watcher;
@@ -301,7 +301,10 @@ impl QueueConsumerActor {
                             // The create may have happened: if the claim is ours, give it back.
                             debug!(parent: &act.span, %id, error = %err, "claim outcome unknown; checking");
                             act.candidates.push_front(id);
-                            let release = detached(delete_own_ephemeral(pinned, claim_path));
+                            // Ours only if it holds our id: another consumer on this session
+                            // may have claimed the item meanwhile.
+                            let ours = Some(act.config.consumer_id.clone().into_bytes());
+                            let release = detached(delete_own_ephemeral_holding(pinned, claim_path, ours));
                             ctx.spawn(release.into_actor(act).map(|_, act, ctx| {
                                 let delay = act.backoff.next_delay();
                                 ctx.run_later(delay, |act, ctx| act.fill(ctx));
@@ -536,7 +539,10 @@ impl Actor for QueueConsumerActor {
         if self.config.mode == DeliveryMode::AtLeastOnce && self.generation != 0 {
             for id in self.claiming.drain() {
                 let claim = path::join(&self.config.claims(), &id);
-                actix::spawn(delete_own_ephemeral(self.session.pinned(self.generation), claim));
+                // Only a claim holding our id: another consumer on this session may hold the
+                // item (our create then failed with `NodeExists`), and its claim is not ours.
+                let ours = Some(self.config.consumer_id.clone().into_bytes());
+                actix::spawn(delete_own_ephemeral_holding(self.session.pinned(self.generation), claim, ours));
             }
         }
     }
@@ -546,7 +552,7 @@ impl Handler<Settle> for QueueConsumerActor {
     type Result = ResponseFuture<Result<(), QueueError>>;
 
     /// A raw `Addr::send` caller (workers settle through [`Delivery`](super::Delivery), which
-    /// sends [`SettleAnswering`]).
+    /// sends `SettleAnswering`).
     fn handle(&mut self, msg: Settle, ctx: &mut Context<Self>) -> Self::Result {
         let id = msg.id.clone();
         let (answer, answered) = oneshot::channel();

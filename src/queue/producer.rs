@@ -111,14 +111,14 @@ impl Queue {
                 // without it would queue the item twice. Both sent now: one round trip.
                 let synced = self.session.sync(&self.path);
                 let listed = self.session.children(&self.path);
-                match synced.await {
-                    Ok(()) | Err(Error::NoNode { .. }) => {}
-                    Err(err) => return Err(err.into()),
-                }
-                let names = match listed.await {
-                    Ok(children) => items_in_order(children.names),
-                    Err(Error::NoNode { .. }) => Vec::new(),
-                    Err(err) => return Err(err.into()),
+                let names = match (synced.await, listed.await) {
+                    (Ok(()) | Err(Error::NoNode { .. }), Ok(children)) => items_in_order(children.names),
+                    (Ok(()) | Err(Error::NoNode { .. }), Err(Error::NoNode { .. })) => Vec::new(),
+                    (Err(err), _) | (_, Err(err)) if err.is_transient() => {
+                        tokio::time::sleep(backoff.next_delay()).await;
+                        continue;
+                    }
+                    (Err(err), _) | (_, Err(err)) => return Err(err.into()),
                 };
                 if let Some(existing) = names.into_iter().find(|name| is_item_of(name, id)) {
                     return Ok(existing);

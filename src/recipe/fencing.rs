@@ -130,6 +130,17 @@ pub(crate) async fn delete_own_ephemeral(
     session: crate::session::PinnedSession,
     path: String,
 ) -> Result<(), crate::Error> {
+    delete_own_ephemeral_holding(session, path, None).await
+}
+
+/// [`delete_own_ephemeral`] that also requires the node to hold `data`: for a node that two
+/// users of one session may race to create (two queue consumers claiming one item), where the
+/// session alone does not say whose it is.
+pub(crate) async fn delete_own_ephemeral_holding(
+    session: crate::session::PinnedSession,
+    path: String,
+    data: Option<Vec<u8>>,
+) -> Result<(), crate::Error> {
     use crate::Error;
     let mut backoff = crate::retry::RetryPolicy::default().backoff();
     loop {
@@ -141,10 +152,20 @@ pub(crate) async fn delete_own_ephemeral(
         // member serving us now (we never saw its reply, so nothing made the member we
         // reconnected to catch up): `sync` the parent first; the read is served behind it.
         let synced = session.sync(crate::path::parent(&path).unwrap_or("/"));
-        let read = session.exists(&path);
+        let read = session.get_data(&path);
+        let read = async move {
+            match read.await {
+                Ok(node) => Ok(Some(node)),
+                Err(Error::NoNode { .. }) => Ok(None),
+                Err(error) => Err(error),
+            }
+        };
         match synced.await.and(read.await) {
-            Ok(Some(stat)) if stat.ephemeral_owner == current.session_id.0 => {
-                return delete_fenced(session, path, stat.czxid).await.map(|_| ());
+            Ok(Some(node))
+                if node.stat.ephemeral_owner == current.session_id.0
+                    && data.as_ref().is_none_or(|data| *data == node.data) =>
+            {
+                return delete_fenced(session, path, node.stat.czxid).await.map(|_| ());
             }
             Ok(_) | Err(Error::SessionLost { .. }) => return Ok(()),
             Err(error) if error.is_final() => return Err(error),

@@ -103,6 +103,9 @@ pub struct SessionActor {
     subscribers: Subscribers<SessionEvent>,
     /// Recipe actors to tell [`Goodbye`] before closing.
     goodbyes: Vec<WeakRecipient<Goodbye>>,
+    /// `Some` once a close began: the callers of later closes, answered when it is done (a
+    /// second close must not cut the first one's goodbyes short).
+    closing: Option<Vec<oneshot::Sender<()>>>,
     pending: VecDeque<Pending>,
     watches: WatchRegistry,
     /// `Reconnected`, held until the persistent watches are added again.
@@ -131,6 +134,7 @@ impl SessionActor {
             generation: 0,
             subscribers: Subscribers::quiet(),
             goodbyes: Vec::new(),
+            closing: None,
             pending: VecDeque::new(),
             watches: WatchRegistry::default(),
             gate: ReconnectGate::default(),
@@ -407,6 +411,9 @@ impl SessionActor {
         }
         self.broadcast(SessionEvent::Closed);
         self.subscribers.clear();
+        for waiter in self.closing.take().into_iter().flatten() {
+            let _ = waiter.send(());
+        }
         ctx.stop();
     }
 
@@ -1059,7 +1066,7 @@ impl Handler<AddWatch> for SessionActor {
     type Result = ResponseFuture<Result<WatchId>>;
 
     /// A raw `Addr::send` caller: its going cannot be seen once actix handed the request over
-    /// (the handles use [`AddWatchAnswering`]).
+    /// (the handles use `AddWatchAnswering`).
     fn handle(&mut self, msg: AddWatch, ctx: &mut Context<Self>) -> Self::Result {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.add_watch(msg, tx, ctx);
@@ -1219,6 +1226,17 @@ impl Handler<Close> for SessionActor {
     type Result = ResponseActFuture<Self, ()>;
 
     fn handle(&mut self, _: Close, _: &mut Context<Self>) -> Self::Result {
+        if let Some(waiters) = &mut self.closing {
+            let (done, closed) = oneshot::channel();
+            waiters.push(done);
+            return Box::pin(
+                async move {
+                    let _ = closed.await;
+                }
+                .into_actor_free(),
+            );
+        }
+        self.closing = Some(Vec::new());
         // Goodbyes first, while the session can still carry the recipes' deletes; whoever has not
         // answered within the bound is cut off by the close (the server deletes its ephemerals).
         let live = matches!(&self.state, State::Live(live) if matches!(live.link, Link::Up));
