@@ -38,10 +38,21 @@ async fn run(name: &str, outage: Duration) {
         writers.push(actix_rt::spawn(write_randomly(s, seed, rounds(600), 200)));
     }
     actix_rt::time::sleep(Duration::from_millis(200)).await;
+    // The server's transaction id at a moment, read by a write of our own on a direct session:
+    // two readings more than one apart mean the writers wrote in between.
+    let (probe, _) = connected(session_at(server.address())).await;
+    probe.create("/probe", "", CreateMode::Persistent).await.expect("probe");
+    let zxid_now = || async { probe.set_data("/probe", "", None).await.expect("probe write").mzxid };
     let before = events.snapshot().len();
     links.blackhole();
+    let cut_at = zxid_now().await;
     actix_rt::time::sleep(outage).await;
+    let healed_at = zxid_now().await;
     links.heal();
+    assert!(
+        healed_at - cut_at > 1,
+        "no write happened while the cache was cut off (zxid {cut_at:#x} then {healed_at:#x}): the outage proved nothing"
+    );
     // The fault happened: the cache's session was cut off (and, past the timeout, expired).
     let (suspended, _) = reader_events.wait_for(0, WAIT, |e| matches!(e, SessionEvent::Suspended { .. })).await;
     if outage > SESSION_TIMEOUT {
@@ -49,7 +60,15 @@ async fn run(name: &str, outage: Duration) {
     } else {
         reader_events.wait_for(suspended, WAIT, |e| matches!(e, SessionEvent::Reconnected { .. })).await;
     }
-    events.wait_for(before, WAIT, |e| *e == CacheEvent::CacheResynced).await;
+    let (resynced, _) = events.wait_for(before, WAIT, |e| *e == CacheEvent::CacheResynced).await;
+    // The re-sync reported what the cache missed while cut off (there was something: above).
+    let missed = events.snapshot()[before..resynced]
+        .iter()
+        .filter(|e| {
+            matches!(e, CacheEvent::NodeAdded { .. } | CacheEvent::NodeUpdated { .. } | CacheEvent::NodeRemoved { .. })
+        })
+        .count();
+    assert!(missed > 0, "the re-sync reported no change made during the outage");
     for writer in writers {
         writer.await.expect("writer");
     }
@@ -75,6 +94,7 @@ async fn run(name: &str, outage: Duration) {
     let violations = check_cache(&snapshot, &server_now);
     assert!(violations.is_empty(), "{name}: the cache differs from the server after healing: {violations:#?}");
     reader.close().await;
+    probe.close().await;
 }
 
 #[actix_rt::test]
