@@ -826,3 +826,34 @@ async fn after_an_expiry_the_new_terms_leader_actor_waits_for_the_old_one() {
     assert_eq!(count.most(), 1, "the new term's actor ran beside the old one");
     s.close().await;
 }
+
+/// Review of issue 25: `leadership()` asked right behind a `resign_and_requeue()` waits for the
+/// participant's next term; it answered `NotParticipating` in the window between the resign's
+/// delete and the requeue, though the participant never left for good.
+#[actix_rt::test]
+async fn leadership_asked_during_a_requeue_waits_for_the_next_term() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("election-requeue-leadership");
+    let a = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let b = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let me = ElectionHandle::start(a.clone(), ElectionConfig::new("/e").with_participant_id("me"));
+    let first = bounded("we lead", me.leadership()).await.expect("we lead");
+    let other = ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("other"));
+    wait_until_async("both in line", || async { me.participants().await.unwrap_or_default().len() == 2 }).await;
+    let mut last = first.token;
+    for round in 0..5 {
+        let requeue = me.resign_and_requeue();
+        let next = me.leadership();
+        bounded("the other leads", other.leadership()).await.expect("the other leads");
+        bounded("our requeue", requeue).await.expect("requeued");
+        other.resign_and_requeue().await.expect("the other hands back");
+        let term = bounded("our next term", next).await.unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert!(term.token > last, "round {round}: a new term");
+        last = term.token;
+    }
+    me.stop();
+    other.stop();
+    a.close().await;
+    b.close().await;
+}

@@ -109,6 +109,11 @@ pub struct ElectionActor {
     ended: Option<FencingToken>,
     /// Answers to `Resign { requeue: true }`, sent once the new node stands in line.
     requeued: Vec<(oneshot::Sender<ReleaseOutcome>, ReleaseOutcome)>,
+    /// Requeuing resigns whose delete is not answered yet: the participant is between terms,
+    /// not out of the election.
+    requeuing: usize,
+    /// `Leadership` asked while requeuing: asked again once the participant stands in line.
+    after_requeue: Vec<LeadershipWaiter>,
     span: tracing::Span,
 }
 
@@ -140,6 +145,8 @@ impl ElectionActor {
             leader_id: None,
             ended: None,
             requeued: Vec::new(),
+            requeuing: 0,
+            after_requeue: Vec::new(),
             span,
         }
     }
@@ -521,15 +528,23 @@ impl ElectionActor {
         let (answer, answered) = oneshot::channel();
         let effects = self.holder.release(answer);
         holder::run(self, effects, ctx);
+        if requeue {
+            self.requeuing += 1;
+        }
         // The requeue's create and the read of who leads wait for the delete's answer: sent
         // right behind it, they held up the next leader's notification (issue 16: W3's
         // hand-off p50 0.64-0.87 ms with them, 0.46-0.53 ms after). The caller still hears
         // only once the new node stands in line.
         ctx.spawn(answered.into_actor(self).map(move |outcome, act, ctx| {
             if requeue {
+                act.requeuing -= 1;
                 act.requeued.push((reply, outcome));
                 let effects = act.holder.keep_contending(true);
                 holder::run(act, effects, ctx);
+                for waiter in std::mem::take(&mut act.after_requeue) {
+                    let effects = act.holder.acquire(waiter);
+                    holder::run(act, effects, ctx);
+                }
             } else {
                 let _ = reply.send(outcome);
             }
@@ -603,7 +618,7 @@ impl Handler<Leadership> for ElectionActor {
 
     fn handle(&mut self, _: Leadership, ctx: &mut Context<Self>) -> Self::Result {
         let path = self.config.path.clone();
-        if !self.resigning() && !self.holder.keeps_contending() {
+        if !self.resigning() && !self.holder.keeps_contending() && self.requeuing == 0 {
             return Reply::Now(Err(ElectionError::NotParticipating { path }));
         }
         let (pending, reply) = Reply::later(Err(ElectionError::Stopped { path: path.clone() }));
@@ -611,6 +626,10 @@ impl Handler<Leadership> for ElectionActor {
         // out: asked again once the resign has gone through.
         self.after_leader_stopped(ctx, move |act, ctx| {
             if !act.holder.keeps_contending() {
+                if act.requeuing > 0 {
+                    act.after_requeue.push(LeadershipWaiter { path, reply: pending });
+                    return;
+                }
                 let _ = pending.send(Err(ElectionError::NotParticipating { path }));
                 return;
             }
