@@ -151,6 +151,9 @@ async fn line(
 
 /// Reads the lock at `path`: a mutex (`lock-` nodes), a read/write lock (`__READ__` and
 /// `__WRIT__` nodes) or a semaphore (`leases/` and `locks/` below it).
+///
+/// # Cancel safety
+/// Cancel-safe: it only reads; dropping the future loses nothing but the report.
 pub async fn locks(session: &SessionHandle, path: &str) -> Result<LockReport, Error> {
     let names = children(session, path).await?;
     if names.iter().any(|n| n == "leases") {
@@ -169,6 +172,9 @@ pub async fn locks(session: &SessionHandle, path: &str) -> Result<LockReport, Er
 }
 
 /// Reads the election at `path` (Curator's `LeaderLatch` layout).
+///
+/// # Cancel safety
+/// Cancel-safe: it only reads; dropping the future loses nothing but the report.
 pub async fn election(session: &SessionHandle, path: &str) -> Result<ElectionReport, Error> {
     let participants =
         line(session, path, |line, name| naming::first_in_line(line).is_some_and(|first| first == name)).await?;
@@ -176,6 +182,9 @@ pub async fn election(session: &SessionHandle, path: &str) -> Result<ElectionRep
 }
 
 /// Reads the queue at `path`, and the dead-letter queue at `dead_letter` if given.
+///
+/// # Cancel safety
+/// Cancel-safe: it only reads; dropping the future loses nothing but the report.
 pub async fn queue(session: &SessionHandle, path: &str, dead_letter: Option<&str>) -> Result<QueueReport, Error> {
     let items = path::sequential_in_order(children(session, path).await?);
     let oldest_age_ms = match items.first() {
@@ -201,6 +210,9 @@ pub async fn queue(session: &SessionHandle, path: &str, dead_letter: Option<&str
 }
 
 /// Reads the master–worker installation at `root`.
+///
+/// # Cancel safety
+/// Cancel-safe: it only reads; dropping the future loses nothing but the report.
 pub async fn tasks(session: &SessionHandle, root: &str) -> Result<TasksReport, Error> {
     let under = |name: &str| path::join(root, name);
     let master = election(session, &under("master")).await?.participants.into_iter().find(|m| m.holds);

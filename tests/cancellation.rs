@@ -272,7 +272,15 @@ async fn hammer_lock_shaped<H: LockShaped>(
                 match outcome {
                     Ok(Some(grant)) => {
                         received.insert(grant.token);
-                        dropper.release().await.expect("release what was received");
+                        // Half the releases are dropped at a random moment, some at once: a
+                        // release is carried out all the same (the live one takes it below).
+                        let release = dropper.release();
+                        if rng.below(2) == 0 {
+                            let delay = if rng.below(2) == 0 { Duration::ZERO } else { rng.drop_delay() };
+                            let _ = futures::future::select(release, Box::pin(actix_rt::time::sleep(delay))).await;
+                        } else {
+                            release.await.expect("release what was received");
+                        }
                     }
                     Ok(None) => assert!(blocked || try_only, "round {n}: a free lock's acquire answered nothing"),
                     Err(e) => panic!("round {n}: {e:?}"),
@@ -423,12 +431,13 @@ async fn recipe_actors_stopped_at_random_moments_leave_nothing_behind() {
     let zk = TestZooKeeper::from_env().expect("ZooKeeper");
     let root = unique_root("stop-random");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
-    for dir in ["/l", "/e", "/g", "/c"] {
+    for dir in ["/l", "/s", "/e", "/g", "/c"] {
         a.ensure_path(dir).await.expect("dir");
     }
     let before = watch_count(&zk);
     let mut rng = Rng::seeded("stop-random");
     let other_lock = LockHandle::start(b.clone(), LockConfig::new("/l"));
+    let other_pool = SemaphoreHandle::start(b.clone(), SemaphoreConfig::new("/s", 1));
     let other_leader = ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("other"));
     for round in 0..12 {
         let by_message = rng.below(2) == 0;
@@ -436,9 +445,14 @@ async fn recipe_actors_stopped_at_random_moments_leave_nothing_behind() {
         let blocked = rng.below(2) == 0;
         if blocked {
             other_lock.acquire(None).await.expect("the other holds");
+            other_pool.acquire(None).await.expect("the other holds the lease");
         }
         let lock = LockActor::new(a.clone(), LockConfig::new("/l")).start();
         lock.do_send(Acquire::default());
+        // A semaphore participant acquiring a lease (the only one: the other holds it in the
+        // rounds where it holds the lock).
+        let pool = SemaphoreActor::new(a.clone(), SemaphoreConfig::new("/s", 1)).start();
+        pool.do_send(Acquire::default());
         // An election participant joining, next to the other one.
         let election = ElectionActor::new(a.clone(), ElectionConfig::new("/e").with_participant_id("me")).start();
         // A group member joining.
@@ -448,11 +462,15 @@ async fn recipe_actors_stopped_at_random_moments_leave_nothing_behind() {
         let cache = cache.start();
         actix_rt::time::sleep(rng.drop_delay() * 4).await;
         stop_one(lock, by_message, |l| l.do_send(Release));
+        stop_one(pool, by_message, |p| p.do_send(Release));
         stop_one(election, by_message, |e| e.do_send(StopElection));
         stop_one(member, by_message, |m| m.do_send(Leave));
         stop_one(cache, by_message, |c| c.do_send(StopCache));
         let held: Vec<String> = if blocked {
-            ephemerals_under(&b, "/l").await.into_iter().filter(|n| n.starts_with("/l/")).take(1).collect()
+            let mut held: Vec<String> =
+                ephemerals_under(&b, "/l").await.into_iter().filter(|n| n.starts_with("/l/")).take(1).collect();
+            held.extend(ephemerals_under(&b, "/s").await);
+            held
         } else {
             Vec::new()
         };
@@ -463,7 +481,7 @@ async fn recipe_actors_stopped_at_random_moments_leave_nothing_behind() {
             let deadline = Instant::now() + Duration::from_secs(5);
             loop {
                 let mut left = Vec::new();
-                for dir in ["/l", "/e", "/g"] {
+                for dir in ["/l", "/s", "/e", "/g"] {
                     for node in ephemerals_under(&a, dir).await {
                         let owner = a.exists(&node).await.ok().flatten().map(|s| s.ephemeral_owner);
                         let ours = a.session().await.map(|s| s.session_id.0);
@@ -482,10 +500,14 @@ async fn recipe_actors_stopped_at_random_moments_leave_nothing_behind() {
         assert!(left.is_empty(), "round {round} (by message: {by_message}): left behind {left:?}");
         if blocked {
             other_lock.release().await.expect("release");
+            other_pool.release().await.expect("release");
         }
-        // The live participants go on: the lock is free, the other leads, the id joins elsewhere.
+        // The live participants go on: the lock and the lease are free, the other leads, the id
+        // joins elsewhere.
         other_lock.acquire(Some(Duration::from_secs(10))).await.expect("the lock was left held");
         other_lock.release().await.expect("release");
+        other_pool.acquire(Some(Duration::from_secs(10))).await.expect("the lease was left held");
+        other_pool.release().await.expect("release");
         bounded("the other leads", other_leader.leadership()).await.expect("the other leads");
         let elsewhere = GroupMember::new(b.clone(), GroupConfig::new("/g", "me")).expect("config").start();
         let joined = Recorded::<GroupEvent>::start();
@@ -561,9 +583,10 @@ async fn election_calls_dropped_at_random_moments_leave_nothing_behind() {
     let other = ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("other"));
     let mut rng = Rng::seeded("cancel-election");
     for round in 0..20 {
-        let call: futures::future::LocalBoxFuture<'_, _> = match rng.below(3) {
+        let call: futures::future::LocalBoxFuture<'_, _> = match rng.below(4) {
             0 => Box::pin(async { me.leadership().await.map(|_| ()) }),
             1 => Box::pin(me.resign_and_requeue()),
+            2 => Box::pin(me.join()),
             _ => Box::pin(me.resign()),
         };
         let _ = futures::future::select(call, Box::pin(actix_rt::time::sleep(rng.drop_delay()))).await;
@@ -1367,20 +1390,32 @@ async fn questions_to_recipe_actors_dropped_at_random_moments_lose_only_their_an
     let mut dropped = 0;
     for _ in 0..30 {
         let question: futures::future::LocalBoxFuture<'_, ()> = match rng.below(3) {
-            0 => Box::pin(async {
-                let _ = cache.send(Snapshot).await;
-            }),
-            1 => Box::pin(async {
-                let _ = member.send(Members).await;
-            }),
-            _ => Box::pin(async {
-                let _ = counter.send(GetCount).await;
-            }),
+            // Each sent when it is made (`Addr::send` queues at once), awaited by the future.
+            0 => {
+                let asked = cache.send(Snapshot);
+                Box::pin(async move {
+                    let _ = asked.await;
+                })
+            }
+            1 => {
+                let asked = member.send(Members);
+                Box::pin(async move {
+                    let _ = asked.await;
+                })
+            }
+            _ => {
+                let asked = counter.send(GetCount);
+                Box::pin(async move {
+                    let _ = asked.await;
+                })
+            }
         };
-        // Half at once (before the actor answered), half within a loopback round trip.
-        let delay = if rng.below(2) == 0 { Duration::ZERO } else { rng.drop_delay() / 8 };
-        if let futures::future::Either::Right(_) =
-            futures::future::select(question, Box::pin(actix_rt::time::sleep(delay))).await
+        // Half dropped at once (before the actor took it), half within a loopback round trip.
+        if rng.below(2) == 0 {
+            drop(question);
+            dropped += 1;
+        } else if let futures::future::Either::Right(_) =
+            futures::future::select(question, Box::pin(actix_rt::time::sleep(rng.drop_delay() / 8))).await
         {
             dropped += 1;
         }

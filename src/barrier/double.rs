@@ -123,6 +123,12 @@ impl DistributedDoubleBarrier {
     /// first, after removing our member node, so that nobody counts us. Connection trouble is
     /// waited out; after a session expiry our (ephemeral) node is created again on the new
     /// session and the wait goes on. Dropping the future also removes our node.
+    ///
+    /// # Cancel safety
+    /// Dropped before it resolves, our member node is removed (the drop sends its delete) and
+    /// the watch on `ready` is withdrawn, so members that count after that do not count us. A
+    /// call dropped while it still waited for another `enter` or `leave` of this member has done
+    /// nothing.
     pub fn enter(&self, timeout: Option<Duration>) -> impl Future<Output = Result<(), BarrierError>> + 'static {
         let member = self.member.clone();
         let span = debug_span!("barrier.enter", path = %member.path, member = %member.id, count = member.member_count);
@@ -163,6 +169,12 @@ impl DistributedDoubleBarrier {
     /// [`BarrierError::NotEntered`] without a successful [`enter`](Self::enter) before it. If our
     /// node vanished meanwhile (our session expired), we count as having left and still wait for
     /// the others. Dropping the future also removes our node.
+    ///
+    /// # Cancel safety
+    /// Dropped before it resolves, our member node is removed (the drop sends its delete) and
+    /// the watches are withdrawn: the others count us as gone, and we stop waiting for them
+    /// (`leave` may be called again to wait). A call dropped while it still waited for another
+    /// `enter` or `leave` of this member has done nothing.
     pub fn leave(&self, timeout: Option<Duration>) -> impl Future<Output = Result<(), BarrierError>> + 'static {
         let member = self.member.clone();
         let span = debug_span!("barrier.leave", path = %member.path, member = %member.id, count = member.member_count);

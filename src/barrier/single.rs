@@ -52,6 +52,10 @@ impl DistributedBarrier {
     /// Sets the barrier: creates its node (and missing parents). Setting a barrier that is
     /// already set is fine. A request whose outcome was lost is sent again (for up to 30 s of
     /// connection trouble), which is safe because creating an existing node changes nothing.
+    ///
+    /// # Cancel safety
+    /// Nothing is sent before the first poll. Dropped after that, the barrier may or may not
+    /// be set (its parents may have been created); calling `set` again is safe.
     pub fn set(&self) -> impl Future<Output = Result<(), BarrierError>> + 'static {
         let session = self.session.clone();
         let barrier = self.path.clone();
@@ -90,6 +94,10 @@ impl DistributedBarrier {
     /// Removes the barrier: deletes its node, which releases every waiter. Removing a barrier
     /// that is not set is fine. Fails with `NotEmpty` (in [`BarrierError::ZooKeeper`]) if
     /// someone created nodes under it. Retried through connection trouble like [`set`](Self::set).
+    ///
+    /// # Cancel safety
+    /// Nothing is sent before the first poll. Dropped after that, the barrier may or may not
+    /// be removed; calling `remove` again is safe.
     pub fn remove(&self) -> impl Future<Output = Result<(), BarrierError>> + 'static {
         let session = self.session.clone();
         let barrier = self.path.clone();
@@ -116,6 +124,10 @@ impl DistributedBarrier {
     /// [`BarrierError::Timeout`] if the barrier is still set when it elapses; without, waits as
     /// long as it takes. Connection trouble and a new session are waited out (the watch is set
     /// again), so a removal while disconnected is still seen.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: it only reads; dropped (a `select!`, an outer timeout), its watch is
+    /// withdrawn, so it leaves nothing behind.
     pub fn wait(&self, timeout: Option<Duration>) -> impl Future<Output = Result<(), BarrierError>> + 'static {
         let session = self.session.clone();
         let barrier = self.path.clone();

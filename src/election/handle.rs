@@ -128,6 +128,9 @@ impl ElectionHandle {
     }
 
     /// Every participant id in line order (the leader first), read from ZooKeeper now.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a read; dropping the future loses only the answer.
     pub fn participants(&self) -> impl Future<Output = Result<Vec<String>, ElectionError>> + 'static {
         let asked = self.ask(Participants);
         async move { asked.await? }

@@ -35,6 +35,11 @@ impl LockGrant {
     /// When the connection drops or the session expires with the write in flight, the answer is
     /// [`LockError::OutcomeUnknown`]: the write may have applied (see "Retrying a guarded write"
     /// in `docs/recipes/lock.md`). Every other error means nothing of it applied.
+    ///
+    /// # Cancel safety
+    /// The transaction is sent when this is called: dropping the future does not withdraw
+    /// it; it applies (all of it, if the grant still holds) or not at all, and only the answer is
+    /// lost.
     pub fn guarded_write(
         &self,
         session: &SessionHandle,

@@ -97,12 +97,18 @@ impl LockHandle {
 
     /// The participant id of the holder (for a read/write lock: of the first node in line),
     /// read from ZooKeeper now; `None` when nobody holds or waits.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a read; dropping the future loses only the answer.
     pub fn holder(&self) -> impl Future<Output = Result<Option<String>, LockError>> + 'static {
         let ids = participants(&self.addr, &self.dir);
         async move { Ok(ids.await?.into_iter().next()) }
     }
 
     /// Every participant id in line order, the holder first, read from ZooKeeper now.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a read; dropping the future loses only the answer.
     pub fn participants(&self) -> impl Future<Output = Result<Vec<String>, LockError>> + 'static {
         participants(&self.addr, &self.dir)
     }
@@ -157,16 +163,28 @@ impl SemaphoreHandle {
 
     /// Waits for a lease, at most `timeout` if given. Dropping the future gives back a lease
     /// it received but did not return.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe, as [`LockHandle::acquire`]: dropped while waiting, its attempt leaves
+    /// the line (its nodes are deleted); dropped with the lease in hand, the lease is given back,
+    /// unless it was already held when this call was made.
     pub fn acquire(&self, timeout: Option<Duration>) -> impl Future<Output = Result<LockGrant, LockError>> + 'static {
         acquire(&self.addr, &self.dir, timeout)
     }
 
     /// Gives the lease back (or stops waiting for one); resolves once its node is deleted.
+    ///
+    /// # Cancel safety
+    /// Dropping the future does not stop the release: the lease node is deleted all the
+    /// same.
     pub fn release(&self) -> impl Future<Output = Result<(), LockError>> + 'static {
         release(&self.addr, &self.dir)
     }
 
     /// The participant ids of the lease nodes in line order (holders first), read now.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a read; dropping the future loses only the answer.
     pub fn participants(&self) -> impl Future<Output = Result<Vec<String>, LockError>> + 'static {
         participants(&self.addr, &self.dir)
     }

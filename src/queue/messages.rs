@@ -49,6 +49,10 @@ impl Delivery {
     }
 
     /// Failed: deliver again later (or dead-letter it after `max_attempts`).
+    ///
+    /// # Cancel safety
+    /// Sent when this is called, as [`ack`](Self::ack) is: dropping the future loses only its
+    /// answer, and the nack applies all the same.
     pub fn nack(&self) -> impl Future<Output = Result<(), QueueError>> + 'static {
         self.settle(Outcome::Nack)
     }

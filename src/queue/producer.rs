@@ -70,9 +70,9 @@ impl Queue {
     /// nothing written.
     ///
     /// # Cancel safety
-    /// The create is sent on the first poll; once sent, dropping the future does not withdraw
-    /// it (the item is queued all the same). Use [`put_with_id`](Self::put_with_id) to retry
-    /// without queuing twice.
+    /// Nothing is sent before the first poll. Dropped after that, the item may or may not have
+    /// been queued (never in part), and calling `put` again may queue it twice: use
+    /// [`put_with_id`](Self::put_with_id) to retry without queuing twice.
     pub async fn put(&self, data: impl Into<Vec<u8>>) -> Result<String, QueueError> {
         let data = data.into();
         loop {
@@ -138,12 +138,19 @@ impl Queue {
 
     /// The queued item put with `id` ([`put_with_id`](Self::put_with_id)), if it is still
     /// queued: its node name. Lists the queue.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a read; dropping the future loses only the answer.
     pub async fn find(&self, id: &str) -> Result<Option<String>, QueueError> {
         check_item_id(id)?;
         Ok(self.items().await?.into_iter().find(|name| is_item_of(name, id)))
     }
 
     /// Appends all `items` atomically (one `multi`): all are enqueued, in order, or none.
+    ///
+    /// # Cancel safety
+    /// Nothing is sent before the first poll. The items go in one `multi`, so a call dropped
+    /// after that has queued all of them or none, and calling again may queue them twice.
     pub async fn put_all(&self, items: Vec<Vec<u8>>) -> Result<Vec<String>, QueueError> {
         if items.is_empty() {
             return Ok(Vec::new());
@@ -172,6 +179,9 @@ impl Queue {
     }
 
     /// The head item's data without removing it; `None` when empty (the recipe's `peek`).
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: reads only; dropping the future loses only the answer.
     pub async fn peek(&self) -> Result<Option<Vec<u8>>, QueueError> {
         loop {
             let Some(head) = self.items().await?.into_iter().next() else { return Ok(None) };
@@ -184,6 +194,9 @@ impl Queue {
     }
 
     /// Like [`peek`](Self::peek), but an empty queue is an error (the recipe's `element`).
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: reads only; dropping the future loses only the answer.
     pub async fn element(&self) -> Result<Vec<u8>, QueueError> {
         self.peek().await?.ok_or_else(|| QueueError::Empty { queue: self.path.clone() })
     }
@@ -215,6 +228,10 @@ impl Queue {
     }
 
     /// Like [`poll`](Self::poll), but an empty queue is an error (the recipe's `remove`).
+    ///
+    /// # Cancel safety
+    /// Cancel-safe, as [`poll`](Self::poll): dropped after its removal applied, the item is
+    /// put back under its own name; no item is lost.
     pub async fn remove(&self) -> Result<Vec<u8>, QueueError> {
         self.poll().await?.ok_or_else(|| QueueError::Empty { queue: self.path.clone() })
     }
@@ -277,11 +294,17 @@ impl Queue {
     }
 
     /// Number of items now.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a read; dropping the future loses only the answer.
     pub async fn len(&self) -> Result<usize, QueueError> {
         Ok(self.items().await?.len())
     }
 
     /// True when no item is queued now.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a read; dropping the future loses only the answer.
     pub async fn is_empty(&self) -> Result<bool, QueueError> {
         Ok(self.len().await? == 0)
     }

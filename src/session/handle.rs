@@ -10,9 +10,10 @@
 //! # Cancel safety
 //! Every request future is cancel-safe in tokio's sense for reads (dropping it loses nothing but
 //! the answer); a write is sent when the method is called, so dropping its future does not
-//! withdraw it: the write applies (or fails) all the same, as with every ZooKeeper client. A
-//! dropped watched read still sets its watch on the server (ZooKeeper has no way to take a
-//! one-shot watch back); the recipes' own futures account for that, see their docs.
+//! withdraw it: the write applies (or fails) all the same, as with every ZooKeeper client (the
+//! request goes as `Told`, which the actor carries out even when its caller went first). A
+//! dropped watched read (`*_watched`) still sets its watch: the watch belongs to its `watcher`
+//! actor, not to the future, and is removed once that actor stops.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -74,6 +75,10 @@ impl SessionHandle {
     }
 
     /// Sends any request message; resolves to its reply.
+    ///
+    /// # Cancel safety
+    /// Sent when this is called and carried out whether or not the future is awaited:
+    /// dropping it loses only the reply (a write applies, or fails, all the same).
     pub fn request<M, T>(&self, msg: M) -> impl Future<Output = Result<T>> + 'static + use<M, T>
     where
         M: Message<Result = Result<T>> + Send + 'static,
@@ -93,6 +98,11 @@ impl SessionHandle {
     }
 
     /// Creates a node (session default ACL).
+    ///
+    /// # Cancel safety
+    /// The create is sent when this is called: dropping the future does not withdraw it. The
+    /// node is created (or not) all the same; only the answer is lost (for a sequential node,
+    /// with its name).
     pub fn create<D: Into<Vec<u8>>>(
         &self,
         path: &str,
@@ -103,16 +113,28 @@ impl SessionHandle {
     }
 
     /// Deletes a node, optionally only at `version`.
+    ///
+    /// # Cancel safety
+    /// The delete is sent when this is called: dropping the future does not withdraw it, and
+    /// only its answer is lost.
     pub fn delete(&self, path: &str, version: Option<i32>) -> impl Future<Output = Result<()>> + 'static + use<> {
         self.request(Delete { path: path.into(), version })
     }
 
     /// Reads a node's data and stat.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a read, sent when this is called; dropping the future loses only the
+    /// answer.
     pub fn get_data(&self, path: &str) -> impl Future<Output = Result<NodeData>> + 'static + use<> {
         self.request(GetData { path: path.into(), watch: None })
     }
 
     /// Reads a node's data and leaves a one-shot watch for `watcher`.
+    ///
+    /// # Cancel safety
+    /// A read sent when this is called: dropping the future loses only the answer. The
+    /// watch is left as an awaited call would leave it, and its event still goes to `watcher`.
     pub fn get_data_watched(
         &self,
         path: &str,
@@ -122,6 +144,10 @@ impl SessionHandle {
     }
 
     /// Replaces a node's data, optionally only at `version`.
+    ///
+    /// # Cancel safety
+    /// The write is sent when this is called: dropping the future does not withdraw it, and
+    /// only its answer is lost.
     pub fn set_data<D: Into<Vec<u8>>>(
         &self,
         path: &str,
@@ -132,11 +158,19 @@ impl SessionHandle {
     }
 
     /// Reads a node's stat, `None` if it does not exist.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a read, sent when this is called; dropping the future loses only the
+    /// answer.
     pub fn exists(&self, path: &str) -> impl Future<Output = Result<Option<Stat>>> + 'static + use<> {
         self.request(Exists { path: path.into(), watch: None })
     }
 
     /// Reads a node's stat and leaves a one-shot watch (creation, change, deletion).
+    ///
+    /// # Cancel safety
+    /// A read sent when this is called: dropping the future loses only the answer. The
+    /// watch is left as an awaited call would leave it, and its event still goes to `watcher`.
     pub fn exists_watched(
         &self,
         path: &str,
@@ -146,11 +180,19 @@ impl SessionHandle {
     }
 
     /// Lists a node's children.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a read, sent when this is called; dropping the future loses only the
+    /// answer.
     pub fn children(&self, path: &str) -> impl Future<Output = Result<Children>> + 'static + use<> {
         self.request(GetChildren { path: path.into(), watch: None })
     }
 
     /// Lists a node's children and leaves a one-shot watch on them.
+    ///
+    /// # Cancel safety
+    /// A read sent when this is called: dropping the future loses only the answer. The
+    /// watch is left as an awaited call would leave it, and its event still goes to `watcher`.
     pub fn children_watched(
         &self,
         path: &str,
@@ -160,6 +202,10 @@ impl SessionHandle {
     }
 
     /// Applies `ops` atomically.
+    ///
+    /// # Cancel safety
+    /// The transaction is sent when this is called: dropping the future does not withdraw
+    /// it; it applies (all of it) or fails (none of it) all the same, and only the answer is lost.
     pub fn multi(&self, ops: Vec<Op>) -> impl Future<Output = Result<Vec<OpResult>>> + 'static + use<> {
         self.request(Multi { ops })
     }
@@ -198,16 +244,28 @@ impl SessionHandle {
     }
 
     /// Syncs the connected server with the leader on `path`.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: sent when this is called; dropping the future loses only the answer (a
+    /// sync changes no data).
     pub fn sync(&self, path: &str) -> impl Future<Output = Result<()>> + 'static + use<> {
         self.request(Sync { path: path.into() })
     }
 
     /// Creates `path` and its missing ancestors.
+    ///
+    /// # Cancel safety
+    /// Sent when this is called and carried out to the end whether or not the future is
+    /// awaited: dropping it loses only the answer. Calling it again is harmless.
     pub fn ensure_path(&self, path: &str) -> impl Future<Output = Result<()>> + 'static + use<> {
         self.request(EnsurePath { path: path.into(), containers: false })
     }
 
     /// Deletes `path` and everything below it.
+    ///
+    /// # Cancel safety
+    /// Sent when this is called and carried out to the end whether or not the future is
+    /// awaited: dropping it does not stop the deletion, and only its answer is lost.
     pub fn delete_recursive(&self, path: &str) -> impl Future<Output = Result<()>> + 'static + use<> {
         self.request(DeleteRecursive { path: path.into() })
     }
@@ -260,6 +318,10 @@ impl SessionHandle {
     }
 
     /// The current session, if one is up.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a read of the session actor's state; dropping the future loses only the
+    /// answer.
     pub fn session(&self) -> impl Future<Output = Option<SessionSnapshot>> + 'static + use<> {
         let reply = self.addr.send(GetSession);
         async move { reply.await.ok().flatten() }
@@ -268,6 +330,9 @@ impl SessionHandle {
     /// Resolves once the session is connected (at once when it is), like Curator's
     /// `blockUntilConnected`; [`Error::Closed`] when the session is closed first. Wrap it in a
     /// timeout to bound the wait.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropping the future only stops the wait; the session is not affected.
     pub fn connected(&self) -> impl Future<Output = Result<SessionSnapshot>> + 'static + use<> {
         let reply = self.addr.send(WaitConnected);
         async move { reply.await.map_err(|_| Error::Closed)? }

@@ -40,6 +40,10 @@ impl PinnedSession {
     }
 
     /// Creates a node on this session.
+    ///
+    /// # Cancel safety
+    /// The create is sent when this is called: dropping the future does not withdraw it. The
+    /// node is created (or not, and only on this session) all the same; only the answer is lost.
     pub fn create<D: Into<Vec<u8>>>(
         &self,
         path: &str,
@@ -50,21 +54,37 @@ impl PinnedSession {
     }
 
     /// Deletes a node on this session, optionally only at `version`.
+    ///
+    /// # Cancel safety
+    /// The delete is sent when this is called: dropping the future does not withdraw it
+    /// (it still runs only on this session); only its answer is lost.
     pub fn delete(&self, path: &str, version: Option<i32>) -> impl Future<Output = Result<()>> + 'static + use<> {
         self.session.request(self.on(path, Delete { path: path.into(), version }))
     }
 
     /// Reads a node's stat on this session.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a read, sent when this is called; dropping the future loses only the
+    /// answer.
     pub fn exists(&self, path: &str) -> impl Future<Output = Result<Option<Stat>>> + 'static + use<> {
         self.session.request(self.on(path, Exists { path: path.into(), watch: None }))
     }
 
     /// Reads a node on this session.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a read, sent when this is called; dropping the future loses only the
+    /// answer.
     pub fn get_data(&self, path: &str) -> impl Future<Output = Result<NodeData>> + 'static + use<> {
         self.session.request(self.on(path, GetData { path: path.into(), watch: None }))
     }
 
     /// Replaces a node's data on this session, optionally only at `version`.
+    ///
+    /// # Cancel safety
+    /// The write is sent when this is called: dropping the future does not withdraw it
+    /// (it still runs only on this session); only its answer is lost.
     pub fn set_data<D: Into<Vec<u8>>>(
         &self,
         path: &str,
@@ -77,11 +97,20 @@ impl PinnedSession {
     /// Makes the server this session talks to catch up with the leader on `path`, on this
     /// session: a read sent after it sees every write the leader had applied (or proposed) when
     /// the sync reached it, also a write whose reply this session never saw.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: sent when this is called; dropping the future loses only the answer (a
+    /// sync changes no data).
     pub fn sync(&self, path: &str) -> impl Future<Output = Result<()>> + 'static + use<> {
         self.session.request(self.on(path, Sync { path: path.into() }))
     }
 
     /// Applies `ops` atomically on this session.
+    ///
+    /// # Cancel safety
+    /// The transaction is sent when this is called: dropping the future does not withdraw
+    /// it; it applies (all of it, only on this session) or fails (none of it) all the same, and
+    /// only the answer is lost.
     pub fn multi(&self, ops: Vec<Op>) -> impl Future<Output = Result<Vec<OpResult>>> + 'static + use<> {
         let first = ops.first().map(|op| op.path().to_owned()).unwrap_or_else(|| "/".into());
         self.session.request(OnSession { generation: self.generation, path: first, request: Multi { ops } })

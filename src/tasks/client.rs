@@ -74,6 +74,11 @@ impl TaskClient {
     /// Submits a task; resolves to its id once it is stored. A submission whose reply was lost
     /// is sent again with the same id, and the transaction cannot apply twice (the status node
     /// it creates already exists), so one call never makes two tasks.
+    ///
+    /// # Cancel safety
+    /// The first try is sent when this is called (later ones only while the future is
+    /// polled). Dropped before it resolves, the task may or may not have been stored, and its id
+    /// goes with the future: use [`submit_as`](Self::submit_as) to be able to find out.
     pub fn submit<D: Into<Vec<u8>>>(&self, data: D) -> impl Future<Output = Result<TaskId, TaskError>> + 'static {
         self.submit_as(TaskId::random(), data)
     }
@@ -82,6 +87,11 @@ impl TaskClient {
     /// an error whose outcome is unknown (the session closed with the submission in flight), the
     /// id still tells: [`state`](Self::state) says whether the task was stored. Submitting the
     /// same id again is safe: it never makes a second task while the first one's status exists.
+    ///
+    /// # Cancel safety
+    /// The first try is sent when this is called (later ones only while the future is
+    /// polled). Dropped before it resolves, the task may or may not have been stored:
+    /// [`state`](Self::state) tells, and submitting the same id again is safe (see above).
     pub fn submit_as<D: Into<Vec<u8>>>(
         &self,
         id: TaskId,
@@ -128,6 +138,10 @@ impl TaskClient {
 
     /// Waits up to `timeout` for the task's result (a watch on its status node, not polling).
     /// The result stays stored until [`forget`](Self::forget), so asking twice is fine.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: reads only; dropped (a `select!`, an outer timeout), its watch on the
+    /// status node is withdrawn, and the result stays stored for a later call.
     pub fn result(
         &self,
         task: &TaskId,
@@ -175,6 +189,10 @@ impl TaskClient {
 
     /// Where a task is now: looked up by its id (also after a submission whose outcome was
     /// unknown).
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: two reads, sent when this is called; dropping the future loses only the
+    /// answer.
     pub fn state(&self, task: &TaskId) -> impl Future<Output = Result<TaskState, TaskError>> + 'static {
         let status = self.session.exists(&self.layout.status_of(task.as_str()));
         let waiting = self.session.exists(&self.layout.task(task.as_str()));
@@ -197,6 +215,10 @@ impl TaskClient {
 
     /// Deletes a task's status (and so its result). A task not yet finished is still run; its
     /// result is then dropped.
+    ///
+    /// # Cancel safety
+    /// The delete is sent when this is called: dropping the future does not withdraw it, and
+    /// the result is forgotten all the same.
     pub fn forget(&self, task: &TaskId) -> impl Future<Output = Result<(), TaskError>> + 'static {
         let deleted = self.session.delete(&self.layout.status_of(task.as_str()), None);
         async move {
@@ -211,6 +233,10 @@ impl TaskClient {
     ///
     /// The directories are read one after another, not in one snapshot: a task assigned
     /// between the reads can be counted both waiting and assigned (or neither, when put back).
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: reads only (sent on the first poll); dropping the future loses only the
+    /// answer.
     pub fn overview(&self) -> impl Future<Output = Result<Overview, TaskError>> + 'static {
         let session = self.session.clone();
         let layout = self.layout.clone();

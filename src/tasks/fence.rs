@@ -27,6 +27,11 @@ impl MasterFence {
     /// version: a deposed master gets [`TaskError::Deposed`] and nothing is written. Results are
     /// those of `ops`. A write whose connection dropped or whose session expired in flight gets
     /// [`TaskError::OutcomeUnknown`]: it may have applied.
+    ///
+    /// # Cancel safety
+    /// The transaction is sent when this is called: dropping the future does not withdraw
+    /// it; it applies (all of it, if the term still holds) or not at all, and only the answer is
+    /// lost.
     pub fn write(
         &self,
         session: &SessionHandle,
