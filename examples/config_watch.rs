@@ -142,6 +142,8 @@ impl Handler<CacheEvent> for Service {
                 println!("  [service] back in sync with ZooKeeper (everything re-read); configuration: {now}");
             }
             CacheEvent::CacheFailed { error } => println!("  [service] the configuration cache failed: {error}"),
+            // The event enums are `#[non_exhaustive]`: later versions may tell more.
+            other => println!("  [service] {other:?}"),
         }
     }
 }

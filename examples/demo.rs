@@ -41,6 +41,7 @@ impl Handler<SessionEvent> for Narrator {
             }
             SessionEvent::AuthFailed => println!("  [session] the server rejected our credentials"),
             SessionEvent::Closed => println!("  [session] closed"),
+            other => println!("  [session] {other:?}"),
         }
     }
 }
@@ -55,6 +56,7 @@ impl Handler<WatchEvent> for Narrator {
             WatchEventKind::DataChanged => "changed its data",
             WatchEventKind::ChildrenChanged => "gained or lost a child",
             WatchEventKind::SessionEnded => "is no longer watched (session ended)",
+            _ => "changed",
         };
         println!("  [watch]   {} {what}", event.path);
     }

@@ -41,6 +41,7 @@ impl Handler<ElectionEvent> for Narrator {
             ElectionEvent::LeaderChanged { leader_id: Some(id) } if id != who => println!("  {who}: {id} leads"),
             ElectionEvent::LeaderChanged { .. } => {}
             ElectionEvent::ElectionFailed { error } => println!("  {who}: cannot take part: {error}"),
+            _ => {}
         }
     }
 }

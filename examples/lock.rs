@@ -34,6 +34,7 @@ impl Handler<LockEvent> for Narrator {
             LockEvent::Suspended { .. } => println!("  [{who}] connection lost: may no longer hold the lock"),
             LockEvent::Reconnected { .. } => println!("  [{who}] reconnected: still holds the lock"),
             LockEvent::Lost { reason, .. } => println!("  [{who}] LOST the lock: {reason:?}"),
+            _ => {}
         }
     }
 }

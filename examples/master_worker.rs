@@ -252,6 +252,7 @@ impl Handler<MasterEvent> for MasterNarrator {
             }
             MasterEvent::MastershipEnded { token } => println!("  [{me}] its term (fencing token {token}) ended"),
             MasterEvent::MasterFailed { error } => println!("  [{me}] cannot take part: {error}"),
+            _ => {}
         }
     }
 }
@@ -301,6 +302,7 @@ impl Handler<WorkerEvent> for WorkerNarrator {
                 println!("  [{me}] cannot record the result of {}: {error}", self.shared.label(&task_id))
             }
             WorkerEvent::Registered { .. } | WorkerEvent::TaskStarted { .. } | WorkerEvent::Stopped => {}
+            _ => {}
         }
     }
 }

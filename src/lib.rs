@@ -58,6 +58,7 @@ pub(crate) mod metrics;
 pub mod path;
 pub mod queue;
 pub mod recipe;
+pub mod reply;
 pub mod retry;
 pub mod session;
 pub mod tasks;

@@ -76,6 +76,7 @@ impl RetryPolicy {
 
 /// The decision about one failed request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Verdict {
     /// Retrying cannot help: end the attempt with the error.
     GiveUp,

@@ -415,6 +415,7 @@ impl Handler<SessionEvent> for SessionPrinter {
             SessionEvent::Expired { session_id, generation } => ("expired", Some((session_id, generation))),
             SessionEvent::Closed => ("closed", None),
             SessionEvent::AuthFailed => ("auth-failed", None),
+            _ => ("other", None),
         };
         if session.is_some() {
             self.last = session;
@@ -559,7 +560,7 @@ impl Handler<LockEvent> for LockPrinter {
             LockEvent::Lost { token, reason } => emit!("lost", token = token.0, reason = format!("{reason:?}")),
             LockEvent::Suspended { token } => emit!("suspended", token = token.0),
             LockEvent::Reconnected { token } => emit!("reconnected", token = token.0),
-            LockEvent::Acquired { .. } | LockEvent::Released { .. } => {}
+            _ => {}
         }
     }
 }
@@ -724,6 +725,7 @@ impl Handler<ElectionEvent> for ElectionPrinter {
                 emit!("leader-changed", leader = leader_id.as_deref().unwrap_or("none"))
             }
             ElectionEvent::ElectionFailed { error } => emit!("election-failed", error = error),
+            _ => {}
         }
     }
 }

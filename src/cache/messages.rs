@@ -21,6 +21,7 @@ pub struct CachedNode {
 /// last one carrying the latest data).
 #[derive(Message, Debug, Clone, PartialEq, Eq)]
 #[rtype(result = "()")]
+#[non_exhaustive]
 pub enum CacheEvent {
     /// A node appeared in the cache (during the initial load, or created later).
     NodeAdded {

@@ -24,8 +24,8 @@ use super::messages::*;
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::path;
-use crate::recipe::Reply;
-use crate::recipe::reply::Told;
+use crate::reply::Reply;
+use crate::reply::Told;
 use crate::retry::{Backoff, RetryPolicy};
 use crate::session::requests::{CreateMode, EnsurePath, NodeData, Stat};
 use crate::session::watch::weak_watcher;
@@ -61,8 +61,8 @@ impl Seen {
     }
 }
 
-type CountReply = crate::recipe::reply::Pending<Result<VersionedCount, CounterError>>;
-type SetReply = crate::recipe::reply::Pending<Result<bool, CounterError>>;
+type CountReply = crate::reply::Pending<Result<VersionedCount, CounterError>>;
+type SetReply = crate::reply::Pending<Result<bool, CounterError>>;
 
 /// One read of the node at a time; requests for another while it runs are merged into one.
 #[derive(Default)]

@@ -24,8 +24,8 @@ use crate::recipe::holder::{
 };
 use crate::recipe::naming::{LATCH_NAME, Rule};
 use crate::recipe::participants;
-use crate::recipe::reply::{Pending, Told};
 use crate::recipe::{ConnectionPolicy, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Reply};
+use crate::reply::{Pending, Told};
 use crate::session::requests::Goodbye;
 use crate::session::watch::weak_watcher;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};

@@ -17,7 +17,7 @@ use super::messages::{
     CurrentLeader, ElectionEvent, Join, LeaderTerm, Leadership, Participants, Resign, Stop, Subscribe,
 };
 use crate::events::EventStream;
-use crate::recipe::reply::Told;
+use crate::reply::Told;
 use crate::session::SessionHandle;
 
 /// A cloneable handle to one election participant (an [`ElectionActor`]).

@@ -53,6 +53,7 @@ pub struct Subscribe {
 
 /// Why leadership ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LeadershipLostReason {
     /// We resigned.
     Resigned,
@@ -69,6 +70,7 @@ pub enum LeadershipLostReason {
 /// What happened in the election, told in the past tense.
 #[derive(Message, Debug, Clone, PartialEq, Eq)]
 #[rtype(result = "()")]
+#[non_exhaustive]
 pub enum ElectionEvent {
     /// We lead. `token` (the czxid of our node) grows with every new term.
     LeadershipAcquired {

@@ -9,6 +9,7 @@ use super::error::GroupError;
 /// What happened in the group, told in the past tense.
 #[derive(Message, Debug, Clone, PartialEq, Eq)]
 #[rtype(result = "()")]
+#[non_exhaustive]
 pub enum GroupEvent {
     /// We are in the group: our member node exists for session `generation`.
     Joined {

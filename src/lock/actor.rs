@@ -16,8 +16,8 @@ use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, Subsc
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, Holder, HolderHost};
-use crate::recipe::reply::{Asked, Told};
 use crate::recipe::{ContenderReport, ContenderSpec, Reply};
+use crate::reply::{Asked, Told};
 use crate::session::requests::Goodbye;
 use crate::session::{SessionEvent, SessionHandle};
 

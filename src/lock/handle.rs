@@ -25,7 +25,7 @@ use super::semaphore::SemaphoreActor;
 use crate::events::EventStream;
 use crate::recipe::FencingToken;
 use crate::recipe::holder::CallerGone;
-use crate::recipe::reply::{Asked, Told};
+use crate::reply::{Asked, Told};
 use crate::session::SessionHandle;
 
 /// A cloneable handle to one participant of a lock (a [`LockActor`]).

@@ -18,8 +18,8 @@ use futures::channel::oneshot;
 use crate::recipe::FencingToken;
 use crate::recipe::holder::{self, Happened, HolderHost, InLine, Loss, Refusal, ReleaseError, Waiter};
 use crate::recipe::participants::read_participants;
-use crate::recipe::reply::Pending;
-use crate::recipe::reply::Reply;
+use crate::reply::Pending;
+use crate::reply::Reply;
 use crate::session::SessionHandle;
 
 /// A caller of `Acquire` or `TryAcquire`.

@@ -55,6 +55,7 @@ pub struct Subscribe {
 
 /// Why a held lock was lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LockLostReason {
     /// The session expired: the server deleted the lock node.
     SessionExpired,
@@ -70,6 +71,7 @@ pub enum LockLostReason {
 /// What happened to the lock, told to subscribers in the past tense.
 #[derive(Message, Debug, Clone, PartialEq, Eq)]
 #[rtype(result = "()")]
+#[non_exhaustive]
 pub enum LockEvent {
     /// The lock was granted.
     Acquired {

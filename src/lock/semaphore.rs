@@ -26,8 +26,8 @@ use crate::events::{Listen, Subscribers};
 use crate::path;
 use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::naming::{LEASE_NAME, LOCK_NAME, Rule};
-use crate::recipe::reply::{Asked, Told};
 use crate::recipe::{ContenderEvent, ContenderReport, ContenderSpec, Reply};
+use crate::reply::{Asked, Told};
 use crate::session::requests::Goodbye;
 use crate::session::{SessionEvent, SessionHandle};
 

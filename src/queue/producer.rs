@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::QueueError;
 use crate::error::Error;
 use crate::path;
-use crate::recipe::reply::Answer;
+use crate::reply::Answer;
 use crate::session::SessionHandle;
 use crate::session::requests::{CreateMode, Op, OpResult};
 use tracing::{debug, warn};

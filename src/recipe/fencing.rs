@@ -7,8 +7,28 @@ use std::fmt;
 /// A zxid grows across ZooKeeper leader changes and across re-created parents, unlike a node's
 /// sequence number, so a later grant always carries a larger token. Hand it to the resource you
 /// protect and have it reject writes that carry a smaller token than one it has seen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FencingToken(pub i64);
+
+/// The same number as `Display` (the zxid in hex, as ZooKeeper's logs and `zk-inspect` print
+/// it), so that a token in a `{:?}` of an event reads like the one in a log line.
+impl fmt::Debug for FencingToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FencingToken({:#x})", self.0)
+    }
+}
+
+#[cfg(test)]
+mod token_format_tests {
+    use super::FencingToken;
+
+    #[test]
+    fn display_and_debug_print_the_same_number() {
+        let token = FencingToken(309);
+        assert_eq!(format!("{token}"), "0x135");
+        assert_eq!(format!("{token:?}"), "FencingToken(0x135)");
+    }
+}
 
 impl fmt::Display for FencingToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -14,11 +14,12 @@ pub(crate) mod known_heads;
 pub mod naming;
 pub(crate) mod participants;
 pub(crate) mod registration;
-pub mod reply;
 
+/// Moved below the session ([`crate::reply`]); kept here so that `recipe::reply` paths still work.
+pub use crate::reply;
+pub use crate::reply::Reply;
 pub(crate) use contender::delete_until_gone;
 pub(crate) use contender::{ContenderEvent, ContenderReport, ContenderSpec};
 pub use fencing::FencingToken;
 pub use holder::ConnectionPolicy;
 pub use naming::Rule;
-pub use reply::Reply;

@@ -41,6 +41,7 @@ pub enum Rule {
 
 /// Where a node stands in its directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Standing {
     /// It holds the grant.
     Holds,

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
-use crate::recipe::reply::Told;
+use crate::reply::Told;
 use actix::WeakRecipient;
 use actix::prelude::*;
 use futures::channel::oneshot;
@@ -111,7 +111,7 @@ pub struct SessionActor {
     /// `Reconnected`, held until the persistent watches are added again.
     gate: ReconnectGate<SessionEvent>,
     /// Callers of [`WaitConnected`] waiting for the session to be connected.
-    awaiting_connection: Vec<crate::recipe::reply::Pending<Result<SessionSnapshot>>>,
+    awaiting_connection: Vec<crate::reply::Pending<Result<SessionSnapshot>>>,
     owns_arbiter: bool,
     /// What ended the actor, when it was not a close: told to callers instead of `Closed`.
     ended_by: Option<Error>,
@@ -1196,16 +1196,16 @@ impl Handler<GetSession> for SessionActor {
 }
 
 impl Handler<WaitConnected> for SessionActor {
-    type Result = crate::recipe::Reply<Result<SessionSnapshot>>;
+    type Result = crate::reply::Reply<Result<SessionSnapshot>>;
 
     fn handle(&mut self, _: WaitConnected, _: &mut Context<Self>) -> Self::Result {
         match self.snapshot() {
-            Some(snapshot) if snapshot.connected => crate::recipe::Reply::Now(Ok(snapshot)),
+            Some(snapshot) if snapshot.connected => crate::reply::Reply::Now(Ok(snapshot)),
             _ if matches!(self.state, State::Closed) && self.generation > 0 => {
-                crate::recipe::Reply::Now(Err(Error::Closed))
+                crate::reply::Reply::Now(Err(Error::Closed))
             }
             _ => {
-                let (pending, reply) = crate::recipe::Reply::later(Err(Error::Closed));
+                let (pending, reply) = crate::reply::Reply::later(Err(Error::Closed));
                 self.awaiting_connection.push(pending);
                 reply
             }

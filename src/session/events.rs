@@ -13,6 +13,7 @@ pub use zookeeper_client::SessionId;
 /// created under generation `g` are gone once an event with a higher generation arrives.
 #[derive(Message, Debug, Clone, PartialEq, Eq)]
 #[rtype(result = "()")]
+#[non_exhaustive]
 pub enum SessionEvent {
     /// A new session is established (the first one, or one built after expiry).
     Connected {
@@ -58,6 +59,7 @@ pub struct WatchId(pub(crate) u64);
 
 /// What happened to a watched node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum WatchEventKind {
     /// The node was created.
     NodeCreated,

@@ -27,7 +27,7 @@ use super::events::{SessionEvent, SessionId, WatchEvent, WatchId};
 use super::requests::*;
 use crate::error::{Error, Result};
 use crate::events::EventStream;
-use crate::recipe::reply::{Answer, Told};
+use crate::reply::{Answer, Told};
 
 /// A cloneable handle to a running session.
 #[derive(Clone, Debug)]

@@ -231,6 +231,7 @@ pub struct Multi {
 
 /// The outcome of one operation of a successful [`Multi`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum OpResult {
     /// The check passed.
     Checked,

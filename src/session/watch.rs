@@ -5,9 +5,10 @@
 //! (re-)registered: the [`SessionActor`](super::SessionActor) decides that from the session's
 //! state (on request, and again for every new session after an expiry).
 //!
-//! A persistent watch survives a reconnect of the same session (the client library re-sets it)
-//! and is re-registered on a new session. Events that happened while disconnected may be missed
-//! (ZOOKEEPER-4698): owners re-read state on `Reconnected`/`Connected`, as recipes do.
+//! A persistent watch is added again by the session after a reconnect of the same session (the
+//! client library, 0.11.2, does not re-send it: see [`ReconnectGate`]) and re-registered on a new
+//! session. Events that happened while disconnected may be missed (ZOOKEEPER-4698): owners re-read
+//! state on `Reconnected`/`Connected`, as recipes do.
 
 use std::collections::BTreeMap;
 

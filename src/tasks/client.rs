@@ -33,6 +33,7 @@ pub struct Overview {
 
 /// Where a task is, as [`TaskClient::state`] found it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TaskState {
     /// No such task: never stored (a submission that did not apply), or forgotten.
     Unknown,

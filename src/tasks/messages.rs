@@ -67,6 +67,7 @@ pub struct StopMaster;
 /// What happened to a master candidate, told in the past tense.
 #[derive(Message, Debug, Clone, PartialEq, Eq)]
 #[rtype(result = "()")]
+#[non_exhaustive]
 pub enum MasterEvent {
     /// Somebody (perhaps us) is master now; `None`: no candidate is in line.
     MasterChanged {
@@ -142,6 +143,7 @@ pub struct StopWorker;
 
 /// Why a finished run's result was not recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DiscardReason {
     /// The task was taken from this worker (its registration was lost meanwhile) and given to
     /// another.
@@ -155,6 +157,7 @@ pub enum DiscardReason {
 /// What happened at a worker, told in the past tense.
 #[derive(Message, Debug, Clone, PartialEq, Eq)]
 #[rtype(result = "()")]
+#[non_exhaustive]
 pub enum WorkerEvent {
     /// Registered under `workers/<id>` for session `generation`.
     Registered {

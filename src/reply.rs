@@ -1,19 +1,20 @@
-//! [`Reply`]: a deferred answer to a request that knows whether its caller still waits.
+//! Answers that know whether their caller still waits, and requests carried out whatever the
+//! caller does: the reply plumbing the session and the recipes share (it sits below both).
 //!
-//! Owns: handing the caller's own reply channel to the actor, so that the actor learns at the
-//! moment it answers whether anybody took the answer ([`Pending::send`] gives the value back when
-//! the caller has gone), and can see a caller that stopped waiting ([`Pending::is_canceled`]).
-//! A recipe needs both: a grant nobody received must be given back, and a cancelled `Acquire`
-//! must not keep a node in line. Does not own what the answer is.
+//! Owns:
+//! - [`Reply`]/[`Pending`]: a deferred answer handed the caller's own reply channel, so that the
+//!   actor learns as it answers whether anybody took the answer ([`Pending::send`] gives the
+//!   value back when the caller has gone) and can see a caller that stopped waiting
+//!   ([`Pending::is_canceled`]). A grant nobody received must be given back, and a cancelled
+//!   `Acquire` must not keep a node in line.
+//! - `Asked`/`Answer`: a request a handle sends with a reply channel of its own; the handle's
+//!   future owns the channel, so dropping it is seen by the actor at once, and an answer found
+//!   unread in the channel is handed back (a grant to give back). Awaiting the actor's reply in
+//!   a relay task instead would keep the request alive after its caller went.
+//! - `Told`: a request carried out even if its caller went before the actor took it (actix
+//!   skips such a request): every write that is "sent when made".
 //!
-//! There is no relay task between the actor and the caller: a relay that awaits the actor's reply
-//! keeps the request alive after its caller went, so the actor never sees the caller go (a dropped
-//! `acquire` stayed in line), and a caller that goes between the actor's answer and the relay's
-//! turn loses a grant that the actor believes delivered. What remains is the caller's own window:
-//! an answer already in its channel when it drops the request is dropped with it. A raw
-//! `Addr::send` cannot close it (actix owns that channel); a handle does, by sending `Asked`
-//! with a channel of its own and awaiting it as an `Answer`, which on drop closes the channel
-//! and hands whatever it finds there back (a grant to give back).
+//! Does not own what the answers are.
 
 use std::future::Future;
 use std::pin::Pin;
