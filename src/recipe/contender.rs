@@ -65,15 +65,20 @@ pub struct ContenderSpec {
     pub tag: u64,
 }
 
-/// Why a held node is gone.
+/// Why a held node (a grant, a lease, a term) ended: the one reason every layer uses, from the
+/// contender that sees the node go to the recipe's own public reason (`LockLostReason`,
+/// `LeadershipLostReason`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LostReason {
+pub enum Loss {
     /// The session that owned the node expired; the server deleted the node.
     SessionExpired,
     /// Someone else deleted the node.
     NodeDeleted,
     /// The session was closed.
     SessionClosed,
+    /// Conservative policy: disconnected for a whole session timeout. Decided by the holder
+    /// core; a contender never reports it.
+    DisconnectedTooLong,
 }
 
 /// A [`ContenderEvent`] with the tag of the contender that sent it, so an owner that has moved on
@@ -116,7 +121,7 @@ pub enum ContenderEvent {
         /// The node's full path.
         node: String,
         /// Why.
-        reason: LostReason,
+        reason: Loss,
     },
     /// The contender cannot go on (bad path, no permission, parent is ephemeral, ...); it has
     /// stopped and left no node behind.
@@ -502,7 +507,7 @@ impl Contender {
         match std::mem::replace(&mut self.state, State::Done) {
             State::Holding { node } => {
                 warn!(node = %node.path, "held node deleted by someone else");
-                self.report(ContenderEvent::Lost { node: node.path, reason: LostReason::NodeDeleted });
+                self.report(ContenderEvent::Lost { node: node.path, reason: Loss::NodeDeleted });
                 ctx.stop();
             }
             State::Waiting { node, .. } => {
@@ -794,7 +799,7 @@ impl Handler<SessionEvent> for Contender {
                     State::Holding { node } if ours => {
                         self.report(ContenderEvent::Lost {
                             node: node.path.clone(),
-                            reason: LostReason::SessionExpired,
+                            reason: Loss::SessionExpired,
                         });
                         self.state = State::Done;
                         ctx.stop();
@@ -814,7 +819,7 @@ impl Handler<SessionEvent> for Contender {
             SessionEvent::Closed => {
                 let event = match &self.state {
                     State::Holding { node } => {
-                        ContenderEvent::Lost { node: node.path.clone(), reason: LostReason::SessionClosed }
+                        ContenderEvent::Lost { node: node.path.clone(), reason: Loss::SessionClosed }
                     }
                     _ => ContenderEvent::Failed { error: Error::Closed },
                 };

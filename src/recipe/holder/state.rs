@@ -7,7 +7,8 @@ use actix::SpawnHandle;
 use futures::channel::oneshot;
 
 use crate::error::Error;
-use crate::recipe::contender::{ContenderEvent, LostReason};
+pub(crate) use crate::recipe::contender::Loss;
+use crate::recipe::contender::ContenderEvent;
 use crate::recipe::fencing::FencingToken;
 use crate::session::{SessionEvent, SessionId};
 
@@ -25,19 +26,6 @@ pub enum ConnectionPolicy {
 
 /// The number of an attempt; reports carry it so a recipe can ignore an attempt it left.
 pub(crate) type Attempt = u64;
-
-/// Why a held grant ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Loss {
-    /// The session expired: the server deleted the node.
-    SessionExpired,
-    /// Someone else deleted the node.
-    NodeDeleted,
-    /// The session was closed.
-    SessionClosed,
-    /// Conservative policy: disconnected for a whole session timeout.
-    DisconnectedTooLong,
-}
 
 /// Why a waiting caller gets no grant.
 #[derive(Debug, Clone)]
@@ -442,14 +430,7 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
                 self.granted(attempt, Granted { grant, node, token, session: session_id })
             }
             ContenderEvent::Waiting { .. } => self.in_line(attempt),
-            ContenderEvent::Lost { reason, .. } => self.lost(
-                attempt,
-                match reason {
-                    LostReason::SessionExpired => Loss::SessionExpired,
-                    LostReason::NodeDeleted => Loss::NodeDeleted,
-                    LostReason::SessionClosed => Loss::SessionClosed,
-                },
-            ),
+            ContenderEvent::Lost { reason, .. } => self.lost(attempt, reason),
             ContenderEvent::Failed { error } => self.failed(attempt, error),
         }
     }
