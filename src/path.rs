@@ -88,7 +88,7 @@ pub fn sequence(name: &str) -> Option<u64> {
 /// go last, in name order, so that a stray node never sorts ahead of a contender.
 pub fn sort_by_sequence<S: AsRef<str>>(names: &mut [S]) {
     // Each name's number is read once, not once per comparison: with a line of 1,000 contenders
-    // the comparisons parsed 20,000 numbers per listing, on the path of every hand-off (issue 16).
+    // the comparisons parsed 20,000 numbers per listing, on the path of every hand-off.
     let key = |name: &S| sequence(name.as_ref()).map_or((1u8, 0u64), |number| (0, number));
     names.sort_by_cached_key(key);
     // Names sharing a key (those without a number; equal numbers cannot come from one parent)

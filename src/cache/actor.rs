@@ -249,8 +249,8 @@ impl CacheActor {
             }
             Found::Children(Ok(_)) => {}
             Found::Node(Err(error)) | Found::Children(Err(error)) if error.is_final() => {
-                // One node nobody lets us read must not keep the whole cache from converging
-                // (issue 14, defect 11): skip it. It exists (a missing node answers `NoNode`),
+                // One node nobody lets us read must not keep the whole cache from converging:
+                // skip it. It exists (a missing node answers `NoNode`),
                 // so what we hold of it, if anything, still stands.
                 if let Some(held) = self.nodes.get_mut(&read.path) {
                     held.confirmed_at = held.confirmed_at.max(read.seq);

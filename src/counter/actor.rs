@@ -444,7 +444,7 @@ impl Handler<TrySetCount> for SharedCount {
                     return Reply::Now(Ok(false));
                 }
                 // Another node than the one the count was read from: its versions mean nothing
-                // for this one (defect 13).
+                // for this one.
                 _ if expected.czxid != 0 && expected.czxid != seen.czxid => return Reply::Now(Ok(false)),
                 // Versions only grow (a re-created node is a reason to read again anyway).
                 _ if expected.version < seen.version => return Reply::Now(Ok(false)),

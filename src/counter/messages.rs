@@ -13,8 +13,8 @@ pub struct VersionedCount {
     /// The node's data version when the count was read (or written).
     pub version: i32,
     /// Which node that version belongs to: its `czxid`. A node deleted and created again starts
-    /// its versions at 0 again, so a version alone could pass a compare-and-set on the new node
-    /// (issue 14, defect 13). 0 for a guess ([`VersionedCount::guess`]): then only the version
+    /// its versions at 0 again, so a version alone could pass a compare-and-set on the new node.
+    /// 0 for a guess ([`VersionedCount::guess`]): then only the version
     /// is compared, as in Curator.
     pub czxid: i64,
 }

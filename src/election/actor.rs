@@ -532,7 +532,7 @@ impl ElectionActor {
             self.requeuing += 1;
         }
         // The requeue's create and the read of who leads wait for the delete's answer: sent
-        // right behind it, they held up the next leader's notification (issue 16: W3's
+        // right behind it, they held up the next leader's notification (W3's
         // hand-off p50 0.64-0.87 ms with them, 0.46-0.53 ms after). The caller still hears
         // only once the new node stands in line.
         ctx.spawn(answered.into_actor(self).map(move |outcome, act, ctx| {

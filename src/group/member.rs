@@ -327,8 +327,8 @@ impl Handler<Leave> for GroupMember {
         info!(parent: &self.span, "leaving the group");
         let (answer, answered) = oneshot::channel();
         self.leaving.push(answer);
-        // A join in flight may create our node after a delete sent now has looked for it
-        // (defect 6): its landing deletes instead. A second `Leave` joins the first.
+        // A join in flight may create our node after a delete sent now has looked for it: its
+        // landing deletes instead. A second `Leave` joins the first.
         if self.joins_in_flight == 0 && self.leaving.len() == 1 {
             self.finish_leave(ctx);
         }

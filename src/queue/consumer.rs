@@ -316,7 +316,7 @@ impl QueueConsumerActor {
             DeliveryMode::AtMostOnce => {
                 // Read, then delete at the version read: whoever's delete succeeds has the item.
                 // Never the delete without a successful read, or an item nobody could read
-                // would be gone without a delivery (issue 14, defect 5).
+                // would be gone without a delivery.
                 let session = self.session.clone();
                 let take = async move {
                     let node = session.get_data(&item).await?;
@@ -440,7 +440,7 @@ impl QueueConsumerActor {
             Outcome::Nack if self.config.max_attempts.is_some_and(|max| attempt >= max) => {
                 if let Some(dead) = &self.config.dead_letter {
                     // A new sequence number in the dead-letter queue: two queues may share one
-                    // dead-letter path, and their item names collide (issue 14, defect 4).
+                    // dead-letter path, and their item names collide.
                     ops.push(Op::Create {
                         path: path::join(dead, super::ITEM_PREFIX),
                         data: flight.data.clone(),
@@ -729,8 +729,8 @@ impl QueueConsumerActor {
                         }));
                     } else if moving {
                         // The item used up its attempts but cannot be moved: keep our claim, so
-                        // that nobody is handed it again only to fail the same way (issue 14,
-                        // defect 4). It is set aside until our session ends.
+                        // that nobody is handed it again only to fail the same way. It is set
+                        // aside until our session ends.
                         tracing::error!(parent: &act.span, id = %failed.id, error = %source, "cannot move the item to the dead-letter path; keeping it claimed");
                         act.finish(failed, Err(QueueError::ZooKeeper(*source)));
                     } else {
@@ -747,7 +747,7 @@ impl QueueConsumerActor {
                     }
                 }
                 Err(Error::DataTooLarge { .. }) if batch.len() > 1 => {
-                    // Refused before sending (issue 14, defect 3): halves fit, or split again.
+                    // Refused before sending: halves fit, or split again.
                     let mut first = batch;
                     let second = first.split_off(first.len() / 2);
                     act.send_batch(first, ctx);

@@ -6,7 +6,7 @@
 //!
 //! A consumer lists the queue once and works through the plan; it lists again only when the
 //! plan is used up, so its cost per item does not grow with the backlog (a listing per item
-//! did: issue 14). Consumers start at different places near the head, so that they do not all
+//! did). Consumers start at different places near the head, so that they do not all
 //! race for the same first items; a claim another consumer won shows as `NodeExists` and
 //! costs one round trip, never a new listing.
 

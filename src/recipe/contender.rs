@@ -23,7 +23,7 @@
 //!    it with its first watch on the node ahead (step 3 relies on it). A node granted at once is
 //!    watched only once it has been held for [`OWN_WATCH_AFTER`]: most such holds are shorter,
 //!    and the watch was a fourth request in every uncontended cycle, in front of the release's
-//!    delete (issue 16). A deletion by someone else in that time is still reported, when the
+//!    delete. A deletion by someone else in that time is still reported, when the
 //!    watch's read finds the node gone.
 //! 5. **Connection loss during create.** The reply is lost, not necessarily the node: `sync`
 //!    and list the directory (the member serving us after the loss may lag the leader), find
@@ -797,10 +797,7 @@ impl Handler<SessionEvent> for Contender {
                 let ours = self.node().is_some_and(|node| node.owner == session_id);
                 match &self.state {
                     State::Holding { node } if ours => {
-                        self.report(ContenderEvent::Lost {
-                            node: node.path.clone(),
-                            reason: Loss::SessionExpired,
-                        });
+                        self.report(ContenderEvent::Lost { node: node.path.clone(), reason: Loss::SessionExpired });
                         self.state = State::Done;
                         ctx.stop();
                     }

@@ -67,7 +67,7 @@ pub enum Standing {
 /// Leases(n): the first `n` hold; a later one waits for any of them to go.
 pub fn standing(children: &[String], ours: &str, rule: Rule) -> Standing {
     // One pass, one number read per name, no sort: a waiter reads this after every deletion
-    // ahead of it, and a line can hold thousands of nodes (issue 16). Order is by sequence
+    // ahead of it, and a line can hold thousands of nodes. Order is by sequence
     // number, then name, as `path::sort_by_sequence` sorts.
     let Some(our_number) = path::sequence(ours) else { return Standing::Missing };
     let us = (our_number, ours);

@@ -124,8 +124,7 @@ impl WatchRegistry {
 /// The client library (0.11.2) does not re-send persistent watches after a reconnect; the
 /// session adds each one again when its watcher hears the connection is back. Owners re-read
 /// what they watch when they hear `Reconnected`; if that re-read reached the server before the
-/// watch was added again, a change between the two would be seen by neither (issue 14,
-/// defect 12). So the news waits until the last re-registration has been sent: requests sent
+/// watch was added again, a change between the two would be seen by neither. So the news waits until the last re-registration has been sent: requests sent
 /// after it reach the server after the watches. A watch whose watcher never says the
 /// connection is back would hold the news forever, so it is let go after a bound.
 #[derive(Debug)]
@@ -167,8 +166,7 @@ pub(crate) enum WatchSink {
     /// To an actor (recipe actors).
     Actor(Recipient<WatchEvent>),
     /// To plain async code waiting for it. Dropping the receiver withdraws the watch: a caller
-    /// that gave up (a `take` or a `result` that timed out) leaves nothing behind (issue 14,
-    /// defect 6).
+    /// that gave up (a `take` or a `result` that timed out) leaves nothing behind.
     Once(oneshot::Sender<WatchEvent>),
 }
 
@@ -177,7 +175,7 @@ const OWNER_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Resolves once `recipient`'s actor has stopped. Actix offers no notification of that, so it
 /// looks every [`OWNER_CHECK`]: a watch left on the server by a stopped actor would stay until
-/// its node changed (issue 25: a stop leaves no watch behind).
+/// its node changed (a stop leaves no watch behind).
 async fn until_stopped(recipient: Recipient<WatchEvent>) {
     let mut tick = tokio::time::interval(OWNER_CHECK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

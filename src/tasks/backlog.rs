@@ -3,8 +3,8 @@
 //! Owns: the set of waiting tasks with the `czxid` that orders them, kept in order as tasks
 //! come and go, so that a pass takes the oldest few without sorting the whole backlog. Does not
 //! own payloads: a payload is read when its task is assigned, so the master's memory grows with
-//! the number of waiting tasks (a name and a number each), never with their size (issue 14,
-//! defect 10: 1M tasks of 10 KB used to cost 10 GB).
+//! the number of waiting tasks (a name and a number each), never with their size (1M tasks
+//! of 10 KB used to cost 10 GB).
 
 use std::collections::{BTreeSet, HashMap};
 

@@ -179,7 +179,7 @@ pub enum WorkerEvent {
         task_id: TaskId,
     },
     /// This run's result was written, by this worker, and its assignment removed, in one
-    /// transaction. Never reported for a result another run wrote (issue 14, defect 7).
+    /// transaction. Never reported for a result another run wrote.
     TaskFinished {
         /// The task.
         task_id: TaskId,

@@ -240,7 +240,7 @@ impl TaskWorker {
                         // An assignment of an earlier registration of ours is read again (and
                         // left alone again) rather than remembered by name: the master may put
                         // it back and assign the same task here anew, under the same name, before
-                        // we list again (issue 14, defect 9). Its czxid tells, not its name.
+                        // we list again. Its czxid tells, not its name.
                         if !act.running.contains_key(&task) && !act.failed.contains(&task) {
                             act.backlog.insert(task);
                         }
@@ -356,7 +356,7 @@ impl TaskWorker {
     /// master takes back every assignment of an ended registration, so a result of one is not
     /// wanted; and while our session lives the task stays ours, so nobody else can have written
     /// its status. That is what makes a `BadVersion` after a lost reply our own earlier write:
-    /// checked on any later session it could be another worker's (issue 14, defect 7).
+    /// checked on any later session it could be another worker's.
     fn finish(&mut self, task: String, record: Record, generation: u64, ctx: &mut Context<Self>) {
         let session = self.session.pinned(generation);
         let status = self.layout.status_of(&task);

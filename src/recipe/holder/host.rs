@@ -62,7 +62,7 @@ impl ContenderSlot {
     /// Starts a contender for `spec` (its tag names the attempt's report) on the session's
     /// Arbiter, replacing whatever the slot held. There, the watch event that ends a wait, the
     /// read that follows it and its reply wake no other thread: two thread wake-ups fewer in each
-    /// hand-off (issue 16). A session already stopped gets it on the caller's Arbiter, where its
+    /// hand-off. A session already stopped gets it on the caller's Arbiter, where its
     /// first request fails and it reports so.
     pub(crate) fn start(
         &mut self,
@@ -172,7 +172,7 @@ const CALLER_CHECK: Duration = Duration::from_millis(250);
 /// Feeds a contender's report about `attempt` to the core; `grant` words a won node as the
 /// recipe's grant. A grant is first checked against what the session actor knows: the contender
 /// runs on the session's thread and its report can overtake the `Expired` that the session sent
-/// us (or a grant may be computed while our own thread was held up, issue 15 defect 8), and a
+/// us (or a grant may be computed while our own thread was held up), and a
 /// grant whose session has ended must not be handed out.
 pub(crate) fn report<H: HolderHost>(
     host: &mut H,
@@ -346,7 +346,7 @@ fn settle_timeout<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) {
 ///
 /// One timer per actor, whichever attempt it finds: actix polls every future an actor has
 /// spawned each time the actor wakes, so a timer per `Acquire` (most of them granted at once and
-/// left to expire) made every message cost as much as the timers pending (issue 16).
+/// left to expire) made every message cost as much as the timers pending.
 fn check_callers<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) {
     if std::mem::replace(&mut host.holder().checking_callers, true) {
         return;

@@ -16,15 +16,14 @@
 //! without a server (the unit tests of `state.rs`), and forced against a real ZooKeeper in
 //! `tests/holding.rs`.
 //!
-//! # Rules (each was once broken, see issue 13)
-//! - A grant is answered only to a caller that takes it; one nobody received is given back
-//!   (defect 5).
-//! - A grant computed on a session known to have expired is never handed out (defect 8): the
+//! # Rules (each was once broken; each has a regression test)
+//! - A grant is answered only to a caller that takes it; one nobody received is given back.
+//! - A grant computed on a session known to have expired is never handed out: the
 //!   attempt starts over.
 //! - A session expiry ends a held grant at once, before the contender's own report arrives, so a
-//!   `Release` that follows is answered `Lost`, not `Ok` (defect 6).
+//!   `Release` that follows is answered `Lost`, not `Ok`.
 //! - Releasing tells the contender to stand down before the delete is sent, so the contender never
-//!   mistakes our own delete for somebody else's (defect 7).
+//!   mistakes our own delete for somebody else's.
 //! - `Released` means our delete removed the node; a node that was already gone is `Lost`.
 //!
 //! # Recovery

@@ -7,8 +7,8 @@ use actix::SpawnHandle;
 use futures::channel::oneshot;
 
 use crate::error::Error;
-pub(crate) use crate::recipe::contender::Loss;
 use crate::recipe::contender::ContenderEvent;
+pub(crate) use crate::recipe::contender::Loss;
 use crate::recipe::fencing::FencingToken;
 use crate::session::{SessionEvent, SessionId};
 
@@ -213,7 +213,7 @@ pub(crate) struct Holder<G, W> {
     single_caller: bool,
     policy: ConnectionPolicy,
     /// The connection is down (`Suspended` heard, no `Reconnected`/`Connected` since), whatever
-    /// the phase: a grant that lands now was computed before the drop (defect 7).
+    /// the phase: a grant that lands now was computed before the drop.
     suspended: bool,
     dead: Vec<SessionId>,
     last_loss: Option<Loss>,
