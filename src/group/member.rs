@@ -4,7 +4,6 @@
 //! session (the server deleted our ephemeral node with the old one), `→ Left` after [`Leave`].
 
 use actix::prelude::*;
-use futures::FutureExt;
 use futures::channel::oneshot;
 use tracing::{debug, info, warn};
 
@@ -15,7 +14,7 @@ use crate::cache::{self, CacheActor, CacheConfig, CacheEvent, CacheScope};
 use crate::events::{Listen, Subscribers};
 use crate::path;
 use crate::recipe::fencing::delete_own_ephemeral;
-use crate::recipe::registration::{RegisterError, register_ephemeral};
+use crate::recipe::registration::{NextStep, RegisterError, next_step, register_ephemeral};
 use crate::retry::{Backoff, RetryPolicy};
 use crate::session::IntoActorFree;
 use crate::session::requests::Goodbye;
@@ -102,14 +101,7 @@ impl GroupMember {
         let generation = self.generation;
         self.membership = Membership::Joining { generation };
         let parents = vec![self.config.group.clone()];
-        let id = self.config.id.clone();
-        let joined = register_ephemeral(&self.session, parents, self.node.clone(), self.config.data.clone()).map(
-            move |joined| match joined {
-                Ok(_) => Ok(()),
-                Err(RegisterError::Taken) => Err(GroupError::IdTaken { id }),
-                Err(RegisterError::ZooKeeper(error)) => Err(error.into()),
-            },
-        );
+        let joined = register_ephemeral(&self.session, parents, self.node.clone(), self.config.data.clone());
         self.joins_in_flight += 1;
         ctx.spawn(joined.into_actor_free().map(move |joined, act: &mut Self, ctx| {
             act.joins_in_flight -= 1;
@@ -124,36 +116,31 @@ impl GroupMember {
             if act.membership != (Membership::Joining { generation }) {
                 return;
             }
-            match joined {
-                Ok(()) => {
+            match next_step(joined, &mut act.backoff) {
+                NextStep::Registered(_) => {
                     info!(parent: &act.span, generation, "joined the group");
-                    act.backoff.reset();
                     act.membership = Membership::Joined { generation };
                     act.tell(GroupEvent::Joined { generation });
                 }
-                Err(GroupError::ZooKeeper(error)) if error.is_final() => {
-                    // Retrying cannot help (no permission, a bad path): say so once and stop
-                    // trying. The actor stays, so that late subscribers hear it too.
+                NextStep::GiveUp(error) => {
+                    // The actor stays, so that late subscribers hear it too.
                     warn!(parent: &act.span, %error, "cannot join; giving up");
                     let error = GroupError::ZooKeeper(error);
                     act.membership = Membership::Left;
                     act.failed = Some(error.clone());
                     act.tell(GroupEvent::JoinFailed { error });
                 }
-                Err(GroupError::ZooKeeper(error)) => {
-                    debug!(parent: &act.span, %error, "cannot join yet; trying again");
-                    let delay = act.backoff.next_delay();
-                    ctx.run_later(delay, move |act, ctx| {
-                        if act.membership == (Membership::Joining { generation }) {
-                            act.join(ctx);
+                NextStep::RetryAfter { delay, because } => {
+                    match because {
+                        RegisterError::Taken => {
+                            let error = GroupError::IdTaken { id: act.config.id.clone() };
+                            warn!(parent: &act.span, %error, "cannot join; trying again");
+                            act.tell(GroupEvent::JoinFailed { error });
                         }
-                    });
-                }
-                Err(error) => {
-                    // The id is taken by another live session: it frees up when that ends.
-                    warn!(parent: &act.span, %error, "cannot join; trying again");
-                    act.tell(GroupEvent::JoinFailed { error });
-                    let delay = act.backoff.next_delay();
+                        RegisterError::ZooKeeper(error) => {
+                            debug!(parent: &act.span, %error, "cannot join yet; trying again")
+                        }
+                    }
                     ctx.run_later(delay, move |act, ctx| {
                         if act.membership == (Membership::Joining { generation }) {
                             act.join(ctx);

@@ -2,13 +2,17 @@
 //!
 //! Owns: creating `<node>` as an ephemeral of the current session, adopting a node our own
 //! session made (a create whose reply was lost), and refusing one of another live session.
-//! Removing ours again is [`delete_own_ephemeral`](super::fencing::delete_own_ephemeral).
+//! Removing ours again is [`delete_own_ephemeral`](super::fencing::delete_own_ephemeral). And
+//! what to do with an attempt's outcome ([`next_step`]): both users retry the same way.
 //! Used by the task worker's registration and the group member's membership.
 
 use std::future::Future;
 
+use std::time::Duration;
+
 use crate::CreateMode;
 use crate::error::Error;
+use crate::retry::Backoff;
 use crate::session::SessionHandle;
 
 /// Why a registration was not made.
@@ -49,5 +53,58 @@ pub(crate) fn register_ephemeral(
             },
             Err(error) => Err(error.into()),
         }
+    }
+}
+
+/// What a registering actor does after one attempt.
+#[derive(Debug)]
+pub(crate) enum NextStep {
+    /// Registered; the node's `czxid`. The backoff starts over.
+    Registered(i64),
+    /// Retrying cannot help (no permission, a bad path): stop trying, with this error.
+    GiveUp(Error),
+    /// Try again after the delay. `because` is [`RegisterError::Taken`] when another live
+    /// session holds the name (it frees up when that session ends), which the actor tells its
+    /// subscribers; otherwise the connection or the session is not there yet, not worth telling.
+    RetryAfter { delay: Duration, because: RegisterError },
+}
+
+/// The decision after a registration attempt, the same for every registering actor.
+pub(crate) fn next_step(outcome: Result<i64, RegisterError>, backoff: &mut Backoff) -> NextStep {
+    match outcome {
+        Ok(czxid) => {
+            backoff.reset();
+            NextStep::Registered(czxid)
+        }
+        Err(RegisterError::ZooKeeper(error)) if error.is_final() => NextStep::GiveUp(error),
+        Err(because) => NextStep::RetryAfter { delay: backoff.next_delay(), because },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::retry::RetryPolicy;
+
+    #[test]
+    fn final_errors_give_up_others_retry_and_success_starts_the_backoff_over() {
+        let mut backoff =
+            RetryPolicy::new(Duration::from_millis(100), Duration::from_secs(1)).with_jitter(0.0).backoff();
+        let no_auth = Error::NoAuth { path: "/g".into() };
+        assert!(matches!(next_step(Err(no_auth.into()), &mut backoff), NextStep::GiveUp(Error::NoAuth { .. })));
+        let lost = Error::ConnectionLoss { path: "/g".into() };
+        assert!(matches!(
+            next_step(Err(lost.into()), &mut backoff),
+            NextStep::RetryAfter { because: RegisterError::ZooKeeper(_), delay } if delay == Duration::from_millis(100)
+        ));
+        assert!(matches!(
+            next_step(Err(RegisterError::Taken), &mut backoff),
+            NextStep::RetryAfter { because: RegisterError::Taken, delay } if delay == Duration::from_millis(200)
+        ));
+        assert!(matches!(next_step(Ok(7), &mut backoff), NextStep::Registered(7)));
+        assert!(matches!(
+            next_step(Err(RegisterError::Taken), &mut backoff),
+            NextStep::RetryAfter { delay, .. } if delay == Duration::from_millis(100)
+        ));
     }
 }

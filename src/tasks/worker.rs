@@ -17,7 +17,6 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use actix::prelude::*;
-use futures::FutureExt;
 use tracing::{debug, info, warn};
 
 use super::error::TaskError;
@@ -27,7 +26,7 @@ use crate::Op;
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::recipe::fencing::delete_own_ephemeral;
-use crate::recipe::registration::{RegisterError, register_ephemeral};
+use crate::recipe::registration::{NextStep, RegisterError, next_step, register_ephemeral};
 use crate::retry::{Backoff, RetryPolicy};
 use crate::session::requests::Goodbye;
 use crate::session::watch::weak_watcher;
@@ -171,41 +170,31 @@ impl TaskWorker {
         let parents = vec![self.layout.workers(), self.layout.assign_dir(&self.config.worker_id)];
         let node = self.layout.worker(&self.config.worker_id);
         let capacity = self.config.concurrency.to_string().into_bytes();
-        let worker_id = self.config.worker_id.clone();
-        let register = register_ephemeral(&self.session, parents, node, capacity).map(move |registered| {
-            registered.map_err(|error| match error {
-                RegisterError::Taken => TaskError::WorkerIdTaken { id: worker_id },
-                RegisterError::ZooKeeper(error) => error.into(),
-            })
-        });
+        let register = register_ephemeral(&self.session, parents, node, capacity);
         ctx.spawn(register.into_actor_free().map(move |registered, act: &mut Self, ctx| {
             if act.registration != (Registration::Registering { generation }) {
                 return; // stopped, or a newer session is registering
             }
-            match registered {
-                Ok(czxid) => {
+            match next_step(registered, &mut act.backoff) {
+                NextStep::Registered(czxid) => {
                     info!(parent: &act.span, generation, "registered");
-                    act.backoff.reset();
                     act.registration = Registration::Registered { generation };
                     act.registered_at = czxid;
                     act.tell(WorkerEvent::Registered { generation });
                     act.list(ctx);
                 }
-                Err(TaskError::ZooKeeper(error)) if error.is_final() => act.give_up(error, ctx),
-                Err(TaskError::ZooKeeper(error)) => {
-                    debug!(parent: &act.span, %error, "cannot register yet; trying again");
-                    let delay = act.backoff.next_delay();
-                    ctx.run_later(delay, move |act, ctx| {
-                        if act.registration == (Registration::Registering { generation }) {
-                            act.register(ctx);
+                NextStep::GiveUp(error) => act.give_up(error, ctx),
+                NextStep::RetryAfter { delay, because } => {
+                    match because {
+                        RegisterError::Taken => {
+                            let error = TaskError::WorkerIdTaken { id: act.config.worker_id.clone() };
+                            warn!(parent: &act.span, %error, "cannot register; trying again");
+                            act.tell(WorkerEvent::RegistrationFailed { error });
                         }
-                    });
-                }
-                Err(error) => {
-                    // The id is taken by another live session: it frees up when that ends.
-                    warn!(parent: &act.span, %error, "cannot register; trying again");
-                    act.tell(WorkerEvent::RegistrationFailed { error });
-                    let delay = act.backoff.next_delay();
+                        RegisterError::ZooKeeper(error) => {
+                            debug!(parent: &act.span, %error, "cannot register yet; trying again")
+                        }
+                    }
                     ctx.run_later(delay, move |act, ctx| {
                         if act.registration == (Registration::Registering { generation }) {
                             act.register(ctx);
