@@ -402,11 +402,11 @@ impl Actor for ElectionActor {
         let attempt = self.holder.attempt();
         let effects = self.holder.stop();
         match (self.leader_stopping.take(), attempt) {
+            // The runtime itself is shutting down (a `System` dropped): nothing could be sent.
+            (Some(_), Some(_)) if tokio::runtime::Handle::try_current().is_err() => {}
             // Our context is gone (the last address was dropped while leading): the contender
             // deletes the node once the leader actor has stopped, detached. `stop` asked for
             // nothing but that withdrawal.
-            // The runtime itself is shutting down (a `System` dropped): nothing could be sent.
-            (Some(_), Some(_)) if tokio::runtime::Handle::try_current().is_err() => {}
             (Some(stopped), Some(attempt)) => {
                 let limit = self.config.leader_stop_timeout;
                 self.contender.withdraw_after(attempt, tokio::time::timeout(limit, stopped).map(|_| ()));

@@ -103,34 +103,29 @@ impl Queue {
         let data = data.into();
         let prefix = path::join(&self.path, &format!("{ITEM_PREFIX}{id}-"));
         let mut backoff = crate::retry::RetryPolicy::default().backoff();
-        let mut unsure = true;
         loop {
-            if unsure {
-                // Synced first: the member serving us may not have applied a create whose reply
-                // was lost (ours, or that of a call whose future was dropped), and a listing
-                // without it would queue the item twice. Both sent now: one round trip.
-                let synced = self.session.sync(&self.path);
-                let listed = self.session.children(&self.path);
-                let names = match (synced.await, listed.await) {
-                    (Ok(()) | Err(Error::NoNode { .. }), Ok(children)) => items_in_order(children.names),
-                    (Ok(()) | Err(Error::NoNode { .. }), Err(Error::NoNode { .. })) => Vec::new(),
-                    (Err(err), _) | (_, Err(err)) if err.is_transient() => {
-                        tokio::time::sleep(backoff.next_delay()).await;
-                        continue;
-                    }
-                    (Err(err), _) | (_, Err(err)) => return Err(err.into()),
-                };
-                if let Some(existing) = names.into_iter().find(|name| is_item_of(name, id)) {
-                    return Ok(existing);
+            // Synced first: the member serving us may not have applied a create whose reply was
+            // lost (ours, or that of a call whose future was dropped), and a listing without it
+            // would queue the item twice. Both sent now: one round trip. Every try looks again:
+            // a create whose reply was lost may have applied.
+            let synced = self.session.sync(&self.path);
+            let listed = self.session.children(&self.path);
+            let names = match (synced.await, listed.await) {
+                (Ok(()) | Err(Error::NoNode { .. }), Ok(children)) => items_in_order(children.names),
+                (Ok(()) | Err(Error::NoNode { .. }), Err(Error::NoNode { .. })) => Vec::new(),
+                (Err(err), _) | (_, Err(err)) if err.is_transient() => {
+                    tokio::time::sleep(backoff.next_delay()).await;
+                    continue;
                 }
+                (Err(err), _) | (_, Err(err)) => return Err(err.into()),
+            };
+            if let Some(existing) = names.into_iter().find(|name| is_item_of(name, id)) {
+                return Ok(existing);
             }
             match self.session.create(&prefix, data.clone(), CreateMode::PersistentSequential).await {
                 Ok(created) => return Ok(path::name(&created.path).to_string()),
                 Err(Error::NoNode { .. }) => self.session.ensure_path(&self.path).await?,
-                Err(err) if err.is_transient() => {
-                    unsure |= err.outcome_unknown();
-                    tokio::time::sleep(backoff.next_delay()).await;
-                }
+                Err(err) if err.is_transient() => tokio::time::sleep(backoff.next_delay()).await,
                 Err(err) => return Err(err.into()),
             }
         }

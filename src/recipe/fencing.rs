@@ -18,18 +18,6 @@ impl fmt::Debug for FencingToken {
     }
 }
 
-#[cfg(test)]
-mod token_format_tests {
-    use super::FencingToken;
-
-    #[test]
-    fn display_and_debug_print_the_same_number() {
-        let token = FencingToken(309);
-        assert_eq!(format!("{token}"), "0x135");
-        assert_eq!(format!("{token:?}"), "FencingToken(0x135)");
-    }
-}
-
 impl fmt::Display for FencingToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:#x}", self.0)
@@ -191,5 +179,17 @@ pub(crate) async fn delete_own_ephemeral_holding(
             Err(error) if error.is_final() => return Err(error),
             Err(_) => tokio::time::sleep(backoff.next_delay()).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod token_format_tests {
+    use super::FencingToken;
+
+    #[test]
+    fn display_and_debug_print_the_same_number() {
+        let token = FencingToken(309);
+        assert_eq!(format!("{token}"), "0x135");
+        assert_eq!(format!("{token:?}"), "FencingToken(0x135)");
     }
 }

@@ -124,8 +124,9 @@ impl WatchRegistry {
 /// The client library (0.11.2) does not re-send persistent watches after a reconnect; the
 /// session adds each one again when its watcher hears the connection is back. Owners re-read
 /// what they watch when they hear `Reconnected`; if that re-read reached the server before the
-/// watch was added again, a change between the two would be seen by neither. So the news waits until the last re-registration has been sent: requests sent
-/// after it reach the server after the watches. A watch whose watcher never says the
+/// watch was added again, a change between the two would be seen by neither. So the news
+/// waits until the last re-registration has been sent: requests sent after it reach the server
+/// after the watches. A watch whose watcher never says the
 /// connection is back would hold the news forever, so it is let go after a bound.
 #[derive(Debug)]
 pub(crate) struct ReconnectGate<E> {
