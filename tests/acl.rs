@@ -3,7 +3,7 @@
 //! under the default world ACL are open to that identity, so the refusals come from the ACL.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use actix::prelude::*;
 use actix_zookeeper::lock::*;

@@ -4,9 +4,8 @@
 //! bad input; and nothing left behind after a timeout or a dropped wait.
 #![cfg(feature = "testkit")]
 
-mod common;
-#[path = "common/curator.rs"]
-mod curator;
+use crate::common;
+use crate::common::curator;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -4,7 +4,7 @@
 //! scopes; stats-only mode; depth limit.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};

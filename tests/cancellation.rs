@@ -4,7 +4,7 @@
 //! ([`settled`]), whose control is `the_leftover_check_catches_a_node_and_a_watch_left_behind`.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! whose server is gone does not wait for goodbyes that cannot happen.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

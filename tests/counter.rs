@@ -3,9 +3,8 @@
 //! expiry, a server restart and an ensemble member outage, writes cut off by a crash, bad input.
 #![cfg(feature = "testkit")]
 
-mod common;
-#[path = "common/curator.rs"]
-mod curator;
+use crate::common;
+use crate::common::curator;
 
 use std::cell::Cell;
 use std::rc::Rc;

@@ -3,8 +3,7 @@
 //! the harness can trust what it reports. Also pins the node layout Curator produces.
 #![cfg(feature = "testkit")]
 
-#[path = "common/curator.rs"]
-mod curator;
+use crate::common::curator;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! LeaderChanged for everybody, and the leader-actor mode.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};

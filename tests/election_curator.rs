@@ -2,9 +2,8 @@
 //! election, one leader at a time, hand-off in both directions.
 #![cfg(feature = "testkit")]
 
-mod common;
-#[path = "common/curator.rs"]
-mod curator;
+use crate::common;
+use crate::common::curator;
 
 use std::time::Duration;
 

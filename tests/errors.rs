@@ -2,7 +2,7 @@
 //! unknown outcome; and a guarded write interrupted by its session's expiry (issue 13, defect 11).
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

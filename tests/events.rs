@@ -4,7 +4,7 @@
 //! behind, and the session's events across a server restart.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

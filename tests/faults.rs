@@ -2,7 +2,7 @@
 //! and a busy application thread.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

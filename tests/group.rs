@@ -3,7 +3,7 @@
 //! nothing, leaving is seen, bad ids get typed errors.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! stopped actor is a typed error, and a dropped `acquire` never keeps a grant nobody has.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -3,7 +3,7 @@
 //! history that has just that defect. No ZooKeeper here: the checkers are pure functions.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -4,7 +4,7 @@
 //! server.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,7 +3,7 @@
 //! binary as a user would and checks what it prints, in plain words and as JSON.
 #![cfg(all(feature = "testkit", feature = "cli"))]
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! contention, fencing, cancellation, and faults.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,9 +3,8 @@
 //! service using this crate share one lock and see mutual exclusion, both ways round.
 #![cfg(feature = "testkit")]
 
-mod common;
-#[path = "common/curator.rs"]
-mod curator;
+use crate::common;
+use crate::common::curator;
 
 use std::time::Duration;
 

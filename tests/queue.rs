@@ -2,7 +2,7 @@
 //! operation, redelivery after a consumer's session ends, dead letters, backpressure, faults.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,7 +1,7 @@
 //! Every request type against a real ZooKeeper, including the errors each can return.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

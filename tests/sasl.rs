@@ -3,7 +3,7 @@
 //! and a typed error, once, never a silent retry loop.
 #![cfg(all(feature = "testkit", feature = "sasl"))]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

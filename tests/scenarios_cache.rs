@@ -5,7 +5,7 @@
 //! have said it re-synced.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

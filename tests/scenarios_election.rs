@@ -7,7 +7,7 @@
 //! The control runs without fencing under the pause fault and must show a term going back.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use common::history::{AcceptedTermWrite, TermWrite, Violation, ViolationKind, WriteOutcome, check_election};
 use common::scenario::{Fault, Scenario, judge, rounds, within_limit};

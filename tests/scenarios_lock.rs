@@ -7,7 +7,7 @@
 //! update: proof that the fault bites and that the checker can see it.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use common::history::{AcceptedWrite, LockWrite, ViolationKind, WriteOutcome, check_lock};
 use common::scenario::{Fault, Scenario, judge, rounds, within_limit};

@@ -5,7 +5,7 @@
 //! faulted consumer had, and nothing left in the queue or its claims.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

@@ -6,7 +6,7 @@
 //! `assign/`.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -30,7 +30,12 @@ async fn run(name: &str, fault: Fault, victim: Victim) -> Vec<Violation> {
     let mut s = Scenario::start(name, fault).await;
     // Workers first, so that the victim (worker 0) is at index 0.
     for i in 0..WORKERS {
-        s.spawn("task-worker", &format!("w{i}"), &["--root", "/tasks", "--concurrency", "4", "--work-ms", "200"]).await;
+        // The victim's tasks last long enough that the fault meets them running however late it
+        // lands on a loaded machine (200 ms ones were once all done when a kill landed 250 ms
+        // after they started, and the kill proved nothing).
+        let work_ms = if i == 0 { "2000" } else { "200" };
+        s.spawn("task-worker", &format!("w{i}"), &["--root", "/tasks", "--concurrency", "4", "--work-ms", work_ms])
+            .await;
     }
     for i in 0..2 {
         s.spawn("task-master", &format!("m{i}"), &["--root", "/tasks"]).await;

@@ -3,7 +3,7 @@
 //! restart, a lost submission reply and an ensemble member's death.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -2,7 +2,7 @@
 //! behind a [`FaultProxy`] and on an ensemble whose member links are proxied.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};

@@ -8,7 +8,7 @@
 //! thread, so blocking it stalls nobody.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};

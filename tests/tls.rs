@@ -3,7 +3,7 @@
 //! retries without end. Certificates are made here, for each test.
 #![cfg(all(feature = "testkit", feature = "tls"))]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

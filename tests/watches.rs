@@ -1,7 +1,7 @@
 //! One-shot and persistent watches deliver to the recipient that asked, and only to it.
 #![cfg(feature = "testkit")]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -38,6 +38,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+mod class_archive;
 mod ensemble;
 mod expire;
 mod four_letter;

@@ -20,9 +20,9 @@ pub(crate) const QUORUM_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumP
 
 /// Short-lived test servers gain nothing from C2 and start noticeably faster without it; a
 /// benchmark server needs it (without it a round trip is 1.3–2× slower, measured).
-const FAST_STARTUP_FLAG: &str = "-XX:TieredStopAtLevel=1";
+pub(crate) const FAST_STARTUP_FLAG: &str = "-XX:TieredStopAtLevel=1";
 
-const JVM_FLAGS: &[&str] = &[
+pub(crate) const JVM_FLAGS: &[&str] = &[
     "-Xmx256m",
     "-XX:+UseSerialGC",
     "-Dzookeeper.extendedTypesEnabled=true",
@@ -241,6 +241,10 @@ impl ServerProcess {
         let mut command = Command::new("java");
         if self.fast_startup {
             command.arg(FAST_STARTUP_FLAG);
+            // Benchmark servers (full JIT) start without it, as they were measured.
+            if let Some(archive) = super::class_archive::jvm_flag() {
+                command.arg(archive);
+            }
         }
         command
             .args(JVM_FLAGS)

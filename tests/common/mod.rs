@@ -4,6 +4,7 @@
 //! Every test talks to a real ZooKeeper started by the testkit (or `ZK_CONNECT`).
 #![allow(dead_code)]
 
+pub mod curator;
 pub mod history;
 pub mod scenario;
 pub mod tree;

@@ -1,0 +1,45 @@
+//! The integration tests, one module per file beside this one, in one test binary: one link
+//! instead of thirty, and libtest runs tests of every file side by side (the thread count is in
+//! `.cargo/config.toml`) instead of one file after another. Every test talks to a real ZooKeeper
+//! started by the testkit. Run one file's tests with `cargo test --all-features --test suite
+//! lock::`.
+//!
+//! `metrics.rs` is a binary of its own: it installs the process's global metrics recorder, which
+//! the other tests' sessions would write into.
+
+mod common;
+
+mod acl;
+mod barrier;
+mod cache;
+mod cancellation;
+mod close;
+mod counter;
+mod curator_peer;
+mod docs_failure_tables;
+mod election;
+mod election_curator;
+mod errors;
+mod events;
+mod faults;
+mod group;
+mod handles;
+mod history_checkers;
+mod holding;
+mod inspect;
+mod lock;
+mod lock_curator;
+mod queue;
+mod requests;
+mod sasl;
+mod scenarios_cache;
+mod scenarios_election;
+mod scenarios_lock;
+mod scenarios_queue;
+mod scenarios_tasks;
+mod tasks;
+mod testkit;
+mod testkit_proxy;
+mod testkit_role;
+mod tls;
+mod watches;
