@@ -1,44 +1,73 @@
-//! When to try a failed request again: one policy for every recipe.
+//! When to try a failed request again: one policy, one decision, for every recipe.
 //!
-//! Owns: [`RetryPolicy`] (exponential backoff with jitter and a cap) and [`Backoff`], the
-//! running state of one retried step, and [`Verdict`], the decision for one error: final errors
-//! (`NoAuth`, a bad path, data over the limit, a closed session, ...) end the attempt with that
-//! error; everything else is retried after the next delay. Does not own the retry loops: each
-//! recipe keeps its own step and asks its `Backoff` how long to wait.
+//! Owns: [`RetryPolicy`] (exponential backoff with jitter, a cap and an optional attempt limit),
+//! [`Backoff`] (the running state of one retried step) and its [`Backoff::verdict`], the one
+//! place that decides about a failed attempt: a final error (`NoAuth`, a bad path, data over the
+//! limit, a closed session, ...) or the last attempt the policy allows ends the step with that
+//! error; anything else is tried again after the next delay. Does not own the retry loops: each
+//! recipe keeps its own steps and asks its `Backoff` what to do; nor which errors a step expects
+//! (a `NoNode` that means "already gone" is an answer, not a failure).
 //!
-//! Curator's `ExponentialBackoffRetry` and kazoo's `KazooRetry` are the models: a base delay that
-//! doubles per attempt, randomised so that many clients that failed together do not come back
-//! together, and capped so a long outage is polled at a bounded rate. Unlike theirs, the policy
-//! here has no attempt limit by default: a recipe retries connection problems for as long as its
-//! session may come back, because the session (not the retry) decides when it is gone.
+//! The policy is the user's: [`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)
+//! sets it for every recipe on a session, and each recipe config's `with_retry` for that recipe
+//! alone, as Curator's client-wide `RetryPolicy` and kazoo's `command_retry` do. Curator's
+//! `ExponentialBackoffRetry` and kazoo's `KazooRetry` are the models: a base delay that doubles
+//! per attempt, randomised so that many clients that failed together do not come back together,
+//! and capped so a long outage is polled at a bounded rate. Unlike theirs, the default has no
+//! attempt limit: a recipe retries connection problems for as long as its session may come back,
+//! because the session (not the retry) decides when it is gone.
 
 use std::time::Duration;
 
 use crate::error::Error;
 
-/// Exponential backoff with jitter and a cap.
+/// Exponential backoff with jitter, a cap and an optional attempt limit.
 ///
 /// The `n`-th retry (counting from 0) waits `min(initial × 2ⁿ, max)`, scaled by a random factor
-/// in `[1 − jitter, 1]`.
+/// in `[1 − jitter, 1]`. With an attempt limit of `n`, a step that failed `n` times in a row
+/// gives up with its last error (each recipe says in its docs how it reports that); a success
+/// starts the count again.
+///
+/// ```
+/// use std::time::Duration;
+/// use actix_zookeeper::retry::RetryPolicy;
+/// // Twice at most, 100 ms apart at first, never more than 1 s apart.
+/// let policy = RetryPolicy::new(Duration::from_millis(100), Duration::from_secs(1)).with_max_attempts(2);
+/// assert_eq!(policy.max_attempts(), Some(2));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[must_use]
 pub struct RetryPolicy {
     initial: Duration,
     max: Duration,
     jitter: f64,
+    max_attempts: Option<u32>,
 }
 
 impl Default for RetryPolicy {
-    /// 50 ms, doubling up to 2 s, with up to half of each delay taken off at random.
+    /// 50 ms, doubling up to 2 s, with up to half of each delay taken off at random; no attempt
+    /// limit.
     fn default() -> Self {
-        RetryPolicy { initial: Duration::from_millis(50), max: Duration::from_secs(2), jitter: 0.5 }
+        RetryPolicy::new(Duration::from_millis(50), Duration::from_secs(2))
     }
 }
 
 impl RetryPolicy {
-    /// A policy starting at `initial` and doubling up to `max`.
+    /// A policy starting at `initial` and doubling up to `max`, without an attempt limit.
     pub fn new(initial: Duration, max: Duration) -> Self {
-        RetryPolicy { initial, max: max.max(initial), jitter: 0.5 }
+        RetryPolicy { initial, max: max.max(initial), jitter: 0.5, max_attempts: None }
+    }
+
+    /// Gives up after `attempts` failed attempts in a row (the first try counts; 0 is taken as 1,
+    /// no retry at all).
+    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = Some(attempts.max(1));
+        self
+    }
+
+    /// The attempt limit, `None` for none.
+    pub fn max_attempts(&self) -> Option<u32> {
+        self.max_attempts
     }
 
     /// How much of each delay may be taken off at random (0: none, 1: all of it).
@@ -67,11 +96,6 @@ impl RetryPolicy {
     pub fn backoff(&self) -> Backoff {
         Backoff { policy: *self, retries: 0 }
     }
-
-    /// What to do about `error`: give up on a final one, else wait.
-    pub fn verdict(&self, error: &Error, backoff: &mut Backoff) -> Verdict {
-        if error.is_final() { Verdict::GiveUp } else { Verdict::RetryAfter(backoff.next_delay()) }
-    }
 }
 
 /// The decision about one failed request.
@@ -92,8 +116,31 @@ pub struct Backoff {
 }
 
 impl Backoff {
-    /// The delay before the next retry; each call counts one retry.
-    pub fn next_delay(&mut self) -> Duration {
+    /// What to do after an attempt failed with `error`: give up on a final error or when the
+    /// policy allows no further attempt, else wait the next delay (counted as one retry).
+    pub fn verdict(&mut self, error: &Error) -> Verdict {
+        let attempts_made = self.retries.saturating_add(1);
+        if error.is_final() || self.policy.max_attempts.is_some_and(|max| attempts_made >= max) {
+            return Verdict::GiveUp;
+        }
+        Verdict::RetryAfter(self.next_delay())
+    }
+
+    /// Sleeps before the next attempt and returns `Ok`, or returns `error` when the
+    /// [verdict](Self::verdict) is to give up: for the retry loops written as `async` blocks.
+    pub(crate) async fn retry_after(&mut self, error: Error) -> Result<(), Error> {
+        match self.verdict(&error) {
+            Verdict::RetryAfter(delay) => {
+                tokio::time::sleep(delay).await;
+                Ok(())
+            }
+            Verdict::GiveUp => Err(error),
+        }
+    }
+
+    /// The next delay, without a verdict: only for a loop that must never give up and has no
+    /// error to judge (a master's term, which holds its office until it ends).
+    pub(crate) fn next_delay(&mut self) -> Duration {
         let delay = self.policy.delay_with(self.retries, random_unit());
         self.retries = self.retries.saturating_add(1);
         delay
@@ -159,14 +206,22 @@ mod tests {
 
     #[test]
     fn final_errors_end_the_attempt_and_others_wait() {
-        let policy = RetryPolicy::default();
-        let mut backoff = policy.backoff();
-        assert_eq!(policy.verdict(&Error::NoAuth { path: "/a".into() }, &mut backoff), Verdict::GiveUp);
-        assert!(matches!(
-            policy.verdict(&Error::ConnectionLoss { path: "/a".into() }, &mut backoff),
-            Verdict::RetryAfter(_)
-        ));
+        let mut backoff = RetryPolicy::default().backoff();
+        assert_eq!(backoff.verdict(&Error::NoAuth { path: "/a".into() }), Verdict::GiveUp);
+        assert!(matches!(backoff.verdict(&Error::ConnectionLoss { path: "/a".into() }), Verdict::RetryAfter(_)));
         assert_eq!(backoff.retries(), 1);
+    }
+
+    #[test]
+    fn a_limit_of_two_gives_up_at_the_second_failure_until_a_success_resets_it() {
+        let lost = Error::ConnectionLoss { path: "/a".into() };
+        let mut backoff = RetryPolicy::default().with_max_attempts(2).backoff();
+        assert!(matches!(backoff.verdict(&lost), Verdict::RetryAfter(_)), "the first failure is retried");
+        assert_eq!(backoff.verdict(&lost), Verdict::GiveUp, "the second is the last");
+        backoff.reset();
+        assert!(matches!(backoff.verdict(&lost), Verdict::RetryAfter(_)), "a success starts the count again");
+        let mut once = RetryPolicy::default().with_max_attempts(0).backoff();
+        assert_eq!(once.verdict(&lost), Verdict::GiveUp, "0 attempts is taken as 1");
     }
 
     #[test]

@@ -31,6 +31,7 @@ mod lock;
 mod lock_curator;
 mod queue;
 mod requests;
+mod retry;
 mod sasl;
 mod scenarios_cache;
 mod scenarios_election;

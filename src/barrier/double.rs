@@ -33,7 +33,6 @@ use crate::error::Error;
 use crate::path;
 use crate::recipe::delete_until_gone;
 use crate::recipe::naming::new_guid;
-use crate::retry::RetryPolicy;
 use crate::session::SessionHandle;
 use crate::session::requests::{Delete, EnsurePath};
 use crate::{CreateMode, WatchEventKind};
@@ -219,7 +218,7 @@ impl Member {
     /// Curator's `enter` and `internalEnter`, restarted from the top whenever the outcome of a
     /// request is unknown or the session ended (every step is safe to repeat).
     async fn enter(&self) -> Result<(), BarrierError> {
-        let mut backoff = RetryPolicy::default().backoff();
+        let mut backoff = self.session.retry_policy().backoff();
         let session = &self.session;
         'top: loop {
             // Sent in this order, in one round trip: the watch on `ready` is in place before our
@@ -231,7 +230,7 @@ impl Member {
                 Ok(stat) => stat.is_some(),
                 Err(error) if error.is_transient() => {
                     debug!(%error, "reading `ready` failed; starting again");
-                    pause(&mut backoff).await;
+                    pause(&mut backoff, error).await?;
                     continue 'top;
                 }
                 Err(error) => return Err(error.into()),
@@ -249,14 +248,14 @@ impl Member {
                     let ensured = session.request(EnsurePath { path: self.path.clone(), containers: true }).await;
                     match ensured {
                         Ok(()) => {}
-                        Err(error) if error.is_transient() => pause(&mut backoff).await,
+                        Err(error) if error.is_transient() => pause(&mut backoff, error).await?,
                         Err(error) => return Err(error.into()),
                     }
                     continue 'top;
                 }
                 Err(error) if error.is_transient() => {
                     debug!(%error, "creating our node: outcome unknown; starting again");
-                    pause(&mut backoff).await;
+                    pause(&mut backoff, error).await?;
                     continue 'top;
                 }
                 Err(error) => return Err(error.into()),
@@ -270,7 +269,7 @@ impl Member {
                 let members = match session.children(&self.path).await {
                     Ok(children) => children.names.iter().filter(|name| *name != READY_NODE).count(),
                     Err(error) if error.is_transient() => {
-                        pause(&mut backoff).await;
+                        pause(&mut backoff, error).await?;
                         continue 'top;
                     }
                     // The directory went, and our node with it (a new session came meanwhile).
@@ -285,7 +284,7 @@ impl Member {
                         }
                         Err(Error::NodeExists { .. }) => return Ok(()),
                         Err(error) if error.is_transient() => {
-                            pause(&mut backoff).await;
+                            pause(&mut backoff, error).await?;
                             continue 'top;
                         }
                         Err(error) => return Err(error.into()),
@@ -310,7 +309,7 @@ impl Member {
                     Ok(Some(_)) => return Ok(()),
                     Ok(None) => fired = again,
                     Err(error) if error.is_transient() => {
-                        pause(&mut backoff).await;
+                        pause(&mut backoff, error).await?;
                         continue 'top;
                     }
                     Err(error) => return Err(error.into()),
@@ -323,7 +322,7 @@ impl Member {
     /// was lost, or a second `enter`), otherwise delete it (a node of an ended session of
     /// ours) so that it can be created again. `Ok(true)`: adopted.
     async fn adopt(&self) -> Result<bool, BarrierError> {
-        let mut backoff = RetryPolicy::default().backoff();
+        let mut backoff = self.session.retry_policy().backoff();
         let (stat, current) = futures::join!(self.session.exists(&self.our_path), self.session.session());
         match (stat, current) {
             (Ok(Some(stat)), Some(current)) if stat.ephemeral_owner == current.session_id.0 => {
@@ -334,15 +333,20 @@ impl Member {
                 debug!(owner = stat.ephemeral_owner, "our node belongs to an ended session: replacing it");
                 match self.session.delete(&self.our_path, Some(stat.version)).await {
                     Ok(()) | Err(Error::NoNode { .. }) | Err(Error::BadVersion { .. }) => {}
-                    Err(error) if error.is_transient() => pause(&mut backoff).await,
+                    Err(error) if error.is_transient() => pause(&mut backoff, error).await?,
                     Err(error) => return Err(error.into()),
                 }
                 Ok(false)
             }
             (Ok(None), _) => Ok(false),
             (Err(error), _) if !error.is_transient() => Err(error.into()),
-            _ => {
-                pause(&mut backoff).await;
+            (Err(error), _) => {
+                pause(&mut backoff, error).await?;
+                Ok(false)
+            }
+            // No live session to compare owners with (it is being rebuilt): as a lost connection.
+            (Ok(Some(_)), None) => {
+                pause(&mut backoff, Error::ConnectionLoss { path: self.our_path.clone() }).await?;
                 Ok(false)
             }
         }
@@ -350,7 +354,7 @@ impl Member {
 
     /// Curator's `internalLeave`, then the deletion of `ready`.
     async fn leave(&self) -> Result<(), BarrierError> {
-        let mut backoff = RetryPolicy::default().backoff();
+        let mut backoff = self.session.retry_policy().backoff();
         let session = &self.session;
         // The barrier's pzxid at our first listing: every member node that existed when we
         // began leaving has a czxid at most this.
@@ -360,7 +364,7 @@ impl Member {
                 Ok(children) => children,
                 Err(Error::NoNode { .. }) => break,
                 Err(error) if error.is_transient() => {
-                    pause(&mut backoff).await;
+                    pause(&mut backoff, error).await?;
                     continue;
                 }
                 Err(error) => return Err(error.into()),
@@ -376,7 +380,7 @@ impl Member {
                 members = match self.created_by(members, began).await {
                     Ok(members) => members,
                     Err(error) if error.is_transient() => {
-                        pause(&mut backoff).await;
+                        pause(&mut backoff, error).await?;
                         continue;
                     }
                     Err(error) => return Err(error.into()),
@@ -390,7 +394,7 @@ impl Member {
                 match session.delete(&self.our_path, None).await {
                     Ok(()) | Err(Error::NoNode { .. }) => break,
                     Err(error) if error.is_transient() => {
-                        pause(&mut backoff).await;
+                        pause(&mut backoff, error).await?;
                         continue;
                     }
                     Err(error) => return Err(error.into()),
@@ -408,7 +412,7 @@ impl Member {
                         // Do not wait while our node may still be there (someone may be waiting
                         // for it): list again, and delete again if it is still there.
                         debug!(%error, "deleting our node: outcome unknown");
-                        pause(&mut backoff).await;
+                        pause(&mut backoff, error).await?;
                         continue;
                     }
                     Err(error) => return Err(error.into()),
@@ -421,7 +425,7 @@ impl Member {
                     let _ = fired.await;
                 }
                 Ok(None) => {}
-                Err(error) if error.is_transient() => pause(&mut backoff).await,
+                Err(error) if error.is_transient() => pause(&mut backoff, error).await?,
                 Err(error) => return Err(error.into()),
             }
         }
@@ -429,7 +433,7 @@ impl Member {
         loop {
             match session.delete(&self.ready_path, None).await {
                 Ok(()) | Err(Error::NoNode { .. }) => return Ok(()),
-                Err(error) if error.is_transient() => pause(&mut backoff).await,
+                Err(error) if error.is_transient() => pause(&mut backoff, error).await?,
                 Err(error) => return Err(error.into()),
             }
         }

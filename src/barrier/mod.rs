@@ -72,9 +72,9 @@ async fn within<F: Future>(deadline: Option<Instant>, fut: F) -> Option<F::Outpu
     }
 }
 
-/// Waits before a retry, longer after each (the policy every recipe uses).
-async fn pause(backoff: &mut crate::retry::Backoff) {
-    tokio::time::sleep(backoff.next_delay()).await;
+/// Waits before a retry, longer after each, or gives up with `error` (the session's policy).
+async fn pause(backoff: &mut crate::retry::Backoff, error: crate::Error) -> Result<(), crate::Error> {
+    backoff.retry_after(error).await
 }
 
 #[cfg(test)]

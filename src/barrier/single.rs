@@ -13,7 +13,6 @@ use tracing::{Instrument, debug, debug_span};
 use super::{BarrierError, OUTAGE_BUDGET, pause, validate, within};
 use crate::error::Error;
 use crate::path;
-use crate::retry::RetryPolicy;
 use crate::session::SessionHandle;
 use crate::{CreateMode, WatchEventKind};
 
@@ -61,7 +60,7 @@ impl DistributedBarrier {
         let barrier = self.path.clone();
         let span = debug_span!("barrier.set", path = %barrier);
         async move {
-            let mut backoff = RetryPolicy::default().backoff();
+            let mut backoff = session.retry_policy().backoff();
             let budget = Instant::now() + OUTAGE_BUDGET;
             let mut ensured = false;
             loop {
@@ -73,7 +72,7 @@ impl DistributedBarrier {
                             match session.ensure_path(parent).await {
                                 Ok(()) => {}
                                 Err(error) if error.is_transient() && Instant::now() < budget => {
-                                    pause(&mut backoff).await
+                                    pause(&mut backoff, error).await?
                                 }
                                 Err(error) => return Err(error.into()),
                             }
@@ -82,7 +81,7 @@ impl DistributedBarrier {
                     Err(error) if error.is_transient() && Instant::now() < budget => {
                         debug!(%error, "set: outcome unknown; sending again");
                         ensured = false;
-                        pause(&mut backoff).await;
+                        pause(&mut backoff, error).await?;
                     }
                     Err(error) => return Err(error.into()),
                 }
@@ -103,14 +102,14 @@ impl DistributedBarrier {
         let barrier = self.path.clone();
         let span = debug_span!("barrier.remove", path = %barrier);
         async move {
-            let mut backoff = RetryPolicy::default().backoff();
+            let mut backoff = session.retry_policy().backoff();
             let budget = Instant::now() + OUTAGE_BUDGET;
             loop {
                 match session.delete(&barrier, None).await {
                     Ok(()) | Err(Error::NoNode { .. }) => return Ok(()),
                     Err(error) if error.is_transient() && Instant::now() < budget => {
                         debug!(%error, "remove: outcome unknown; sending again");
-                        pause(&mut backoff).await;
+                        pause(&mut backoff, error).await?;
                     }
                     Err(error) => return Err(error.into()),
                 }
@@ -134,7 +133,7 @@ impl DistributedBarrier {
         let span = debug_span!("barrier.wait", path = %barrier);
         let deadline = timeout.map(|t| Instant::now() + t);
         let waiting = async move {
-            let mut backoff = RetryPolicy::default().backoff();
+            let mut backoff = session.retry_policy().backoff();
             loop {
                 // Withdrawn if this wait is dropped: a caller that gives up leaves no watch.
                 let (stat, fired) = session.exists_until_dropped(&barrier);
@@ -146,7 +145,7 @@ impl DistributedBarrier {
                         Ok(event) => debug!(kind = ?event.kind, "barrier watch fired; checking again"),
                         Err(_) => debug!("barrier watch dropped; checking again"),
                     },
-                    Err(error) if error.is_transient() => pause(&mut backoff).await,
+                    Err(error) if error.is_transient() => pause(&mut backoff, error).await?,
                     Err(error) => return Err(BarrierError::from(error)),
                 }
             }

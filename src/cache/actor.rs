@@ -28,7 +28,7 @@ use super::error::CacheError;
 use super::messages::*;
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
-use crate::retry::{Backoff, RetryPolicy};
+use crate::retry::{Backoff, Verdict};
 use crate::session::watch::weak_watcher;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind, WatchId};
 use crate::{PersistentWatchMode, Stat, path};
@@ -77,9 +77,9 @@ struct Walk {
     started_at: u64,
     /// Reads of this walk not yet applied.
     pending: usize,
-    /// A read failed (disconnected): the walk cannot tell what is gone; the next reconnect
-    /// starts another.
-    broken: bool,
+    /// A read failed (disconnected), with this error: the walk cannot tell what is gone; the
+    /// next reconnect starts another.
+    broken: Option<Error>,
 }
 
 /// A node held, with the read that last confirmed it.
@@ -124,13 +124,14 @@ impl CacheActor {
     pub fn new(session: SessionHandle, config: CacheConfig) -> Result<CacheActor, CacheError> {
         config.validate()?;
         let span = tracing::info_span!("zk.cache", path = %config.path, scope = ?config.scope);
+        let backoff = config.retry.unwrap_or_else(|| session.retry_policy()).backoff();
         Ok(CacheActor {
             session,
             config,
             phase: Phase::Loading,
             nodes: BTreeMap::new(),
             subscribers: Subscribers::new(),
-            backoff: RetryPolicy::default().backoff(),
+            backoff,
             pipeline: None,
             next_seq: 0,
             walks: 0,
@@ -212,7 +213,7 @@ impl CacheActor {
     fn start_walk(&mut self) {
         self.walks += 1;
         let id = self.walks;
-        self.walk = Some(Walk { id, started_at: self.next_seq, pending: 0, broken: false });
+        self.walk = Some(Walk { id, started_at: self.next_seq, pending: 0, broken: None });
         debug!(parent: &self.span, walk = id, "reading the whole scope");
         let root = self.config.path.clone();
         if self.config.holds(0) {
@@ -264,7 +265,7 @@ impl CacheActor {
                 debug!(parent: &self.span, path = %read.path, %error, "a read failed");
                 if in_walk {
                     if let Some(walk) = self.walk.as_mut() {
-                        walk.broken = true;
+                        walk.broken = Some(error);
                     }
                 }
             }
@@ -326,11 +327,16 @@ impl CacheActor {
             return;
         }
         let Some(walk) = self.walk.take() else { return };
-        if walk.broken {
+        if let Some(error) = walk.broken {
             debug!(parent: &self.span, walk = walk.id, "the walk was cut short by the connection; the next reconnect walks again");
             // A load that failed before any reconnect comes (e.g. a request timeout) tries again.
             if self.phase == Phase::Loading {
-                ctx.run_later(self.backoff.next_delay(), |act, _| act.start_walk());
+                match self.backoff.verdict(&error) {
+                    Verdict::RetryAfter(delay) => {
+                        ctx.run_later(delay, |act, _| act.start_walk());
+                    }
+                    Verdict::GiveUp => self.fail(error, ctx),
+                }
             }
             return;
         }

@@ -2,6 +2,7 @@
 
 use crate::error::Error;
 use crate::path;
+use crate::retry::RetryPolicy;
 
 /// Which nodes a cache holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,13 +25,14 @@ pub struct CacheConfig {
     pub(crate) path: String,
     pub(crate) scope: CacheScope,
     pub(crate) keep_data: bool,
+    pub(crate) retry: Option<RetryPolicy>,
 }
 
 impl CacheConfig {
     /// A cache of the subtree at `path` (scope [`CacheScope::Tree`] without a depth limit),
     /// keeping data and stats.
     pub fn new(path: impl Into<String>) -> Self {
-        CacheConfig { path: path.into(), scope: CacheScope::Tree { max_depth: None }, keep_data: true }
+        CacheConfig { path: path.into(), scope: CacheScope::Tree { max_depth: None }, keep_data: true, retry: None }
     }
 
     /// Which nodes to hold.
@@ -43,6 +45,13 @@ impl CacheConfig {
     /// cache then reads with `exists`, not `getData`).
     pub fn with_data(mut self, keep: bool) -> Self {
         self.keep_data = keep;
+        self
+    }
+
+    /// How this cache retries a failed request; default: its session's policy
+    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
         self
     }
 

@@ -26,7 +26,7 @@ use crate::events::{Listen, Subscribers};
 use crate::path;
 use crate::reply::Reply;
 use crate::reply::Told;
-use crate::retry::{Backoff, RetryPolicy};
+use crate::retry::{Backoff, Verdict};
 use crate::session::requests::{CreateMode, EnsurePath, NodeData, Stat};
 use crate::session::watch::weak_watcher;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
@@ -136,6 +136,7 @@ impl SharedCount {
     /// A counter; start it with `.start()`.
     pub fn new(session: SessionHandle, config: SharedCountConfig) -> Self {
         let span = tracing::info_span!("zk.counter", path = %config.path);
+        let backoff = config.retry.unwrap_or_else(|| session.retry_policy()).backoff();
         SharedCount {
             session,
             config,
@@ -148,7 +149,7 @@ impl SharedCount {
             reader: Reader::default(),
             in_flight: HashMap::new(),
             subscribers: Subscribers::new(),
-            backoff: RetryPolicy::default().backoff(),
+            backoff,
             relay: None,
             span,
         }
@@ -234,24 +235,27 @@ impl SharedCount {
             // through an expiry): nothing was read, and the waiters wait on for the new
             // session's read, as the docs promise, instead of being told a session they never
             // chose is gone.
-            Err(Error::SessionLost { .. }) => {
-                debug!(parent: &self.span, "the read's session ended; reading on the next one");
+            Err(err @ Error::SessionLost { .. }) => {
                 self.fresh = false;
-                self.reader.queued.extend(waiters);
-                ctx.run_later(self.backoff.next_delay(), |act, ctx| {
-                    if !act.reader.busy && (!act.reader.queued.is_empty() || !act.fresh) {
-                        act.refresh(false, ctx);
-                    }
-                });
-                return;
+                if let Verdict::RetryAfter(delay) = self.backoff.verdict(&err) {
+                    debug!(parent: &self.span, "the read's session ended; reading on the next one");
+                    self.reader.queued.extend(waiters);
+                    ctx.run_later(delay, |act, ctx| {
+                        if !act.reader.busy && (!act.reader.queued.is_empty() || !act.fresh) {
+                            act.refresh(false, ctx);
+                        }
+                    });
+                    return;
+                }
+                Err(CounterError::ZooKeeper(err))
             }
             Err(err) => {
                 debug!(parent: &self.span, error = %err, "cannot read the count");
                 self.fresh = false;
-                if !err.is_final() {
-                    // A reconnect or a new session reads again too; this covers a failure that
-                    // no session event follows.
-                    ctx.run_later(self.backoff.next_delay(), |act, ctx| {
+                // A reconnect or a new session reads again too; this covers a failure that no
+                // session event follows. The waiters hear the error either way.
+                if let Verdict::RetryAfter(delay) = self.backoff.verdict(&err) {
+                    ctx.run_later(delay, |act, ctx| {
                         if !act.fresh && !act.reader.busy {
                             act.refresh(false, ctx);
                         }

@@ -1,23 +1,33 @@
 //! Where a shared count lives: [`SharedCountConfig`].
 
+use crate::retry::RetryPolicy;
+
 /// Where a [`SharedCount`](super::SharedCount) keeps its count, and what it starts with.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 #[must_use]
 pub struct SharedCountConfig {
     pub(super) path: String,
     pub(super) seed: i32,
+    pub(super) retry: Option<RetryPolicy>,
 }
 
 impl SharedCountConfig {
     /// A count at `path` (relative to the session's chroot), seeded with 0.
     pub fn new(path: impl Into<String>) -> Self {
-        SharedCountConfig { path: path.into(), seed: 0 }
+        SharedCountConfig { path: path.into(), seed: 0, retry: None }
     }
 
     /// The count the node is created with when it does not exist (Curator's `seedValue`). An
     /// existing node keeps its count.
     pub fn with_seed(mut self, seed: i32) -> Self {
         self.seed = seed;
+        self
+    }
+
+    /// How this count retries a failed request; default: its session's policy
+    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
         self
     }
 

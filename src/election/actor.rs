@@ -26,6 +26,7 @@ use crate::recipe::naming::{LATCH_NAME, Rule};
 use crate::recipe::participants;
 use crate::recipe::{ConnectionPolicy, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Reply};
 use crate::reply::{Pending, Told};
+use crate::retry::Verdict;
 use crate::session::requests::Goodbye;
 use crate::session::watch::weak_watcher;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
@@ -241,9 +242,12 @@ impl ElectionActor {
                     return;
                 }
                 Err(error) => {
-                    debug!(parent: &act.span, %error, "cannot read the election; will retry");
-                    let delay = crate::retry::RetryPolicy::default().backoff().next_delay();
-                    ctx.run_later(delay, |act, ctx| act.observe(ctx));
+                    // A fresh backoff each time: this only keeps `LeaderChanged` current, and a
+                    // reconnect or the contender reads again too.
+                    if let Verdict::RetryAfter(delay) = act.retry().backoff().verdict(&error) {
+                        debug!(parent: &act.span, %error, "cannot read the election; will retry");
+                        ctx.run_later(delay, |act, ctx| act.observe(ctx));
+                    }
                     return;
                 }
             };
@@ -308,6 +312,10 @@ impl HolderHost for ElectionActor {
         &self.session
     }
 
+    fn retry(&self) -> crate::retry::RetryPolicy {
+        self.config.retry.unwrap_or_else(|| self.session.retry_policy())
+    }
+
     fn span(&self) -> &tracing::Span {
         &self.span
     }
@@ -323,6 +331,7 @@ impl HolderHost for ElectionActor {
             rule: Rule::Exclusive,
             data: self.config.participant_id.clone().into_bytes(),
             tag: attempt,
+            retry: self.retry(),
         };
         self.contender.start(attempt, &self.session, spec, ctx.address().recipient());
     }

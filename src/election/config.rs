@@ -8,6 +8,7 @@ use futures::channel::oneshot;
 use super::messages::{LeaderTerm, StopLeading};
 use crate::recipe::ConnectionPolicy;
 use crate::recipe::naming;
+use crate::retry::RetryPolicy;
 
 /// A leader actor started for one term: where to send [`StopLeading`], and what resolves once
 /// it has stopped (its `stopped()` ran; `Canceled` if its Arbiter went away first).
@@ -31,6 +32,7 @@ pub struct ElectionConfig {
     pub(super) requeue_after_loss: bool,
     pub(super) leader: Option<LeaderFactory>,
     pub(super) leader_stop_timeout: Duration,
+    pub(super) retry: Option<RetryPolicy>,
 }
 
 impl std::fmt::Debug for ElectionConfig {
@@ -42,6 +44,7 @@ impl std::fmt::Debug for ElectionConfig {
             .field("requeue_after_loss", &self.requeue_after_loss)
             .field("leader_actor", &self.leader.is_some())
             .field("leader_stop_timeout", &self.leader_stop_timeout)
+            .field("retry", &self.retry)
             .finish()
     }
 }
@@ -56,7 +59,15 @@ impl ElectionConfig {
             requeue_after_loss: true,
             leader: None,
             leader_stop_timeout: DEFAULT_LEADER_STOP_TIMEOUT,
+            retry: None,
         }
+    }
+
+    /// How this participant retries a failed request; default: its session's policy
+    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
     }
 
     /// Stored as our node's data; what other participants see in `LeaderChanged`.

@@ -2,6 +2,7 @@
 
 use super::error::GroupError;
 use crate::path;
+use crate::retry::RetryPolicy;
 
 /// How a [`GroupMember`](super::GroupMember) joins.
 #[derive(Debug, Clone)]
@@ -10,17 +11,25 @@ pub struct GroupConfig {
     pub(super) group: String,
     pub(super) id: String,
     pub(super) data: Vec<u8>,
+    pub(super) retry: Option<RetryPolicy>,
 }
 
 impl GroupConfig {
     /// Join the group at `group` as `id` (a node name), with empty data.
     pub fn new(group: impl Into<String>, id: impl Into<String>) -> Self {
-        GroupConfig { group: group.into(), id: id.into(), data: Vec::new() }
+        GroupConfig { group: group.into(), id: id.into(), data: Vec::new(), retry: None }
     }
 
     /// Our member node's data (what the others see in `MemberJoined`).
     pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Self {
         self.data = data.into();
+        self
+    }
+
+    /// How this member retries a failed request; default: its session's policy
+    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
         self
     }
 

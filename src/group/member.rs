@@ -15,7 +15,7 @@ use crate::events::{Listen, Subscribers};
 use crate::path;
 use crate::recipe::fencing::delete_own_ephemeral;
 use crate::recipe::registration::{NextStep, RegisterError, next_step, register_ephemeral};
-use crate::retry::{Backoff, RetryPolicy};
+use crate::retry::Backoff;
 use crate::session::IntoActorFree;
 use crate::session::requests::Goodbye;
 use crate::session::{SessionEvent, SessionHandle};
@@ -67,6 +67,7 @@ impl GroupMember {
         config.validate()?;
         let node = path::join(&config.group, &config.id);
         let span = tracing::info_span!("zk.group", group = %config.group, id = %config.id);
+        let backoff = config.retry.unwrap_or_else(|| session.retry_policy()).backoff();
         Ok(GroupMember {
             session,
             config,
@@ -76,7 +77,7 @@ impl GroupMember {
             view: None,
             ready: false,
             subscribers: Subscribers::new(),
-            backoff: RetryPolicy::default().backoff(),
+            backoff,
             failed: None,
             joins_in_flight: 0,
             leaving: Vec::new(),
@@ -116,7 +117,7 @@ impl GroupMember {
             if act.membership != (Membership::Joining { generation }) {
                 return;
             }
-            match next_step(joined, &mut act.backoff) {
+            match next_step(joined, &mut act.backoff, &act.node) {
                 NextStep::Registered(_) => {
                     info!(parent: &act.span, generation, "joined the group");
                     act.membership = Membership::Joined { generation };

@@ -67,6 +67,10 @@ impl HolderHost for LockActor {
         &self.session
     }
 
+    fn retry(&self) -> crate::retry::RetryPolicy {
+        self.config.retry.unwrap_or_else(|| self.session.retry_policy())
+    }
+
     fn span(&self) -> &tracing::Span {
         &self.span
     }
@@ -82,6 +86,7 @@ impl HolderHost for LockActor {
             rule: self.config.kind.rule(),
             data: self.config.participant_id.clone().into_bytes(),
             tag: attempt,
+            retry: self.retry(),
         };
         self.contender.start(attempt, &self.session, spec, ctx.address().recipient());
     }

@@ -3,6 +3,7 @@
 
 use crate::recipe::ConnectionPolicy;
 use crate::recipe::naming::{self, LOCK_NAME, READ_NAME, Rule, WRITE_NAME};
+use crate::retry::RetryPolicy;
 
 /// Which lock of a directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -43,6 +44,7 @@ pub struct LockConfig {
     pub(super) participant_id: String,
     pub(super) policy: ConnectionPolicy,
     pub(super) reacquire_after_loss: bool,
+    pub(super) retry: Option<RetryPolicy>,
 }
 
 impl LockConfig {
@@ -54,6 +56,7 @@ impl LockConfig {
             participant_id: naming::default_participant_id(),
             policy: ConnectionPolicy::default(),
             reacquire_after_loss: false,
+            retry: None,
         }
     }
 
@@ -83,6 +86,13 @@ impl LockConfig {
         self
     }
 
+    /// How this lock retries a failed request; default: its session's policy
+    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+
     /// The lock directory.
     pub fn dir(&self) -> &str {
         &self.dir
@@ -97,6 +107,7 @@ pub struct SemaphoreConfig {
     pub(super) max_leases: usize,
     pub(super) participant_id: String,
     pub(super) policy: ConnectionPolicy,
+    pub(super) retry: Option<RetryPolicy>,
 }
 
 impl SemaphoreConfig {
@@ -109,6 +120,7 @@ impl SemaphoreConfig {
             max_leases,
             participant_id: naming::default_participant_id(),
             policy: ConnectionPolicy::default(),
+            retry: None,
         }
     }
 
@@ -121,6 +133,13 @@ impl SemaphoreConfig {
     /// What a lease holder assumes when the connection drops (default: conservative).
     pub fn with_policy(mut self, policy: ConnectionPolicy) -> Self {
         self.policy = policy;
+        self
+    }
+
+    /// How this semaphore retries a failed request; default: its session's policy
+    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
         self
     }
 

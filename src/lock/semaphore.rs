@@ -65,7 +65,8 @@ impl SemaphoreActor {
 
     // Guard and lease contenders of attempt `n` carry tags 2n and 2n+1.
     fn spec(&self, tag: u64, dir: String, name: &'static str, rule: Rule) -> ContenderSpec {
-        ContenderSpec { dir, name, rule, data: self.config.participant_id.clone().into_bytes(), tag }
+        let data = self.config.participant_id.clone().into_bytes();
+        ContenderSpec { dir, name, rule, data, tag, retry: self.retry() }
     }
 
     fn on_guard(&mut self, event: ContenderEvent, ctx: &mut Context<Self>) {
@@ -119,6 +120,10 @@ impl HolderHost for SemaphoreActor {
 
     fn session(&self) -> &SessionHandle {
         &self.session
+    }
+
+    fn retry(&self) -> crate::retry::RetryPolicy {
+        self.config.retry.unwrap_or_else(|| self.session.retry_policy())
     }
 
     fn span(&self) -> &tracing::Span {

@@ -5,6 +5,7 @@ use actix::prelude::*;
 use super::messages::{Delivery, Revoked};
 use crate::path;
 use crate::recipe::naming::default_participant_id;
+use crate::retry::RetryPolicy;
 
 /// When an item leaves the queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -46,6 +47,7 @@ pub struct ConsumerConfig {
     pub(super) max_attempts: Option<u32>,
     pub(super) dead_letter: Option<String>,
     pub(super) consumer_id: String,
+    pub(super) retry: Option<RetryPolicy>,
 }
 
 impl ConsumerConfig {
@@ -59,7 +61,15 @@ impl ConsumerConfig {
             max_attempts: None,
             dead_letter: None,
             consumer_id: default_participant_id(),
+            retry: None,
         }
+    }
+
+    /// How this consumer retries a failed request; default: its session's policy
+    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
     }
 
     /// Add a worker (deliveries go round-robin).

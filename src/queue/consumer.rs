@@ -29,7 +29,7 @@ use crate::metrics;
 use crate::path;
 use crate::recipe::FencingToken;
 use crate::recipe::fencing::{FencedDelete, delete_fenced, delete_own_ephemeral_holding};
-use crate::retry::{Backoff, RetryPolicy};
+use crate::retry::{Backoff, RetryPolicy, Verdict};
 use crate::session::requests::{CreateMode, NodeData, Op};
 use crate::session::watch::weak_watcher;
 use crate::session::{PinnedSession, SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
@@ -99,6 +99,8 @@ pub struct QueueConsumerActor {
     /// Settlements waiting to go out together in one `multi`.
     settling: Vec<PendingSettle>,
     flush_scheduled: bool,
+    /// The config's policy, else the session's.
+    retry: RetryPolicy,
     /// Delay before the next retry of a failed listing, claim or take; reset by a listing.
     backoff: Backoff,
     span: tracing::Span,
@@ -108,6 +110,7 @@ impl QueueConsumerActor {
     /// A consumer; start it with `.start()`. It begins once the session is up.
     pub fn new(session: SessionHandle, config: ConsumerConfig) -> Self {
         let span = tracing::info_span!("zk.queue", queue = %config.queue, consumer = %config.consumer_id);
+        let retry = config.retry.unwrap_or_else(|| session.retry_policy());
         QueueConsumerActor {
             session,
             config,
@@ -124,7 +127,8 @@ impl QueueConsumerActor {
             revoked: HashSet::new(),
             settling: Vec::new(),
             flush_scheduled: false,
-            backoff: RetryPolicy::default().backoff(),
+            retry,
+            backoff: retry.backoff(),
             span,
         }
     }
@@ -200,12 +204,13 @@ impl QueueConsumerActor {
                     let ensure = act.session.ensure_path(&act.config.queue);
                     ctx.spawn(ensure.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
                 }
-                Err(err) if err.is_final() => act.give_up(err, ctx),
-                Err(err) => {
-                    debug!(parent: &act.span, error = %err, "listing failed; retrying");
-                    let delay = act.backoff.next_delay();
-                    ctx.run_later(delay, |act, ctx| act.fill(ctx));
-                }
+                Err(err) => match act.backoff.verdict(&err) {
+                    Verdict::RetryAfter(delay) => {
+                        debug!(parent: &act.span, error = %err, "listing failed; retrying");
+                        ctx.run_later(delay, |act, ctx| act.fill(ctx));
+                    }
+                    Verdict::GiveUp => act.give_up(err, ctx),
+                },
             }
         }));
     }
@@ -305,9 +310,12 @@ impl QueueConsumerActor {
                             // may have claimed the item meanwhile.
                             let ours = Some(act.config.consumer_id.clone().into_bytes());
                             let release = detached(delete_own_ephemeral_holding(pinned, claim_path, ours));
-                            ctx.spawn(release.into_actor(act).map(|_, act, ctx| {
-                                let delay = act.backoff.next_delay();
-                                ctx.run_later(delay, |act, ctx| act.fill(ctx));
+                            let verdict = act.backoff.verdict(&err);
+                            ctx.spawn(release.into_actor(act).map(move |_, act, ctx| match verdict {
+                                Verdict::RetryAfter(delay) => {
+                                    ctx.run_later(delay, |act, ctx| act.fill(ctx));
+                                }
+                                Verdict::GiveUp => act.give_up(err, ctx),
                             }));
                         }
                     }
@@ -335,12 +343,14 @@ impl QueueConsumerActor {
                             act.set_item_aside(&id, &error);
                             act.fill(ctx);
                         }
-                        Err(error) => {
-                            debug!(parent: &act.span, %id, %error, "take failed; retrying");
-                            act.candidates.push_front(id);
-                            let delay = act.backoff.next_delay();
-                            ctx.run_later(delay, |act, ctx| act.fill(ctx));
-                        }
+                        Err(error) => match act.backoff.verdict(&error) {
+                            Verdict::RetryAfter(delay) => {
+                                debug!(parent: &act.span, %id, %error, "take failed; retrying");
+                                act.candidates.push_front(id);
+                                ctx.run_later(delay, |act, ctx| act.fill(ctx));
+                            }
+                            Verdict::GiveUp => act.give_up(error, ctx),
+                        },
                     }
                 }));
             }
@@ -675,7 +685,13 @@ impl QueueConsumerActor {
         // Every settlement in it belongs to the same session (the batch is gathered between
         // two mailbox turns, and a flight of an older session is answered `Revoked` up front).
         let first = &batch[0];
-        let settled = settle_on_session(self.session.pinned(first.generation), ops, first.claim.clone(), first.token);
+        let settled = settle_on_session(
+            self.session.pinned(first.generation),
+            ops,
+            first.claim.clone(),
+            first.token,
+            self.retry.backoff(),
+        );
         // Detached: a consumer that stops while the batch is out must not leave its workers with
         // a wrong answer (a dropped reply reads as `Revoked`, "nothing removed", though the
         // `multi` applies). Without us, the task answers them itself.
@@ -792,8 +808,8 @@ impl QueueConsumerActor {
             return;
         };
         let (claim, token) = (pending.claim.clone(), pending.token);
+        let mut backoff = self.retry.backoff();
         let nacked = async move {
-            let mut backoff = RetryPolicy::default().backoff();
             let mut unsure = false;
             loop {
                 match session.set_data(&item, data.clone(), Some(version)).await {
@@ -802,7 +818,7 @@ impl QueueConsumerActor {
                     Err(Error::BadVersion { .. }) if unsure => break,
                     Err(err) if err.is_transient() && !matches!(err, Error::SessionLost { .. }) => {
                         unsure |= err.outcome_unknown();
-                        tokio::time::sleep(backoff.next_delay()).await;
+                        backoff.retry_after(err).await?;
                     }
                     Err(err) => return Err(err),
                 }
@@ -860,27 +876,30 @@ async fn settle_on_session(
     ops: Vec<Op>,
     claim: String,
     token: FencingToken,
+    mut backoff: Backoff,
 ) -> Result<(), Error> {
-    let mut backoff = RetryPolicy::default().backoff();
     loop {
         match session.multi(ops.clone()).await {
             Ok(_) => return Ok(()),
             Err(err @ Error::SessionLost { .. }) => return Err(err),
-            Err(err) if err.is_transient() => loop {
-                tokio::time::sleep(backoff.next_delay()).await;
-                // Synced first: a member that has not applied our `multi` yet would show the
-                // claim still there, and the `multi` sent again would fail (`ClaimLost`) though
-                // the first one applied.
-                let synced = session.sync(path::parent(&claim).unwrap_or("/"));
-                let read = session.exists(&claim);
-                match synced.await.and(read.await) {
-                    Ok(Some(stat)) if stat.czxid == token.0 => break,
-                    Ok(_) => return Ok(()),
-                    Err(err @ Error::SessionLost { .. }) => return Err(err),
-                    Err(err) if err.is_final() => return Err(err),
-                    Err(_) => continue,
+            Err(err) if err.is_transient() => {
+                let mut failed = err;
+                loop {
+                    backoff.retry_after(failed).await?;
+                    // Synced first: a member that has not applied our `multi` yet would show the
+                    // claim still there, and the `multi` sent again would fail (`ClaimLost`) though
+                    // the first one applied.
+                    let synced = session.sync(path::parent(&claim).unwrap_or("/"));
+                    let read = session.exists(&claim);
+                    match synced.await.and(read.await) {
+                        Ok(Some(stat)) if stat.czxid == token.0 => break,
+                        Ok(_) => return Ok(()),
+                        Err(err @ Error::SessionLost { .. }) => return Err(err),
+                        Err(err) if err.is_final() => return Err(err),
+                        Err(again) => failed = again,
+                    }
                 }
-            },
+            }
             Err(err) => return Err(err),
         }
     }

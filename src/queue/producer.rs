@@ -102,7 +102,7 @@ impl Queue {
         check_item_id(id)?;
         let data = data.into();
         let prefix = path::join(&self.path, &format!("{ITEM_PREFIX}{id}-"));
-        let mut backoff = crate::retry::RetryPolicy::default().backoff();
+        let mut backoff = self.session.retry_policy().backoff();
         loop {
             // Synced first: the member serving us may not have applied a create whose reply was
             // lost (ours, or that of a call whose future was dropped), and a listing without it
@@ -114,7 +114,7 @@ impl Queue {
                 (Ok(()) | Err(Error::NoNode { .. }), Ok(children)) => items_in_order(children.names),
                 (Ok(()) | Err(Error::NoNode { .. }), Err(Error::NoNode { .. })) => Vec::new(),
                 (Err(err), _) | (_, Err(err)) if err.is_transient() => {
-                    tokio::time::sleep(backoff.next_delay()).await;
+                    backoff.retry_after(err).await?;
                     continue;
                 }
                 (Err(err), _) | (_, Err(err)) => return Err(err.into()),
@@ -125,7 +125,7 @@ impl Queue {
             match self.session.create(&prefix, data.clone(), CreateMode::PersistentSequential).await {
                 Ok(created) => return Ok(path::name(&created.path).to_string()),
                 Err(Error::NoNode { .. }) => self.session.ensure_path(&self.path).await?,
-                Err(err) if err.is_transient() => tokio::time::sleep(backoff.next_delay()).await,
+                Err(err) if err.is_transient() => backoff.retry_after(err).await?,
                 Err(err) => return Err(err.into()),
             }
         }

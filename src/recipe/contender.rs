@@ -46,7 +46,7 @@ use super::known_heads;
 use super::naming::{self, Rule, Standing};
 use crate::error::Error;
 use crate::path;
-use crate::retry::{Backoff, RetryPolicy};
+use crate::retry::{Backoff, RetryPolicy, Verdict};
 use crate::session::requests::{Children, CreateMode, Created, EnsurePath};
 use crate::session::{SessionEvent, SessionHandle, SessionId, WatchEvent, WatchEventKind};
 
@@ -63,6 +63,8 @@ pub struct ContenderSpec {
     pub data: Vec<u8>,
     /// Echoed in every [`ContenderReport`].
     pub tag: u64,
+    /// How the contender retries (the recipe's policy).
+    pub retry: RetryPolicy,
 }
 
 /// Why a held node (a grant, a lease, a term) ended: the one reason every layer uses, from the
@@ -201,6 +203,7 @@ impl Contender {
     /// session's Arbiter, see `ContenderSlot::start`).
     pub fn new(session: SessionHandle, spec: ContenderSpec, owner: Recipient<ContenderReport>) -> Self {
         let span = tracing::info_span!("zk.contender", dir = %spec.dir, name = spec.name);
+        let backoff = spec.retry.backoff();
         Contender {
             session,
             spec,
@@ -208,7 +211,7 @@ impl Contender {
             guid: naming::new_guid(),
             state: State::Creating,
             withdrawals: Vec::new(),
-            backoff: RetryPolicy::default().backoff(),
+            backoff,
             own_watch: OwnWatch::Unset,
             span,
         }
@@ -277,19 +280,19 @@ impl Contender {
                 self.guid = naming::new_guid();
                 self.contend(ctx);
             }
-            Err(error) if error.is_final() => self.fail(error, ctx),
-            // Anything else leaves the create's outcome unknown: find out by GUID.
+            // Anything else leaves the create's outcome unknown: find out by GUID (on giving
+            // up too: `stopped` then deletes whatever node bears it).
             Err(err) => {
                 debug!(error = %err, "create outcome unknown; recovering by GUID");
                 self.state = State::Recovering;
-                let delay = self.backoff.next_delay();
-                ctx.run_later(delay, |act, ctx| act.recover(ctx));
+                self.retry_or_fail(err, ctx, Self::recover);
             }
         }
     }
 
     /// Takes `node` as ours, then stands in line (or withdraws, if asked meanwhile).
     fn adopt(&mut self, node: Node, listing: Option<Children>, ctx: &mut Context<Self>) {
+        self.backoff.reset();
         self.own_watch = OwnWatch::Unset;
         self.state = State::Waiting { node, watch: String::new(), blockers: usize::MAX };
         if self.withdrawing() {
@@ -313,11 +316,7 @@ impl Contender {
                     act.backoff.reset();
                     act.stand(children.names, ctx)
                 }
-                Err(error) if error.is_final() => act.fail(error, ctx),
-                Err(_) => {
-                    let delay = act.backoff.next_delay();
-                    ctx.run_later(delay, |act, ctx| act.relist(ctx));
-                }
+                Err(error) => act.retry_or_fail(error, ctx, Self::relist),
             }
         }));
     }
@@ -394,11 +393,10 @@ impl Contender {
                 // (sent now, it waits in the client for the next connection).
                 Err(error) => {
                     act.own_watch = OwnWatch::Unset;
-                    if error.is_final() {
-                        warn!(parent: &act.span, %error, "cannot watch our own node");
-                        return;
-                    }
-                    let delay = act.backoff.next_delay();
+                    // Unwatched, a deletion of our node would go unnoticed: give up instead.
+                    let Verdict::RetryAfter(delay) = act.backoff.verdict(&error) else {
+                        return act.fail(error, ctx);
+                    };
                     ctx.run_later(delay, move |act, ctx| {
                         if act.own_watch == OwnWatch::Unset && act.node().is_some_and(|node| node.path == path) {
                             act.watch_own(path, ctx);
@@ -432,11 +430,7 @@ impl Contender {
                     act.backoff.reset();
                     act.stand_on(children.names, true, ctx)
                 }
-                Err(error) if error.is_final() => act.fail(error, ctx),
-                Err(_) => {
-                    let delay = act.backoff.next_delay();
-                    ctx.run_later(delay, |act, ctx| act.watch_children(ctx));
-                }
+                Err(error) => act.retry_or_fail(error, ctx, Self::watch_children),
             }
         }));
     }
@@ -538,7 +532,6 @@ impl Contender {
                 Ok(children) => children,
                 // No directory, so no node of ours in it: the lost create did not happen.
                 Err(Error::NoNode { .. }) => {
-                    act.backoff.reset();
                     if act.withdrawing() {
                         act.finish(Ok(()), ctx)
                     } else {
@@ -546,19 +539,16 @@ impl Contender {
                     }
                     return;
                 }
-                Err(error) if error.is_final() => return act.fail(error, ctx),
-                Err(_) => {
-                    let delay = act.backoff.next_delay();
-                    ctx.run_later(delay, |act, ctx| act.recover(ctx));
-                    return;
-                }
+                Err(error) => return act.retry_or_fail(error, ctx, Self::recover),
             };
             let Some(session) = session else {
-                let delay = act.backoff.next_delay();
-                ctx.run_later(delay, |act, ctx| act.recover(ctx));
-                return;
+                // No live session to compare owners with (it is being rebuilt): as a lost
+                // connection.
+                let lost = Error::ConnectionLoss { path: act.spec.dir.clone() };
+                return act.retry_or_fail(lost, ctx, Self::recover);
             };
-            act.backoff.reset();
+            // No reset here: the step is "have our node", and a create that keeps failing must
+            // use up the policy's attempts however well the recovery reads go. `adopt` resets.
             let ours: Vec<String> =
                 children.names.iter().filter(|c| naming::belongs_to(c, &act.guid)).cloned().collect();
             act.inspect_recovered(ours, children, session.session_id, ctx);
@@ -589,12 +579,7 @@ impl Contender {
                     }
                     Ok(Some(_)) => others.push(path::join(&act.spec.dir, &name)),
                     Ok(None) => {}
-                    Err(error) if error.is_final() => return act.fail(error, ctx),
-                    Err(_) => {
-                        let delay = act.backoff.next_delay();
-                        ctx.run_later(delay, |act, ctx| act.recover(ctx));
-                        return;
-                    }
+                    Err(error) => return act.retry_or_fail(error, ctx, Self::recover),
                 }
             }
             let deletes = futures::future::join_all(
@@ -651,6 +636,16 @@ impl Contender {
         ctx.stop();
     }
 
+    /// After a step failed with `error`: `step` again after the policy's delay, or give up.
+    fn retry_or_fail(&mut self, error: Error, ctx: &mut Context<Self>, step: fn(&mut Self, &mut Context<Self>)) {
+        match self.backoff.verdict(&error) {
+            Verdict::RetryAfter(delay) => {
+                ctx.run_later(delay, step);
+            }
+            Verdict::GiveUp => self.fail(error, ctx),
+        }
+    }
+
     /// Gives up: tells the owner, and stops; `stopped` deletes whatever node we have.
     fn fail(&mut self, error: Error, ctx: &mut Context<Self>) {
         warn!(parent: &self.span, error = %error, "contender failed");
@@ -673,6 +668,8 @@ pub(crate) fn delete_until_gone(
     let first = session.delete(&path, None);
     async move {
         let mut attempt = first;
+        // Not the user's policy: an attempt limit would leave our node blocking the others
+        // until our session ends (docs/decisions.md, "The user owns retry").
         let mut backoff = RetryPolicy::default().backoff();
         loop {
             match attempt.await {
@@ -681,7 +678,7 @@ pub(crate) fn delete_until_gone(
                 Err(err) if err.is_final() => return Err(err),
                 Err(err) => {
                     debug!(%path, error = %err, "delete interrupted; retrying");
-                    tokio::time::sleep(backoff.next_delay()).await;
+                    backoff.retry_after(err).await?;
                     attempt = session.delete(&path, None);
                 }
             }
@@ -730,6 +727,7 @@ impl Actor for Contender {
                 // one (also when the connection moved to another member meanwhile).
                 let (dir, guid) = (self.spec.dir.clone(), self.guid.clone());
                 actix::spawn(async move {
+                    // Cleanup of our own node: not bounded by the user's attempt limit.
                     let mut backoff = RetryPolicy::default().backoff();
                     loop {
                         // Synced first, as in `recover`: the server now serving us may not
@@ -744,7 +742,9 @@ impl Actor for Contender {
                                 return;
                             }
                             Err(err) if !err.is_final() && !matches!(err, Error::NoNode { .. }) => {
-                                tokio::time::sleep(backoff.next_delay()).await
+                                if backoff.retry_after(err).await.is_err() {
+                                    return;
+                                }
                             }
                             Err(_) => return,
                         }

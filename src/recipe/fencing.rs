@@ -101,6 +101,8 @@ pub(crate) async fn delete_fenced(
     czxid: i64,
 ) -> Result<FencedDelete, crate::Error> {
     use crate::Error;
+    // Not the user's policy: giving up would leave our node in the others' way until our
+    // session ends (docs/decisions.md, "The user owns retry").
     let mut backoff = crate::retry::RetryPolicy::default().backoff();
     loop {
         let outcome: Result<std::convert::Infallible, Error> = match session.exists(&path).await {
@@ -119,7 +121,7 @@ pub(crate) async fn delete_fenced(
             Err(err) if err.is_final() => return Err(err),
             Err(err) => {
                 tracing::debug!(%path, error = %err, "fenced delete interrupted; retrying");
-                tokio::time::sleep(backoff.next_delay()).await;
+                backoff.retry_after(err).await?;
             }
             Ok(never) => match never {},
         }
@@ -150,6 +152,8 @@ pub(crate) async fn delete_own_ephemeral_holding(
     data: Option<Vec<u8>>,
 ) -> Result<(), crate::Error> {
     use crate::Error;
+    // Not the user's policy: giving up would leave our node in the others' way until our
+    // session ends (docs/decisions.md, "The user owns retry").
     let mut backoff = crate::retry::RetryPolicy::default().backoff();
     loop {
         let current = session.handle().session().await;
@@ -177,7 +181,7 @@ pub(crate) async fn delete_own_ephemeral_holding(
             }
             Ok(_) | Err(Error::SessionLost { .. }) => return Ok(()),
             Err(error) if error.is_final() => return Err(error),
-            Err(_) => tokio::time::sleep(backoff.next_delay()).await,
+            Err(error) => backoff.retry_after(error).await?,
         }
     }
 }

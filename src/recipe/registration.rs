@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::CreateMode;
 use crate::error::Error;
-use crate::retry::Backoff;
+use crate::retry::{Backoff, Verdict};
 use crate::session::SessionHandle;
 
 /// Why a registration was not made.
@@ -61,7 +61,8 @@ pub(crate) fn register_ephemeral(
 pub(crate) enum NextStep {
     /// Registered; the node's `czxid`. The backoff starts over.
     Registered(i64),
-    /// Retrying cannot help (no permission, a bad path): stop trying, with this error.
+    /// Retrying cannot help (no permission, a bad path), or the retry policy's attempts are
+    /// used up (a name still taken is then `NodeExists` at `node`): stop trying, with this error.
     GiveUp(Error),
     /// Try again after the delay. `because` is [`RegisterError::Taken`] when another live
     /// session holds the name (it frees up when that session ends), which the actor tells its
@@ -69,15 +70,22 @@ pub(crate) enum NextStep {
     RetryAfter { delay: Duration, because: RegisterError },
 }
 
-/// The decision after a registration attempt, the same for every registering actor.
-pub(crate) fn next_step(outcome: Result<i64, RegisterError>, backoff: &mut Backoff) -> NextStep {
-    match outcome {
+/// The decision after a registration attempt at `node`, the same for every registering actor.
+pub(crate) fn next_step(outcome: Result<i64, RegisterError>, backoff: &mut Backoff, node: &str) -> NextStep {
+    let because = match outcome {
         Ok(czxid) => {
             backoff.reset();
-            NextStep::Registered(czxid)
+            return NextStep::Registered(czxid);
         }
-        Err(RegisterError::ZooKeeper(error)) if error.is_final() => NextStep::GiveUp(error),
-        Err(because) => NextStep::RetryAfter { delay: backoff.next_delay(), because },
+        Err(because) => because,
+    };
+    let error = match &because {
+        RegisterError::ZooKeeper(error) => error.clone(),
+        RegisterError::Taken => Error::NodeExists { path: node.to_owned() },
+    };
+    match backoff.verdict(&error) {
+        Verdict::RetryAfter(delay) => NextStep::RetryAfter { delay, because },
+        Verdict::GiveUp => NextStep::GiveUp(error),
     }
 }
 
@@ -91,20 +99,30 @@ mod tests {
         let mut backoff =
             RetryPolicy::new(Duration::from_millis(100), Duration::from_secs(1)).with_jitter(0.0).backoff();
         let no_auth = Error::NoAuth { path: "/g".into() };
-        assert!(matches!(next_step(Err(no_auth.into()), &mut backoff), NextStep::GiveUp(Error::NoAuth { .. })));
+        assert!(matches!(next_step(Err(no_auth.into()), &mut backoff, "/g/m"), NextStep::GiveUp(Error::NoAuth { .. })));
         let lost = Error::ConnectionLoss { path: "/g".into() };
         assert!(matches!(
-            next_step(Err(lost.into()), &mut backoff),
+            next_step(Err(lost.into()), &mut backoff, "/g/m"),
             NextStep::RetryAfter { because: RegisterError::ZooKeeper(_), delay } if delay == Duration::from_millis(100)
         ));
         assert!(matches!(
-            next_step(Err(RegisterError::Taken), &mut backoff),
+            next_step(Err(RegisterError::Taken), &mut backoff, "/g/m"),
             NextStep::RetryAfter { because: RegisterError::Taken, delay } if delay == Duration::from_millis(200)
         ));
-        assert!(matches!(next_step(Ok(7), &mut backoff), NextStep::Registered(7)));
+        assert!(matches!(next_step(Ok(7), &mut backoff, "/g/m"), NextStep::Registered(7)));
         assert!(matches!(
-            next_step(Err(RegisterError::Taken), &mut backoff),
+            next_step(Err(RegisterError::Taken), &mut backoff, "/g/m"),
             NextStep::RetryAfter { delay, .. } if delay == Duration::from_millis(100)
+        ));
+    }
+
+    #[test]
+    fn a_limit_of_two_gives_up_at_the_second_failure_naming_a_taken_node() {
+        let mut backoff = RetryPolicy::default().with_max_attempts(2).backoff();
+        assert!(matches!(next_step(Err(RegisterError::Taken), &mut backoff, "/g/m"), NextStep::RetryAfter { .. }));
+        assert!(matches!(
+            next_step(Err(RegisterError::Taken), &mut backoff, "/g/m"),
+            NextStep::GiveUp(Error::NodeExists { path }) if path == "/g/m"
         ));
     }
 }

@@ -10,6 +10,7 @@ use zookeeper_client::Acl;
 
 use crate::error::Error;
 use crate::path;
+use crate::retry::RetryPolicy;
 
 /// ZooKeeper's default `jute.maxbuffer` (0xfffff bytes): the server closes the connection on
 /// any request longer than this, a `multi` counted whole, so every request is measured before
@@ -44,6 +45,7 @@ pub struct SessionConfig {
     auth: Vec<(String, Vec<u8>)>,
     default_acl: Vec<Acl>,
     rebuild: RebuildPolicy,
+    retry: RetryPolicy,
     max_request_size: usize,
     #[cfg(feature = "tls")]
     tls: Option<super::TlsConfig>,
@@ -86,6 +88,7 @@ impl SessionConfig {
             auth: Vec::new(),
             default_acl: vec![Acl::new_const(zookeeper_client::Permission::ALL, "world", "anyone")],
             rebuild: RebuildPolicy::forever(),
+            retry: RetryPolicy::default(),
             max_request_size: DEFAULT_MAX_REQUEST_SIZE,
             #[cfg(feature = "tls")]
             tls: None,
@@ -174,6 +177,20 @@ impl SessionConfig {
     pub fn with_rebuild_policy(mut self, policy: RebuildPolicy) -> Self {
         self.rebuild = policy;
         self
+    }
+
+    /// How the recipes on this session retry a failed request (unless a recipe's own config says
+    /// otherwise): by default 50 ms doubling to 2 s, with jitter, for as long as the session may
+    /// come back. With an attempt limit, a recipe step that fails that many times in a row ends
+    /// with its typed error; see [`RetryPolicy`].
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
+    /// The recipes' retry policy on this session.
+    pub fn retry(&self) -> RetryPolicy {
+        self.retry
     }
 
     /// Largest request sent, as encoded on the wire (path, data, ACL, a `multi`'s every op):

@@ -28,6 +28,7 @@ use super::requests::*;
 use crate::error::{Error, Result};
 use crate::events::EventStream;
 use crate::reply::{Answer, Told};
+use crate::retry::RetryPolicy;
 
 /// A cloneable handle to a running session.
 #[derive(Clone, Debug)]
@@ -37,6 +38,8 @@ pub struct SessionHandle {
     arbiter: ArbiterHandle,
     /// The live session's id, 0 while none is (kept by the actor).
     live: Arc<AtomicI64>,
+    /// How the recipes on this session retry, unless their own config says otherwise.
+    retry: RetryPolicy,
 }
 
 impl SessionHandle {
@@ -50,10 +53,11 @@ impl SessionHandle {
         let arbiter = Arbiter::new();
         let live = Arc::new(AtomicI64::new(0));
         let cell = live.clone();
+        let retry = config.retry();
         let addr = SessionActor::start_in_arbiter(&arbiter.handle(), move |_| {
             SessionActor::new(config, true).with_live_cell(cell)
         });
-        Ok(SessionHandle { addr, arbiter: arbiter.handle(), live })
+        Ok(SessionHandle { addr, arbiter: arbiter.handle(), live, retry })
     }
 
     /// The session's thread, for an actor whose every step is a request: replies and watch
@@ -67,6 +71,12 @@ impl SessionHandle {
     /// as the session actor knows, even if the news has not reached the caller's mailbox yet.
     pub(crate) fn has_ended(&self, id: SessionId) -> bool {
         self.live.load(Ordering::SeqCst) != id.0
+    }
+
+    /// How the recipes on this session retry a failed request, unless their own config says
+    /// otherwise ([`SessionConfig::with_retry`]).
+    pub fn retry_policy(&self) -> RetryPolicy {
+        self.retry
     }
 
     /// The actor's address, for sending request messages directly from another actor.

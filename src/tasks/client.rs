@@ -14,7 +14,6 @@ use super::error::TaskError;
 use super::layout::{Layout, TaskId};
 use crate::error::Error;
 use crate::path;
-use crate::retry::RetryPolicy;
 use crate::session::SessionHandle;
 use crate::{CreateMode, Op};
 
@@ -109,7 +108,7 @@ impl TaskClient {
         async move {
             let mut reply = first;
             let mut ensured = false;
-            let mut backoff = RetryPolicy::default().backoff();
+            let mut backoff = session.retry_policy().backoff();
             loop {
                 match reply.await {
                     Ok(_) => return Ok(id),
@@ -126,7 +125,7 @@ impl TaskClient {
                         ensured = true;
                         layout.ensure(&session).await?;
                     }
-                    Err(error) if error.is_transient() => tokio::time::sleep(backoff.next_delay()).await,
+                    Err(error) if error.is_transient() => backoff.retry_after(error).await?,
                     // Name the real problem (e.g. `DataTooLarge` for the task's path), not the
                     // transaction around it.
                     Err(Error::Multi { source, .. }) => return Err((*source).into()),
@@ -153,7 +152,7 @@ impl TaskClient {
         let root = self.root.clone();
         let id = task.clone();
         let wait = async move {
-            let mut backoff = RetryPolicy::default().backoff();
+            let mut backoff = session.retry_policy().backoff();
             loop {
                 // Withdrawn when this future is dropped (a timeout): nothing is left behind.
                 let (read, fired) = session.get_data_until_dropped(&status);
@@ -174,7 +173,7 @@ impl TaskClient {
                     Err(Error::NoNode { .. }) => {
                         return Err(TaskError::UnknownTask { id: id.as_str().to_owned(), root });
                     }
-                    Err(error) if error.is_transient() => tokio::time::sleep(backoff.next_delay()).await,
+                    Err(error) if error.is_transient() => backoff.retry_after(error).await?,
                     Err(error) => return Err(error.into()),
                 }
             }

@@ -19,7 +19,7 @@ use crate::election::{self, ElectionActor, ElectionConfig, ElectionEvent};
 use crate::events::{Listen, Subscribers};
 use crate::recipe::ConnectionPolicy;
 use crate::recipe::naming::default_participant_id;
-use crate::retry::{Backoff, RetryPolicy};
+use crate::retry::{Backoff, RetryPolicy, Verdict};
 use crate::session::SessionHandle;
 
 type StrategyFactory = Rc<dyn Fn() -> Box<dyn AssignStrategy>>;
@@ -31,6 +31,7 @@ pub struct TaskMasterConfig {
     master_id: String,
     policy: ConnectionPolicy,
     strategy: StrategyFactory,
+    retry: Option<RetryPolicy>,
 }
 
 impl std::fmt::Debug for TaskMasterConfig {
@@ -51,7 +52,15 @@ impl TaskMasterConfig {
             master_id: default_participant_id(),
             policy: ConnectionPolicy::default(),
             strategy: Rc::new(|| Box::new(LeastLoaded)),
+            retry: None,
         }
+    }
+
+    /// How this master candidate retries a failed request; default: its session's policy
+    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
     }
 
     /// Stored in the election node; what others see in `MasterChanged`.
@@ -104,6 +113,7 @@ impl TaskMaster {
     pub fn new(session: SessionHandle, config: TaskMasterConfig) -> Result<TaskMaster, TaskError> {
         let layout = Layout::new(&config.root)?;
         let span = tracing::info_span!("zk.tasks.master", root = %config.root, id = %config.master_id);
+        let backoff = config.retry.unwrap_or_else(|| session.retry_policy()).backoff();
         Ok(TaskMaster {
             session,
             layout,
@@ -111,7 +121,7 @@ impl TaskMaster {
             election: None,
             term: None,
             subscribers: Subscribers::new(),
-            backoff: RetryPolicy::default().backoff(),
+            backoff,
             master_id: None,
             span,
         })
@@ -126,14 +136,16 @@ impl TaskMaster {
         let ensured = self.layout.ensure(&self.session);
         ctx.wait(ensured.into_actor(self).map(|ensured, act, ctx| match ensured {
             Ok(()) => act.join_election(ctx),
-            Err(TaskError::ZooKeeper(error)) if error.is_final() => {
-                warn!(parent: &act.span, %error, "cannot create the master-worker directories");
-                act.broadcast(MasterEvent::MasterFailed { error });
-            }
-            Err(error) => {
-                debug!(parent: &act.span, %error, "cannot create the directories yet; trying again");
-                ctx.run_later(act.backoff.next_delay(), |act, ctx| act.prepare(ctx));
-            }
+            Err(error) => match act.backoff.verdict(&error) {
+                Verdict::RetryAfter(delay) => {
+                    debug!(parent: &act.span, %error, "cannot create the directories yet; trying again");
+                    ctx.run_later(delay, |act, ctx| act.prepare(ctx));
+                }
+                Verdict::GiveUp => {
+                    warn!(parent: &act.span, %error, "cannot create the master-worker directories");
+                    act.broadcast(MasterEvent::MasterFailed { error });
+                }
+            },
         }));
     }
 
@@ -142,12 +154,14 @@ impl TaskMaster {
         let layout = self.layout.clone();
         let strategy = self.config.strategy.clone();
         let report = ctx.address().downgrade().recipient::<MasterEvent>();
+        let retry = self.config.retry.unwrap_or_else(|| self.session.retry_policy());
         let config = ElectionConfig::new(self.layout.master())
             .with_participant_id(self.config.master_id.clone())
             .with_policy(self.config.policy)
+            .with_retry(retry)
             .with_leader_actor(move |term| {
                 let fence = MasterFence { node: term.node, version: term.version, token: term.token };
-                MasterTerm::new(session.clone(), layout.clone(), fence, strategy(), report.clone())
+                MasterTerm::new(session.clone(), layout.clone(), fence, strategy(), report.clone(), retry)
             });
         let election = ElectionActor::new(self.session.clone(), config).start();
         election.do_send(election::Subscribe { recipient: ctx.address().recipient() });

@@ -169,6 +169,7 @@ impl MasterTerm {
         fence: MasterFence,
         strategy: Box<dyn AssignStrategy>,
         report: actix::WeakRecipient<MasterEvent>,
+        retry: RetryPolicy,
     ) -> MasterTerm {
         let span = tracing::info_span!("zk.tasks.master_term", root = %layout.assign(), node = %fence.node, token = %fence.token);
         MasterTerm {
@@ -182,7 +183,8 @@ impl MasterTerm {
             dirty: Dirty::everything(),
             pass_running: false,
             watches: Vec::new(),
-            backoff: RetryPolicy::default().backoff(),
+            // Only the delays: a term never gives up a pass (it holds its office until it ends).
+            backoff: retry.backoff(),
             span,
         }
     }

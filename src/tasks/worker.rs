@@ -27,7 +27,7 @@ use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::recipe::fencing::delete_own_ephemeral;
 use crate::recipe::registration::{NextStep, RegisterError, next_step, register_ephemeral};
-use crate::retry::{Backoff, RetryPolicy};
+use crate::retry::{Backoff, RetryPolicy, Verdict};
 use crate::session::requests::Goodbye;
 use crate::session::watch::weak_watcher;
 use crate::session::{IntoActorFree, SessionEvent, SessionHandle, WatchEvent};
@@ -38,12 +38,20 @@ pub struct TaskWorkerConfig {
     root: String,
     worker_id: String,
     concurrency: usize,
+    retry: Option<RetryPolicy>,
 }
 
 impl TaskWorkerConfig {
     /// A worker `worker_id` of the installation at `root`, running one task at a time.
     pub fn new(root: impl Into<String>, worker_id: impl Into<String>) -> Self {
-        TaskWorkerConfig { root: root.into(), worker_id: worker_id.into(), concurrency: 1 }
+        TaskWorkerConfig { root: root.into(), worker_id: worker_id.into(), concurrency: 1, retry: None }
+    }
+
+    /// How this worker retries a failed request; default: its session's policy
+    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
     }
 
     /// Runs at most `n` tasks at once (at least 1). Registered as the worker's capacity, so the
@@ -106,6 +114,8 @@ pub struct TaskWorker {
     listing: bool,
     list_again: bool,
     subscribers: Subscribers<WorkerEvent>,
+    /// The config's policy, else the session's.
+    retry: RetryPolicy,
     /// Delay before the next retry of a failed registration or read; reset by a success.
     backoff: Backoff,
     stop_waiters: Vec<futures::channel::oneshot::Sender<()>>,
@@ -122,6 +132,7 @@ impl TaskWorker {
         let layout = Layout::new(&config.root)?;
         check_worker_id(&config.worker_id)?;
         let span = tracing::info_span!("zk.tasks.worker", root = %config.root, id = %config.worker_id);
+        let retry = config.retry.unwrap_or_else(|| session.retry_policy());
         Ok(TaskWorker {
             session,
             layout,
@@ -137,7 +148,8 @@ impl TaskWorker {
             listing: false,
             list_again: false,
             subscribers: Subscribers::new(),
-            backoff: RetryPolicy::default().backoff(),
+            retry,
+            backoff: retry.backoff(),
             stop_waiters: Vec::new(),
             span,
         })
@@ -170,12 +182,12 @@ impl TaskWorker {
         let parents = vec![self.layout.workers(), self.layout.assign_dir(&self.config.worker_id)];
         let node = self.layout.worker(&self.config.worker_id);
         let capacity = self.config.concurrency.to_string().into_bytes();
-        let register = register_ephemeral(&self.session, parents, node, capacity);
+        let register = register_ephemeral(&self.session, parents, node.clone(), capacity);
         ctx.spawn(register.into_actor_free().map(move |registered, act: &mut Self, ctx| {
             if act.registration != (Registration::Registering { generation }) {
                 return; // stopped, or a newer session is registering
             }
-            match next_step(registered, &mut act.backoff) {
+            match next_step(registered, &mut act.backoff, &node) {
                 NextStep::Registered(czxid) => {
                     info!(parent: &act.span, generation, "registered");
                     act.registration = Registration::Registered { generation };
@@ -247,15 +259,16 @@ impl TaskWorker {
                     }));
                     return;
                 }
-                Err(error) if error.is_final() => {
-                    act.give_up(error, ctx);
-                    return;
-                }
-                Err(error) => {
-                    debug!(parent: &act.span, %error, "cannot list assignments; trying again");
-                    let delay = act.backoff.next_delay();
-                    ctx.run_later(delay, |act, ctx| act.list(ctx));
-                }
+                Err(error) => match act.backoff.verdict(&error) {
+                    Verdict::RetryAfter(delay) => {
+                        debug!(parent: &act.span, %error, "cannot list assignments; trying again");
+                        ctx.run_later(delay, |act, ctx| act.list(ctx));
+                    }
+                    Verdict::GiveUp => {
+                        act.give_up(error, ctx);
+                        return;
+                    }
+                },
             }
             if std::mem::take(&mut act.list_again) {
                 act.list(ctx);
@@ -297,11 +310,13 @@ impl TaskWorker {
                     // Moved away (NoNode), or the connection dropped: the next listing
                     // decides.
                     debug!(parent: &act.span, %task, %error, "cannot read the task");
-                    if error.is_final() {
-                        act.give_up(error, ctx);
-                    } else if !matches!(error, Error::NoNode { .. }) {
-                        let delay = act.backoff.next_delay();
-                        ctx.run_later(delay, |act, ctx| act.list(ctx));
+                    if !matches!(error, Error::NoNode { .. }) {
+                        match act.backoff.verdict(&error) {
+                            Verdict::RetryAfter(delay) => {
+                                ctx.run_later(delay, |act, ctx| act.list(ctx));
+                            }
+                            Verdict::GiveUp => act.give_up(error, ctx),
+                        }
                     }
                     None
                 }
@@ -355,6 +370,7 @@ impl TaskWorker {
             Record::GaveUp(reason) => Some(reason.clone()),
             Record::Result(_) => None,
         };
+        let mut backoff = self.retry.backoff();
         let write = async move {
             if ended {
                 // Known before anything is sent: the registration is gone, the master has the
@@ -362,7 +378,6 @@ impl TaskWorker {
                 return Finish::Discarded(DiscardReason::Reassigned);
             }
             let mut unsure = false;
-            let mut backoff = RetryPolicy::default().backoff();
             loop {
                 let mut ops = match &record {
                     Record::Result(result) => {
@@ -400,7 +415,11 @@ impl TaskWorker {
                         // Only a result that may have been written can explain a `BadVersion`
                         // later; one never sent (`Timeout`) means another finish got there.
                         unsure |= error.outcome_unknown();
-                        tokio::time::sleep(backoff.next_delay()).await;
+                        match backoff.verdict(&error) {
+                            Verdict::RetryAfter(delay) => tokio::time::sleep(delay).await,
+                            Verdict::GiveUp if unsure => return Finish::Unknown,
+                            Verdict::GiveUp => return Finish::Failed(error.into()),
+                        }
                     }
                     Err(error) => return Finish::Failed(error.into()),
                 }
@@ -451,15 +470,17 @@ impl TaskWorker {
             },
             Op::Create { path: self.layout.task(&task), data: assignment.data, mode: crate::CreateMode::Persistent },
         ];
+        let mut backoff = self.retry.backoff();
         let returned = async move {
-            let mut backoff = RetryPolicy::default().backoff();
             loop {
                 match session.multi(ops.clone()).await {
                     Ok(_) => return true,
                     // Applied before its reply was lost (the assignment is gone, the task back).
                     Err(Error::Multi { index: 0, source }) if matches!(*source, Error::NoNode { .. }) => return false,
                     Err(error) if error.is_transient() && !matches!(error, Error::SessionLost { .. }) => {
-                        tokio::time::sleep(backoff.next_delay()).await;
+                        if backoff.retry_after(error).await.is_err() {
+                            return false;
+                        }
                     }
                     Err(_) => return false,
                 }

@@ -18,7 +18,7 @@ use crate::recipe::contender::{
     Abandon, Contender, ContenderEvent, ContenderReport, ContenderSpec, Relisted, Withdraw,
 };
 use crate::recipe::fencing::FencingToken;
-use crate::retry::{Backoff, RetryPolicy};
+use crate::retry::{Backoff, RetryPolicy, Verdict};
 use crate::session::{SessionEvent, SessionHandle};
 
 /// A recipe actor built on a [`Holder`]: it starts its contenders and words its events; the
@@ -32,6 +32,8 @@ pub(crate) trait HolderHost: Actor<Context = Context<Self>> {
     fn holder(&mut self) -> &mut Holder<Self::Grant, Self::Waiter>;
     /// The session.
     fn session(&self) -> &SessionHandle;
+    /// How the recipe retries: its config's policy, else its session's.
+    fn retry(&self) -> RetryPolicy;
     /// The recipe's span.
     fn span(&self) -> &tracing::Span;
     /// The recipe's kind and path, as its metrics name them.
@@ -221,7 +223,7 @@ fn perform<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, ctx: &mu
                 info!(parent: host.span(), node = %held.node, token = %held.token, "releasing");
                 // Detached, so that the delete (and its retries) complete even if we stop now; the
                 // request itself is sent here, ahead of anything we send next.
-                let deleted = delete_held(host.session().clone(), held.node.clone());
+                let deleted = delete_held(host.session().clone(), held.node.clone(), host.retry());
                 let (done, outcome) = oneshot::channel();
                 actix::spawn(async move {
                     let _ = done.send(deleted.await);
@@ -232,7 +234,10 @@ fn perform<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, ctx: &mu
                     run(act, effects, ctx);
                 }));
             }
-            Effect::Verify { attempt, node } => verify(host, attempt, node, RetryPolicy::default().backoff(), ctx),
+            Effect::Verify { attempt, node } => {
+                let backoff = host.retry().backoff();
+                verify(host, attempt, node, backoff, ctx)
+            }
             Effect::ArmDeadline(attempt) => {
                 let timer = disconnect_deadline(host.session(), ctx, move |act: &mut H, ctx| {
                     let effects = act.holder().deadline_passed(attempt);
@@ -291,18 +296,24 @@ fn count<H: HolderHost>(host: &mut H, happened: &Happened<H::Grant>) {
 /// leave the grant unconfirmed until the disconnect deadline calls it lost, though it lives.
 fn verify<H: HolderHost>(host: &mut H, attempt: Attempt, node: String, mut backoff: Backoff, ctx: &mut Context<H>) {
     let read = host.session().exists(&node);
-    ctx.spawn(read.into_actor(host).map(move |read, act, ctx| match read {
-        Err(error) if !error.is_final() && act.holder().is_verifying(attempt) => {
-            debug!(parent: act.span(), %node, %error, "reading the held node again failed; retrying");
-            ctx.run_later(backoff.next_delay(), move |act, ctx| {
-                if act.holder().is_verifying(attempt) {
-                    verify(act, attempt, node, backoff, ctx);
-                }
-            });
-        }
-        read => {
-            let effects = act.holder().verified(attempt, read.map(|stat| stat.is_some()));
-            run(act, effects, ctx);
+    ctx.spawn(read.into_actor(host).map(move |read, act, ctx| {
+        let verdict = match &read {
+            Err(error) if act.holder().is_verifying(attempt) => backoff.verdict(error),
+            _ => Verdict::GiveUp,
+        };
+        match (read, verdict) {
+            (Err(error), Verdict::RetryAfter(delay)) => {
+                debug!(parent: act.span(), %node, %error, "reading the held node again failed; retrying");
+                ctx.run_later(delay, move |act, ctx| {
+                    if act.holder().is_verifying(attempt) {
+                        verify(act, attempt, node, backoff, ctx);
+                    }
+                });
+            }
+            (read, _) => {
+                let effects = act.holder().verified(attempt, read.map(|stat| stat.is_some()));
+                run(act, effects, ctx);
+            }
         }
     }));
 }
@@ -373,22 +384,25 @@ fn check_callers<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) {
 }
 
 /// Deletes a held node, retrying through connection loss, and says whether it was ours to delete.
-fn delete_held(session: SessionHandle, path: String) -> impl std::future::Future<Output = Result<Deleted, Error>> {
+fn delete_held(
+    session: SessionHandle,
+    path: String,
+    retry: RetryPolicy,
+) -> impl std::future::Future<Output = Result<Deleted, Error>> {
     let first = session.delete(&path, None);
     async move {
         let mut attempt = first;
-        let mut backoff = crate::retry::RetryPolicy::default().backoff();
+        let mut backoff = retry.backoff();
         let mut unsure = false;
         loop {
             match attempt.await {
                 Ok(()) => return Ok(Deleted::ByUs),
                 Err(Error::NoNode { .. }) => return Ok(Deleted::Gone { unsure, session_lost: false }),
                 Err(Error::SessionLost { .. }) => return Ok(Deleted::Gone { unsure, session_lost: true }),
-                Err(err) if err.is_final() => return Err(err),
                 Err(err) => {
                     debug!(%path, error = %err, "delete interrupted; retrying");
                     unsure |= matches!(err, Error::ConnectionLoss { .. });
-                    tokio::time::sleep(backoff.next_delay()).await;
+                    backoff.retry_after(err).await?;
                     attempt = session.delete(&path, None);
                 }
             }

@@ -1,0 +1,140 @@
+//! The user's retry policy is what ends a recipe's retries: with an attempt limit of `n`, a
+//! recipe whose request keeps failing for a passing reason gives up after exactly `n` attempts,
+//! with its typed error; without one it keeps trying.
+//!
+//! The failure is real: a request larger than the server's `jute.maxbuffer` (sent because the
+//! session's `max_request_size` is raised above it) makes the server close the connection, so
+//! the client sees `ConnectionLoss`, a passing error, and the session reconnects. Each attempt
+//! therefore shows as exactly one `Suspended` on the session, which is how the attempts are
+//! counted.
+#![cfg(feature = "testkit")]
+
+use crate::common;
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use actix_zookeeper::group::{GroupConfig, GroupError, GroupEvent, GroupMember, Subscribe};
+use actix_zookeeper::lock::{LockConfig, LockError, LockHandle};
+use actix_zookeeper::prelude::*;
+use actix_zookeeper::queue::{Queue, QueueError};
+use actix_zookeeper::retry::RetryPolicy;
+use actix_zookeeper::testkit::{ZkServer, unique_root};
+use common::*;
+
+/// More than the server's default `jute.maxbuffer` (0xfffff bytes).
+const OVERSIZED: usize = 0x12_0000;
+
+fn policy(attempts: Option<u32>) -> RetryPolicy {
+    let policy = RetryPolicy::new(Duration::from_millis(20), Duration::from_millis(100));
+    match attempts {
+        Some(n) => policy.with_max_attempts(n),
+        None => policy,
+    }
+}
+
+/// A session that sends requests of any size, with `retry` as its recipes' policy.
+async fn session(server: &ZkServer, test: &str, retry: RetryPolicy) -> (SessionHandle, Recorded<SessionEvent>) {
+    connected(
+        SessionConfig::new(server.connect_string())
+            .with_chroot(unique_root(test))
+            .with_max_request_size(4 << 20)
+            .with_retry(retry),
+    )
+    .await
+}
+
+fn suspensions(events: &Recorded<SessionEvent>) -> usize {
+    events.snapshot().iter().filter(|e| matches!(e, SessionEvent::Suspended { .. })).count()
+}
+
+/// After giving up, nothing tries again: the count of attempts stays where it is.
+async fn no_further_attempt(events: &Recorded<SessionEvent>, attempts: usize) {
+    actix_rt::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(suspensions(events), attempts, "an attempt after giving up: {:?}", events.snapshot());
+}
+
+fn is_connection_loss(error: &actix_zookeeper::Error) -> bool {
+    matches!(error, actix_zookeeper::Error::ConnectionLoss { .. })
+}
+
+#[actix_rt::test]
+async fn a_lock_with_a_limit_of_two_gives_up_after_exactly_two_attempts_with_its_error() {
+    init_tracing();
+    let server = ZkServer::start().expect("ZooKeeper");
+    // The session's own policy has no limit: the lock's config is what limits.
+    let (session, events) = session(&server, "retry-lock", policy(None)).await;
+    let config = LockConfig::new("/locks/l").with_participant_id("x".repeat(OVERSIZED)).with_retry(policy(Some(2)));
+    let lock = LockHandle::start(session.clone(), config);
+    let outcome = bounded("an acquire that gives up", lock.acquire(None)).await;
+    assert!(
+        matches!(&outcome, Err(LockError::ZooKeeper(error)) if is_connection_loss(error)),
+        "expected the lock's typed error, got {outcome:?}"
+    );
+    assert_eq!(suspensions(&events), 2, "{:?}", events.snapshot());
+    no_further_attempt(&events, 2).await;
+    session.close().await;
+}
+
+#[actix_rt::test]
+async fn without_a_limit_the_same_lock_keeps_trying() {
+    // The control: the same failure with no limit does not end the acquire, so the two tests
+    // above and below see the limit at work, not some other end.
+    init_tracing();
+    let server = ZkServer::start().expect("ZooKeeper");
+    let (session, events) = session(&server, "retry-control", policy(None)).await;
+    let config = LockConfig::new("/locks/l").with_participant_id("x".repeat(OVERSIZED));
+    let lock = LockHandle::start(session.clone(), config);
+    let acquire = lock.acquire(None);
+    futures::pin_mut!(acquire);
+    let tried = async {
+        while suspensions(&events) < 4 {
+            actix_rt::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    futures::pin_mut!(tried);
+    match bounded("four attempts", futures::future::select(acquire, tried)).await {
+        futures::future::Either::Left((outcome, _)) => panic!("the acquire ended without a limit: {outcome:?}"),
+        futures::future::Either::Right(((), _)) => {}
+    }
+    session.close().await;
+}
+
+#[actix_rt::test]
+async fn a_group_member_with_a_limit_of_two_fails_its_join_after_exactly_two_attempts() {
+    init_tracing();
+    let server = ZkServer::start().expect("ZooKeeper");
+    let (session, events) = session(&server, "retry-group", policy(None)).await;
+    let joined = Recorded::<GroupEvent>::start();
+    let config = GroupConfig::new("/group", "m").with_data(vec![7u8; OVERSIZED]).with_retry(policy(Some(2)));
+    let member = GroupMember::new(session.clone(), config).expect("valid config").start();
+    member.do_send(Subscribe { recipient: joined.recipient.clone() });
+    joined
+        .wait_for(0, Duration::from_secs(20), |e| {
+            matches!(e, GroupEvent::JoinFailed { error: GroupError::ZooKeeper(error) } if is_connection_loss(error))
+        })
+        .await;
+    assert_eq!(suspensions(&events), 2, "{:?}", events.snapshot());
+    no_further_attempt(&events, 2).await;
+    assert!(!joined.snapshot().iter().any(|e| matches!(e, GroupEvent::Joined { .. })), "{:?}", joined.snapshot());
+    session.close().await;
+}
+
+#[actix_rt::test]
+async fn the_sessions_policy_limits_a_queue_put_to_exactly_two_attempts() {
+    init_tracing();
+    let server = ZkServer::start().expect("ZooKeeper");
+    // No recipe config here: the session's policy is every recipe's default.
+    let (session, events) = session(&server, "retry-queue", policy(Some(2))).await;
+    let queue = Queue::new(session.clone(), "/q");
+    let outcome = bounded("a put that gives up", queue.put_with_id("big", vec![1u8; OVERSIZED])).await;
+    assert!(
+        matches!(&outcome, Err(QueueError::ZooKeeper(error)) if is_connection_loss(error)),
+        "expected the queue's typed error, got {outcome:?}"
+    );
+    assert_eq!(suspensions(&events), 2, "{:?}", events.snapshot());
+    no_further_attempt(&events, 2).await;
+    // Nothing was queued: each attempt's create never reached the tree.
+    assert_eq!(queue.len().await.expect("length"), 0);
+    session.close().await;
+}
