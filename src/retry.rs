@@ -65,6 +65,14 @@ impl RetryPolicy {
         self
     }
 
+    /// The same delays without the attempt limit: for the steps that must not give up while
+    /// their session lives (deleting our own nodes, recording a task's result), since giving
+    /// up would leave something in the others' way until the session ends.
+    pub(crate) fn without_attempt_limit(mut self) -> Self {
+        self.max_attempts = None;
+        self
+    }
+
     /// The attempt limit, `None` for none.
     pub fn max_attempts(&self) -> Option<u32> {
         self.max_attempts

@@ -668,9 +668,9 @@ pub(crate) fn delete_until_gone(
     let first = session.delete(&path, None);
     async move {
         let mut attempt = first;
-        // Not the user's policy: an attempt limit would leave our node blocking the others
-        // until our session ends (docs/decisions.md, "The user owns retry").
-        let mut backoff = RetryPolicy::default().backoff();
+        // Without the attempt limit: giving up would leave our node blocking the others until
+        // our session ends.
+        let mut backoff = session.retry_policy().without_attempt_limit().backoff();
         loop {
             match attempt.await {
                 Ok(()) | Err(Error::NoNode { .. }) | Err(Error::SessionLost { .. }) => return Ok(()),
@@ -727,8 +727,8 @@ impl Actor for Contender {
                 // one (also when the connection moved to another member meanwhile).
                 let (dir, guid) = (self.spec.dir.clone(), self.guid.clone());
                 actix::spawn(async move {
-                    // Cleanup of our own node: not bounded by the user's attempt limit.
-                    let mut backoff = RetryPolicy::default().backoff();
+                    // Cleanup of our own node: without the attempt limit.
+                    let mut backoff = session.retry_policy().without_attempt_limit().backoff();
                     loop {
                         // Synced first, as in `recover`: the server now serving us may not
                         // have applied the create yet.

@@ -101,9 +101,9 @@ pub(crate) async fn delete_fenced(
     czxid: i64,
 ) -> Result<FencedDelete, crate::Error> {
     use crate::Error;
-    // Not the user's policy: giving up would leave our node in the others' way until our
-    // session ends (docs/decisions.md, "The user owns retry").
-    let mut backoff = crate::retry::RetryPolicy::default().backoff();
+    // Without the attempt limit: giving up would leave our node in the others' way until our
+    // session ends.
+    let mut backoff = session.handle().retry_policy().without_attempt_limit().backoff();
     loop {
         let outcome: Result<std::convert::Infallible, Error> = match session.exists(&path).await {
             Ok(Some(stat)) if stat.czxid == czxid => match session.delete(&path, Some(stat.version)).await {
@@ -152,9 +152,9 @@ pub(crate) async fn delete_own_ephemeral_holding(
     data: Option<Vec<u8>>,
 ) -> Result<(), crate::Error> {
     use crate::Error;
-    // Not the user's policy: giving up would leave our node in the others' way until our
-    // session ends (docs/decisions.md, "The user owns retry").
-    let mut backoff = crate::retry::RetryPolicy::default().backoff();
+    // Without the attempt limit: giving up would leave our node in the others' way until our
+    // session ends.
+    let mut backoff = session.handle().retry_policy().without_attempt_limit().backoff();
     loop {
         let current = session.handle().session().await;
         let Some(current) = current.filter(|c| c.generation == session.generation()) else {

@@ -370,7 +370,9 @@ impl TaskWorker {
             Record::GaveUp(reason) => Some(reason.clone()),
             Record::Result(_) => None,
         };
-        let mut backoff = self.retry.backoff();
+        // Not limited: a result given up on while our session lives would leave the task assigned
+        // to us, and nobody would ever finish it.
+        let mut backoff = self.retry.without_attempt_limit().backoff();
         let write = async move {
             if ended {
                 // Known before anything is sent: the registration is gone, the master has the
@@ -415,10 +417,8 @@ impl TaskWorker {
                         // Only a result that may have been written can explain a `BadVersion`
                         // later; one never sent (`Timeout`) means another finish got there.
                         unsure |= error.outcome_unknown();
-                        match backoff.verdict(&error) {
-                            Verdict::RetryAfter(delay) => tokio::time::sleep(delay).await,
-                            Verdict::GiveUp if unsure => return Finish::Unknown,
-                            Verdict::GiveUp => return Finish::Failed(error.into()),
+                        if let Verdict::RetryAfter(delay) = backoff.verdict(&error) {
+                            tokio::time::sleep(delay).await;
                         }
                     }
                     Err(error) => return Finish::Failed(error.into()),
