@@ -1,27 +1,47 @@
 //! # actix-zookeeper
 //!
-//! ZooKeeper coordination for actix: what Apache Curator is to Java and kazoo to Python, with
-//! every recipe an actor and every outcome a typed message.
+//! ZooKeeper coordination for actix: what Apache Curator is to Java and kazoo to Python. Each
+//! recipe is an actor or a cheap handle, and each outcome a typed message.
 //!
-//! Recipes, each an actor (or a cheap handle) with a document in `docs/recipes/`:
-//! - [`lock`]: exclusive, read/write and semaphore locks (Curator's layout), fencing tokens,
-//!   guarded writes;
-//! - [`election`]: leader election (Curator's `LeaderLatch` layout), leader-actor mode;
-//! - [`queue`]: a distributed queue with at-least-once consumers feeding worker actors;
-//! - [`tasks`]: master–worker task assignment — an elected, fenced master assigns submitted
-//!   tasks to registered workers and re-assigns those of workers that leave;
-//! - [`cache`]: node, children and tree caches kept in sync (re-synced after every reconnect);
-//! - [`group`]: group membership; [`counter`]: a shared counter (Curator's format);
-//!   [`barrier`]: Curator's barrier and double barrier.
+//! One [`SessionActor`] owns the connection, and every recipe shares it through a cloneable
+//! [`SessionHandle`]. The session survives disconnects, builds a new one on its own after expiry
+//! ([`RebuildPolicy`]), and reports each change as a [`SessionEvent`]. The recipes:
+//! - [`lock`] – [`LockHandle`], [`SemaphoreHandle`]: exclusive, read/write and counting locks;
+//! - [`election`] – [`ElectionHandle`]: leader election, optionally running a leader actor;
+//! - [`queue`] – [`Queue`](queue::Queue) and [`QueueConsumerActor`], which feeds worker actors;
+//! - [`tasks`] (master–worker) – [`TaskMaster`], [`TaskWorker`], [`TaskClient`];
+//! - [`cache`] – [`CacheActor`]: one node, its children or a subtree, kept in memory;
+//! - [`group`] – [`GroupMember`]: join a group and see who else is in it;
+//! - [`counter`] – [`SharedCount`]: a shared counter in Curator's format;
+//! - [`barrier`] – [`DistributedBarrier`], [`DistributedDoubleBarrier`];
+//! - `inspect` (feature `cli`) – who holds, waits, leads and is queued, as `zk-inspect` prints;
+//! - `testkit` (feature `testkit`) – real ZooKeeper servers, ensembles and faults for tests.
 //!
-//! They stand on the foundation:
+//! Next: the README says how to add the crate and which features to turn on. Each recipe's
+//! protocol and failure table are in `docs/recipes/` (in the repository and the published
+//! package), and each recipe module's docs reproduce its file in full.
+//!
+//! ## Recipes in more detail
+//!
+//! - [`lock`]: Curator's layout, so Java and Rust services can share a lock; each grant carries
+//!   a fencing token and offers guarded writes;
+//! - [`election`]: Curator's `LeaderLatch` layout; the leader-actor mode runs your actor only
+//!   while you lead;
+//! - [`queue`]: the `qn-` layout of ZooKeeper's and Curator's queues, with at-least-once
+//!   consumers (claims, acks, redelivery, dead letters);
+//! - [`tasks`]: an elected, fenced master assigns submitted tasks to registered workers and
+//!   re-assigns those of workers that leave;
+//! - [`cache`]: Curator's node, children and tree caches, re-synced after every reconnect;
+//! - [`group`], [`counter`], [`barrier`]: Curator's `GroupMember`, `SharedCount` and barriers.
+//!
+//! ## The foundation
+//!
 //! - [`SessionActor`] / [`SessionHandle`]: one ZooKeeper session on its own Arbiter, typed
 //!   requests that reach the server in the order sent, one-shot and persistent watches delivered
 //!   as [`WatchEvent`] messages, explicit [`SessionEvent`]s (`Connected`, `Suspended`,
 //!   `Reconnected`, `Expired`, `Closed`, `AuthFailed`) and a new session built on its own after
 //!   expiry (the *generation* counts sessions);
-//! - [`path`]: ZooKeeper's path rules and ordering of sequential nodes by sequence number only;
-//! - `testkit` (feature `testkit`): real ZooKeeper servers and ensembles for tests and examples.
+//! - [`path`]: ZooKeeper's path rules and ordering of sequential nodes by sequence number only.
 //!
 //! ```
 //! # #[cfg(feature = "testkit")] {
@@ -30,7 +50,8 @@
 //!
 //! let server = ZkServer::start().expect("ZooKeeper (apt-get install zookeeper)");
 //! actix::System::new().block_on(async {
-//!     let session = SessionHandle::start(SessionConfig::new(server.connect_string()).with_chroot("/doc"))?;
+//!     let config = SessionConfig::new(server.connect_string()).with_chroot("/doc");
+//!     let session = SessionHandle::start(config)?;
 //!     session.create("/greeting", "hello", CreateMode::Persistent).await?;
 //!     let node = session.get_data("/greeting").await?;
 //!     assert_eq!(node.data, b"hello");
@@ -42,6 +63,19 @@
 //! ```
 //!
 //! See `docs/architecture.md` for the actors, the data flow and the message catalogue.
+//!
+//! [`LockHandle`]: lock::LockHandle
+//! [`SemaphoreHandle`]: lock::SemaphoreHandle
+//! [`ElectionHandle`]: election::ElectionHandle
+//! [`QueueConsumerActor`]: queue::QueueConsumerActor
+//! [`TaskMaster`]: tasks::TaskMaster
+//! [`TaskWorker`]: tasks::TaskWorker
+//! [`TaskClient`]: tasks::TaskClient
+//! [`CacheActor`]: cache::CacheActor
+//! [`GroupMember`]: group::GroupMember
+//! [`SharedCount`]: counter::SharedCount
+//! [`DistributedBarrier`]: barrier::DistributedBarrier
+//! [`DistributedDoubleBarrier`]: barrier::DistributedDoubleBarrier
 #![deny(missing_docs)]
 
 pub mod barrier;

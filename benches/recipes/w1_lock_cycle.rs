@@ -13,15 +13,6 @@ pub(crate) enum ReleaseMode {
     Pipelined,
 }
 
-impl ReleaseMode {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            ReleaseMode::Awaited => "awaited",
-            ReleaseMode::Pipelined => "pipelined",
-        }
-    }
-}
-
 /// One W1 cycle; returns (acquire, release) in microseconds.
 pub(crate) async fn cycle(lock: &Addr<LockActor>, mode: ReleaseMode) -> (u128, u128) {
     let t = Instant::now();
@@ -41,6 +32,7 @@ pub(crate) const W1_ITERATIONS: usize = 2000;
 pub(crate) const W1_ROUNDS: usize = 5;
 
 /// One measured pass of the lock actor in one release mode.
+#[derive(Clone)]
 struct Pass {
     acq_per_s: f64,
     acquires: Vec<u128>,
@@ -84,6 +76,15 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
     let session = start_session(connect, &root);
     session.ensure_path("/bench").await.expect("ensure /bench");
     let lock = LockActor::new(session.clone(), LockConfig::new("/bench/lock")).start();
+    // The opt-in: the lock actor and its caller on the session's own thread
+    // (`SessionHandle::arbiter`), so that no reply crosses threads.
+    let session_thread = session.arbiter().expect("the session runs").clone();
+    let on_session_thread = {
+        let session = session.clone();
+        LockActor::start_in_arbiter(&session_thread, move |_| {
+            LockActor::new(session, LockConfig::new("/bench/lock-session-thread"))
+        })
+    };
     // What one request costs through our session (its Arbiter, the request message, the reply),
     // beside the raw `exists` of the same run.
     for _ in 0..RAW_WARMUP {
@@ -103,6 +104,7 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
     // reported, with every round's rate.
     let (mut bare, mut bare_hop, mut bare_cpu, mut floor) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut passes: [Vec<Pass>; 2] = [Vec::new(), Vec::new()];
+    let mut session_thread_passes: Vec<Pass> = Vec::new();
     for round in 0..W1_ROUNDS {
         eprintln!("W1: round {} of {W1_ROUNDS}", round + 1);
         let dir = |what: &str| format!("{root}/{what}-{round}");
@@ -115,6 +117,12 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
         for (i, mode) in [ReleaseMode::Awaited, ReleaseMode::Pipelined].into_iter().enumerate() {
             passes[i].push(pass(connect, &lock, mode).await);
         }
+        let (done, measured) = futures::channel::oneshot::channel();
+        let (connect, lock) = (connect.to_owned(), on_session_thread.clone());
+        session_thread.spawn(async move {
+            let _ = done.send(pass(&connect, &lock, ReleaseMode::Awaited).await);
+        });
+        session_thread_passes.push(measured.await.expect("a pass on the session's thread"));
     }
     let (_, bare_median) = median(&bare);
     let (_, bare_hop_median) = median(&bare_hop);
@@ -122,7 +130,9 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
     let (_, floor_median) = median(&floor);
 
     let mut lines = Vec::new();
-    for (mode, mut passes) in [ReleaseMode::Awaited, ReleaseMode::Pipelined].into_iter().zip(passes) {
+    let [awaited, pipelined] = passes;
+    let runs = [("awaited", awaited), ("pipelined", pipelined), ("awaited-on-session-thread", session_thread_passes)];
+    for (mode, mut passes) in runs {
         let all: Vec<f64> = passes.iter().map(|p| p.acq_per_s).collect();
         let (i, acq_per_s) = median(&all);
         let cpu: Vec<f64> = passes.iter().map(|p| p.cpu_us_per_cycle).collect();
@@ -138,8 +148,9 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
              \"bare_lock_own_thread_acq_per_s\":{bare_hop_median:.1},\"bare_lock_own_thread_rounds\":{},\
              \"zk_requests_per_cycle\":{:.2},\"session_rtt_p50_us\":{session_rtt_p50},\
              \"cpu_us_per_cycle\":{:.0},\"bare_lock_cpu_us_per_cycle\":{bare_cpu_median:.0},\
-             \"floor_acq_per_s\":{floor_median:.1},\"floor_rounds\":{},\"floor_ratio_to_bare_lock\":{:.2}}}",
-            mode.name(),
+             \"floor_acq_per_s\":{floor_median:.1},\"floor_rounds\":{},\"floor_ratio_to_bare_lock\":{:.2},\
+             \"ratio_to_floor\":{:.2}}}",
+            mode,
             rates(&all),
             percentile(&mut chosen.acquires, 50.0),
             percentile(&mut chosen.acquires, 99.0),
@@ -156,10 +167,12 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
             cpu_median,
             rates(&floor),
             floor_median / bare_median,
+            acq_per_s / floor_median,
         ));
     }
 
     drop(lock);
+    drop(on_session_thread);
     session.close().await;
     lines
 }

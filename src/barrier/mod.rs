@@ -16,10 +16,13 @@
 //! <path>/ready           DistributedDoubleBarrier: created by the member that completes the count
 //! ```
 //!
-//! See `docs/recipes/barrier.md` for the algorithms, the failure behaviour and the decisions
-//! taken where Curator is silent.
+//! `docs/recipes/barrier.md`, in the repository and the published package and reproduced below,
+//! gives the algorithms (the ZooKeeper operations step by step, and the races they guard against),
+//! the failure table (what each fault does to a waiter or member, row by row, each row naming the
+//! test that proves it) and the decisions taken where Curator is silent.
 //!
-//! Files: `single.rs` ([`DistributedBarrier`]), `double.rs` ([`DistributedDoubleBarrier`]), `error.rs`; handles, not actors: a barrier holds no state between calls.
+//! Files: `single.rs` ([`DistributedBarrier`]), `double.rs` ([`DistributedDoubleBarrier`]),
+//! `error.rs`; handles, not actors: a barrier holds no state between calls.
 //!
 #![doc = include_str!("../../docs/recipes/barrier.md")]
 

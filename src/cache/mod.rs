@@ -7,7 +7,10 @@
 //! reconnect or new session. Does not own what the data means: see the `group` module for a
 //! membership view built on a children cache.
 //!
-//! See `docs/recipes/cache.md`.
+//! `docs/recipes/cache.md`, in the repository and the published package and reproduced below, gives
+//! the protocol (load, watch and re-sync, step by step, and the races they guard against) and the
+//! failure table: what each fault does to a cache, row by row, each row naming the test that proves
+//! it.
 //!
 //! Files: `config.rs`, `messages.rs`, `error.rs`, `actor.rs`.
 //!

@@ -12,7 +12,12 @@
 //!           (missing parents are created as containers, as Curator does)
 //! ```
 //!
-//! So Java, Python and Rust services can count together. See `docs/recipes/counter.md`.
+//! So Java, Python and Rust services can count together.
+//!
+//! `docs/recipes/counter.md`, in the repository and the published package and reproduced below,
+//! gives the protocol (the ZooKeeper operations step by step, and the races they guard against) and
+//! the failure table: what each fault does to a counter, row by row, each row naming the test that
+//! proves it.
 //!
 //! Files: `config.rs`, `messages.rs`, `error.rs`, `format.rs` (Curator's 4-byte count), `actor.rs`.
 //!

@@ -1,10 +1,16 @@
 //! Leader election: Curator's `LeaderLatch` / `LeaderSelector` as one actor per participant.
 //!
-//! Owns: [`ElectionActor`] and its [`ElectionHandle`] (contend, lead, resign, re-enter), its configuration, messages and
-//! [`ElectionEvent`]s, observing who leads ([`ElectionEvent::LeaderChanged`]), and the
-//! leader-actor mode (start the user's actor while leading, stop it otherwise). Does not own the
-//! node protocol (the crate's contender, shared with the locks) or what holding leadership means
-//! under faults (the holder core, shared with the locks).
+//! Owns: [`ElectionActor`] and its [`ElectionHandle`] (contend, lead, resign, re-enter), its
+//! configuration, messages and [`ElectionEvent`]s, observing who leads
+//! ([`ElectionEvent::LeaderChanged`]), and the leader-actor mode (start the user's actor while
+//! leading, stop it otherwise). Does not own the node protocol (the crate's contender, shared
+//! with the locks) or what holding leadership means under faults (the holder core, shared with
+//! the locks).
+//!
+//! `docs/recipes/election.md`, in the repository and the published package and reproduced below,
+//! gives the protocol (the ZooKeeper operations step by step, and the races they guard against) and
+//! the failure table: what each fault does to the leader and the others, row by row, each row
+//! naming the test that proves it. The node protocol beneath is in `docs/recipes/lock.md`.
 //!
 //! Files: `config.rs`, `messages.rs`, `error.rs`, `actor.rs`, `handle.rs` ([`ElectionHandle`],
 //! async methods over the actor).

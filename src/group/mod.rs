@@ -6,7 +6,10 @@
 //! [`CacheActor`](crate::cache::CacheActor). Does not own the view's mechanics (loading,
 //! ordering, re-sync): those are the cache's.
 //!
-//! See `docs/recipes/group.md`.
+//! `docs/recipes/group.md`, in the repository and the published package and reproduced below, gives
+//! the layout, the messages and the failure table: what each fault does to a member and its view,
+//! row by row, each row naming the test that proves it. The view's protocol is the cache's
+//! (`docs/recipes/cache.md`).
 //!
 //! Files: `config.rs`, `messages.rs`, `error.rs`, `member.rs` (the member actor).
 //!

@@ -7,6 +7,11 @@
 //! holding means under faults (the holder core, shared with the semaphore and the election):
 //! this module only words them as lock requests and events.
 //!
+//! `docs/recipes/lock.md`, in the repository and the published package and reproduced below, gives
+//! the protocol (the ZooKeeper operations step by step, and the races they guard against) and the
+//! failure table: what each fault does to a waiter and a holder, semaphore included, row by row,
+//! each row naming the test that proves it.
+//!
 //! Files: `config.rs` (how a participant behaves), `messages.rs` (requests and events),
 //! `error.rs`, `grant.rs` (a grant and its guarded writes), `holding.rs` (the holder core's
 //! decisions in the lock's words), `actor.rs` (the mutex and the read/write lock),

@@ -3,9 +3,16 @@
 //! Owns: the queue layout (`<queue>/qn-<seq>` items, `<queue>/claims/qn-<seq>` ephemeral
 //! claims), [`Queue`] (plain async `put`, `put_all`, and the official recipe's `peek`,
 //! `element`, `poll`, `remove`, `take`), and [`QueueConsumerActor`] (claims, deliveries, acks,
-//! redelivery, dead letters). See `docs/recipes/queue.md`.
+//! redelivery, dead letters).
 //!
-//! Files: `config.rs` (how a consumer consumes), `messages.rs` (deliveries, settlements, `Stop`), `error.rs`, `consumer.rs` (the consumer actor), `plan.rs` (which items a consumer tries next), `producer.rs` ([`Queue`]).
+//! `docs/recipes/queue.md`, in the repository and the published package and reproduced below, gives
+//! the protocol (the ZooKeeper operations per item, step by step, and the races they guard against)
+//! and the failure table: what each fault does to producers and consumers, row by row, each row
+//! naming the test that proves it.
+//!
+//! Files: `config.rs` (how a consumer consumes), `messages.rs` (deliveries, settlements, `Stop`),
+//! `error.rs`, `consumer.rs` (the consumer actor), `plan.rs` (which items a consumer tries next),
+//! `producer.rs` ([`Queue`]).
 //!
 #![doc = include_str!("../../docs/recipes/queue.md")]
 

@@ -60,10 +60,18 @@ impl SessionHandle {
         Ok(SessionHandle { addr, arbiter: arbiter.handle(), live, retry })
     }
 
-    /// The session's thread, for an actor whose every step is a request: replies and watch
-    /// events then reach it without waking another thread. `None` once the session has stopped
-    /// (and its thread with it).
-    pub(crate) fn arbiter(&self) -> Option<&ArbiterHandle> {
+    /// The session's own thread (its Arbiter), for a latency-sensitive program: an actor
+    /// started there (`Actor::start_in_arbiter`) and a task spawned there
+    /// (`ArbiterHandle::spawn`) get the session's replies and watch events without waking
+    /// another thread, which is one thread hop less per request (measured in
+    /// `docs/performance.md`). The recipes' contenders already run there. `None` once the
+    /// session has stopped, and its thread with it.
+    ///
+    /// The trade-off: everything there shares one thread with the connection. A handler that
+    /// computes or blocks for long delays the session's heartbeats (past a third of the session
+    /// timeout the server may expire the session) and every other recipe's replies. Keep the
+    /// default (your actors on your own threads) unless each step is short and latency matters.
+    pub fn arbiter(&self) -> Option<&ArbiterHandle> {
         self.addr.connected().then_some(&self.arbiter)
     }
 

@@ -18,9 +18,17 @@
 //!
 //! Every move is one transaction: `tasks → assign` (master, fenced), `assign → tasks` (master,
 //! fenced, when the worker left), `assign → status` (worker). A task is therefore always in
-//! exactly one place, and its result is written once. See `docs/recipes/master-worker.md`.
+//! exactly one place, and its result is written once.
 //!
-//! Files: `layout.rs` (where everything lives), `messages.rs`, `error.rs`, `master.rs` and `term.rs` (the master and its term), `backlog.rs` (the waiting tasks, oldest first), `worker.rs`, `client.rs`, `fence.rs`, `strategy.rs`. It holds three roles, so its requests are named per role (`SubscribeMaster`, `StopWorker`, ...) rather than `Subscribe`/`Stop`.
+//! `docs/recipes/master-worker.md`, in the repository and the published package and reproduced
+//! below, gives the protocol (how the master assigns and re-assigns, step by step, and the races it
+//! guards against) and the failure table: what each fault does to master, workers and clients, row
+//! by row, each row naming the test that proves it.
+//!
+//! Files: `layout.rs` (where everything lives), `messages.rs`, `error.rs`, `master.rs` and
+//! `term.rs` (the master and its term), `backlog.rs` (the waiting tasks, oldest first),
+//! `worker.rs`, `client.rs`, `fence.rs`, `strategy.rs`. It holds three roles, so its requests are
+//! named per role (`SubscribeMaster`, `StopWorker`, ...) rather than `Subscribe`/`Stop`.
 //!
 #![doc = include_str!("../../docs/recipes/master-worker.md")]
 

@@ -1,0 +1,180 @@
+//! The `multi` request: its handler, and the translation of the server's reply into one
+//! result per operation (checked against the request: a reply that does not fit is an error,
+//! never a panic).
+
+use super::*;
+
+impl Handler<Multi> for SessionActor {
+    type Result = ResponseFuture<Result<Vec<OpResult>>>;
+
+    fn handle(&mut self, msg: Multi, _: &mut Context<Self>) -> Self::Result {
+        for (index, op) in msg.ops.iter().enumerate() {
+            let sequential = matches!(op, Op::Create { mode, .. } if mode.is_sequential());
+            if let Err(err) = self.check(op.path(), sequential) {
+                return failed(Error::Multi { index, source: Box::new(err) });
+            }
+        }
+        let acl = self.config.default_acl().to_vec();
+        let first = msg.ops.first().map(|op| op.path().to_string()).unwrap_or_else(|| "/".into());
+        // The whole request counts, not each op: a `multi` of small ops can be too large.
+        if let Err(err) = self.check_size(&first, sizing::multi(&msg.ops, &acl, self.chroot_len())) {
+            return failed(err);
+        }
+        let span = self.span("multi", &first);
+        self.dispatch(span, move |client, _| {
+            Box::pin(async move {
+                let ops = msg.ops;
+                let mut writer = client.new_multi_writer();
+                for (index, op) in ops.iter().enumerate() {
+                    let added = match op {
+                        Op::Check { path, version } => writer.add_check_version(path, *version),
+                        Op::Create { path, data, mode } => writer.add_create(path, data, &mode.options(&acl)),
+                        Op::SetData { path, data, version } => writer.add_set_data(path, data, *version),
+                        Op::Delete { path, version } => writer.add_delete(path, *version),
+                    };
+                    added.map_err(|e| Error::Multi { index, source: Box::new(Error::from_zk(op.path(), e)) })?;
+                }
+                multi_reply(&ops, &first, writer.commit().await)
+            })
+        })
+    }
+}
+
+/// Translates the server's reply to a `multi` of `ops`; `first` is the first op's path.
+///
+/// Every index and count in the reply is checked against the request: the reply comes from the
+/// network, and one that does not fit must fail this request, not panic the task serving it.
+fn multi_reply(
+    ops: &[Op],
+    first: &str,
+    reply: std::result::Result<Vec<MultiWriteResult>, MultiWriteError>,
+) -> Result<Vec<OpResult>> {
+    let unexpected = |reason: String| Error::UnexpectedReply { path: first.to_owned(), reason };
+    let results = match reply {
+        Ok(results) => results,
+        Err(MultiWriteError::RequestFailed { source }) => return Err(Error::from_zk(first, source)),
+        Err(MultiWriteError::OperationFailed { index, source }) => {
+            return Err(match ops.get(index) {
+                Some(op) => Error::Multi { index, source: Box::new(Error::from_zk(op.path(), source)) },
+                None => unexpected(format!(
+                    "operation #{index} failed ({source}), but the multi has {} operations",
+                    ops.len()
+                )),
+            });
+        }
+    };
+    if results.len() != ops.len() {
+        return Err(unexpected(format!("{} results for {} operations", results.len(), ops.len())));
+    }
+    ops.iter()
+        .zip(results)
+        .enumerate()
+        .map(|(index, (op, result))| match (op, result) {
+            (Op::Check { .. }, MultiWriteResult::Check) => Ok(OpResult::Checked),
+            (Op::Create { .. }, MultiWriteResult::Create { path, stat }) => Ok(OpResult::Created { path, stat }),
+            (Op::SetData { .. }, MultiWriteResult::SetData { stat }) => Ok(OpResult::DataSet { stat }),
+            (Op::Delete { .. }, MultiWriteResult::Delete) => Ok(OpResult::Deleted),
+            (op, other) => Err(unexpected(format!("result #{index} is {other:?} for an operation on {}", op.path()))),
+        })
+        .collect()
+}
+
+/// A real server never sends a `multi` reply that does not fit the request, so these feed the
+/// translation crafted replies (see "Issue 13: errors" in `docs/decisions.md`).
+#[cfg(test)]
+mod tests {
+    use zookeeper_client::{MultiWriteError, MultiWriteResult, Stat};
+
+    use super::multi_reply;
+    use crate::error::Error;
+    use crate::session::requests::{Op, OpResult};
+
+    fn stat() -> Stat {
+        Stat {
+            czxid: 1,
+            mzxid: 2,
+            pzxid: 1,
+            ctime: 0,
+            mtime: 0,
+            version: 1,
+            cversion: 0,
+            aversion: 0,
+            ephemeral_owner: 0,
+            data_length: 1,
+            num_children: 0,
+        }
+    }
+
+    fn ops() -> Vec<Op> {
+        vec![
+            Op::Check { path: "/guard".into(), version: 0 },
+            Op::SetData { path: "/data".into(), data: b"x".to_vec(), version: None },
+        ]
+    }
+
+    fn unexpected(reply: std::result::Result<Vec<MultiWriteResult>, MultiWriteError>) -> String {
+        match multi_reply(&ops(), "/guard", reply) {
+            Err(Error::UnexpectedReply { path, reason }) => {
+                assert_eq!(path, "/guard", "names the request's first path");
+                reason
+            }
+            other => panic!("expected UnexpectedReply, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_failure_at_an_index_the_request_does_not_have_is_an_error_not_a_panic() {
+        let reason =
+            unexpected(Err(MultiWriteError::OperationFailed { index: 2, source: zookeeper_client::Error::NoNode }));
+        assert!(reason.contains('2'), "{reason}");
+        unexpected(Err(MultiWriteError::OperationFailed {
+            index: usize::MAX,
+            source: zookeeper_client::Error::NoNode,
+        }));
+    }
+
+    #[test]
+    fn more_results_than_operations_is_an_error_not_a_panic() {
+        unexpected(Ok(vec![
+            MultiWriteResult::Check,
+            MultiWriteResult::SetData { stat: stat() },
+            MultiWriteResult::Delete,
+        ]));
+    }
+
+    #[test]
+    fn fewer_results_than_operations_is_an_error() {
+        unexpected(Ok(vec![MultiWriteResult::Check]));
+        unexpected(Ok(vec![]));
+    }
+
+    #[test]
+    fn a_result_of_another_kind_than_its_operation_is_an_error() {
+        unexpected(Ok(vec![MultiWriteResult::Check, MultiWriteResult::Delete]));
+    }
+
+    #[test]
+    fn a_fitting_reply_is_translated() {
+        let stat = stat();
+        assert_eq!(
+            multi_reply(&ops(), "/guard", Ok(vec![MultiWriteResult::Check, MultiWriteResult::SetData { stat }])),
+            Ok(vec![OpResult::Checked, OpResult::DataSet { stat }])
+        );
+        assert_eq!(
+            multi_reply(
+                &ops(),
+                "/guard",
+                Err(MultiWriteError::OperationFailed { index: 1, source: zookeeper_client::Error::BadVersion })
+            ),
+            Err(Error::Multi { index: 1, source: Box::new(Error::BadVersion { path: "/data".into() }) })
+        );
+        assert_eq!(
+            multi_reply(
+                &ops(),
+                "/guard",
+                Err(MultiWriteError::RequestFailed { source: zookeeper_client::Error::ConnectionLoss })
+            ),
+            Err(Error::ConnectionLoss { path: "/guard".into() })
+        );
+    }
+}

@@ -1,0 +1,304 @@
+//! The handlers of the node requests (`session/requests.rs`): create, delete, reads with or
+//! without a watch, `setData`, `sync`, `ensure_path`, recursive delete, and the `OnSession` and
+//! `Told` wrappers that pin a request to a session or keep it alive without its caller. Each
+//! checks its input, then hands the request to `dispatch`. Does not own `multi` (`multi.rs`).
+
+use super::*;
+
+impl Handler<Create> for SessionActor {
+    type Result = ResponseFuture<Result<Created>>;
+
+    fn handle(&mut self, msg: Create, _: &mut Context<Self>) -> Self::Result {
+        if let Err(err) = self.check(&msg.path, msg.mode.is_sequential()) {
+            return failed(err);
+        }
+        let Create { path, data, mode, acl } = msg;
+        let acl = acl.unwrap_or_else(|| self.config.default_acl().to_vec());
+        if let Err(err) = self.check_size(&path, sizing::create(&path, &data, &acl, self.chroot_len())) {
+            return failed(err);
+        }
+        let span = self.span("create", &path);
+        self.dispatch(span, move |client, _| {
+            Box::pin(async move {
+                let (stat, sequence) =
+                    client.create(&path, &data, &mode.options(&acl)).await.map_err(|e| Error::from_zk(&path, e))?;
+                if mode.is_sequential() {
+                    let number = u64::try_from(sequence.into_i64()).ok();
+                    Ok(Created { path: format!("{path}{sequence}"), stat, sequence: number })
+                } else {
+                    Ok(Created { path, stat, sequence: None })
+                }
+            })
+        })
+    }
+}
+
+impl Handler<Delete> for SessionActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: Delete, _: &mut Context<Self>) -> Self::Result {
+        if let Err(err) = self.check(&msg.path, false) {
+            return failed(err);
+        }
+        let span = self.span("delete", &msg.path);
+        self.dispatch(span, move |client, _| {
+            Box::pin(
+                async move { client.delete(&msg.path, msg.version).await.map_err(|e| Error::from_zk(&msg.path, e)) },
+            )
+        })
+    }
+}
+
+impl Handler<GetData> for SessionActor {
+    type Result = ResponseFuture<Result<NodeData>>;
+
+    fn handle(&mut self, msg: GetData, _: &mut Context<Self>) -> Self::Result {
+        self.get_data(msg.path, msg.watch.map(WatchSink::Actor))
+    }
+}
+
+impl Handler<GetDataUntilDropped> for SessionActor {
+    type Result = ResponseFuture<Result<NodeData>>;
+
+    fn handle(&mut self, msg: GetDataUntilDropped, _: &mut Context<Self>) -> Self::Result {
+        self.get_data(msg.path, Some(WatchSink::Once(msg.tx)))
+    }
+}
+
+impl SessionActor {
+    fn get_data(&mut self, path: String, sink: Option<WatchSink>) -> ResponseFuture<Result<NodeData>> {
+        if let Err(err) = self.check(&path, false) {
+            return failed(err);
+        }
+        let span = self.span("get_data", &path);
+        self.dispatch(span, move |client, generation| {
+            Box::pin(async move {
+                let fail = |e| Error::from_zk(&path, e);
+                match sink {
+                    None => client.get_data(&path).await.map(|(data, stat)| NodeData { data, stat }).map_err(fail),
+                    Some(sink) => {
+                        let (data, stat, watcher) = client.get_and_watch_data(&path).await.map_err(fail)?;
+                        deliver_once(watcher, path.clone(), sink, generation);
+                        Ok(NodeData { data, stat })
+                    }
+                }
+            })
+        })
+    }
+
+    fn get_children(&mut self, path: String, sink: Option<WatchSink>) -> ResponseFuture<Result<Children>> {
+        if let Err(err) = self.check(&path, false) {
+            return failed(err);
+        }
+        let span = self.span("get_children", &path);
+        self.dispatch(span, move |client, generation| {
+            Box::pin(async move {
+                let fail = |e| Error::from_zk(&path, e);
+                match sink {
+                    None => {
+                        client.get_children(&path).await.map(|(names, stat)| Children { names, stat }).map_err(fail)
+                    }
+                    Some(sink) => {
+                        let (names, stat, watcher) = client.get_and_watch_children(&path).await.map_err(fail)?;
+                        deliver_once(watcher, path.clone(), sink, generation);
+                        Ok(Children { names, stat })
+                    }
+                }
+            })
+        })
+    }
+}
+
+impl Handler<SetData> for SessionActor {
+    type Result = ResponseFuture<Result<Stat>>;
+
+    fn handle(&mut self, msg: SetData, _: &mut Context<Self>) -> Self::Result {
+        if let Err(err) = self.check(&msg.path, false) {
+            return failed(err);
+        }
+        if let Err(err) = self.check_size(&msg.path, sizing::set_data(&msg.path, &msg.data, self.chroot_len())) {
+            return failed(err);
+        }
+        let span = self.span("set_data", &msg.path);
+        self.dispatch(span, move |client, _| {
+            Box::pin(async move {
+                client.set_data(&msg.path, &msg.data, msg.version).await.map_err(|e| Error::from_zk(&msg.path, e))
+            })
+        })
+    }
+}
+
+impl Handler<Exists> for SessionActor {
+    type Result = ResponseFuture<Result<Option<Stat>>>;
+
+    fn handle(&mut self, msg: Exists, _: &mut Context<Self>) -> Self::Result {
+        self.exists(msg.path, msg.watch.map(WatchSink::Actor))
+    }
+}
+
+impl Handler<ExistsUntilDropped> for SessionActor {
+    type Result = ResponseFuture<Result<Option<Stat>>>;
+
+    fn handle(&mut self, msg: ExistsUntilDropped, _: &mut Context<Self>) -> Self::Result {
+        self.exists(msg.path, Some(WatchSink::Once(msg.tx)))
+    }
+}
+
+impl SessionActor {
+    fn exists(&mut self, path: String, sink: Option<WatchSink>) -> ResponseFuture<Result<Option<Stat>>> {
+        if let Err(err) = self.check(&path, false) {
+            return failed(err);
+        }
+        let span = self.span("exists", &path);
+        self.dispatch(span, move |client, generation| {
+            Box::pin(async move {
+                let fail = |e| Error::from_zk(&path, e);
+                match sink {
+                    None => client.check_stat(&path).await.map_err(fail),
+                    Some(sink) => {
+                        let (stat, watcher) = client.check_and_watch_stat(&path).await.map_err(fail)?;
+                        deliver_once(watcher, path.clone(), sink, generation);
+                        Ok(stat)
+                    }
+                }
+            })
+        })
+    }
+}
+
+impl Handler<GetChildren> for SessionActor {
+    type Result = ResponseFuture<Result<Children>>;
+
+    fn handle(&mut self, msg: GetChildren, _: &mut Context<Self>) -> Self::Result {
+        self.get_children(msg.path, msg.watch.map(WatchSink::Actor))
+    }
+}
+
+impl Handler<GetChildrenUntilDropped> for SessionActor {
+    type Result = ResponseFuture<Result<Children>>;
+
+    fn handle(&mut self, msg: GetChildrenUntilDropped, _: &mut Context<Self>) -> Self::Result {
+        self.get_children(msg.path, Some(WatchSink::Once(msg.tx)))
+    }
+}
+
+/// `OnSession<M>` for the requests a pinned write needs (a blanket impl over every `M` sends
+/// the trait solver into a loop).
+macro_rules! on_session {
+    ($($request:ty),*) => {$(
+        impl Handler<OnSession<$request>> for SessionActor {
+            type Result = <Self as Handler<$request>>::Result;
+
+            fn handle(&mut self, msg: OnSession<$request>, ctx: &mut Context<Self>) -> Self::Result {
+                // Checked in the handler that sends the request: nothing can switch sessions
+                // between the check and the send, and the client of an ended session only
+                // answers `Expired`.
+                let same = matches!(self.state, State::Live(_)) && self.generation == msg.generation;
+                if !same {
+                    return failed(Error::SessionLost { path: msg.path });
+                }
+                <Self as Handler<$request>>::handle(self, msg.request, ctx)
+            }
+        }
+    )*};
+}
+
+on_session!(Create, Delete, Exists, GetData, SetData, Multi, Sync);
+
+impl Handler<Sync> for SessionActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: Sync, _: &mut Context<Self>) -> Self::Result {
+        if let Err(err) = self.check(&msg.path, false) {
+            return failed(err);
+        }
+        let span = self.span("sync", &msg.path);
+        self.dispatch(span, move |client, _| {
+            Box::pin(async move { client.sync(&msg.path).await.map_err(|e| Error::from_zk(&msg.path, e)) })
+        })
+    }
+}
+
+impl Handler<EnsurePath> for SessionActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: EnsurePath, _: &mut Context<Self>) -> Self::Result {
+        if let Err(err) = self.check(&msg.path, false) {
+            return failed(err);
+        }
+        if msg.path == "/" {
+            return Box::pin(futures::future::ready(Ok(())));
+        }
+        let acl = self.config.default_acl().to_vec();
+        let span = self.span("ensure_path", &msg.path);
+        self.dispatch(span, move |client, _| {
+            Box::pin(async move {
+                let mode = if msg.containers { CreateMode::Container } else { CreateMode::Persistent };
+                client.mkdir(&msg.path, &mode.options(&acl)).await.map_err(|e| Error::from_zk(&msg.path, e))
+            })
+        })
+    }
+}
+
+impl Handler<DeleteRecursive> for SessionActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: DeleteRecursive, _: &mut Context<Self>) -> Self::Result {
+        if let Err(err) = self.check(&msg.path, false) {
+            return failed(err);
+        }
+        let span = self.span("delete_recursive", &msg.path);
+        self.dispatch(span, move |client, _| Box::pin(async move { delete_tree(&client, &msg.path).await }))
+    }
+}
+
+/// Deletes a subtree, deepest nodes first. A node that gains a child meanwhile (`NotEmpty`)
+/// makes the whole walk start again, a few times, before giving up.
+async fn delete_tree(client: &Client, root: &str) -> Result<()> {
+    use zookeeper_client::Error as Zk;
+    const ATTEMPTS: usize = 5;
+    for _ in 0..ATTEMPTS {
+        let mut nodes = vec![root.to_string()];
+        let mut next = 0;
+        while next < nodes.len() {
+            match client.list_children(&nodes[next]).await {
+                Ok(children) => {
+                    let parent = nodes[next].clone();
+                    nodes.extend(children.iter().map(|child| path::join(&parent, child)));
+                }
+                Err(Zk::NoNode) => {}
+                Err(e) => return Err(Error::from_zk(&nodes[next], e)),
+            }
+            next += 1;
+        }
+        let mut raced = false;
+        for node in nodes.iter().rev().filter(|node| node.as_str() != "/") {
+            match client.delete(node, None).await {
+                Ok(()) | Err(Zk::NoNode) => {}
+                Err(Zk::NotEmpty) => {
+                    raced = true;
+                    break;
+                }
+                Err(e) => return Err(Error::from_zk(node, e)),
+            }
+        }
+        if !raced {
+            return Ok(());
+        }
+    }
+    Err(Error::NotEmpty { path: root.to_string() })
+}
+
+/// Every request the handle makes, carried out whether or not its caller still waits.
+impl<M> Handler<Told<M>> for SessionActor
+where
+    M: Message + Send + 'static,
+    M::Result: Send,
+    SessionActor: Handler<M>,
+{
+    type Result = ();
+
+    fn handle(&mut self, told: Told<M>, ctx: &mut Context<Self>) {
+        told.answer::<Self, _>(ctx, |request, ctx| <Self as Handler<M>>::handle(self, request, ctx));
+    }
+}

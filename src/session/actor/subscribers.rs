@@ -1,0 +1,68 @@
+//! Who hears the session: subscribers of `SessionEvent`s (told where the session stands when
+//! they subscribe), and the questions about it (`GetSession`, `WaitConnected`).
+
+use super::*;
+
+impl SessionActor {
+    /// The event that says where the session stands now, for a new subscriber.
+    fn now(&self) -> Option<SessionEvent> {
+        match &self.state {
+            State::Live(live) => match live.link {
+                Link::Up => Some(SessionEvent::Connected { session_id: live.session_id, generation: self.generation }),
+                Link::Down { .. } => {
+                    Some(SessionEvent::Suspended { session_id: live.session_id, generation: self.generation })
+                }
+            },
+            State::Connecting { .. } => None,
+            State::Closed => Some(SessionEvent::Closed),
+        }
+    }
+}
+
+impl Handler<Subscribe> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+        if let Some(event) = self.now() {
+            msg.recipient.do_send(event);
+        }
+        self.subscribers.add(msg.recipient);
+    }
+}
+
+impl Handler<Listen<SessionEvent>> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, mut msg: Listen<SessionEvent>, _: &mut Context<Self>) {
+        if let Some(event) = self.now() {
+            msg.listener.offer(event);
+        }
+        self.subscribers.listen(msg.listener);
+    }
+}
+
+impl Handler<GetSession> for SessionActor {
+    type Result = Option<SessionSnapshot>;
+
+    fn handle(&mut self, _: GetSession, _: &mut Context<Self>) -> Self::Result {
+        self.snapshot()
+    }
+}
+
+impl Handler<WaitConnected> for SessionActor {
+    type Result = crate::reply::Reply<Result<SessionSnapshot>>;
+
+    fn handle(&mut self, _: WaitConnected, _: &mut Context<Self>) -> Self::Result {
+        match self.snapshot() {
+            Some(snapshot) if snapshot.connected => crate::reply::Reply::Now(Ok(snapshot)),
+            _ if matches!(self.state, State::Closed) && self.generation > 0 => {
+                crate::reply::Reply::Now(Err(Error::Closed))
+            }
+            _ => {
+                let (pending, reply) = crate::reply::Reply::later(Err(Error::Closed));
+                self.awaiting_connection.push(pending);
+                reply
+            }
+        }
+    }
+}
