@@ -111,11 +111,26 @@ pub use session::{
     WatchId,
 };
 
-/// The names most programs need.
+/// The names most programs need: the session, each recipe's handle or actor with its config,
+/// events and error, fencing tokens and the retry policy.
+///
+/// Messages are not here: their short names repeat from recipe to recipe (`queue::Stop` and
+/// `election::Stop`, `lock::Subscribe` and the session's `Subscribe`, each recipe's
+/// `Participants`), so they are used with their module's name, as `lock::Release`.
 pub mod prelude {
+    pub use crate::cache::{CacheActor, CacheConfig, CacheEvent};
+    pub use crate::counter::{SharedCount, SharedCountConfig};
+    pub use crate::election::{ElectionConfig, ElectionError, ElectionEvent, ElectionHandle, LeaderTerm};
     pub use crate::error::{Error, Result};
+    pub use crate::events::EventStream;
+    pub use crate::group::{GroupConfig, GroupEvent, GroupMember};
+    pub use crate::lock::{LockConfig, LockError, LockEvent, LockGrant, LockHandle, SemaphoreConfig, SemaphoreHandle};
+    pub use crate::queue::{ConsumerConfig, Delivery, Queue, QueueConsumerActor, QueueError};
+    pub use crate::recipe::{ConnectionPolicy, FencingToken};
+    pub use crate::retry::RetryPolicy;
     pub use crate::session::requests::{CreateMode, Op, OpResult, PersistentWatchMode};
     pub use crate::session::{RebuildPolicy, SessionConfig, SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
+    pub use crate::tasks::{TaskClient, TaskError, TaskMaster, TaskMasterConfig, TaskWorker, TaskWorkerConfig};
 }
 
 /// The README's example, compiled as a doctest so that it stays true.
