@@ -93,7 +93,10 @@ type Run = fn(String) -> LocalBoxFuture<'static, Vec<String>>;
 const WORKLOADS: &[(&str, Run)] = &[
     ("W1", |c| Box::pin(async move { w1_lock_cycle::w1(&c).await })),
     ("W2", |c| Box::pin(async move { vec![w2_lock_contention::w2(&c).await] })),
-    ("W3", |c| Box::pin(async move { vec![w3_election_handoff::w3(&c).await] })),
+    // The default placement, then the participants on their sessions' threads (the opt-in).
+    ("W3", |c| {
+        Box::pin(async move { vec![w3_election_handoff::w3(&c, false).await, w3_election_handoff::w3(&c, true).await] })
+    }),
     ("W4", |c| Box::pin(async move { w4_queue::w4(&c).await })),
     ("W5", |c| Box::pin(async move { vec![w5_cache::w5(&c).await] })),
     ("W6", |c| Box::pin(async move { vec![w6_master_worker::w6(&c).await, w6_master_worker::w6_backlog(&c).await] })),

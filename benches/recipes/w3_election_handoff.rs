@@ -138,9 +138,12 @@ impl RawHandoff {
 /// Hand-off rounds between two blocks of the raw floor.
 const W3_BLOCK: usize = 10;
 
-pub(crate) async fn w3(connect: &str) -> String {
+/// `on_session_thread`: each participant's election actor and its observer run on the
+/// participant's session thread (`SessionHandle::arbiter`), the opt-in; otherwise on this one.
+pub(crate) async fn w3(connect: &str, on_session_thread: bool) -> String {
     let root = testkit::unique_root("bench-w3");
-    eprintln!("W3: root {root}");
+    let placement = if on_session_thread { "session-thread" } else { "default" };
+    eprintln!("W3 ({placement}): root {root}");
     let raw = raw_baseline(connect, &root).await;
     let mut floor = RawHandoff::connect(connect, &root).await;
     floor.sample(RAW_HANDOFF_WARMUP, 0).await;
@@ -157,9 +160,17 @@ pub(crate) async fn w3(connect: &str) -> String {
         .iter()
         .enumerate()
         .map(|(index, session)| {
-            let config = ElectionConfig::new("/bench/leader").with_participant_id(format!("p{index}"));
-            let election = ElectionActor::new(session.clone(), config).start();
-            let observer = Observer { index, tx: tx.clone() }.start();
+            let config = move || ElectionConfig::new("/bench/leader").with_participant_id(format!("p{index}"));
+            let (election, observer) = if on_session_thread {
+                let arbiter = session.arbiter().expect("the session runs").clone();
+                let (session, tx) = (session.clone(), tx.clone());
+                (
+                    ElectionActor::start_in_arbiter(&arbiter, move |_| ElectionActor::new(session, config())),
+                    Observer::start_in_arbiter(&arbiter, move |_| Observer { index, tx }),
+                )
+            } else {
+                (ElectionActor::new(session.clone(), config()).start(), Observer { index, tx: tx.clone() }.start())
+            };
             election.do_send(Subscribe { recipient: observer.clone().recipient() });
             (election, observer)
         })
@@ -218,7 +229,7 @@ pub(crate) async fn w3(connect: &str) -> String {
     }
 
     format!(
-        "{{\"lib\":\"{LIB}\",\"workload\":\"W3\",\"rounds\":{W3_ROUNDS},\"handoff_p50_ms\":{:.2},\
+        "{{\"lib\":\"{LIB}\",\"workload\":\"W3\",\"placement\":\"{placement}\",\"rounds\":{W3_ROUNDS},\"handoff_p50_ms\":{:.2},\
          \"handoff_p99_ms\":{:.2},\"violations\":{},\"same_leader\":{same_leader},\"zk_rtt_p50_us\":{},\
          \"zk_delete_notify_p50_us\":{raw_handoff_p50},\"zk_delete_notify_samples\":{},\"ratio_to_floor\":{:.2}}}",
         ms(p50),
