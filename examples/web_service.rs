@@ -5,6 +5,7 @@
 //! - `GET /healthz`: the session's state; `503` while it is suspended (the connection is lost
 //!   and the session may or may not live), so a load balancer stops sending work;
 //! - `GET /leader`: who leads the job's election, whether we do, and our term (fencing token);
+//!   `503` at once while the session is cut off (we do not act as leader then);
 //! - `GET /locks/{name}`: who holds `/locks/{name}` and who waits, as the inspector reads it.
 //!
 //! Run with `cargo run --all-features --example web_service` (starts a local ZooKeeper unless
@@ -66,16 +67,23 @@ async fn healthz(state: web::Data<State>) -> HttpResponse {
 }
 
 async fn leader(state: web::Data<State>) -> HttpResponse {
+    let term = *state.term.lock().expect("term");
+    let runs = state.job_runs.load(Ordering::SeqCst);
+    // Cut off, asking ZooKeeper who leads would wait for the session (up to its request
+    // timeout): answer at once with what we know, that we do not act as leader.
+    let health = *state.health.lock().expect("health");
+    if health != Health::Connected {
+        let session = format!("{health:?}").to_lowercase();
+        let body = json!({ "leader": null, "we_lead": term.is_some(), "job_runs": runs, "session": session });
+        return HttpResponse::ServiceUnavailable().json(body);
+    }
     match state.election.leader().await {
-        Ok(leader) => {
-            let term = *state.term.lock().expect("term");
-            HttpResponse::Ok().json(json!({
-                "leader": leader,
-                "we_lead": term.is_some(),
-                "our_term": term.map(|t| t.to_string()),
-                "job_runs": state.job_runs.load(Ordering::SeqCst),
-            }))
-        }
+        Ok(leader) => HttpResponse::Ok().json(json!({
+            "leader": leader,
+            "we_lead": term.is_some(),
+            "our_term": term.map(|t| t.to_string()),
+            "job_runs": runs,
+        })),
         Err(error) => HttpResponse::ServiceUnavailable().json(json!({ "error": error.to_string() })),
     }
 }
@@ -228,9 +236,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let ours = term.clone();
         actix_rt::spawn(async move {
             while let Some(event) = elected.next().await {
+                // Suspended (the connection is lost, the default policy stops the job) is not
+                // leading; restored is again, with the same term.
                 match event {
-                    Ok(ElectionEvent::LeadershipAcquired { token }) => *ours.lock().expect("term") = Some(token),
-                    Ok(ElectionEvent::LeadershipLost { .. }) => *ours.lock().expect("term") = None,
+                    Ok(ElectionEvent::LeadershipAcquired { token } | ElectionEvent::LeadershipRestored { token }) => {
+                        *ours.lock().expect("term") = Some(token)
+                    }
+                    Ok(ElectionEvent::LeadershipSuspended { .. } | ElectionEvent::LeadershipLost { .. }) => {
+                        *ours.lock().expect("term") = None
+                    }
                     _ => {}
                 }
             }
@@ -295,9 +309,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("\nThe connection to ZooKeeper is cut: /healthz answers 503 until it is back.");
         links.blackhole();
         until(port, "/healthz", "suspended", |status, b| status == 503 && b["session"] == "suspended").await?;
+        // The election hears of the cut a moment after the session does.
+        let (status, _) = until(port, "/leader", "not leading while cut off", |_, b| b["we_lead"] == false).await?;
+        check(status == 503, "while cut off /leader answers 503 at once, and we do not claim to lead")?;
+        let runs_before = cut["job_runs"].as_u64().unwrap_or(0);
         links.heal();
         until(port, "/healthz", "healthy again", |status, _| status == 200).await?;
-        until(port, "/leader", "leading again", |_, b| b["we_lead"] == true).await?;
+        until(port, "/leader", "leading again, the job running", |_, b| {
+            b["we_lead"] == true && b["job_runs"].as_u64().is_some_and(|runs| runs > runs_before + 2)
+        })
+        .await?;
 
         println!("\nShutting down: the HTTP server, the consumer, the election, the session.");
         stop.stop(true).await;

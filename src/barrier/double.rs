@@ -238,7 +238,7 @@ impl Member {
             match created {
                 Ok(_) => debug!("member node created"),
                 Err(Error::NodeExists { .. }) => {
-                    if !self.adopt().await? {
+                    if !self.adopt(&mut backoff).await? {
                         continue 'top;
                     }
                 }
@@ -321,8 +321,7 @@ impl Member {
     /// Our node already exists: keep it if the current session owns it (a create whose reply
     /// was lost, or a second `enter`), otherwise delete it (a node of an ended session of
     /// ours) so that it can be created again. `Ok(true)`: adopted.
-    async fn adopt(&self) -> Result<bool, BarrierError> {
-        let mut backoff = self.session.retry_policy().backoff();
+    async fn adopt(&self, backoff: &mut crate::retry::Backoff) -> Result<bool, BarrierError> {
         let (stat, current) = futures::join!(self.session.exists(&self.our_path), self.session.session());
         match (stat, current) {
             (Ok(Some(stat)), Some(current)) if stat.ephemeral_owner == current.session_id.0 => {
@@ -333,7 +332,7 @@ impl Member {
                 debug!(owner = stat.ephemeral_owner, "our node belongs to an ended session: replacing it");
                 match self.session.delete(&self.our_path, Some(stat.version)).await {
                     Ok(()) | Err(Error::NoNode { .. }) | Err(Error::BadVersion { .. }) => {}
-                    Err(error) if error.is_transient() => pause(&mut backoff, error).await?,
+                    Err(error) if error.is_transient() => pause(backoff, error).await?,
                     Err(error) => return Err(error.into()),
                 }
                 Ok(false)
@@ -341,12 +340,12 @@ impl Member {
             (Ok(None), _) => Ok(false),
             (Err(error), _) if !error.is_transient() => Err(error.into()),
             (Err(error), _) => {
-                pause(&mut backoff, error).await?;
+                pause(backoff, error).await?;
                 Ok(false)
             }
             // No live session to compare owners with (it is being rebuilt): as a lost connection.
             (Ok(Some(_)), None) => {
-                pause(&mut backoff, Error::ConnectionLoss { path: self.our_path.clone() }).await?;
+                pause(backoff, Error::ConnectionLoss { path: self.our_path.clone() }).await?;
                 Ok(false)
             }
         }

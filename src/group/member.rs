@@ -126,6 +126,14 @@ impl GroupMember {
                 NextStep::GiveUp(error) => {
                     // The actor stays, so that late subscribers hear it too.
                     warn!(parent: &act.span, %error, "cannot join; giving up");
+                    if error.outcome_unknown() {
+                        // The last create may have applied: a member whose join failed must not
+                        // stay visible to the others. Detached, it outlives a stop.
+                        let remove = delete_own_ephemeral(act.session.pinned(generation), act.node.clone());
+                        actix::spawn(async move {
+                            let _ = remove.await;
+                        });
+                    }
                     let error = GroupError::ZooKeeper(error);
                     act.membership = Membership::Left;
                     act.failed = Some(error.clone());

@@ -690,7 +690,9 @@ impl QueueConsumerActor {
             ops,
             first.claim.clone(),
             first.token,
-            self.retry.backoff(),
+            // Without the attempt limit: a settlement given up on with its outcome unknown
+            // could not be answered truthfully ("nothing of the batch applied").
+            self.retry.without_attempt_limit().backoff(),
         );
         // Detached: a consumer that stops while the batch is out must not leave its workers with
         // a wrong answer (a dropped reply reads as `Revoked`, "nothing removed", though the

@@ -393,10 +393,14 @@ impl Contender {
                 // (sent now, it waits in the client for the next connection).
                 Err(error) => {
                     act.own_watch = OwnWatch::Unset;
-                    // Unwatched, a deletion of our node would go unnoticed: give up instead.
-                    let Verdict::RetryAfter(delay) = act.backoff.verdict(&error) else {
-                        return act.fail(error, ctx);
-                    };
+                    if error.is_final() {
+                        warn!(parent: &act.span, %error, "cannot watch our own node");
+                        return;
+                    }
+                    // Not bounded by the attempt limit: while we hold, whether a connection
+                    // problem ends the grant is the connection policy's decision, not a retry
+                    // count's.
+                    let delay = act.backoff.next_delay();
                     ctx.run_later(delay, move |act, ctx| {
                         if act.own_watch == OwnWatch::Unset && act.node().is_some_and(|node| node.path == path) {
                             act.watch_own(path, ctx);

@@ -116,6 +116,7 @@ fn dump_in(dir: &std::path::Path, archive: &std::path::Path) -> Result<(), Strin
     if exited.is_err() {
         let _ = child.kill();
         let _ = child.wait();
+        let _ = std::fs::remove_file(&staging);
     }
     exited?;
     if !staging.is_file() {

@@ -295,6 +295,11 @@ impl ServerProcess {
     /// is still taken, e.g. by a previous incarnation) is retried; a server that stays up but
     /// never serves within `timeout` is killed and reported.
     pub(crate) fn start(&self, timeout: Duration, attempts: usize) -> Result<(), TestkitError> {
+        // The first server of a process may make the class archive (up to its own timeout):
+        // before this server's clock starts, not on it.
+        if self.fast_startup {
+            super::class_archive::jvm_flag();
+        }
         let started = Instant::now();
         let mut attempt = 1;
         loop {

@@ -392,7 +392,9 @@ fn delete_held(
     let first = session.delete(&path, None);
     async move {
         let mut attempt = first;
-        let mut backoff = retry.backoff();
+        // Without the attempt limit: the contender has stood down, so a delete given up on
+        // would leave our node in the others' way until our session ends.
+        let mut backoff = retry.without_attempt_limit().backoff();
         let mut unsure = false;
         loop {
             match attempt.await {
