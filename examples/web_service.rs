@@ -310,7 +310,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         links.blackhole();
         until(port, "/healthz", "suspended", |status, b| status == 503 && b["session"] == "suspended").await?;
         // The election hears of the cut a moment after the session does.
-        let (status, _) = until(port, "/leader", "not leading while cut off", |_, b| b["we_lead"] == false).await?;
+        let (status, cut) = until(port, "/leader", "not leading while cut off", |_, b| b["we_lead"] == false).await?;
         check(status == 503, "while cut off /leader answers 503 at once, and we do not claim to lead")?;
         let runs_before = cut["job_runs"].as_u64().unwrap_or(0);
         links.heal();
