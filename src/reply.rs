@@ -263,3 +263,12 @@ impl<T, F: FnOnce(Option<T>)> Drop for Answer<T, F> {
         }
     }
 }
+
+/// Resolves once the actor behind `addr` has stopped (its mailbox closed), for a handle's
+/// `stop()` that callers can await. actix has no future for an actor's end, so this looks every
+/// 10 ms; a stopped actor is seen within that.
+pub(crate) async fn stopped<A: Actor>(addr: actix::Addr<A>) {
+    while addr.connected() {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}

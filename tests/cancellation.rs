@@ -515,7 +515,7 @@ async fn recipe_actors_stopped_at_random_moments_leave_nothing_behind() {
         joined.wait_for(0, Duration::from_secs(10), |e| matches!(e, GroupEvent::Joined { .. })).await;
         elsewhere.send(Leave).await.expect("member").expect("leave");
     }
-    other_leader.stop();
+    other_leader.stop().await;
     settled(&a, &zk, "/", &[], before).await.unwrap_or_else(|e| panic!("after the rounds: {e}"));
     a.close().await;
     b.close().await;
@@ -603,8 +603,8 @@ async fn election_calls_dropped_at_random_moments_leave_nothing_behind() {
         let leader = bounded("a leader", other.leader()).await.expect("leader");
         assert!(leader.is_some(), "round {round}: nobody leads");
     }
-    me.stop();
-    other.stop();
+    me.stop().await;
+    other.stop().await;
     settled(&a, &zk, "/e", &[], None).await.expect("nothing left");
     a.close().await;
     b.close().await;
@@ -1304,8 +1304,8 @@ async fn a_release_resign_or_join_dropped_at_once_still_happens() {
         other.resign_and_requeue().await.expect("hand over");
         bounded("we lead again", me.leadership()).await.expect("we lead");
     }
-    me.stop();
-    other.stop();
+    me.stop().await;
+    other.stop().await;
     a.close().await;
     b.close().await;
 }

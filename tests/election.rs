@@ -852,8 +852,8 @@ async fn leadership_asked_during_a_requeue_waits_for_the_next_term() {
         assert!(term.token > last, "round {round}: a new term");
         last = term.token;
     }
-    me.stop();
-    other.stop();
+    me.stop().await;
+    other.stop().await;
     a.close().await;
     b.close().await;
 }

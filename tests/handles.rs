@@ -97,13 +97,34 @@ async fn a_stopped_actor_is_a_typed_error_not_a_mailbox_error() {
     let s = session_at(&zk.connect_string(), &root).await;
     let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
     let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/e"));
-    election.stop();
+    election.stop().await;
     lock.addr().do_send(StopForTest);
     actix_rt::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(lock.acquire(None).await, Err(LockError::Stopped { dir: "/l".into() }));
     assert_eq!(lock.release().await, Err(LockError::Stopped { dir: "/l".into() }));
     assert_eq!(election.leader().await, Err(ElectionError::Stopped { path: "/e".into() }));
     assert_eq!(election.leadership().await.map(|_| ()), Err(ElectionError::Stopped { path: "/e".into() }));
+    s.close().await;
+}
+
+#[actix_rt::test]
+async fn an_election_stop_resolves_once_the_participant_is_gone() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("stop-election");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/e"));
+    bounded("leadership", election.leadership()).await.expect("leads");
+    assert!(election.addr().connected(), "running before the stop");
+    bounded("the stop", election.stop()).await;
+    assert!(!election.addr().connected(), "the participant is gone once stop() resolved");
+    assert_eq!(election.leader().await, Err(ElectionError::Stopped { path: "/e".into() }));
+    // Its node follows at once (deleted by its contender).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !s.children("/e").await.expect("the election dir").names.is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the participant's node outlived it");
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
     s.close().await;
 }
 

@@ -148,8 +148,15 @@ impl ElectionHandle {
         self.addr.do_send(Subscribe { recipient });
     }
 
-    /// Leaves the election and stops the participant.
-    pub fn stop(&self) {
+    /// Leaves the election and stops the participant. Sent when called; the future resolves
+    /// once the participant has stopped, after its leader actor (at most the config's
+    /// `leader_stop_timeout`). Its node is deleted right after, by its contender.
+    ///
+    /// # Cancel safety
+    /// The stop is sent when this is called: dropping the future stops the participant all the
+    /// same, and only the wait is lost.
+    pub fn stop(&self) -> impl Future<Output = ()> + 'static {
         self.addr.do_send(Stop);
+        crate::reply::stopped(self.addr.clone())
     }
 }
