@@ -387,3 +387,38 @@ async fn a_leave_right_after_the_join_leaves_no_ghost_member() {
     }
     observer.close().await;
 }
+
+#[actix_rt::test]
+async fn a_join_given_up_with_its_create_applied_leaves_no_member_behind() {
+    // The create reaches the server and applies; its reply is held back by the proxy and then
+    // lost with the connection: `ConnectionLoss`, outcome unknown. With one attempt allowed the
+    // member gives up at once, and must remove the node that create made: nobody else may see a
+    // member whose join was reported failed (the session lives on, so the node would stay).
+    use actix_zookeeper::testkit::Direction;
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let root = unique_root("group-give-up-applied");
+    let (s, _) = connected(SessionConfig::new(links.connect_string()).with_chroot(&root)).await;
+    let observer = connected(SessionConfig::new(zk.connect_string()).with_chroot(&root)).await.0;
+    links.proxy(0).set_latency(Direction::Downstream, Duration::from_secs(2));
+    let events = Recorded::<GroupEvent>::start();
+    let config = GroupConfig::new("/", "m").with_retry(RetryPolicy::default().with_max_attempts(1));
+    let member = GroupMember::new(s.clone(), config).expect("valid config").start();
+    member.do_send(Subscribe { recipient: events.recipient.clone() });
+    wait_until_async("the create applied", || async { observer.exists("/m").await.ok().flatten().is_some() }).await;
+    links.proxy(0).set_latency(Direction::Downstream, Duration::ZERO);
+    links.reset();
+    events
+        .wait_for(
+            0,
+            WAIT,
+            |e| matches!(e, GroupEvent::JoinFailed { error: GroupError::ZooKeeper(error) } if error.outcome_unknown()),
+        )
+        .await;
+    wait_until_async("the member node removed", || async { observer.exists("/m").await.ok().flatten().is_none() })
+        .await;
+    assert!(!events.snapshot().iter().any(|e| matches!(e, GroupEvent::Joined { .. })), "{:?}", events.snapshot());
+    s.close().await;
+    observer.close().await;
+}
