@@ -272,3 +272,57 @@ pub(crate) async fn stopped<A: Actor>(addr: actix::Addr<A>) {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 }
+
+/// Sends `request` to `addr` and maps a stopped actor to `stopped`: the `ask` of every recipe
+/// handle. actix skips a request whose caller went before the actor took it, so this is for
+/// reads and waits, whose caller going means nothing is wanted any more.
+pub(crate) fn ask<A, M, E>(
+    addr: &actix::Addr<A>,
+    request: M,
+    stopped: E,
+) -> impl Future<Output = Result<M::Result, E>> + 'static + use<A, M, E>
+where
+    A: Actor + actix::Handler<M>,
+    A::Context: actix::dev::ToEnvelope<A, M>,
+    M: Message + Send + 'static,
+    M::Result: Send,
+    E: 'static,
+{
+    let reply = addr.send(request);
+    async move { reply.await.map_err(|_| stopped) }
+}
+
+/// Sends `request` to `addr` as a [`Told`] (carried out whether or not the caller still waits)
+/// and maps a stopped actor to `stopped`: the `tell` of every recipe handle, for writes that are
+/// "sent when called".
+pub(crate) fn tell<A, M, E>(
+    addr: &actix::Addr<A>,
+    request: M,
+    stopped: E,
+) -> impl Future<Output = Result<M::Result, E>> + 'static + use<A, M, E>
+where
+    A: Actor + actix::Handler<Told<M>>,
+    A::Context: actix::dev::ToEnvelope<A, Told<M>>,
+    M: Message + Send + 'static,
+    M::Result: Send,
+    E: 'static,
+{
+    let (told, reply) = Told::new(request);
+    addr.do_send(told);
+    async move { reply.await.map_err(|_| stopped) }
+}
+
+/// `impl Handler<Told<M>>` for each `M` listed, by the actor's own `Handler<M>`: what an actor
+/// writes to take requests a handle sends with [`tell`].
+macro_rules! handle_told {
+    ($actor:ty: $($message:ty),+ $(,)?) => {$(
+        impl actix::Handler<$crate::reply::Told<$message>> for $actor {
+            type Result = ();
+
+            fn handle(&mut self, told: $crate::reply::Told<$message>, ctx: &mut actix::Context<Self>) {
+                told.answer::<Self, _>(ctx, |request, ctx| <Self as actix::Handler<$message>>::handle(self, request, ctx));
+            }
+        }
+    )+};
+}
+pub(crate) use handle_told;

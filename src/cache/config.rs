@@ -55,6 +55,11 @@ impl CacheConfig {
         self
     }
 
+    /// The cached path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
     pub(crate) fn validate(&self) -> Result<(), Error> {
         path::validate(&self.path, false)
     }

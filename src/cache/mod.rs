@@ -19,9 +19,11 @@
 mod actor;
 mod config;
 mod error;
+mod handle;
 mod messages;
 
 pub use actor::CacheActor;
 pub use config::{CacheConfig, CacheScope};
 pub use error::CacheError;
+pub use handle::CacheHandle;
 pub use messages::{CacheEvent, CachedNode, Get, Snapshot, Stop, Subscribe};

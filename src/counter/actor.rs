@@ -25,7 +25,6 @@ use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::path;
 use crate::reply::Reply;
-use crate::reply::Told;
 use crate::retry::{Backoff, Verdict};
 use crate::session::requests::{CreateMode, EnsurePath, NodeData, Stat};
 use crate::session::watch::weak_watcher;
@@ -624,18 +623,11 @@ pub fn add(
     counter: &Addr<SharedCount>,
     by: i32,
 ) -> impl Future<Output = Result<VersionedCount, CounterError>> + 'static + use<> {
-    let (told, reply) = Told::new(AddCount { by });
-    counter.do_send(told);
-    async move { reply.await.map_err(|_| CounterError::Stopped)? }
+    let told = crate::reply::tell(counter, AddCount { by }, CounterError::Stopped);
+    async move { told.await? }
 }
 
-impl Handler<Told<AddCount>> for SharedCount {
-    type Result = ();
-
-    fn handle(&mut self, told: Told<AddCount>, ctx: &mut Context<Self>) {
-        told.answer::<Self, _>(ctx, |request, ctx| <Self as Handler<AddCount>>::handle(self, request, ctx));
-    }
-}
+crate::reply::handle_told!(SharedCount: AddCount, SetCount, TrySetCount);
 
 impl Handler<Listen<CountChanged>> for SharedCount {
     type Result = ();

@@ -25,7 +25,7 @@ use crate::recipe::holder::{
 use crate::recipe::naming::{LATCH_NAME, Rule};
 use crate::recipe::participants;
 use crate::recipe::{ConnectionPolicy, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Reply};
-use crate::reply::{Pending, Told};
+use crate::reply::Pending;
 use crate::retry::Verdict;
 use crate::session::requests::Goodbye;
 use crate::session::watch::weak_watcher;
@@ -576,21 +576,8 @@ impl Handler<Stop> for ElectionActor {
     }
 }
 
-impl Handler<Told<Resign>> for ElectionActor {
-    type Result = ();
+crate::reply::handle_told!(ElectionActor: Resign, Join);
 
-    fn handle(&mut self, told: Told<Resign>, ctx: &mut Context<Self>) {
-        told.answer::<Self, _>(ctx, |request, ctx| <Self as Handler<Resign>>::handle(self, request, ctx));
-    }
-}
-
-impl Handler<Told<Join>> for ElectionActor {
-    type Result = ();
-
-    fn handle(&mut self, told: Told<Join>, ctx: &mut Context<Self>) {
-        told.answer::<Self, _>(ctx, |request, ctx| <Self as Handler<Join>>::handle(self, request, ctx));
-    }
-}
 
 impl Handler<Join> for ElectionActor {
     type Result = ();

@@ -62,23 +62,17 @@ impl ElectionHandle {
         M::Result: Send,
         ElectionActor: Handler<M>,
     {
-        let reply = self.addr.send(msg);
-        let path = self.path.clone();
-        async move { reply.await.map_err(|_| ElectionError::Stopped { path }) }
+        crate::reply::ask(&self.addr, msg, ElectionError::Stopped { path: self.path.clone() })
     }
 
-    /// Sent as [`Told`]: carried out whether or not the caller still waits (actix skips a plain
-    /// request whose caller went before the actor took it).
+    /// Sent as a `Told`: carried out whether or not the caller still waits.
     fn tell<M>(&self, msg: M) -> impl Future<Output = Result<M::Result, ElectionError>> + 'static + use<M>
     where
         M: Message + Send + 'static,
         M::Result: Send,
         ElectionActor: Handler<Told<M>>,
     {
-        let (told, reply) = Told::new(msg);
-        self.addr.do_send(told);
-        let path = self.path.clone();
-        async move { reply.await.map_err(|_| ElectionError::Stopped { path }) }
+        crate::reply::tell(&self.addr, msg, ElectionError::Stopped { path: self.path.clone() })
     }
 
     /// Resolves with the term once this participant leads (at once when it does).

@@ -20,6 +20,12 @@ pub enum GroupError {
         /// The id.
         id: String,
     },
+    /// The member's actor has stopped.
+    #[error("the member of group {group} has stopped")]
+    Stopped {
+        /// The group's path.
+        group: String,
+    },
     /// A ZooKeeper request failed.
     #[error(transparent)]
     ZooKeeper(#[from] Error),

@@ -332,6 +332,8 @@ impl Handler<Leave> for GroupMember {
     }
 }
 
+crate::reply::handle_told!(GroupMember: Leave);
+
 impl Handler<Listen<GroupEvent>> for GroupMember {
     type Result = ();
 

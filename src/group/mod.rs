@@ -17,10 +17,12 @@
 
 mod config;
 mod error;
+mod handle;
 mod member;
 mod messages;
 
 pub use config::GroupConfig;
 pub use error::GroupError;
+pub use handle::GroupMemberHandle;
 pub use member::GroupMember;
 pub use messages::{GroupEvent, Leave, Members, Subscribe};

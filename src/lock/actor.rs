@@ -17,7 +17,7 @@ use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::{ContenderReport, ContenderSpec, Reply};
-use crate::reply::{Asked, Told};
+use crate::reply::Asked;
 use crate::session::requests::Goodbye;
 use crate::session::{SessionEvent, SessionHandle};
 
@@ -151,13 +151,7 @@ impl Handler<Release> for LockActor {
     }
 }
 
-impl Handler<Told<Release>> for LockActor {
-    type Result = ();
-
-    fn handle(&mut self, told: Told<Release>, ctx: &mut Context<Self>) {
-        told.answer::<Self, _>(ctx, |request, ctx| <Self as Handler<Release>>::handle(self, request, ctx));
-    }
-}
+crate::reply::handle_told!(LockActor: Release);
 
 impl Handler<Asked<Acquire>> for LockActor {
     type Result = ();

@@ -27,7 +27,7 @@ use crate::path;
 use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::naming::{LEASE_NAME, LOCK_NAME, Rule};
 use crate::recipe::{ContenderEvent, ContenderReport, ContenderSpec, Reply};
-use crate::reply::{Asked, Told};
+use crate::reply::Asked;
 use crate::session::requests::Goodbye;
 use crate::session::{SessionEvent, SessionHandle};
 
@@ -196,13 +196,7 @@ impl Handler<Release> for SemaphoreActor {
     }
 }
 
-impl Handler<Told<Release>> for SemaphoreActor {
-    type Result = ();
-
-    fn handle(&mut self, told: Told<Release>, ctx: &mut Context<Self>) {
-        told.answer::<Self, _>(ctx, |request, ctx| <Self as Handler<Release>>::handle(self, request, ctx));
-    }
-}
+crate::reply::handle_told!(SemaphoreActor: Release);
 
 impl Handler<Asked<Acquire>> for SemaphoreActor {
     type Result = ();

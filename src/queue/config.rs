@@ -36,12 +36,30 @@ impl Worker {
     }
 }
 
-/// How a [`QueueConsumerActor`](super::QueueConsumerActor) consumes.
+/// Makes worker `i` of a pool; called when the consumer starts.
+type MakeWorker = std::sync::Arc<dyn Fn(usize) -> Worker + Send + Sync>;
+
+/// `n` workers to start with the consumer ([`ConsumerConfig::with_workers`]).
+#[derive(Clone)]
+struct WorkerPool {
+    n: usize,
+    make: MakeWorker,
+}
+
+impl std::fmt::Debug for WorkerPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerPool").field("n", &self.n).finish_non_exhaustive()
+    }
+}
+
+/// How a [`QueueConsumerActor`](super::QueueConsumerActor) consumes. It only describes: nothing
+/// starts until the consumer does.
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct ConsumerConfig {
     pub(super) queue: String,
     pub(super) workers: Vec<Worker>,
+    pools: Vec<WorkerPool>,
     pub(super) concurrency: usize,
     pub(super) mode: DeliveryMode,
     pub(super) max_attempts: Option<u32>,
@@ -56,6 +74,7 @@ impl ConsumerConfig {
         ConsumerConfig {
             queue: queue.into(),
             workers: Vec::new(),
+            pools: Vec::new(),
             concurrency: 0,
             mode: DeliveryMode::default(),
             max_attempts: None,
@@ -78,16 +97,24 @@ impl ConsumerConfig {
         self
     }
 
-    /// Start `n` workers built by `factory` on the current Arbiter.
+    /// `n` workers built by `factory` (called with 0 to `n - 1`), started when the consumer
+    /// starts, on its Arbiter. They stop with it unless something else holds their addresses.
     pub fn with_workers<A, F>(mut self, n: usize, factory: F) -> Self
     where
         A: Actor<Context = Context<A>> + Handler<Delivery> + Handler<Revoked>,
-        F: Fn(usize) -> A,
+        F: Fn(usize) -> A + Send + Sync + 'static,
     {
-        for i in 0..n {
-            self.workers.push(Worker::new(&factory(i).start()));
-        }
+        let make: MakeWorker = std::sync::Arc::new(move |i| Worker::new(&factory(i).start()));
+        self.pools.push(WorkerPool { n, make });
         self
+    }
+
+    /// Starts the workers of [`with_workers`](Self::with_workers); the consumer calls it once,
+    /// when it starts.
+    pub(super) fn start_workers(&mut self) {
+        for pool in std::mem::take(&mut self.pools) {
+            self.workers.extend((0..pool.n).map(|i| (pool.make)(i)));
+        }
     }
 
     /// Never more than `n` deliveries in flight (default: one per worker).
@@ -121,11 +148,17 @@ impl ConsumerConfig {
         self
     }
 
+    /// The queue's path.
+    pub fn queue(&self) -> &str {
+        &self.queue
+    }
+
     pub(super) fn claims(&self) -> String {
         path::join(&self.queue, "claims")
     }
 
     pub(super) fn limit(&self) -> usize {
-        if self.concurrency > 0 { self.concurrency } else { self.workers.len().max(1) }
+        let workers = self.workers.len() + self.pools.iter().map(|pool| pool.n).sum::<usize>();
+        if self.concurrency > 0 { self.concurrency } else { workers.max(1) }
     }
 }

@@ -22,12 +22,13 @@ use tracing::{debug, info, warn};
 
 use super::QueueError;
 use super::config::{ConsumerConfig, DeliveryMode};
-use super::messages::{Delivery, Outcome, Revoked, Settle, SettleAnswering, Stop};
+use super::messages::{Delivery, Outcome, Revoked, Settle, SettleAnswering, Stop, StopReleasing, WaitIdle};
 use super::plan;
 use crate::error::Error;
 use crate::metrics;
 use crate::path;
 use crate::recipe::FencingToken;
+use crate::reply::{Pending, Reply};
 use crate::recipe::fencing::{FencedDelete, delete_fenced, delete_own_ephemeral_holding};
 use crate::retry::{Backoff, RetryPolicy, Verdict};
 use crate::session::requests::{CreateMode, NodeData, Op};
@@ -86,6 +87,12 @@ pub struct QueueConsumerActor {
     misses: usize,
     /// A listing is in flight; `relist` asks for another one when it returns.
     listing: bool,
+    /// A listing has returned on the current session (idle means something only after one).
+    listed: bool,
+    /// Callers of [`StopReleasing`], told once the claims are given back after the stop.
+    stop_waiters: Vec<oneshot::Sender<()>>,
+    /// Callers waiting until the consumer is idle ([`WaitIdle`]).
+    idle_waiters: Vec<Pending<Result<(), QueueError>>>,
     relist: bool,
     generation: u64,
     next_worker: usize,
@@ -119,6 +126,9 @@ impl QueueConsumerActor {
             candidates: VecDeque::new(),
             misses: 0,
             listing: false,
+            listed: false,
+            idle_waiters: Vec::new(),
+            stop_waiters: Vec::new(),
             relist: false,
             generation: 0,
             next_worker: 0,
@@ -152,6 +162,28 @@ impl QueueConsumerActor {
         if self.free() > 0 && self.candidates.is_empty() {
             self.list(ctx);
         }
+        self.answer_if_idle();
+    }
+
+    /// Idle: nothing delivered, claimed or being settled, and the latest listing of the queue
+    /// (on the current session) found nothing this consumer could claim.
+    fn is_idle(&self) -> bool {
+        self.generation != 0
+            && self.listed
+            && !self.listing
+            && self.in_flight.is_empty()
+            && self.claiming.is_empty()
+            && self.candidates.is_empty()
+            && self.settling.is_empty()
+    }
+
+    fn answer_if_idle(&mut self) {
+        if !self.idle_waiters.is_empty() && self.is_idle() {
+            debug!(parent: &self.span, waiters = self.idle_waiters.len(), "idle");
+            for waiter in self.idle_waiters.drain(..) {
+                let _ = waiter.send(Ok(()));
+            }
+        }
     }
 
     /// Lists the queue (with a watch, so an empty queue costs nothing until an item arrives) and
@@ -179,6 +211,7 @@ impl QueueConsumerActor {
             act.listing = false;
             match items {
                 Ok(children) => {
+                    act.listed = true;
                     act.backoff.reset();
                     let claimed: HashSet<String> = claims.unwrap_or_default().into_iter().collect();
                     act.report_strays(&children.names);
@@ -197,6 +230,7 @@ impl QueueConsumerActor {
                         act.fill(ctx);
                     } else {
                         act.claim_candidates(ctx);
+                        act.answer_if_idle();
                     }
                 }
                 Err(Error::NoNode { .. }) => {
@@ -478,6 +512,8 @@ impl QueueConsumerActor {
     }
 
     fn sweep_workers(&mut self, ctx: &mut Context<Self>) {
+        // A settlement that ended without a `fill` after it leaves the consumer idle unseen.
+        self.answer_if_idle();
         // The lifetime rule: the sweep's own timer must not keep a consumer alive whose last
         // address is gone (deliveries out with workers hold it only weakly: a busy consumer
         // whose user let go must stop too, not consume the whole queue first).
@@ -513,6 +549,7 @@ impl QueueConsumerActor {
         self.claiming.clear();
         self.candidates.clear();
         self.listing = false;
+        self.listed = false;
     }
 }
 
@@ -521,6 +558,8 @@ impl Actor for QueueConsumerActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(1024);
+        // Workers the config describes by a factory start with the consumer, on its Arbiter.
+        self.config.start_workers();
         self.session.subscribe(ctx.address().recipient());
         ctx.run_interval(WORKER_SWEEP, |act, ctx| act.sweep_workers(ctx));
         if let Some(dead) = self.config.dead_letter.clone() {
@@ -534,27 +573,62 @@ impl Actor for QueueConsumerActor {
     }
 
     fn stopped(&mut self, _: &mut Self::Context) {
-        // Give claimed items back at once rather than when the session ends.
+        // Give claimed items back at once rather than when the session ends. Detached: futures
+        // of a stopped actor are dropped, and a dropped request is never handled by the session.
+        let mut releases: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
         for (id, flight) in self.in_flight.drain() {
             if let Some(claim) = flight.claim {
-                // Detached: futures of a stopped actor are dropped, and a dropped request is
-                // never handled by the session.
-                actix::spawn(delete_fenced(self.session.pinned(flight.generation), claim, flight.token.0));
+                let deleted = delete_fenced(self.session.pinned(flight.generation), claim, flight.token.0);
+                releases.push(Box::pin(async move {
+                    let _ = deleted.await;
+                }));
             }
             self.config.workers[flight.worker].revoke.do_send(Revoked { id });
         }
-        // Claims sent whose reply we will never read (its future is dropped with us). Detached, and
-        // asked after the creates (one session: requests are handled in order), so it sees every
-        // claim they made, whenever their replies come.
+        // Claims sent whose reply we will never read (its future is dropped with us). Asked after
+        // the creates (one session: requests are handled in order), so it sees every claim they
+        // made, whenever their replies come.
         if self.config.mode == DeliveryMode::AtLeastOnce && self.generation != 0 {
             for id in self.claiming.drain() {
                 let claim = path::join(&self.config.claims(), &id);
                 // Only a claim holding our id: another consumer on this session may hold the
                 // item (our create then failed with `NodeExists`), and its claim is not ours.
                 let ours = Some(self.config.consumer_id.clone().into_bytes());
-                actix::spawn(delete_own_ephemeral_holding(self.session.pinned(self.generation), claim, ours));
+                let deleted = delete_own_ephemeral_holding(self.session.pinned(self.generation), claim, ours);
+                releases.push(Box::pin(async move {
+                    let _ = deleted.await;
+                }));
             }
         }
+        let waiters = std::mem::take(&mut self.stop_waiters);
+        actix::spawn(async move {
+            futures::future::join_all(releases).await;
+            for waiter in waiters {
+                let _ = waiter.send(());
+            }
+        });
+    }
+}
+
+impl Handler<StopReleasing> for QueueConsumerActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: StopReleasing, ctx: &mut Context<Self>) {
+        self.stop_waiters.push(msg.released);
+        <Self as Handler<Stop>>::handle(self, Stop, ctx);
+    }
+}
+
+impl Handler<WaitIdle> for QueueConsumerActor {
+    type Result = Reply<Result<(), QueueError>>;
+
+    fn handle(&mut self, _: WaitIdle, _: &mut Context<Self>) -> Self::Result {
+        if self.is_idle() {
+            return Reply::Now(Ok(()));
+        }
+        let (waiter, reply) = Reply::later(Err(QueueError::Stopped { queue: self.config.queue.clone() }));
+        self.idle_waiters.push(waiter);
+        reply
     }
 }
 

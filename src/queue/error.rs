@@ -51,6 +51,12 @@ pub enum QueueError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// The queue consumer's actor has stopped.
+    #[error("the consumer of queue {queue} has stopped")]
+    Stopped {
+        /// The queue path.
+        queue: String,
+    },
     /// A ZooKeeper request failed (e.g. `DataTooLarge` for an oversize item).
     #[error(transparent)]
     ZooKeeper(#[from] Error),

@@ -84,10 +84,27 @@ pub struct Revoked {
     pub id: String,
 }
 
+/// Resolves once the consumer is idle: nothing delivered, claimed or being settled, and its
+/// latest listing of the queue found nothing it could claim (the queue is empty, or what is left
+/// is claimed by other consumers or cannot be read). At once when it is idle now.
+/// [`QueueError::Stopped`] if the consumer stops first.
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "Result<(), QueueError>")]
+pub struct WaitIdle;
+
 /// Stop consuming: claimed items go back to the queue at once, workers get [`Revoked`].
 #[derive(Message, Debug, Clone, Copy)]
 #[rtype(result = "()")]
 pub struct Stop;
+
+/// [`Stop`], and tell `released` once the claims the consumer held are given back (their
+/// deletes answered): what [`QueueConsumerHandle::stop`](super::QueueConsumerHandle::stop)
+/// sends.
+#[derive(Message, Debug)]
+#[rtype(result = "()")]
+pub(crate) struct StopReleasing {
+    pub(crate) released: futures::channel::oneshot::Sender<()>,
+}
 
 /// [`Settle`] answered on a channel the worker's future owns: what [`Delivery`] sends, so that
 /// the settlement is handled whether or not that future is still there.

@@ -19,6 +19,7 @@
 mod config;
 mod consumer;
 mod error;
+mod handle;
 mod messages;
 mod plan;
 mod producer;
@@ -26,5 +27,6 @@ mod producer;
 pub use config::{ConsumerConfig, DeliveryMode, Worker};
 pub use consumer::QueueConsumerActor;
 pub use error::QueueError;
-pub use messages::{Delivery, Outcome, Revoked, Settle, Stop};
+pub use handle::QueueConsumerHandle;
+pub use messages::{Delivery, Outcome, Revoked, Settle, Stop, WaitIdle};
 pub use producer::{ITEM_PREFIX, Queue};

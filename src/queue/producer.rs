@@ -288,6 +288,31 @@ impl Queue {
         }
     }
 
+    /// Resolves once the queue holds no item: every item taken, or acked by its consumer (an
+    /// item claimed but not yet acked is still in the queue). At once when it is empty now, or
+    /// does not exist. Watches the queue's children, so it costs nothing while it waits.
+    ///
+    /// The queue may fill again at any moment after; this says it was empty at one point.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropped (a `timeout`, a `select!`), its watch goes with it.
+    pub async fn drained(&self) -> Result<(), QueueError> {
+        loop {
+            let (listing, changed) = self.session.children_until_dropped(&self.path);
+            match listing.await {
+                Ok(children) => {
+                    if items_in_order(children.names).is_empty() {
+                        return Ok(());
+                    }
+                }
+                Err(Error::NoNode { .. }) => return Ok(()),
+                Err(err) => return Err(err.into()),
+            }
+            // Fired by a change, or when the session the watch was on ends: list again.
+            let _ = changed.await;
+        }
+    }
+
     /// Number of items now.
     ///
     /// # Cancel safety

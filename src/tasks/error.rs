@@ -71,6 +71,12 @@ pub enum TaskError {
         /// The worker id.
         id: String,
     },
+    /// The master candidate's (or worker's) actor has stopped.
+    #[error("the actor of the installation at {root} has stopped")]
+    Stopped {
+        /// The installation's root.
+        root: String,
+    },
     /// A ZooKeeper request failed (e.g. `DataTooLarge` for an oversize payload).
     #[error(transparent)]
     ZooKeeper(#[from] Error),

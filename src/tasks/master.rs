@@ -45,6 +45,11 @@ impl std::fmt::Debug for TaskMasterConfig {
 }
 
 impl TaskMasterConfig {
+    /// The installation's root.
+    pub fn root(&self) -> &str {
+        &self.root
+    }
+
     /// A candidate for the installation at `root`, assigning least-loaded first.
     pub fn new(root: impl Into<String>) -> Self {
         TaskMasterConfig {

@@ -36,6 +36,7 @@ mod backlog;
 mod client;
 mod error;
 mod fence;
+mod handle;
 mod layout;
 mod master;
 mod messages;
@@ -46,6 +47,7 @@ mod worker;
 pub use client::{Overview, TaskClient, TaskState};
 pub use error::TaskError;
 pub use fence::MasterFence;
+pub use handle::{TaskMasterHandle, TaskWorkerHandle};
 pub use layout::TaskId;
 pub use master::{TaskMaster, TaskMasterConfig};
 pub use messages::{

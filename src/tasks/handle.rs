@@ -1,0 +1,153 @@
+//! [`TaskMasterHandle`] and [`TaskWorkerHandle`]: async methods over a master candidate and a
+//! worker, for programs that want answers rather than messages. (Submitting tasks and reading
+//! results is [`TaskClient`](super::TaskClient)'s, which needs no actor.)
+//!
+//! Owns: turning each request into one message and its reply into a `Result` (a stopped actor
+//! is [`TaskError::Stopped`]). Does not own any state: the actors do. A handle holds a strong
+//! address: the actor lives while a handle (or another address) does.
+
+use std::future::Future;
+
+use actix::prelude::*;
+
+use super::error::TaskError;
+use super::fence::MasterFence;
+use super::master::{TaskMaster, TaskMasterConfig};
+use super::messages::{
+    CurrentTerm, MasterEvent, StopMaster, StopWorker, SubscribeMaster, SubscribeWorker, TaskAssigned, WorkerEvent,
+};
+use super::worker::{TaskWorker, TaskWorkerConfig};
+use crate::events::EventStream;
+use crate::reply::ask;
+use crate::session::SessionHandle;
+
+/// A cloneable handle to one master candidate (a [`TaskMaster`] actor).
+///
+/// ```no_run
+/// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::tasks::TaskError> {
+/// use actix_zookeeper::tasks::{TaskMasterConfig, TaskMasterHandle};
+///
+/// let master = TaskMasterHandle::start(session, TaskMasterConfig::new("/jobs"))?;
+/// if let Some(fence) = master.term().await? {
+///     println!("master with token {}", fence.token);
+/// }
+/// master.stop().await;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct TaskMasterHandle {
+    addr: Addr<TaskMaster>,
+    root: String,
+}
+
+impl TaskMasterHandle {
+    /// Starts a [`TaskMaster`] for `config` on the current Arbiter; it enters the election at
+    /// once. [`TaskError`] for an unusable root, before anything starts.
+    pub fn start(session: SessionHandle, config: TaskMasterConfig) -> Result<TaskMasterHandle, TaskError> {
+        let root = config.root().to_owned();
+        Ok(TaskMasterHandle { addr: TaskMaster::new(session, config)?.start(), root })
+    }
+
+    /// A handle to a running candidate of the installation at `root`.
+    pub fn new(addr: Addr<TaskMaster>, root: impl Into<String>) -> TaskMasterHandle {
+        TaskMasterHandle { addr, root: root.into() }
+    }
+
+    /// The actor, for sending messages.
+    pub fn addr(&self) -> &Addr<TaskMaster> {
+        &self.addr
+    }
+
+    /// The fence of the current term if this candidate is master now ([`CurrentTerm`]).
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a read of memory.
+    pub fn term(&self) -> impl Future<Output = Result<Option<MasterFence>, TaskError>> + 'static {
+        ask(&self.addr, CurrentTerm, TaskError::Stopped { root: self.root.clone() })
+    }
+
+    /// Every [`MasterEvent`] from now on, as a stream this caller owns; dropping it
+    /// unsubscribes ([`crate::events`]).
+    pub fn events(&self) -> EventStream<MasterEvent> {
+        crate::events::events(&self.addr)
+    }
+
+    /// Sends every [`MasterEvent`] to `recipient`, the current state first (held weakly: keep
+    /// your subscriber's address, or use [`events`](Self::events)).
+    pub fn subscribe(&self, recipient: Recipient<MasterEvent>) {
+        self.addr.do_send(SubscribeMaster { recipient });
+    }
+
+    /// Leaves the election (a master hands over at once) and stops the candidate
+    /// ([`StopMaster`]). Sent when called; the future resolves once the candidate has stopped.
+    /// Its election node is deleted right after, by its election participant.
+    ///
+    /// # Cancel safety
+    /// The stop is sent when this is called: dropping the future loses only the wait.
+    pub fn stop(&self) -> impl Future<Output = ()> + 'static {
+        self.addr.do_send(StopMaster);
+        crate::reply::stopped(self.addr.clone())
+    }
+}
+
+/// A cloneable handle to one worker (a [`TaskWorker`] actor).
+///
+/// ```no_run
+/// # async fn demo(session: actix_zookeeper::SessionHandle, runner: actix::Recipient<actix_zookeeper::tasks::TaskAssigned>)
+/// # -> Result<(), actix_zookeeper::tasks::TaskError> {
+/// use actix_zookeeper::tasks::{TaskWorkerConfig, TaskWorkerHandle};
+///
+/// let worker = TaskWorkerHandle::start(session, TaskWorkerConfig::new("/jobs", "worker-1"), runner)?;
+/// // ... later: finish the running tasks, deregister, stop.
+/// worker.stop().await;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct TaskWorkerHandle {
+    addr: Addr<TaskWorker>,
+}
+
+impl TaskWorkerHandle {
+    /// Starts a [`TaskWorker`] for `config` on the current Arbiter; `runner` runs the tasks.
+    /// [`TaskError`] for an unusable root or worker id, before anything starts.
+    pub fn start(
+        session: SessionHandle,
+        config: TaskWorkerConfig,
+        runner: Recipient<TaskAssigned>,
+    ) -> Result<TaskWorkerHandle, TaskError> {
+        Ok(TaskWorkerHandle { addr: TaskWorker::new(session, config, runner)?.start() })
+    }
+
+    /// A handle to a running worker.
+    pub fn new(addr: Addr<TaskWorker>) -> TaskWorkerHandle {
+        TaskWorkerHandle { addr }
+    }
+
+    /// The actor, for sending messages.
+    pub fn addr(&self) -> &Addr<TaskWorker> {
+        &self.addr
+    }
+
+    /// Every [`WorkerEvent`] from now on, as a stream this caller owns; dropping it
+    /// unsubscribes ([`crate::events`]).
+    pub fn events(&self) -> EventStream<WorkerEvent> {
+        crate::events::events(&self.addr)
+    }
+
+    /// Sends every [`WorkerEvent`] to `recipient` (held weakly: keep your subscriber's address,
+    /// or use [`events`](Self::events)).
+    pub fn subscribe(&self, recipient: Recipient<WorkerEvent>) {
+        self.addr.do_send(SubscribeWorker { recipient });
+    }
+
+    /// Stops taking tasks, lets the running ones finish and report, deregisters, and stops
+    /// ([`StopWorker`]). Sent when called; the future resolves once the worker has stopped, after
+    /// its registration was deleted (the master then moves its unstarted assignments).
+    ///
+    /// # Cancel safety
+    /// The stop is sent when this is called: dropping the future loses only the wait.
+    pub fn stop(&self) -> impl Future<Output = ()> + 'static {
+        self.addr.do_send(StopWorker);
+        crate::reply::stopped(self.addr.clone())
+    }
+}
