@@ -29,7 +29,7 @@ impl Handler<LockEvent> for Narrator {
     fn handle(&mut self, event: LockEvent, _: &mut Context<Self>) {
         let who = self.0;
         match event {
-            LockEvent::Acquired { grant } => println!("  [{who}] got the lock (fencing token {})", grant.token),
+            LockEvent::Acquired { grant, .. } => println!("  [{who}] got the lock (fencing token {})", grant.token),
             LockEvent::Released { .. } => println!("  [{who}] released the lock"),
             LockEvent::Suspended { .. } => println!("  [{who}] connection lost: may no longer hold the lock"),
             LockEvent::Reconnected { .. } => println!("  [{who}] reconnected: still holds the lock"),

@@ -269,3 +269,64 @@ async fn dropping_the_last_handle_releases_the_lock_and_closes_the_session() {
         .await;
     observer.close().await;
 }
+
+/// One subscriber of two lock handles tells their events apart by the participant each names:
+/// every grant and release of alice's is told as alice's, bob's as bob's, over several rounds
+/// and through an expiry of alice's session (her `Lost` is hers).
+#[actix_rt::test]
+async fn one_subscriber_of_two_lock_handles_tells_their_events_apart() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("lock-events-named");
+    let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let alice = LockHandle::start(a.clone(), LockConfig::new("/l").with_participant_id("alice"));
+    let bob = LockHandle::start(b.clone(), LockConfig::new("/l").with_participant_id("bob"));
+    let heard = Recorded::<LockEvent>::start();
+    alice.subscribe(heard.recipient.clone());
+    bob.subscribe(heard.recipient.clone());
+    let mut grants = Vec::new();
+    for _ in 0..3 {
+        for (who, lock) in [("alice", &alice), ("bob", &bob)] {
+            let grant = lock.acquire(None).await.expect("acquire");
+            lock.release().await.expect("release");
+            grants.push((who, grant));
+        }
+    }
+    for (who, grant) in &grants {
+        heard
+            .wait_for(
+                0,
+                WAIT,
+                |e| matches!(e, LockEvent::Acquired { participant, grant: g } if participant == who && g == grant),
+            )
+            .await;
+        heard
+            .wait_for(
+                0,
+                WAIT,
+                |e| matches!(e, LockEvent::Released { participant, node } if participant == who && *node == grant.node),
+            )
+            .await;
+    }
+    let held = alice.acquire(None).await.expect("alice again");
+    let info = a.session().await.expect("alice's session").info;
+    actix_zookeeper::testkit::expire_session(&zk.connect_string(), &info).await.expect("expire alice's session");
+    let (_, lost) =
+        heard.wait_for(0, WAIT, |e| matches!(e, LockEvent::Lost { token, .. } if *token == held.token)).await;
+    assert_eq!(lost.participant(), "alice", "{lost:?}");
+    for event in heard.snapshot() {
+        let nodes_of =
+            |who: &str| grants.iter().filter(|(w, _)| *w == who).map(|(_, g)| g.node.clone()).collect::<Vec<_>>();
+        match &event {
+            LockEvent::Acquired { participant, grant } if grant.node != held.node => {
+                assert!(nodes_of(participant).contains(&grant.node), "{event:?} names the wrong participant")
+            }
+            LockEvent::Released { participant, node } => {
+                assert!(nodes_of(participant).contains(node), "{event:?} names the wrong participant")
+            }
+            _ => {}
+        }
+    }
+    a.close().await;
+    b.close().await;
+}

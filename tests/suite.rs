@@ -30,6 +30,7 @@ mod inspect;
 mod lock;
 mod lock_curator;
 mod queue;
+mod recipe_handles;
 mod requests;
 mod retry;
 mod sasl;

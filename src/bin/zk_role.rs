@@ -557,9 +557,9 @@ impl Handler<LockEvent> for LockPrinter {
 
     fn handle(&mut self, event: LockEvent, _: &mut Context<Self>) {
         match event {
-            LockEvent::Lost { token, reason } => emit!("lost", token = token.0, reason = format!("{reason:?}")),
-            LockEvent::Suspended { token } => emit!("suspended", token = token.0),
-            LockEvent::Reconnected { token } => emit!("reconnected", token = token.0),
+            LockEvent::Lost { token, reason, .. } => emit!("lost", token = token.0, reason = format!("{reason:?}")),
+            LockEvent::Suspended { token, .. } => emit!("suspended", token = token.0),
+            LockEvent::Reconnected { token, .. } => emit!("reconnected", token = token.0),
             _ => {}
         }
     }

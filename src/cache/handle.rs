@@ -64,7 +64,10 @@ impl CacheHandle {
     ///
     /// # Cancel safety
     /// Cancel-safe: a read of memory.
-    pub fn get(&self, path: impl Into<String>) -> impl Future<Output = Result<Option<CachedNode>, CacheError>> + 'static {
+    pub fn get(
+        &self,
+        path: impl Into<String>,
+    ) -> impl Future<Output = Result<Option<CachedNode>, CacheError>> + 'static {
         ask(&self.addr, Get { path: path.into() }, self.stopped())
     }
 

@@ -33,6 +33,6 @@ mod messages;
 pub use actor::{SharedCount, add};
 pub use config::SharedCountConfig;
 pub use error::CounterError;
-pub use handle::SharedCountHandle;
 pub use format::{COUNT_LEN, decode_count, encode_count};
+pub use handle::SharedCountHandle;
 pub use messages::{AddCount, CountChanged, GetCount, SetCount, Stop, Subscribe, TrySetCount, VersionedCount};

@@ -578,7 +578,6 @@ impl Handler<Stop> for ElectionActor {
 
 crate::reply::handle_told!(ElectionActor: Resign, Join);
 
-
 impl Handler<Join> for ElectionActor {
     type Result = ();
 

@@ -100,7 +100,7 @@ impl HolderHost for LockActor {
     }
 
     fn tell(&mut self, happened: Happened<LockGrant>, _: &mut Context<Self>) {
-        if let Some(event) = holding::event(happened) {
+        if let Some(event) = holding::event(&self.config.participant_id, happened) {
             self.subscribers.tell(event);
         }
     }

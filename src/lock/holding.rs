@@ -120,15 +120,16 @@ pub(super) fn release_error(dir: &str, error: ReleaseError) -> LockError {
     }
 }
 
-/// What subscribers hear; `None` for what the lock has no event for (a re-acquire nobody
-/// waited on failed: it is logged).
-pub(super) fn event(happened: Happened<LockGrant>) -> Option<LockEvent> {
+/// What subscribers hear about `participant`; `None` for what the lock has no event for (a
+/// re-acquire nobody waited on failed: it is logged).
+pub(super) fn event(participant: &str, happened: Happened<LockGrant>) -> Option<LockEvent> {
+    let participant = participant.to_owned();
     Some(match happened {
-        Happened::Acquired(held) => LockEvent::Acquired { grant: held.grant },
-        Happened::Suspended(held) => LockEvent::Suspended { token: held.token },
-        Happened::Restored(held) => LockEvent::Reconnected { token: held.token },
-        Happened::Lost(held, loss) => LockEvent::Lost { token: held.token, reason: lost_reason(loss) },
-        Happened::Released(held) => LockEvent::Released { node: held.node },
+        Happened::Acquired(held) => LockEvent::Acquired { participant, grant: held.grant },
+        Happened::Suspended(held) => LockEvent::Suspended { participant, token: held.token },
+        Happened::Restored(held) => LockEvent::Reconnected { participant, token: held.token },
+        Happened::Lost(held, loss) => LockEvent::Lost { participant, token: held.token, reason: lost_reason(loss) },
+        Happened::Released(held) => LockEvent::Released { participant, node: held.node },
         Happened::Failed(_) => return None,
     })
 }

@@ -68,37 +68,62 @@ pub enum LockLostReason {
     DisconnectedTooLong,
 }
 
-/// What happened to the lock, told to subscribers in the past tense.
+/// What happened to the lock, told to subscribers in the past tense. Every event names the
+/// participant it is about (its config's `participant_id`), so one subscriber of several lock
+/// actors can tell them apart.
 #[derive(Message, Debug, Clone, PartialEq, Eq)]
 #[rtype(result = "()")]
 #[non_exhaustive]
 pub enum LockEvent {
     /// The lock was granted.
     Acquired {
+        /// Whose grant.
+        participant: String,
         /// The grant (node, fencing token).
         grant: LockGrant,
     },
     /// The lock was released (our node is deleted).
     Released {
+        /// Who released it.
+        participant: String,
         /// The node that was deleted.
         node: String,
     },
     /// The connection dropped while holding: under the conservative policy, act as if you no
     /// longer hold the lock until `Reconnected`.
     Suspended {
+        /// The holder.
+        participant: String,
         /// The grant's token.
         token: FencingToken,
     },
     /// The connection came back within the session: the lock is still held, same token.
     Reconnected {
+        /// The holder.
+        participant: String,
         /// The grant's token.
         token: FencingToken,
     },
     /// The lock is no longer held.
     Lost {
+        /// Who held it.
+        participant: String,
         /// The grant's token.
         token: FencingToken,
         /// Why.
         reason: LockLostReason,
     },
+}
+
+impl LockEvent {
+    /// The participant this event is about.
+    pub fn participant(&self) -> &str {
+        match self {
+            LockEvent::Acquired { participant, .. }
+            | LockEvent::Released { participant, .. }
+            | LockEvent::Suspended { participant, .. }
+            | LockEvent::Reconnected { participant, .. }
+            | LockEvent::Lost { participant, .. } => participant,
+        }
+    }
 }
