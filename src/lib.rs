@@ -8,11 +8,11 @@
 //! ([`RebuildPolicy`]), and reports each change as a [`SessionEvent`]. The recipes:
 //! - [`lock`] – [`LockHandle`], [`SemaphoreHandle`]: exclusive, read/write and counting locks;
 //! - [`election`] – [`ElectionHandle`]: leader election, optionally running a leader actor;
-//! - [`queue`] – [`Queue`](queue::Queue) and [`QueueConsumerActor`], which feeds worker actors;
-//! - [`tasks`] (master–worker) – [`TaskMaster`], [`TaskWorker`], [`TaskClient`];
-//! - [`cache`] – [`CacheActor`]: one node, its children or a subtree, kept in memory;
-//! - [`group`] – [`GroupMember`]: join a group and see who else is in it;
-//! - [`counter`] – [`SharedCount`]: a shared counter in Curator's format;
+//! - [`queue`] – [`Queue`](queue::Queue) and [`QueueConsumerHandle`], which feeds worker actors;
+//! - [`tasks`] (master–worker) – [`TaskMasterHandle`], [`TaskWorkerHandle`], [`TaskClient`];
+//! - [`cache`] – [`CacheHandle`]: one node, its children or a subtree, kept in memory;
+//! - [`group`] – [`GroupMemberHandle`]: join a group and see who else is in it;
+//! - [`counter`] – [`SharedCountHandle`]: a shared counter in Curator's format;
 //! - [`barrier`] – [`DistributedBarrier`], [`DistributedDoubleBarrier`];
 //! - `inspect` (feature `cli`) – who holds, waits, leads and is queued, as `zk-inspect` prints;
 //! - `testkit` (feature `testkit`) – real ZooKeeper servers, ensembles and faults for tests.
@@ -67,13 +67,13 @@
 //! [`LockHandle`]: lock::LockHandle
 //! [`SemaphoreHandle`]: lock::SemaphoreHandle
 //! [`ElectionHandle`]: election::ElectionHandle
-//! [`QueueConsumerActor`]: queue::QueueConsumerActor
-//! [`TaskMaster`]: tasks::TaskMaster
-//! [`TaskWorker`]: tasks::TaskWorker
+//! [`QueueConsumerHandle`]: queue::QueueConsumerHandle
+//! [`TaskMasterHandle`]: tasks::TaskMasterHandle
+//! [`TaskWorkerHandle`]: tasks::TaskWorkerHandle
 //! [`TaskClient`]: tasks::TaskClient
-//! [`CacheActor`]: cache::CacheActor
-//! [`GroupMember`]: group::GroupMember
-//! [`SharedCount`]: counter::SharedCount
+//! [`CacheHandle`]: cache::CacheHandle
+//! [`GroupMemberHandle`]: group::GroupMemberHandle
+//! [`SharedCountHandle`]: counter::SharedCountHandle
 //! [`DistributedBarrier`]: barrier::DistributedBarrier
 //! [`DistributedDoubleBarrier`]: barrier::DistributedDoubleBarrier
 #![deny(missing_docs)]
@@ -118,19 +118,22 @@ pub use session::{
 /// `election::Stop`, `lock::Subscribe` and the session's `Subscribe`, each recipe's
 /// `Participants`), so they are used with their module's name, as `lock::Release`.
 pub mod prelude {
-    pub use crate::cache::{CacheActor, CacheConfig, CacheEvent};
-    pub use crate::counter::{SharedCount, SharedCountConfig};
+    pub use crate::cache::{CacheActor, CacheConfig, CacheError, CacheEvent, CacheHandle};
+    pub use crate::counter::{CountChanged, CounterError, SharedCount, SharedCountConfig, SharedCountHandle};
     pub use crate::election::{ElectionConfig, ElectionError, ElectionEvent, ElectionHandle, LeaderTerm};
     pub use crate::error::{Error, Result};
     pub use crate::events::EventStream;
-    pub use crate::group::{GroupConfig, GroupEvent, GroupMember};
+    pub use crate::group::{GroupConfig, GroupError, GroupEvent, GroupMember, GroupMemberHandle};
     pub use crate::lock::{LockConfig, LockError, LockEvent, LockGrant, LockHandle, SemaphoreConfig, SemaphoreHandle};
-    pub use crate::queue::{ConsumerConfig, Delivery, Queue, QueueConsumerActor, QueueError};
+    pub use crate::queue::{ConsumerConfig, Delivery, Queue, QueueConsumerActor, QueueConsumerHandle, QueueError};
     pub use crate::recipe::{ConnectionPolicy, FencingToken};
     pub use crate::retry::RetryPolicy;
     pub use crate::session::requests::{CreateMode, Op, OpResult, PersistentWatchMode};
     pub use crate::session::{RebuildPolicy, SessionConfig, SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
-    pub use crate::tasks::{TaskClient, TaskError, TaskMaster, TaskMasterConfig, TaskWorker, TaskWorkerConfig};
+    pub use crate::tasks::{
+        MasterEvent, TaskClient, TaskError, TaskMaster, TaskMasterConfig, TaskMasterHandle, TaskWorker,
+        TaskWorkerConfig, TaskWorkerHandle, WorkerEvent,
+    };
 }
 
 /// The README's example, compiled as a doctest so that it stays true.

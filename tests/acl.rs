@@ -1,4 +1,4 @@
-//! Recipe nodes carry the session's default ACL (issue 17): with a digest ACL, another identity
+//! Recipe nodes carry the session's default ACL: with a digest ACL, another identity
 //! can neither delete a lock node nor read a task's payload. The control: the same nodes made
 //! under the default world ACL are open to that identity, so the refusals come from the ACL.
 #![cfg(feature = "testkit")]

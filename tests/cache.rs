@@ -417,7 +417,7 @@ async fn dropping_the_last_address_stops_the_cache_and_removes_its_watch() {
     assert_eq!(events.snapshot().len(), told);
 }
 
-/// Issue 14, defect 11: one node the cache may not read (another client's ACL denies READ) kept
+/// Regression: one node the cache may not read (another client's ACL denies READ) kept
 /// the load retrying forever: `CacheInitialized` never came, and a re-sync never finished. Such
 /// a node is now reported once and skipped, and the cache converges on the rest.
 #[actix_rt::test]

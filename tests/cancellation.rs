@@ -131,7 +131,7 @@ async fn the_leftover_check_catches_a_node_and_a_watch_left_behind() {
     s.close().await;
 }
 
-/// Issue 25, defect 1: `tokio::time::timeout` around a handle's `acquire` while another session
+/// Regression: `tokio::time::timeout` around a handle's `acquire` while another session
 /// holds. The attempt leaves the line when the timeout drops it (the handle's relay kept the
 /// request alive before, and the node stayed until the holder let go); the next `acquire` on the
 /// same handle is not `AcquireInProgress`; and the abandoned attempt is never granted.
@@ -172,7 +172,7 @@ async fn an_acquire_dropped_by_a_timeout_leaves_the_line_and_the_next_one_starts
     b.close().await;
 }
 
-/// Issue 25, defect 2: a re-entrant `acquire` (already holding) whose future is dropped with the
+/// Regression: a re-entrant `acquire` (already holding) whose future is dropped with the
 /// grant in it must not give the lock back under its holder (it sent `GiveBack` with the held
 /// token, and another session took the lock). Lock and semaphore.
 #[actix_rt::test]
@@ -210,7 +210,7 @@ async fn a_dropped_reentrant_acquire_leaves_the_grant_with_its_holder() {
     b.close().await;
 }
 
-/// Issue 25, defect 8: `TryAcquire` says "busy" (`Ok(None)`) only once its node is deleted, as
+/// `TryAcquire` says "busy" (`Ok(None)`) only once its node is deleted, as
 /// docs/recipes/lock.md says: a listing made right after the answer shows the holder's node alone.
 #[actix_rt::test]
 async fn a_try_acquire_says_busy_only_once_its_node_is_gone() {
@@ -848,7 +848,7 @@ async fn the_per_session_leftover_check_catches_a_node_and_a_watch_of_that_sessi
 
 // ---- session requests -----------------------------------------------------------------------
 
-/// Issue 25, found by the harness: `add_watch` dropped after the session took it and before
+/// Regression, found by the harness: `add_watch` dropped after the session took it and before
 /// its answer (a `timeout`, a `select!`) left a persistent watch for good, delivering to a
 /// recipient that still lives, and the caller never had the id to remove it. Now a watch whose
 /// caller went before it was told the id is removed. (Dropped before the session took it, actix

@@ -176,7 +176,7 @@ async fn closing_a_masters_session_ends_its_term_first_and_the_next_candidate_ta
     other.close().await;
 }
 
-/// Review of issue 25: a second `close()` while the first one's goodbyes are out waits for the
+/// Regression: a second `close()` while the first one's goodbyes are out waits for the
 /// same close; it used to close at once, cutting the goodbyes short (the holder's release never
 /// reached the server, and its lock ended `Lost` instead of `Released`).
 #[actix_rt::test]

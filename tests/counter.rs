@@ -552,7 +552,7 @@ async fn dropping_the_last_address_stops_the_counter() {
     s.close().await;
 }
 
-/// Issue 14, defect 13: versions start again at 0 when a node is deleted and created again, so a
+/// Regression: versions start again at 0 when a node is deleted and created again, so a
 /// count read from the old node passed a compare-and-set on the new one (same version). A count
 /// now says which node it was read from, and a compare-and-set against another node fails.
 #[actix_rt::test]

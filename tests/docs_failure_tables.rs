@@ -1,5 +1,5 @@
 //! Every failure table in `docs/recipes/` names, row by row, the tests that prove it, and every
-//! test it names exists (issue 15: a promise without a test is not kept). A failure table is a
+//! test it names exists (a promise without a test is not kept). A failure table is a
 //! table under a heading that speaks of failures or faults; its last column is "tested by",
 //! each cell holding one or more `file.rs::test_name` references to `tests/`, each naming a test
 //! function (`#[test]` or `#[actix_rt::test]`), not a helper.
@@ -140,7 +140,7 @@ fn the_table_check_sees_missing_and_unknown_tests() {
     assert_eq!(reference_problem(source, "helper"), Some("is not a test function"), "a helper must be refused");
 }
 
-/// The rows issue 25 asks of every recipe (its "Done when"), by the first cell's words: a
+/// The cancellation rows every recipe's failure tables must have, by the first cell's words: a
 /// dropped future, a stopped actor (or a stop), a closed session. The names of the kinds a
 /// document's failure tables lack.
 fn missing_cancellation_rows(text: &str) -> Vec<&'static str> {

@@ -57,7 +57,7 @@ struct Participant {
     id: String,
     election: Addr<ElectionActor>,
     events: Recorded<ElectionEvent>,
-    /// Kept so the tracker lives: the election holds its subscribers weakly (issue 15: the
+    /// Kept so the tracker lives: the election holds its subscribers weakly (before, the
     /// tracker's address was dropped at once, so the two-leaders check never saw an event).
     _tracker: Addr<BeliefTracker>,
 }
@@ -102,7 +102,7 @@ async fn next_leader(participants: &[Participant], after: Option<FencingToken>) 
 }
 
 /// Waits until exactly one participant believes it leads; returns it and the token of its term
-/// (issue 15: `next_leader(.., None)` answers the lowest participant that ever led, so asserting
+/// (`next_leader(.., None)` answers the lowest participant that ever led, so asserting
 /// on it after a fault was nearly automatic).
 async fn current_leader(participants: &[Participant], believers: &Believers) -> (usize, FencingToken) {
     let deadline = std::time::Instant::now() + WAIT;
@@ -154,7 +154,7 @@ async fn everyone_sees(participants: &[Participant], leader: &str) {
     }
 }
 
-/// Issue 16: a participant that joins learns who leads from its contender's listing, so joining
+/// A participant that joins learns who leads from its contender's listing, so joining
 /// a line lists it once, not twice (1,000 participants joining kept 50-75 MiB of listings).
 #[actix_rt::test]
 async fn joining_the_line_lists_it_once_and_still_tells_who_leads() {
@@ -461,7 +461,7 @@ async fn a_bad_election_path_is_reported() {
     s.close().await;
 }
 
-/// Regression (issue 13, defect 1): a data change on the leader's node fires every watch on it
+/// Regression: a data change on the leader's node fires every watch on it
 /// (the next in line's, and each participant's leader watch) without ending the term; they must
 /// watch again, so that the next in line leads and everyone learns who leads once the leader
 /// resigns.
@@ -827,7 +827,7 @@ async fn after_an_expiry_the_new_terms_leader_actor_waits_for_the_old_one() {
     s.close().await;
 }
 
-/// Review of issue 25: `leadership()` asked right behind a `resign_and_requeue()` waits for the
+/// Regression: `leadership()` asked right behind a `resign_and_requeue()` waits for the
 /// participant's next term; it answered `NotParticipating` in the window between the resign's
 /// delete and the requeue, though the participant never left for good.
 #[actix_rt::test]

@@ -1,5 +1,5 @@
 //! What an error says about its request, against a real ZooKeeper: never sent, refused, or of
-//! unknown outcome; and a guarded write interrupted by its session's expiry (issue 13, defect 11).
+//! unknown outcome; and a guarded write interrupted by its session's expiry.
 #![cfg(feature = "testkit")]
 
 use crate::common;
@@ -38,7 +38,7 @@ async fn holder_and_observer(
     (holder, observer, lock, grant)
 }
 
-/// Regression (issue 13, defect 11): a guarded write that fails with `SessionLost` was reported
+/// Regression: a guarded write that fails with `SessionLost` was reported
 /// as `NoLongerHeld` ("nothing was written"). Here it is handed to the client while the link is
 /// down and the session then expires; whether the client got it out first is not something the
 /// holder can know (zookeeper-client 0.11 does not say), so the answer must be "unknown".
@@ -72,7 +72,7 @@ async fn a_guarded_write_whose_session_expires_in_flight_has_an_unknown_outcome(
     observer.close().await;
 }
 
-/// Regression (issue 13, defect 11): the same, but the write reached the server and applied
+/// Regression: the same, but the write reached the server and applied
 /// before the expiry; only its reply was held back. "Not applied" would have been a lie.
 #[actix_rt::test]
 async fn a_guarded_write_that_applied_before_its_session_expired_is_not_reported_as_not_applied() {

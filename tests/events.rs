@@ -188,7 +188,7 @@ impl StreamHandler<Result<LockEvent, Missed>> for LockOwner {
     }
 }
 
-/// Review of issue 25: an actor that owns the recipe whose events it reads stops when its last
+/// An actor that owns the recipe whose events it reads stops when its last
 /// address is dropped, and the recipe with it (the lock is released). With `ctx.add_stream` (the
 /// control) the two keep each other alive: the lock stays held after the owner was let go.
 #[actix_rt::test]

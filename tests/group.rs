@@ -209,7 +209,7 @@ async fn recipes_created_while_the_session_is_suspended_join_and_resync_later() 
     sees(&Member { addr: member.clone(), session: s.clone(), events: Recorded::<GroupEvent>::start() }, &["m"]).await;
 }
 
-/// Issue 13, defect 9: a final error was retried forever (a member that may not create its node
+/// Regression: a final error was retried forever (a member that may not create its node
 /// said `JoinFailed` and tried again every second). Now it says so once and asks nothing
 /// more.
 #[actix_rt::test]
@@ -240,7 +240,7 @@ async fn a_member_that_may_not_join_says_so_once_and_stops_asking() {
     session.close().await;
 }
 
-/// Issue 14, defect 8: a member whose id was taken by another session while its own session was
+/// Regression: a member whose id was taken by another session while its own session was
 /// being rebuilt deleted that session's node when told to leave (its delete had no owner check),
 /// and the other process stayed out of the group for its session's life.
 #[actix_rt::test]
@@ -353,7 +353,7 @@ async fn changes_made_while_a_member_was_cut_off_are_reported_on_resync() {
     sees(&a, &["a", "c"]).await;
 }
 
-/// Issue 25, defect 6: `Leave` within a round trip of the join. Its delete looked for the node
+/// Regression: `Leave` within a round trip of the join. Its delete looked for the node
 /// before the join's create was sent, found nothing and answered `Ok`; the create then applied and
 /// the member stopped: a ghost member, and `IdTaken` for the same id elsewhere, until the session
 /// ended. Now the leave waits for the join in flight and deletes what it created.

@@ -1,5 +1,5 @@
 //! What every holder (lock, semaphore, election) promises in the races and faults that once broke
-//! it (issue 13, defects 2–9), against a real ZooKeeper. Each test names the defect it guards;
+//! it, against a real ZooKeeper. Each test says which defect it guards;
 //! the holder core's own unit tests (`src/recipe/holder.rs`) replay the same races without a
 //! server.
 #![cfg(feature = "testkit")]
@@ -34,7 +34,7 @@ async fn nodes(session: &SessionHandle, dir: &str) -> Vec<String> {
     }
 }
 
-/// Defect 3: a withdrawal (release, resign, timeout) while the first create is in flight on a
+/// Regression: a withdrawal (release, resign, timeout) while the first create is in flight on a
 /// directory that does not exist yet was never answered: the contender looked for its node in a
 /// directory that was not there, every 100 ms, forever.
 #[actix_rt::test]
@@ -78,7 +78,7 @@ async fn a_withdrawal_while_the_first_create_meets_a_missing_directory_is_answer
     s.close().await;
 }
 
-/// Defect 6: a release that meets a session expiry (sent while the client cannot yet know the
+/// Regression: a release that meets a session expiry (sent while the client cannot yet know the
 /// session is gone) was answered `Ok` and told as `Released`, although the server, not our
 /// delete, removed the node: the holder had lost the lock before it let go.
 #[actix_rt::test]
@@ -117,7 +117,7 @@ async fn a_release_that_meets_an_expiry_is_answered_lost_not_released() {
     s.close().await;
 }
 
-/// Defect 7: a release sent its delete before telling the contender to stand down; a contender
+/// Regression: a release sent its delete before telling the contender to stand down; a contender
 /// that heard of the deletion first reported it as somebody else's (a spurious `Lost`), about one
 /// release in 300.
 #[actix_rt::test]
@@ -178,7 +178,7 @@ fn rounds(n: usize) -> usize {
     n * std::env::var("ZK_SOAK").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
 }
 
-/// Defects 4 and 8: a grant handed out in the moment its session expires must be alive when
+/// Regression: a grant handed out in the moment its session expires must be alive when
 /// handed out, or be followed by `Lost`. A grant computed from replies of a session that had
 /// just expired was handed out as if held, and a semaphore whose guard reported its loss after
 /// the lease was held withdrew the lease without a word. The check: after every round, a
@@ -308,7 +308,7 @@ async fn an_unreadable_election_fails_once_and_stops_asking() {
     s.close().await;
 }
 
-/// Defect 2: a watch set on the node ahead when that node was already gone (an `exists` watch on
+/// Regression: a watch set on the node ahead when that node was already gone (an `exists` watch on
 /// a missing path) stayed on the server and in every reconnect's `SetWatches` forever, since
 /// sequential names never come back. The waiter's requests are slowed on their way to the server
 /// so that the node ahead goes between the waiter's listing and its watch.
@@ -352,7 +352,8 @@ async fn a_waiter_leaves_no_watch_on_a_node_that_was_gone_when_it_looked() {
     direct.close().await;
 }
 
-/// Defect 8, forced: the waiter's thread is held up while the node ahead goes and then its
+/// Regression, forced: a grant computed after its session expired was handed out as if held.
+/// Here the waiter's thread is held up while the node ahead goes and then its
 /// session expires, so that its contender computes the grant (from the deletion of the node
 /// ahead) after the session that owns its node has ended. The grant must not be handed out: the
 /// waiter stands in line again on its new session and is granted there.
@@ -404,7 +405,7 @@ async fn a_grant_computed_after_its_session_expired_is_not_handed_out() {
     }
 }
 
-/// Defect 9: a final error was retried forever. A lock whose create was lost with the connection
+/// Regression: a final error was retried forever. A lock whose create was lost with the connection
 /// looks for its node by listing the directory; when that listing is refused (`NoAuth`: the
 /// participant may create in the directory but not read it) it asked again every 100 ms for as
 /// long as it lived, and the acquire never ended.
@@ -447,7 +448,7 @@ async fn a_lock_whose_directory_cannot_be_read_fails_once_and_stops_asking() {
     admin.close().await;
 }
 
-/// Defect 4, forced: the semaphore's guard reports its loss just after the lease was granted
+/// Regression, forced: the semaphore's guard reports its loss just after the lease was granted
 /// (both reports waiting in the actor's mailbox, the lease's first). The lease was then withdrawn
 /// without a `Lost` event or an answer: the caller believed it held a lease that was gone. The
 /// waiter's replies are slowed, and its thread held up, so that the lease's listing and the

@@ -1,4 +1,4 @@
-//! `zk-inspect` against a real server while recipes are active (issue 17): a held lock with
+//! `zk-inspect` against a real server while recipes are active: a held lock with
 //! waiters, an election, a queue with a claim, a running master–worker installation. Runs the
 //! binary as a user would and checks what it prints, in plain words and as JSON.
 #![cfg(all(feature = "testkit", feature = "cli"))]

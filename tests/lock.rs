@@ -35,7 +35,7 @@ async fn nodes(session: &SessionHandle, dir: &str) -> Vec<String> {
 const HOLD: Duration = Duration::from_millis(2);
 
 /// The control for the holder check: two workers that "acquire" with no lock at all, as a
-/// broken grant would, are caught holding at once (issue 15: a check that could not see a
+/// broken grant would, are caught holding at once (a check that could not see a
 /// second grant proved nothing).
 #[actix_rt::test]
 async fn the_holder_check_catches_two_holders() {
@@ -610,8 +610,8 @@ async fn conservative_holders_give_up_after_a_session_timeout_offline_expiry_onl
 }
 
 /// An outage shorter than the session timeout costs an expiry-only holder nothing: it is told
-/// `Suspended`, then `Reconnected` with the same token, and its node is the one it had (issue 15:
-/// the old test's outage outlasted the client's own expiry, so the branch it meant to test
+/// `Suspended`, then `Reconnected` with the same token, and its node is the one it had (the
+/// old test's outage outlasted the client's own expiry, so the branch it meant to test
 /// did not run).
 #[actix_rt::test]
 async fn an_expiry_only_holder_keeps_the_lock_through_a_short_outage() {
@@ -735,7 +735,7 @@ fn watched_by(server: &ZkServer, path: &str, id: i64) -> bool {
     parse_wchp(&by_path).get(path).is_some_and(|sessions| sessions.contains(&format!("0x{id:x}")))
 }
 
-/// Regression (issue 13, defect 1): a data change on the node a waiter watches (Curator's
+/// Regression: a data change on the node a waiter watches (Curator's
 /// `Revoker` writes `__REVOKE__` into lock nodes) fires the watch without ending the wait; the
 /// waiter must watch again, and wake when the holder releases. A server of the test's own, whose
 /// `wchp` shows the waiter's watch: the write's reply comes after the server fired (and dropped)
@@ -768,7 +768,7 @@ async fn a_waiter_wakes_after_its_predecessor_was_written_to() {
     assert!(granted.is_ok(), "the waiter never woke after the release: {granted:?}");
 }
 
-/// Regression (issue 13, defect 1): a data change on the held node fires the holder's watch on
+/// Regression: a data change on the held node fires the holder's watch on
 /// it; the holder must watch again, and learn when the node is deleted afterwards. The watch is
 /// seen on the server (`wchp`), as in `a_waiter_wakes_after_its_predecessor_was_written_to`.
 #[actix_rt::test]
@@ -798,7 +798,7 @@ async fn a_holder_learns_its_node_was_deleted_after_it_was_written_to() {
     );
 }
 
-/// A node granted at once is watched only once it has been held a while (issue 16: the watch was a
+/// A node granted at once is watched only once it has been held a while (the watch used to be a
 /// fourth request in every uncontended cycle). A deletion by someone else right after the grant,
 /// before that watch is set, is still reported: the watch's read finds the node gone.
 #[actix_rt::test]
@@ -827,7 +827,7 @@ async fn a_holder_whose_node_is_deleted_right_after_the_grant_learns_it() {
     }
 }
 
-/// Issue 16: a waiter whose node ahead held the lock in this process takes the lock when that
+/// A waiter whose node ahead held the lock in this process takes the lock when that
 /// node goes, without listing the line (it was first, and nothing sorts below it); every such
 /// hand-off used to cost a listing. The control: a line headed by nodes this process never saw
 /// hold (made by hand) costs a listing when the node just ahead goes, so the count can see one.
@@ -885,7 +885,7 @@ async fn a_hand_off_inside_this_process_lists_nothing() {
     locks[1].send(Release).await.expect("actor").expect("release");
 }
 
-/// Issue 16: the node ahead of a waiter goes while the head of the line still holds: the waiter
+/// The node ahead of a waiter goes while the head of the line still holds: the waiter
 /// must not take the lock, even though the holder is known in this process to be first (only the
 /// node it watched counts, and that one never held).
 #[actix_rt::test]
@@ -1216,7 +1216,7 @@ async fn a_recovered_create_adopts_only_its_own_sessions_node() {
     wait_until_nodes(&observer, "/l", 0).await;
 }
 
-/// Issue 25, defect 5: the read that sets a holder's own-node watch loses its reply (the server
+/// Regression: the read that sets a holder's own-node watch loses its reply (the server
 /// applied it, then the connection broke, and the server dropped the watch with the connection).
 /// The contender had marked the watch as set when it sent the read, so it never set it again and
 /// a deletion of the node by someone else went unheard. Now it is set again, and heard.
@@ -1249,7 +1249,7 @@ async fn a_holder_whose_own_node_watch_lost_its_reply_sets_it_again_and_hears_a_
     observer.close().await;
 }
 
-/// Issue 25, defect 7: a grant whose report reaches the lock actor after the session's `Suspended`
+/// Regression: a grant whose report reaches the lock actor after the session's `Suspended`
 /// (the contender runs on the session's thread, so the two can arrive in either order) was held as
 /// if connected: no `Suspended`, no disconnect deadline, no read on `Reconnected`. The order is
 /// forced here by handing the waiter its `Suspended` just before the real hand-off.

@@ -1,4 +1,4 @@
-//! The metrics a lock cycle and a queue delivery record (issue 17, `docs/metrics.md`), read
+//! The metrics a lock cycle and a queue delivery record (see `docs/metrics.md`), read
 //! from a recorder installed for this test binary. One test: the recorder is process-wide.
 #![cfg(all(feature = "testkit", feature = "metrics"))]
 

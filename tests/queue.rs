@@ -477,7 +477,7 @@ async fn a_consumer_whose_last_address_is_dropped_stops_consuming() {
     s.close().await;
 }
 
-/// Issue 13, defect 9: a final error was retried forever (the listing, every 200 ms). A consumer
+/// Regression: a final error was retried forever (the listing, every 200 ms). A consumer
 /// that may not read its queue now stops (its workers hear nothing more) and asks nothing more.
 #[actix_rt::test]
 async fn a_consumer_that_may_not_read_its_queue_stops_asking() {
@@ -498,7 +498,7 @@ async fn a_consumer_that_may_not_read_its_queue_stops_asking() {
     s.close().await;
 }
 
-/// Issue 14, defects 1 and 2: an ack whose reply was lost with its session was settled on the
+/// Regression: an ack whose reply was lost with its session was settled on the
 /// next session: the old claim was gone there (so the ack said `Ok` though it changed nothing),
 /// or the claim there was another consumer's (and the re-sent ack deleted it, and the item with
 /// it). A settlement now belongs to its claim's session: afterwards it is `Revoked`, and the
@@ -550,7 +550,7 @@ async fn an_ack_that_meets_an_expiry_is_revoked_and_spares_the_next_claim() {
     b.close().await;
 }
 
-/// Issue 14, defect 2: a second settlement of one delivery (a stopped worker's nack was sent
+/// Regression: a second settlement of one delivery (a stopped worker's nack was sent
 /// again every 500 ms while the first was in flight) went out again, and could delete a claim
 /// made after the first one applied. Now only one settlement per delivery is ever sent.
 #[actix_rt::test]
@@ -573,7 +573,7 @@ async fn a_delivery_is_settled_once() {
     s.close().await;
 }
 
-/// Issue 14, defect 4: a poison item whose move to the dead-letter path failed was delivered
+/// Regression: a poison item whose move to the dead-letter path failed was delivered
 /// again at once, at the same attempt, forever; here because the path had been deleted
 /// (`NoNode`). A missing path is now made again.
 #[actix_rt::test]
@@ -617,7 +617,7 @@ async fn a_poison_item_reaches_a_deleted_dead_letter_path_once() {
     s.close().await;
 }
 
-/// Issue 14, defect 4 (the shared path): two queues' poison items both reach one dead-letter
+/// The dead-letter move on a shared path: two queues' poison items both reach one dead-letter
 /// path, each once.
 #[actix_rt::test]
 async fn two_queues_share_a_dead_letter_path() {
@@ -653,7 +653,7 @@ async fn two_queues_share_a_dead_letter_path() {
     s.close().await;
 }
 
-/// Issue 14, defect 5: at-most-once read and deleted an item back to back; when the read failed
+/// Regression: at-most-once read and deleted an item back to back; when the read failed
 /// (an item the consumer may not read) and the delete did not, the item was gone without a
 /// delivery or a log line. Now an item is deleted only after it was read, and an unreadable one
 /// is left in the queue and skipped.
@@ -692,7 +692,7 @@ async fn at_most_once_never_takes_an_item_it_cannot_read() {
     s.close().await;
 }
 
-/// Issue 14, defect 4 (a move that cannot succeed): a poison item whose dead-letter path refuses
+/// A dead-letter move that cannot succeed: a poison item whose dead-letter path refuses
 /// it (`NoAuth`) is kept claimed and reported, not handed out again and again.
 #[actix_rt::test]
 async fn a_poison_item_that_cannot_be_moved_is_set_aside() {
@@ -719,7 +719,7 @@ async fn a_poison_item_that_cannot_be_moved_is_set_aside() {
     s.close().await;
 }
 
-/// Issue 14, defect 3: settlements batched into one `multi` were measured op by op, never as a
+/// Regression: settlements batched into one `multi` were measured op by op, never as a
 /// whole: four nacks of 300 kB items made a 1.2 MB request, the server closed the connection,
 /// the batch was sent again after every reconnect, and the items stayed claimed. And a nack of
 /// an item near the size limit could never fit at all. Batches are now measured whole and split,
@@ -887,7 +887,7 @@ async fn take_and_poll_leave_the_items_a_consumer_holds_alone() {
     t.close().await;
 }
 
-/// Issue 14, defect 6: every `take(timeout)` that timed out left its watch behind (a watcher
+/// Regression: every `take(timeout)` that timed out left its watch behind (a watcher
 /// actor, the client's one-shot watcher, and so the server's watch) until the queue changed. A
 /// `take` that gives up now withdraws its watch.
 #[actix_rt::test]
@@ -953,7 +953,7 @@ async fn a_lost_claim_recovered_through_a_lagging_follower_leaves_no_claim() {
     observer.close().await;
 }
 
-/// Issue 14, idempotent production: a put whose reply is lost (the item applied, the answer
+/// Idempotent production: a put whose reply is lost (the item applied, the answer
 /// never came) is retried by `put_with_id` without queueing the item twice.
 #[actix_rt::test]
 async fn a_put_with_an_id_whose_reply_is_lost_queues_the_item_once() {
@@ -1089,7 +1089,7 @@ async fn an_ack_that_meets_a_connection_loss_is_settled_once_and_answered_ok() {
     assert_eq!(s.session().await.expect("session").generation, 1, "the same session throughout");
 }
 
-/// Issue 25, defect 3: claim creates in flight when the consumer stops (by `Stop` or by its
+/// Regression: claim creates in flight when the consumer stops (by `Stop` or by its
 /// last address going) are given back, whenever their replies come; they stayed for the whole
 /// session, and a new consumer on the same session met its own `NodeExists`.
 async fn claims_in_flight_at_a_stop_are_given_back(by_drop: bool) {
@@ -1137,7 +1137,7 @@ async fn claims_in_flight_when_a_consumers_last_address_is_dropped_are_given_bac
     claims_in_flight_at_a_stop_are_given_back(true).await;
 }
 
-/// Issue 25, defect 4: started while its session is suspended, the consumer hears `Suspended` then
+/// Started while its session is suspended, the consumer hears `Suspended` then
 /// `Reconnected`, never `Connected`; it must start at the `Reconnected`.
 #[actix_rt::test]
 async fn a_consumer_started_while_its_session_is_suspended_consumes_once_reconnected() {
@@ -1163,7 +1163,7 @@ async fn a_consumer_started_while_its_session_is_suspended_consumes_once_reconne
     s.close().await;
 }
 
-/// Review of issue 25: two consumers on one session. One stopped while its claim create for an
+/// Regression: two consumers on one session. One stopped while its claim create for an
 /// item is in flight, an item another consumer of the same session claimed meanwhile (the
 /// create then fails with `NodeExists`), must not delete the other's claim. The stop deleted
 /// every in-flight claim its session owned; the session alone does not say whose a claim is,

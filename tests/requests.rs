@@ -140,7 +140,7 @@ async fn multi_is_atomic_and_names_the_failed_operation() {
     assert!(s.exists("/m/b").await.expect("exists").is_none(), "nothing of a failed multi is applied");
 
     // The last operation failing: the server's index is the request's last one, and the error
-    // names that operation's path (issue 13, defect 10: the translation checks the server's
+    // names that operation's path (the translation checks the server's
     // index against the request; a real server's must still come through unchanged).
     let err = s
         .multi(vec![
@@ -242,7 +242,7 @@ async fn requests_from_one_sender_reach_the_server_in_order() {
     let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
     let (s, _events) = connected(config(&zk.connect_string(), "order")).await;
     s.create("/q", "", CreateMode::Persistent).await.expect("create /q");
-    // Issue 200 sequential creates without awaiting in between, then a getChildren in the same
+    // Send 200 sequential creates without awaiting in between, then a getChildren in the same
     // batch: it must see every one, and the sequence numbers must follow the send order.
     let creates: Vec<_> =
         (0..200).map(|i| s.create("/q/n-", format!("{i}"), CreateMode::PersistentSequential)).collect();
@@ -278,7 +278,7 @@ async fn requests_wait_for_the_first_session_and_close_fails_them() {
     assert!(matches!(err, Error::InvalidPath { .. }));
 }
 
-/// Issue 14, defect 3: the client's limit was 1 MiB of data, above the server's 0xfffff-byte
+/// Regression: the client's limit was 1 MiB of data, above the server's 0xfffff-byte
 /// request limit, so a ~1 MiB write passed the check, the server closed the connection, and the
 /// caller saw `ConnectionLoss` (and every recipe on the session a suspension). Whole requests are
 /// now measured as the server measures them: the largest that fits is accepted, one byte more is
@@ -316,7 +316,7 @@ async fn the_request_limit_is_the_servers() {
     lax.close().await;
 }
 
-/// Container and TTL nodes are what they say (issue 15: they were only created, never seen to be
+/// Container and TTL nodes are what they say (they were once only created, never seen to be
 /// reaped; the server reports `ephemeralOwner` 0 for both, so only the server's reaping tells).
 /// The recipes' directories are containers, as Curator makes them: empty, they go.
 #[actix_rt::test]

@@ -1,4 +1,4 @@
-//! SASL DIGEST-MD5 against a real ZooKeeper with a JAAS configuration (issue 17): the right
+//! SASL DIGEST-MD5 against a real ZooKeeper with a JAAS configuration: the right
 //! credentials connect and `sasl:` ACLs guard recipe nodes; a wrong password is `AuthFailed`
 //! and a typed error, once, never a silent retry loop.
 #![cfg(all(feature = "testkit", feature = "sasl"))]

@@ -591,7 +591,7 @@ async fn dropping_a_workers_last_address_deregisters_it() {
     }
 }
 
-/// Issue 13, defect 9: a final error was retried forever (a worker that may not register said
+/// Regression: a final error was retried forever (a worker that may not register said
 /// `RegistrationFailed` and tried again every second). Now it says `Failed` once, stops, and
 /// asks nothing more.
 #[actix_rt::test]
@@ -629,7 +629,7 @@ async fn a_worker_that_may_not_register_says_so_once_and_stops_asking() {
     session.close().await;
 }
 
-/// Issue 14, defect 7: a worker whose result write met a connection loss took a later
+/// Regression: a worker whose result write met a connection loss took a later
 /// `BadVersion` on the status node for its own write and reported `TaskFinished`, although by
 /// then its session had ended, the task had gone to another worker, and that worker's result
 /// was the one recorded. The write now stays on the session it was made for.
@@ -683,7 +683,7 @@ async fn a_worker_never_reports_finished_for_a_result_another_wrote() {
     assert_finished_and_clean(&rig.session().await, &tasks).await;
 }
 
-/// Issue 14, defect 8: a worker whose id was taken by another session while its own session was
+/// Regression: a worker whose id was taken by another session while its own session was
 /// being rebuilt deleted that session's registration when stopped (its delete had no owner
 /// check): the other worker stayed unregistered for its session's life.
 #[actix_rt::test]
@@ -712,7 +712,7 @@ async fn stopping_a_worker_never_deletes_another_sessions_registration() {
     assert_eq!(stat.ephemeral_owner, owner.0, "w is still the other process's");
 }
 
-/// Issue 14, defect 9: a worker remembered the assignments of its earlier registration by task
+/// Regression: a worker remembered the assignments of its earlier registration by task
 /// name, so a task the master put back and assigned to it anew (same name, new node) before the
 /// worker listed again was never started. The test plays the master: it assigns a task before
 /// the worker registers (so the assignment is the earlier registration's), then replaces it in
@@ -752,7 +752,7 @@ async fn a_task_assigned_anew_under_the_same_name_is_started() {
     assert_eq!(status.data, b"done:payload");
 }
 
-/// Issue 14, defect 10: a master read every waiting task's payload when it rebuilt its view, and
+/// Regression: a master read every waiting task's payload when it rebuilt its view, and
 /// kept them all in memory (1M tasks of 10 KB: 10 GB). It now reads a task's payload only when
 /// it assigns the task. Shown by what the server sends while a master rebuilds over a backlog of
 /// large tasks and no worker: far less than the payloads.
@@ -797,7 +797,7 @@ async fn a_master_does_not_read_the_payloads_of_waiting_tasks() {
     assert_eq!(runs.len(), TASKS, "runs {runs:?}, submitted {submitted:?}");
 }
 
-/// Issue 14, idempotent production: a task's id can be chosen before it is submitted, so a
+/// Idempotent production: a task's id can be chosen before it is submitted, so a
 /// submission whose outcome is unknown (its session closed with it in flight) can be looked up,
 /// and submitting the same id again never makes a second task.
 #[actix_rt::test]
@@ -834,7 +834,7 @@ async fn a_submission_whose_outcome_is_unknown_can_be_looked_up_and_retried() {
     assert_eq!(rig.ledger.runs_of(&id), 1, "run once");
 }
 
-/// Issue 14: a runner can fail a task instead of only returning bytes: give it up (the client
+/// A runner can fail a task instead of only returning bytes: give it up (the client
 /// hears why, and it is not run again) or ask to run it later (it is put back and run again).
 #[actix_rt::test]
 async fn a_runner_can_give_up_on_a_task_or_run_it_later() {

@@ -1,4 +1,4 @@
-//! Sessions over TLS against a real ZooKeeper with a TLS client port (issue 17): a session and a
+//! Sessions over TLS against a real ZooKeeper with a TLS client port: a session and a
 //! lock, mutual TLS, and the certificate problems that must end in `Error::Tls` rather than in
 //! retries without end. Certificates are made here, for each test.
 #![cfg(all(feature = "testkit", feature = "tls"))]

@@ -148,7 +148,7 @@ impl actix::Handler<StopRecorder> for Recorder<WatchEvent> {
     }
 }
 
-/// Issue 14, defect 12: after a reconnect of the same session the persistent watches are added
+/// Regression: after a reconnect of the same session the persistent watches are added
 /// again (the client library does not), but `Reconnected` could be told before that was sent,
 /// so a re-read an owner made on hearing it could reach the server first, and a change between
 /// the two was seen by neither. Now `Reconnected` is told only once every persistent watch's
@@ -217,5 +217,72 @@ async fn a_change_made_on_hearing_reconnected_reaches_the_persistent_watch() {
         }
         seen.wait_for(0, Duration::from_secs(5), |e| e.kind == WatchEventKind::NodeCreated && e.path == node).await;
     }
+    s.close().await;
+}
+
+/// Hears watch events and says when it has stopped.
+struct Owner {
+    heard: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    stopped: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl actix::Actor for Owner {
+    type Context = actix::Context<Self>;
+    fn stopped(&mut self, _: &mut actix::Context<Self>) {
+        self.stopped.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl actix::Handler<WatchEvent> for Owner {
+    type Result = ();
+    fn handle(&mut self, _: WatchEvent, _: &mut actix::Context<Self>) {
+        self.heard.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The session holds every watch's owner weakly, itself (no call site decides): an actor whose
+/// only address went into a one-shot or a persistent watch stops, and its watch leaves the
+/// server. The control keeps an address: the same watches keep delivering to it. (When the
+/// session held watchers strongly, the unaddressed owners ran, and watched, forever.)
+#[actix_rt::test]
+async fn a_watch_holds_its_owner_weakly_and_goes_with_it() {
+    use actix::Actor;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
+    let root = actix_zookeeper::testkit::unique_root("weak-owner");
+    let (s, _events) = connected(SessionConfig::new(zk.connect_string()).with_chroot(root.clone())).await;
+    s.create("/kept", "", CreateMode::Persistent).await.expect("/kept");
+    s.create("/let-go", "", CreateMode::Persistent).await.expect("/let-go");
+    let server_watches = || actix_zookeeper::testkit::wchp(&zk.connect_string()).expect("wchp");
+    let owner = || {
+        let (heard, stopped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+        (Owner { heard: heard.clone(), stopped: stopped.clone() }.start(), heard, stopped)
+    };
+
+    // Kept: an address stays with the test.
+    let (kept, kept_heard, kept_stopped) = owner();
+    s.children_watched("/kept", kept.clone().recipient()).await.expect("one-shot watch");
+    s.add_watch("/kept", PersistentWatchMode::Node, kept.clone().recipient()).await.expect("persistent watch");
+    // Let go: the only addresses are the ones handed to the watches.
+    let (one_shot, one_shot_heard, one_shot_stopped) = owner();
+    s.get_data_watched("/let-go", one_shot.recipient()).await.expect("one-shot watch");
+    let (persistent, persistent_heard, persistent_stopped) = owner();
+    s.add_watch("/let-go/child", PersistentWatchMode::Node, persistent.recipient()).await.expect("persistent watch");
+
+    wait_until("both unaddressed owners stop", || {
+        one_shot_stopped.load(Ordering::SeqCst) && persistent_stopped.load(Ordering::SeqCst)
+    })
+    .await;
+    wait_until("their watches leave the server", || !server_watches().contains(&format!("{root}/let-go"))).await;
+    s.set_data("/let-go", "x", None).await.expect("set");
+    s.create("/let-go/child", "", CreateMode::Persistent).await.expect("child");
+    s.create("/kept/child", "", CreateMode::Persistent).await.expect("child");
+    wait_until("the kept owner hears both of its watches", || kept_heard.load(Ordering::SeqCst) == 2).await;
+    assert!(!kept_stopped.load(Ordering::SeqCst), "an owner with an address runs on (control)");
+    assert!(server_watches().contains(&format!("{root}/kept")), "{}", server_watches());
+    assert_eq!(one_shot_heard.load(Ordering::SeqCst) + persistent_heard.load(Ordering::SeqCst), 0);
+    drop(kept);
     s.close().await;
 }

@@ -1,4 +1,4 @@
-//! The same-run yardstick of W1 and W2 (issue 16): `zookeeper-client`'s own lock
+//! The same-run yardstick of W1 and W2: `zookeeper-client`'s own lock
 //! (`Client::lock` with Curator's prefix), released by an awaited delete. Owns only the
 //! measurement; which workload reports it, and how, is the workload's business.
 

@@ -31,7 +31,7 @@ async fn pass(connect: &str, locks: &[Addr<LockActor>]) -> (f64, Vec<u128>, usiz
                     let granted = Instant::now();
                     waits.push(micros(t));
                     // Every hold is logged on one clock and judged after the run: a wrong
-                    // second grant shows as an overlap however late it arrives (issue 15: a
+                    // second grant shows as an overlap however late it arrives (a
                     // holders counter saw it only inside a one-yield hold).
                     tokio::task::yield_now().await;
                     holds.record(grant.token.0, granted, Instant::now());

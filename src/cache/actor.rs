@@ -29,7 +29,6 @@ use super::messages::*;
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::retry::{Backoff, Verdict};
-use crate::session::watch::weak_watcher;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind, WatchId};
 use crate::{PersistentWatchMode, Stat, path};
 
@@ -124,7 +123,7 @@ impl CacheActor {
     pub fn new(session: SessionHandle, config: CacheConfig) -> Result<CacheActor, CacheError> {
         config.validate()?;
         let span = tracing::info_span!("zk.cache", path = %config.path, scope = ?config.scope);
-        let backoff = config.retry.unwrap_or_else(|| session.retry_policy()).backoff();
+        let backoff = session.retry_policy_or(config.retry).backoff();
         Ok(CacheActor {
             session,
             config,
@@ -410,7 +409,7 @@ impl Actor for CacheActor {
         // start hears even a failure to set the watch (with `wait`, the failure came first and
         // nobody was told). Watch events before the watch is known are ignored: the walk that
         // follows reads the same nodes.
-        let added = self.session.add_watch(&self.config.path, mode, weak_watcher(ctx.address().downgrade()));
+        let added = self.session.add_watch(&self.config.path, mode, ctx.address().recipient());
         // The answer goes through a detached task: a cache stopped before it arrives never
         // learns the watch's id, so the task removes the watch itself (else it stays on the
         // server: its weak relay lives until an event comes, so the session sees no orphan).

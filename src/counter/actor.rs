@@ -27,7 +27,6 @@ use crate::path;
 use crate::reply::Reply;
 use crate::retry::{Backoff, Verdict};
 use crate::session::requests::{CreateMode, EnsurePath, NodeData, Stat};
-use crate::session::watch::weak_watcher;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
 /// How often a create/read (or set/create) round may find the node or its parent gone again
@@ -125,9 +124,9 @@ pub struct SharedCount {
     subscribers: Subscribers<CountChanged>,
     /// Delay before reading again after a failed read that no session event will follow.
     backoff: Backoff,
-    /// Receives our watch events and passes them on while we live; it holds us weakly, so an
-    /// armed watch does not keep an abandoned counter alive.
-    relay: Option<Recipient<WatchEvent>>,
+    /// Where our watches deliver: our own address, kept weakly (a strong one in our own field
+    /// would keep us alive); `None` until started.
+    watcher: Option<actix::WeakRecipient<WatchEvent>>,
     span: tracing::Span,
 }
 
@@ -135,7 +134,7 @@ impl SharedCount {
     /// A counter; start it with `.start()`.
     pub fn new(session: SessionHandle, config: SharedCountConfig) -> Self {
         let span = tracing::info_span!("zk.counter", path = %config.path);
-        let backoff = config.retry.unwrap_or_else(|| session.retry_policy()).backoff();
+        let backoff = session.retry_policy_or(config.retry).backoff();
         SharedCount {
             session,
             config,
@@ -149,7 +148,7 @@ impl SharedCount {
             in_flight: HashMap::new(),
             subscribers: Subscribers::new(),
             backoff,
-            relay: None,
+            watcher: None,
             span,
         }
     }
@@ -209,7 +208,7 @@ impl SharedCount {
             self.reader.again = true;
             return;
         }
-        let watch = if self.watches > 0 { None } else { self.relay.clone() };
+        let watch = if self.watches > 0 { None } else { self.watcher.as_ref().and_then(|watcher| watcher.upgrade()) };
         let create = std::mem::take(&mut self.reader.create);
         let waiters = std::mem::take(&mut self.reader.queued);
         self.reader = Reader { busy: true, watched: watch.is_some(), ..Reader::default() };
@@ -407,7 +406,7 @@ impl Actor for SharedCount {
             self.invalid = Some(err);
             return;
         }
-        self.relay = Some(weak_watcher(ctx.address().downgrade()));
+        self.watcher = Some(ctx.address().recipient::<WatchEvent>().downgrade());
         self.session.subscribe(ctx.address().recipient());
         self.refresh(true, ctx);
     }

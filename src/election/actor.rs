@@ -28,7 +28,6 @@ use crate::recipe::{ConnectionPolicy, ContenderEvent, ContenderReport, Contender
 use crate::reply::Pending;
 use crate::retry::Verdict;
 use crate::session::requests::Goodbye;
-use crate::session::watch::weak_watcher;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
 /// A caller of [`Leadership`].
@@ -284,7 +283,7 @@ impl ElectionActor {
     fn watch_leader(&mut self, node: String, ctx: &mut Context<Self>) {
         // Held weakly: a participant whose last address is dropped stops (and leaves the line)
         // even while the leader it watches lives on.
-        let read = self.session.get_data_watched(&node, weak_watcher(ctx.address().downgrade()));
+        let read = self.session.get_data_watched(&node, ctx.address().recipient());
         ctx.spawn(read.into_actor(self).map(move |read, act, ctx| {
             if act.watched_leader.as_deref() != Some(node.as_str()) {
                 return; // it went (its deletion was seen first) and we moved on
@@ -313,7 +312,7 @@ impl HolderHost for ElectionActor {
     }
 
     fn retry(&self) -> crate::retry::RetryPolicy {
-        self.config.retry.unwrap_or_else(|| self.session.retry_policy())
+        self.session.retry_policy_or(self.config.retry)
     }
 
     fn span(&self) -> &tracing::Span {

@@ -143,14 +143,24 @@ impl ElectionHandle {
     }
 
     /// Leaves the election and stops the participant. Sent when called; the future resolves
-    /// once the participant has stopped, after its leader actor (at most the config's
-    /// `leader_stop_timeout`). Its node is deleted right after, by its contender.
+    /// once our node is deleted (after the leader actor has stopped, at most the config's
+    /// `leader_stop_timeout`) and the participant has stopped. A leader hears
+    /// `LeadershipLost { Resigned }` first.
     ///
     /// # Cancel safety
     /// The stop is sent when this is called: dropping the future stops the participant all the
     /// same, and only the wait is lost.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
-        self.addr.do_send(Stop);
+        // A resign first, so that the node is gone before the actor: stopping at once would
+        // leave the delete to a detached task nobody can wait for. The stop follows the resign
+        // on a task of its own, so that dropping this future does not keep the participant.
+        let resigned = self.tell(Resign { requeue: false });
+        let addr = self.addr.clone();
+        actix::spawn(async move {
+            // An error: not in line (nothing to delete), or stopped already.
+            let _ = resigned.await;
+            addr.do_send(Stop);
+        });
         crate::reply::stopped(self.addr.clone())
     }
 }

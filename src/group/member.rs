@@ -67,7 +67,7 @@ impl GroupMember {
         config.validate()?;
         let node = path::join(&config.group, &config.id);
         let span = tracing::info_span!("zk.group", group = %config.group, id = %config.id);
-        let backoff = config.retry.unwrap_or_else(|| session.retry_policy()).backoff();
+        let backoff = session.retry_policy_or(config.retry).backoff();
         Ok(GroupMember {
             session,
             config,

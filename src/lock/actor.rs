@@ -68,7 +68,7 @@ impl HolderHost for LockActor {
     }
 
     fn retry(&self) -> crate::retry::RetryPolicy {
-        self.config.retry.unwrap_or_else(|| self.session.retry_policy())
+        self.session.retry_policy_or(self.config.retry)
     }
 
     fn span(&self) -> &tracing::Span {

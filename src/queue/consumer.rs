@@ -32,7 +32,6 @@ use crate::recipe::fencing::{FencedDelete, delete_fenced, delete_own_ephemeral_h
 use crate::reply::{Pending, Reply};
 use crate::retry::{Backoff, RetryPolicy, Verdict};
 use crate::session::requests::{CreateMode, NodeData, Op};
-use crate::session::watch::weak_watcher;
 use crate::session::{PinnedSession, SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
 /// A plan remembers this many items per in-flight slot (at least `PLAN_MIN`): enough that
@@ -117,7 +116,7 @@ impl QueueConsumerActor {
     /// A consumer; start it with `.start()`. It begins once the session is up.
     pub fn new(session: SessionHandle, config: ConsumerConfig) -> Self {
         let span = tracing::info_span!("zk.queue", queue = %config.queue, consumer = %config.consumer_id);
-        let retry = config.retry.unwrap_or_else(|| session.retry_policy());
+        let retry = session.retry_policy_or(config.retry);
         QueueConsumerActor {
             session,
             config,
@@ -195,7 +194,7 @@ impl QueueConsumerActor {
             return;
         }
         self.listing = true;
-        let items = self.session.children_watched(&self.config.queue, weak_watcher(ctx.address().downgrade()));
+        let items = self.session.children_watched(&self.config.queue, ctx.address().recipient());
         let claims = match self.config.mode {
             DeliveryMode::AtLeastOnce => Some(self.session.children(&self.config.claims())),
             DeliveryMode::AtMostOnce => None,
@@ -222,8 +221,7 @@ impl QueueConsumerActor {
                     if plan.held_elsewhere {
                         // Items held by other consumers come back when their claims go: watch
                         // the claims.
-                        let watch =
-                            act.session.children_watched(&act.config.claims(), weak_watcher(ctx.address().downgrade()));
+                        let watch = act.session.children_watched(&act.config.claims(), ctx.address().recipient());
                         ctx.spawn(watch.into_actor(act).map(|_, _, _| ()));
                     }
                     if std::mem::take(&mut act.relist) {

@@ -87,6 +87,11 @@ impl SessionHandle {
         self.retry
     }
 
+    /// The rule every recipe follows: its config's policy if it has one, else the session's.
+    pub(crate) fn retry_policy_or(&self, own: Option<RetryPolicy>) -> RetryPolicy {
+        own.unwrap_or(self.retry)
+    }
+
     /// The actor's address, for sending request messages directly from another actor.
     pub fn addr(&self) -> &Addr<SessionActor> {
         &self.addr
@@ -153,6 +158,9 @@ impl SessionHandle {
     /// # Cancel safety
     /// A read sent when this is called: dropping the future loses only the answer. The
     /// watch is left as an awaited call would leave it, and its event still goes to `watcher`.
+    ///
+    /// `watcher` is held weakly, as subscribers are: keep its actor's address for as long as it
+    /// should hear the event; a watch whose owner has stopped is removed.
     pub fn get_data_watched(
         &self,
         path: &str,
@@ -189,6 +197,9 @@ impl SessionHandle {
     /// # Cancel safety
     /// A read sent when this is called: dropping the future loses only the answer. The
     /// watch is left as an awaited call would leave it, and its event still goes to `watcher`.
+    ///
+    /// `watcher` is held weakly, as subscribers are: keep its actor's address for as long as it
+    /// should hear the event; a watch whose owner has stopped is removed.
     pub fn exists_watched(
         &self,
         path: &str,
@@ -211,6 +222,9 @@ impl SessionHandle {
     /// # Cancel safety
     /// A read sent when this is called: dropping the future loses only the answer. The
     /// watch is left as an awaited call would leave it, and its event still goes to `watcher`.
+    ///
+    /// `watcher` is held weakly, as subscribers are: keep its actor's address for as long as it
+    /// should hear the event; a watch whose owner has stopped is removed.
     pub fn children_watched(
         &self,
         path: &str,
@@ -288,7 +302,8 @@ impl SessionHandle {
         self.request(DeleteRecursive { path: path.into() })
     }
 
-    /// Adds a persistent (or persistent-recursive) watch delivering to `watcher`.
+    /// Adds a persistent (or persistent-recursive) watch delivering to `watcher`, held weakly:
+    /// the watch is removed once its owner has stopped (keep the owner's address).
     ///
     /// # Cancel safety
     /// Dropping the future before it resolves leaves no watch: one set for a caller that went

@@ -1,7 +1,10 @@
 //! Who asked for which watch, and how watch events reach them.
 //!
-//! Owns: the registry of persistent watches (path, mode, recipient, and the task that reads the
-//! client's watcher), and the delivery of one-shot watches. Does not own when watches are
+//! Owns: the registry of persistent watches (path, mode, owner, and the task that reads the
+//! client's watcher), the delivery of one-shot watches, and the rule that a watch holds its
+//! owner **weakly**: a pending or persistent watch never keeps an actor alive, and a watch whose
+//! owner stopped is removed (from the client and the server). Callers hand in a plain
+//! `Recipient`; nobody else decides weak or strong. Does not own when watches are
 //! (re-)registered: the [`SessionActor`](super::SessionActor) decides that from the session's
 //! state (on request, and again for every new session after an expiry).
 //!
@@ -12,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use actix::{Recipient, SpawnHandle};
+use actix::{Recipient, SpawnHandle, WeakRecipient};
 use futures::channel::oneshot;
 use zookeeper_client::OneshotWatcher;
 
@@ -24,7 +27,8 @@ use crate::error::Error;
 pub(crate) struct PersistentWatch {
     pub(crate) path: String,
     pub(crate) mode: PersistentWatchMode,
-    pub(crate) recipient: Recipient<WatchEvent>,
+    /// The owner, held weakly.
+    pub(crate) recipient: WeakRecipient<WatchEvent>,
     /// The task that registers the watch or reads its events; `None` while there is no session
     /// to register it on.
     pub(crate) task: Option<SpawnHandle>,
@@ -96,7 +100,7 @@ impl WatchRegistry {
     /// Ids of watches whose owner has stopped, or whose callers all went before the watch was
     /// set (a dropped `add_watch`).
     pub(crate) fn orphans(&self) -> Vec<WatchId> {
-        self.watches.iter().filter(|(_, w)| !w.recipient.connected() || w.abandoned()).map(|(id, _)| *id).collect()
+        self.watches.iter().filter(|(_, w)| owner(&w.recipient).is_none() || w.abandoned()).map(|(id, _)| *id).collect()
     }
 
     /// Takes every running task, leaving the watches unregistered (after expiry or on close).
@@ -164,11 +168,16 @@ impl<E> ReconnectGate<E> {
 
 /// Where a one-shot watch's event goes.
 pub(crate) enum WatchSink {
-    /// To an actor (recipe actors).
-    Actor(Recipient<WatchEvent>),
+    /// To an actor (recipe actors), held weakly.
+    Actor(WeakRecipient<WatchEvent>),
     /// To plain async code waiting for it. Dropping the receiver withdraws the watch: a caller
     /// that gave up (a `take` or a `result` that timed out) leaves nothing behind.
     Once(oneshot::Sender<WatchEvent>),
+}
+
+/// The owner of a watch, while it runs.
+pub(crate) fn owner(recipient: &WeakRecipient<WatchEvent>) -> Option<Recipient<WatchEvent>> {
+    recipient.upgrade().filter(|owner| owner.connected())
 }
 
 /// How often a pending one-shot watch looks whether its owner stopped.
@@ -177,10 +186,10 @@ const OWNER_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
 /// Resolves once `recipient`'s actor has stopped. Actix offers no notification of that, so it
 /// looks every [`OWNER_CHECK`]: a watch left on the server by a stopped actor would stay until
 /// its node changed (a stop leaves no watch behind).
-async fn until_stopped(recipient: Recipient<WatchEvent>) {
+async fn until_stopped(recipient: WeakRecipient<WatchEvent>) {
     let mut tick = tokio::time::interval(OWNER_CHECK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    while recipient.connected() {
+    while owner(&recipient).is_some() {
         tick.tick().await;
     }
 }
@@ -223,55 +232,16 @@ pub(crate) fn deliver_once(watcher: OneshotWatcher, path: String, sink: WatchSin
         let event = WatchEvent { path, kind, generation, watch: None };
         match sink {
             // do_send bypasses the mailbox limit: a watch event must not be dropped for backpressure.
-            WatchSink::Actor(recipient) => recipient.do_send(event),
+            WatchSink::Actor(recipient) => {
+                if let Some(owner) = owner(&recipient) {
+                    owner.do_send(event);
+                }
+            }
             WatchSink::Once(tx) => {
                 let _ = tx.send(event);
             }
         }
     });
-}
-
-/// A watch recipient that holds `target` weakly, so that a pending or persistent watch does not
-/// keep its owner alive: events reach the owner while it runs; after it stops, the relay stops
-/// at the next event (and the session then drops the watch as an orphan).
-pub(crate) fn weak_watcher<A>(target: actix::WeakAddr<A>) -> Recipient<WatchEvent>
-where
-    A: actix::Actor<Context = actix::Context<A>> + actix::Handler<WatchEvent>,
-{
-    use actix::Actor;
-    WeakRelay { target: target.recipient() }.start().recipient()
-}
-
-/// Passes watch events on to an owner that may have stopped (then it stops too).
-struct WeakRelay {
-    target: actix::WeakRecipient<WatchEvent>,
-}
-
-impl actix::Actor for WeakRelay {
-    type Context = actix::Context<Self>;
-
-    /// Stops soon after its owner did, not only at the next event: the watches that deliver to
-    /// it look at whether it runs, and are removed once it stopped.
-    fn started(&mut self, ctx: &mut actix::Context<Self>) {
-        use actix::{ActorContext, AsyncContext};
-        ctx.run_interval(OWNER_CHECK, |relay, ctx| {
-            if !relay.target.upgrade().is_some_and(|target| target.connected()) {
-                ctx.stop();
-            }
-        });
-    }
-}
-
-impl actix::Handler<WatchEvent> for WeakRelay {
-    type Result = ();
-
-    fn handle(&mut self, event: WatchEvent, ctx: &mut actix::Context<Self>) {
-        use actix::ActorContext;
-        match self.target.upgrade() {
-            Some(target) => target.do_send(event),
-            None => ctx.stop(),
-        }
-    }
 }
 
 #[cfg(test)]

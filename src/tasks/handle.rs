@@ -78,9 +78,9 @@ impl TaskMasterHandle {
         self.addr.do_send(SubscribeMaster { recipient });
     }
 
-    /// Leaves the election (a master hands over at once) and stops the candidate
-    /// ([`StopMaster`]). Sent when called; the future resolves once the candidate has stopped.
-    /// Its election node is deleted right after, by its election participant.
+    /// Leaves the election (a master ends its term and hands over at once) and stops the
+    /// candidate ([`StopMaster`]). Sent when called; the future resolves once its election node
+    /// is deleted and the candidate has stopped.
     ///
     /// # Cancel safety
     /// The stop is sent when this is called: dropping the future loses only the wait.

@@ -118,7 +118,7 @@ impl TaskMaster {
     pub fn new(session: SessionHandle, config: TaskMasterConfig) -> Result<TaskMaster, TaskError> {
         let layout = Layout::new(&config.root)?;
         let span = tracing::info_span!("zk.tasks.master", root = %config.root, id = %config.master_id);
-        let backoff = config.retry.unwrap_or_else(|| session.retry_policy()).backoff();
+        let backoff = session.retry_policy_or(config.retry).backoff();
         Ok(TaskMaster {
             session,
             layout,
@@ -159,7 +159,7 @@ impl TaskMaster {
         let layout = self.layout.clone();
         let strategy = self.config.strategy.clone();
         let report = ctx.address().downgrade().recipient::<MasterEvent>();
-        let retry = self.config.retry.unwrap_or_else(|| self.session.retry_policy());
+        let retry = self.session.retry_policy_or(self.config.retry);
         let config = ElectionConfig::new(self.layout.master())
             .with_participant_id(self.config.master_id.clone())
             .with_policy(self.config.policy)
@@ -249,7 +249,14 @@ impl Handler<StopMaster> for TaskMaster {
 
     fn handle(&mut self, _: StopMaster, ctx: &mut Context<Self>) {
         info!(parent: &self.span, "leaving the election");
-        ctx.stop();
+        let Some(election) = self.election.clone() else {
+            ctx.stop();
+            return;
+        };
+        // Resign first (the term ends, then our node goes), so that the candidate stops only
+        // once it has left: stopping at once would leave the delete to a detached task.
+        let resigned = crate::reply::tell(&election, election::Resign { requeue: false }, ());
+        ctx.wait(actix::fut::wrap_future::<_, Self>(resigned).map(|_, _, ctx| ctx.stop()));
     }
 }
 

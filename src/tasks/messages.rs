@@ -59,7 +59,8 @@ pub struct SubscribeMaster {
 #[rtype(result = "Option<MasterFence>")]
 pub struct CurrentTerm;
 
-/// Leave the election (a master hands over at once) and stop the candidate.
+/// Leave the election (a master hands over at once) and stop the candidate, once its election
+/// node is deleted.
 #[derive(Message, Debug, Clone, Copy, Default)]
 #[rtype(result = "()")]
 pub struct StopMaster;

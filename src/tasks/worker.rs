@@ -29,7 +29,6 @@ use crate::recipe::fencing::delete_own_ephemeral;
 use crate::recipe::registration::{NextStep, RegisterError, next_step, register_ephemeral};
 use crate::retry::{Backoff, RetryPolicy, Verdict};
 use crate::session::requests::Goodbye;
-use crate::session::watch::weak_watcher;
 use crate::session::{IntoActorFree, SessionEvent, SessionHandle, WatchEvent};
 
 /// How a [`TaskWorker`] works.
@@ -132,7 +131,7 @@ impl TaskWorker {
         let layout = Layout::new(&config.root)?;
         check_worker_id(&config.worker_id)?;
         let span = tracing::info_span!("zk.tasks.worker", root = %config.root, id = %config.worker_id);
-        let retry = config.retry.unwrap_or_else(|| session.retry_policy());
+        let retry = session.retry_policy_or(config.retry);
         Ok(TaskWorker {
             session,
             layout,
@@ -228,7 +227,7 @@ impl TaskWorker {
         }
         self.listing = true;
         let dir = self.layout.assign_dir(&self.config.worker_id);
-        let listed = self.session.children_watched(&dir, weak_watcher(ctx.address().downgrade()));
+        let listed = self.session.children_watched(&dir, ctx.address().recipient());
         ctx.spawn(listed.into_actor(self).map(move |listed, act, ctx| {
             act.listing = false;
             match listed {

@@ -226,7 +226,7 @@ impl Exclusive {
 
 /// Kills (SIGKILL) the ensemble member serving `session`'s connection, then waits until another
 /// member serves it: a fail-over test first proves that its fault happened and that the
-/// connection moved (issue 15: a test that fell back to killing member 0 proved nothing when
+/// connection moved (a test that fell back to killing member 0 proved nothing when
 /// the client was elsewhere). Returns the killed member.
 pub async fn kill_the_serving_member(
     ensemble: &mut actix_zookeeper::testkit::ZkEnsemble,

@@ -1,4 +1,4 @@
-//! Fault scenarios across processes (issue 12): a cluster (a standalone server, or a 3-node
+//! Fault scenarios across processes: a cluster (a standalone server, or a 3-node
 //! ensemble whose member links run through fault proxies), role processes (`zk-role`) that each
 //! reach the cluster through fault proxies of their own, the faults a production client meets,
 //! and an observer session, connected directly, that reads what the server holds.
@@ -90,7 +90,7 @@ pub fn judge(name: &str, violations: &[Violation], known: &[KnownDefect]) {
     assert_clean(name, &failing);
 }
 
-/// The faults of issue 12, each injected into one victim participant at a moment the workload
+/// The faults a scenario injects, each into one victim participant at a moment the workload
 /// chooses (e.g. while it holds a lock).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {

@@ -80,7 +80,7 @@ fn multi_reply(
 }
 
 /// A real server never sends a `multi` reply that does not fit the request, so these feed the
-/// translation crafted replies (see "Issue 13: errors" in `docs/decisions.md`).
+/// translation crafted replies (see "Why a unit test here" in `docs/decisions.md`).
 #[cfg(test)]
 mod tests {
     use zookeeper_client::{MultiWriteError, MultiWriteResult, Stat};

@@ -53,7 +53,7 @@ impl Handler<GetData> for SessionActor {
     type Result = ResponseFuture<Result<NodeData>>;
 
     fn handle(&mut self, msg: GetData, _: &mut Context<Self>) -> Self::Result {
-        self.get_data(msg.path, msg.watch.map(WatchSink::Actor))
+        self.get_data(msg.path, msg.watch.map(|watcher| WatchSink::Actor(watcher.downgrade())))
     }
 }
 
@@ -132,7 +132,7 @@ impl Handler<Exists> for SessionActor {
     type Result = ResponseFuture<Result<Option<Stat>>>;
 
     fn handle(&mut self, msg: Exists, _: &mut Context<Self>) -> Self::Result {
-        self.exists(msg.path, msg.watch.map(WatchSink::Actor))
+        self.exists(msg.path, msg.watch.map(|watcher| WatchSink::Actor(watcher.downgrade())))
     }
 }
 
@@ -170,7 +170,7 @@ impl Handler<GetChildren> for SessionActor {
     type Result = ResponseFuture<Result<Children>>;
 
     fn handle(&mut self, msg: GetChildren, _: &mut Context<Self>) -> Self::Result {
-        self.get_children(msg.path, msg.watch.map(WatchSink::Actor))
+        self.get_children(msg.path, msg.watch.map(|watcher| WatchSink::Actor(watcher.downgrade())))
     }
 }
 

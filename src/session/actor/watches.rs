@@ -4,6 +4,7 @@
 //! Does not own the registry's data structure (`session/watch.rs`).
 
 use super::*;
+use crate::session::watch::owner;
 
 impl SessionActor {
     /// Sends `addWatch` for a registered watch. `previous` is the watcher it replaces after a
@@ -124,11 +125,11 @@ impl SessionActor {
             // Disconnected: subscribers hear about it as a `SessionEvent`.
             None => {}
             Some(kind) => {
-                if !watch.recipient.connected() {
+                let Some(owner) = owner(&watch.recipient) else {
                     self.watches.remove(id);
                     return;
-                }
-                watch.recipient.do_send(WatchEvent { path: event.path, kind, generation, watch: Some(id) });
+                };
+                owner.do_send(WatchEvent { path: event.path, kind, generation, watch: Some(id) });
             }
         }
         watch.task = Some(Self::next_watch_event(id, generation, watcher, ctx));
@@ -188,7 +189,7 @@ impl SessionActor {
         let id = self.watches.insert(PersistentWatch {
             path: msg.path,
             mode: msg.mode,
-            recipient: msg.recipient,
+            recipient: msg.recipient.downgrade(),
             task: None,
             waiters: vec![reply],
             stale: false,
