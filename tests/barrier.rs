@@ -88,7 +88,7 @@ async fn five_members_enter_together_and_leave_together_round_after_round() {
     init_tracing();
     const MEMBERS: usize = 5;
     const ROUNDS: usize = 4;
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "barrier-rounds");
     let arrived = counters(ROUNDS);
     let leaving = counters(ROUNDS);
@@ -129,7 +129,7 @@ async fn five_members_enter_together_and_leave_together_round_after_round() {
 #[actix_rt::test]
 async fn the_double_barrier_uses_curators_layout() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "barrier-layout");
     let (sa, sb, observer) = (rig.session().await, rig.session().await, rig.session().await);
     let a = DistributedDoubleBarrier::new(sa.clone(), "/deep/layout", 2).expect("valid barrier");
@@ -165,7 +165,7 @@ async fn the_double_barrier_uses_curators_layout() {
 #[actix_rt::test]
 async fn waiters_are_released_when_the_barrier_is_removed() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "barrier-single");
     let setter = DistributedBarrier::new(rig.session().await, "/gate/hold").expect("valid barrier");
     assert_eq!(setter.path(), "/gate/hold");
@@ -222,7 +222,7 @@ async fn waiters_are_released_when_the_barrier_is_removed() {
 #[actix_rt::test]
 async fn a_member_whose_session_expires_in_enter_enters_again_on_its_new_session() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "barrier-expiry-enter");
     let (sa, sb, observer) = (rig.session().await, rig.session().await, rig.session().await);
     let a = DistributedDoubleBarrier::new(sa.clone(), "/expiry", 2).expect("valid barrier");
@@ -258,7 +258,7 @@ async fn a_member_whose_session_expires_in_enter_enters_again_on_its_new_session
 #[actix_rt::test]
 async fn a_member_whose_session_expires_in_leave_still_waits_for_the_others() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "barrier-expiry-leave");
     let (sa, sb, observer) = (rig.session().await, rig.session().await, rig.session().await);
     let a = DistributedDoubleBarrier::new(sa.clone(), "/expiry", 2).expect("valid barrier");
@@ -349,7 +349,7 @@ async fn a_server_restart_while_members_wait_does_not_lose_the_barrier() {
 #[actix_rt::test]
 async fn bad_input_gets_typed_errors() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "barrier-bad-input");
     let session = rig.session().await;
 
@@ -389,7 +389,7 @@ async fn bad_input_gets_typed_errors() {
 #[actix_rt::test]
 async fn timeouts_and_dropped_waits_leave_no_member_node_behind() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "barrier-timeouts");
     let (sa, sb, observer) = (rig.session().await, rig.session().await, rig.session().await);
 
@@ -432,7 +432,7 @@ async fn timeouts_and_dropped_waits_leave_no_member_node_behind() {
 #[actix_rt::test]
 async fn a_member_that_finished_leaving_and_entered_again_does_not_hold_back_a_slow_leaver() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "barrier-next-round");
     let (sa, sb, observer) = (rig.session().await, rig.session().await, rig.session().await);
     let a = DistributedDoubleBarrier::new(sa, "/reuse", 2).expect("valid barrier");
@@ -599,7 +599,7 @@ fn ask(peer: CuratorBarrierPeer, command: &'static str) -> actix_rt::task::JoinH
 #[actix_rt::test]
 async fn curator_and_rust_members_share_a_double_barrier_and_a_barrier() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "barrier-curator");
     let (sa, sb, observer) = (rig.session().await, rig.session().await, rig.session().await);
     // The chroot exists now (the sessions made it); Curator uses it as its connect string's chroot.
@@ -722,7 +722,7 @@ async fn a_barrier_wait_outlasts_a_restart_and_an_expiry() {
 #[actix_rt::test]
 async fn a_dropped_leave_removes_its_member_node() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "barrier-dropped-leave");
     let (sa, sb, observer) = (rig.session().await, rig.session().await, rig.session().await);
     let a = DistributedDoubleBarrier::new(sa, "/pair", 2).expect("valid barrier");
@@ -747,7 +747,7 @@ async fn a_dropped_leave_removes_its_member_node() {
 #[actix_rt::test]
 async fn a_closed_session_and_a_denied_directory_get_typed_errors() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "barrier-closed");
     let s = rig.session().await;
 

@@ -102,7 +102,7 @@ async fn start_writers(
 #[actix_rt::test]
 async fn a_tree_cache_under_three_writers_equals_the_server_with_each_nodes_events_in_order() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cache-writers");
     let timeout = Duration::from_secs(4);
     let (reader, cache, events, _) = watched_tree(&zk.connect_string(), &root, timeout).await;
@@ -159,7 +159,7 @@ async fn the_cache_converges_across_a_server_restart_and_a_session_expiry_mid_ru
 #[actix_rt::test]
 async fn a_10000_node_subtree_loads_and_stays_in_sync() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cache-10k");
     let s = session_at(&zk.connect_string(), &root, Duration::from_secs(10)).await;
     for d in 0..100 {
@@ -221,7 +221,7 @@ where
 #[actix_rt::test]
 async fn node_and_children_scopes_stats_only_and_depth_limit() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cache-scopes");
     let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
 
@@ -305,7 +305,7 @@ async fn node_and_children_scopes_stats_only_and_depth_limit() {
 async fn nodes_that_vanish_during_the_load_are_not_an_error() {
     const LOAD_LAG: Duration = Duration::from_millis(400);
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cache-vanish");
     let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     let mut creates = Vec::new();
@@ -395,7 +395,7 @@ async fn three_node_ensemble_loses_the_caches_member_mid_run_and_the_cache_conve
 #[actix_rt::test]
 async fn dropping_the_last_address_stops_the_cache_and_removes_its_watch() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cache-drop");
     let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     s.ensure_path("/d/x").await.expect("tree");
@@ -423,7 +423,7 @@ async fn dropping_the_last_address_stops_the_cache_and_removes_its_watch() {
 #[actix_rt::test]
 async fn an_unreadable_node_is_skipped_and_the_rest_converges() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cache-unreadable");
     let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     s.ensure_path("/dir").await.expect("dir");
@@ -478,7 +478,7 @@ async fn an_unreadable_node_is_skipped_and_the_rest_converges() {
 #[actix_rt::test]
 async fn a_cache_whose_watch_cannot_be_set_says_so_and_stops() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cache-failed");
     let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     s.close().await;

@@ -178,7 +178,7 @@ async fn an_acquire_dropped_by_a_timeout_leaves_the_line_and_the_next_one_starts
 #[actix_rt::test]
 async fn a_dropped_reentrant_acquire_leaves_the_grant_with_its_holder() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cancel-reentrant");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let lock = LockHandle::start(a.clone(), LockConfig::new("/l"));
@@ -215,7 +215,7 @@ async fn a_dropped_reentrant_acquire_leaves_the_grant_with_its_holder() {
 #[actix_rt::test]
 async fn a_try_acquire_says_busy_only_once_its_node_is_gone() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cancel-try");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let holder = LockHandle::start(b.clone(), LockConfig::new("/l"));
@@ -532,7 +532,7 @@ async fn recipe_actors_stopped_at_random_moments_leave_nothing_behind() {
 async fn queue_takes_dropped_at_random_moments_lose_no_item() {
     use actix_zookeeper::queue::Queue;
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cancel-take");
     let s = session_at(&zk.connect_string(), &root).await;
     let queue = Queue::new(s.clone(), "/q");
@@ -623,7 +623,7 @@ async fn counter_adds_dropped_at_random_moments_apply_exactly_once() {
     use actix::Actor;
     use actix_zookeeper::counter::{GetCount, SharedCount, SharedCountConfig, add};
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let s = session_at(&zk.connect_string(), &unique_root("cancel-counter")).await;
     let counter = SharedCount::new(s.clone(), SharedCountConfig::new("/n")).start();
     let mut rng = Rng::seeded("cancel-counter");
@@ -731,7 +731,7 @@ async fn queue_consumers_stopped_at_random_moments_leave_no_claim_and_lose_no_it
     use actix::Actor;
     use actix_zookeeper::queue::{ConsumerConfig, Queue, QueueConsumerActor, Stop as StopConsumer};
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cancel-consumer");
     let s = session_at(&zk.connect_string(), &root).await;
     let items: Vec<Vec<u8>> = (0..300u16).map(|n| n.to_be_bytes().to_vec()).collect();
@@ -1239,7 +1239,7 @@ async fn queue_acks_dropped_at_random_moments_still_settle() {
     use actix::Actor;
     use actix_zookeeper::queue::{ConsumerConfig, Queue, QueueConsumerActor, Stop as StopConsumer};
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let s = session_at(&zk.connect_string(), &unique_root("cancel-ack")).await;
     let items: Vec<Vec<u8>> = (0..120u16).map(|n| n.to_be_bytes().to_vec()).collect();
     Queue::new(s.clone(), "/q").put_all(items.clone()).await.expect("put");
@@ -1273,7 +1273,7 @@ async fn queue_acks_dropped_at_random_moments_still_settle() {
 async fn a_release_resign_or_join_dropped_at_once_still_happens() {
     use actix_zookeeper::election::{ElectionConfig, ElectionHandle};
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cancel-release");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let lock = LockHandle::start(a.clone(), LockConfig::new("/l"));
@@ -1320,7 +1320,7 @@ async fn a_release_resign_or_join_dropped_at_once_still_happens() {
 #[actix_rt::test]
 async fn session_writes_dropped_at_once_still_apply() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let s = session_at(&zk.connect_string(), &unique_root("cancel-write-at-once")).await;
     s.ensure_path("/r").await.expect("dir");
     for _ in 0..50 {
@@ -1339,7 +1339,7 @@ async fn session_writes_dropped_at_once_still_apply() {
 async fn a_put_with_id_retried_after_a_dropped_attempt_queues_the_item_once() {
     use actix_zookeeper::queue::Queue;
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let s = session_at(&zk.connect_string(), &unique_root("cancel-put-id")).await;
     let queue = Queue::new(s.clone(), "/q");
     let mut rng = Rng::seeded("cancel-put-id");

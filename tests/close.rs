@@ -46,7 +46,7 @@ async fn until<E: std::fmt::Debug>(
 #[actix_rt::test]
 async fn closing_a_session_lets_its_recipes_release_resign_and_leave_first() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("close-goodbye");
     let (s, other) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
@@ -125,7 +125,7 @@ async fn a_closed_session_ends_its_cache_with_a_word_and_its_counter_answers_clo
     use actix_zookeeper::cache::{CacheActor, CacheConfig, CacheEvent, Subscribe as CacheSubscribe};
     use actix_zookeeper::counter::{CounterError, GetCount, SharedCount, SharedCountConfig, add};
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let s = session_at(&zk.connect_string(), &unique_root("close-cache-counter")).await;
     s.ensure_path("/c/x").await.expect("tree");
     let events = Recorded::<CacheEvent>::start();
@@ -155,7 +155,7 @@ async fn a_closed_session_ends_its_cache_with_a_word_and_its_counter_answers_clo
 async fn closing_a_masters_session_ends_its_term_first_and_the_next_candidate_takes_over() {
     use actix_zookeeper::tasks::{MasterEvent, StopMaster, SubscribeMaster, TaskMaster, TaskMasterConfig};
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("close-master");
     let (s, other) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let (mine, theirs) = (Recorded::<MasterEvent>::start(), Recorded::<MasterEvent>::start());
@@ -182,7 +182,7 @@ async fn closing_a_masters_session_ends_its_term_first_and_the_next_candidate_ta
 #[actix_rt::test]
 async fn a_second_close_waits_for_the_first_ones_goodbyes() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("close-twice");
     for round in 0..5 {
         let s = session_at(&zk.connect_string(), &root).await;

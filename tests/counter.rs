@@ -76,7 +76,7 @@ async fn increment(count: Addr<SharedCount>) -> u64 {
 #[actix_rt::test]
 async fn four_sessions_incrementing_concurrently_end_at_exactly_2000() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("counter-cas");
     let mut sessions = Vec::new();
     let mut counts = Vec::new();
@@ -127,7 +127,7 @@ async fn four_sessions_incrementing_concurrently_end_at_exactly_2000() {
 #[actix_rt::test]
 async fn rust_and_curator_share_one_count() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("counter-curator");
     let (s1, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(10))).await;
     let (s2, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(10))).await;
@@ -205,7 +205,7 @@ async fn rust_and_curator_share_one_count() {
 #[actix_rt::test]
 async fn subscribers_see_every_change_in_version_order() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("counter-order");
     let (a, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(10))).await;
     let (b, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(10))).await;
@@ -249,7 +249,7 @@ async fn subscribers_see_every_change_in_version_order() {
 #[actix_rt::test]
 async fn a_change_made_around_a_server_side_expiry_is_reported_by_the_new_session() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("counter-expiry");
     let (a, a_events) = connected(at(&zk.connect_string(), &root, Duration::from_secs(4))).await;
     let (b, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(4))).await;
@@ -454,7 +454,7 @@ async fn a_crash_during_writes_gives_typed_errors_and_never_loses_count_of_what_
 #[actix_rt::test]
 async fn a_deleted_count_is_created_again_with_the_seed() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("counter-deleted");
     let (s, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(10))).await;
     // Parents are created on demand; an existing node keeps its count whatever the seed.
@@ -481,7 +481,7 @@ async fn a_deleted_count_is_created_again_with_the_seed() {
 #[actix_rt::test]
 async fn bad_input_gets_a_typed_error_naming_the_path() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("counter-bad");
     let (s, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(10))).await;
 
@@ -533,7 +533,7 @@ async fn bad_input_gets_a_typed_error_naming_the_path() {
 #[actix_rt::test]
 async fn dropping_the_last_address_stops_the_counter() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("counter-drop");
     let (s, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(10))).await;
     let count = start_count(&s, "/c", 3);
@@ -558,7 +558,7 @@ async fn dropping_the_last_address_stops_the_counter() {
 #[actix_rt::test]
 async fn a_count_read_from_a_deleted_node_never_sets_the_new_one() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("counter-recreated");
     let (s, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(10))).await;
     let (other, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(10))).await;
@@ -604,7 +604,7 @@ async fn stored(s: &SessionHandle, path: &str) -> i32 {
 #[actix_rt::test]
 async fn a_try_set_after_someone_else_wrote_is_refused() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("counter-stale");
     let (a, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(4))).await;
     let (b, _) = connected(at(&zk.connect_string(), &root, Duration::from_secs(4))).await;
@@ -624,7 +624,7 @@ async fn a_try_set_after_someone_else_wrote_is_refused() {
 #[actix_rt::test]
 async fn requests_made_while_cut_off_are_answered_after_a_reconnect_and_after_an_expiry() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("counter-offline");
     let (s, events) = connected(at(&links.connect_string(), &root, Duration::from_secs(6))).await;
@@ -661,7 +661,7 @@ async fn requests_made_while_cut_off_are_answered_after_a_reconnect_and_after_an
 #[actix_rt::test]
 async fn an_add_whose_reply_is_lost_is_an_unknown_outcome() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("counter-unknown");
     let (s, _) = connected(at(&links.connect_string(), &root, Duration::from_secs(10))).await;

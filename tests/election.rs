@@ -181,7 +181,7 @@ async fn joining_the_line_lists_it_once_and_still_tells_who_leads() {
 #[actix_rt::test]
 async fn one_leader_at_a_time_over_fifty_hand_offs_and_everyone_learns_who() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("election");
     let believers = Believers::default();
     let mut sessions = Vec::new();
@@ -247,7 +247,7 @@ async fn wait_until_empty(s: &SessionHandle, dir: &str) {
 #[actix_rt::test]
 async fn an_expired_leader_loses_and_another_is_elected() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("election-expiry");
     let believers = Believers::default();
     let mut sessions = Vec::new();
@@ -442,7 +442,7 @@ async fn the_leader_actor_runs_only_while_leading() {
 #[actix_rt::test]
 async fn a_bad_election_path_is_reported() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("election-bad");
     let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     let p = join(&s, "bad//path", "p", &Believers::default());
@@ -468,7 +468,7 @@ async fn a_bad_election_path_is_reported() {
 #[actix_rt::test]
 async fn after_the_leaders_node_was_written_to_the_next_leads_and_everyone_learns_it() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("election-revoke");
     let believers = Believers::default();
     let other = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
@@ -528,7 +528,7 @@ async fn three_on_links(
 #[actix_rt::test]
 async fn a_leader_offline_a_whole_session_timeout_gives_up_and_the_next_leads() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("election-too-long");
     let (links, _sessions, participants, _) =
         three_on_links(&zk, &root, Duration::from_secs(2), |_| ElectionConfig::new("/leader")).await;
@@ -558,7 +558,7 @@ async fn a_leader_offline_a_whole_session_timeout_gives_up_and_the_next_leads() 
 #[actix_rt::test]
 async fn an_expiry_only_leader_keeps_its_leader_actor_through_a_short_outage() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("election-expiry-only");
     let (running, most, starts) =
         (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
@@ -603,7 +603,7 @@ async fn an_expiry_only_leader_keeps_its_leader_actor_through_a_short_outage() {
 #[actix_rt::test]
 async fn a_leader_whose_node_is_deleted_loses_requeues_and_the_next_leads() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("election-deleted");
     let (_links, sessions, participants, _) =
         three_on_links(&zk, &root, Duration::from_secs(4), |_| ElectionConfig::new("/leader")).await;
@@ -641,7 +641,7 @@ async fn a_leader_whose_node_is_deleted_loses_requeues_and_the_next_leads() {
 #[actix_rt::test]
 async fn without_requeue_a_lost_leader_stays_out_until_it_joins() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("election-no-requeue");
     let (links, sessions, participants, _) = three_on_links(&zk, &root, Duration::from_secs(4), |_| {
         ElectionConfig::new("/leader").with_requeue_after_loss(false)
@@ -727,7 +727,7 @@ impl Handler<StopLeading> for SlowLeader {
 #[actix_rt::test]
 async fn a_resigning_leaders_actor_has_stopped_before_the_next_leader_starts() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("election-slow-stop");
     let believers = Believers::default();
     let count = LeaderCount::default();
@@ -768,7 +768,7 @@ async fn a_resigning_leaders_actor_has_stopped_before_the_next_leader_starts() {
 #[actix_rt::test]
 async fn a_restored_term_starts_its_leader_actor_only_after_the_suspended_one_stopped() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("election-slow-restore");
     let count = LeaderCount::default();
     let drain = Duration::from_secs(3);
@@ -806,7 +806,7 @@ async fn a_restored_term_starts_its_leader_actor_only_after_the_suspended_one_st
 #[actix_rt::test]
 async fn after_an_expiry_the_new_terms_leader_actor_waits_for_the_old_one() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("election-slow-expiry");
     let count = LeaderCount::default();
     let drain = Duration::from_secs(5);
@@ -833,7 +833,7 @@ async fn after_an_expiry_the_new_terms_leader_actor_waits_for_the_old_one() {
 #[actix_rt::test]
 async fn leadership_asked_during_a_requeue_waits_for_the_next_term() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("election-requeue-leadership");
     let a = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     let b = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;

@@ -37,7 +37,7 @@ fn leads(events: &Recorded<ElectionEvent>) -> bool {
 #[actix_rt::test]
 async fn curator_leader_latch_and_election_actors_share_one_election() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("curator-latch");
     let cfg = actix_zookeeper::SessionConfig::new(zk.connect_string()).with_chroot(root.clone());
     let (s, _) = connected(cfg).await;

@@ -45,7 +45,7 @@ async fn holder_and_observer(
 #[actix_rt::test]
 async fn a_guarded_write_whose_session_expires_in_flight_has_an_unknown_outcome() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to(zk.connect_string().split(',')).expect("fault proxy");
     let (holder, observer, _lock, grant) = holder_and_observer(&zk, &links, "errors-expire-unsent").await;
     let info = holder.session().await.expect("session").info;
@@ -77,7 +77,7 @@ async fn a_guarded_write_whose_session_expires_in_flight_has_an_unknown_outcome(
 #[actix_rt::test]
 async fn a_guarded_write_that_applied_before_its_session_expired_is_not_reported_as_not_applied() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to(zk.connect_string().split(',')).expect("fault proxy");
     let (holder, observer, _lock, grant) = holder_and_observer(&zk, &links, "errors-expire-applied").await;
     let info = holder.session().await.expect("session").info;
@@ -107,7 +107,7 @@ async fn a_guarded_write_that_applied_before_its_session_expired_is_not_reported
 #[actix_rt::test]
 async fn a_request_that_never_got_a_session_was_not_sent() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to(zk.connect_string().split(',')).expect("fault proxy");
     let root = unique_root("errors-not-sent");
     links.blackhole();
@@ -136,7 +136,7 @@ async fn a_request_that_never_got_a_session_was_not_sent() {
 #[actix_rt::test]
 async fn a_request_in_flight_when_the_connection_drops_has_an_unknown_outcome() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to(zk.connect_string().split(',')).expect("fault proxy");
     let root = unique_root("errors-connection-loss");
     let s = connected(config_at(&links.connect_string(), &root)).await.0;

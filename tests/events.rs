@@ -42,7 +42,7 @@ impl StreamHandler<Result<LockEvent, Missed>> for Logger {
 #[actix_rt::test]
 async fn an_actor_whose_address_nobody_keeps_hears_a_locks_events_through_add_stream() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let s = session_at(&zk.connect_string(), &unique_root("events-actor")).await;
     let lock = LockHandle::start(s.clone(), LockConfig::new("/l").with_participant_id("me"));
     let log = Arc::new(Mutex::new(Vec::new()));
@@ -69,7 +69,7 @@ async fn an_actor_whose_address_nobody_keeps_hears_a_locks_events_through_add_st
 #[actix_rt::test]
 async fn a_stream_read_with_next_hears_an_elections_events_and_dropping_it_unsubscribes() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let s = session_at(&zk.connect_string(), &unique_root("events-next")).await;
     let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/e").with_participant_id("me"));
     let mut events = election.events();
@@ -88,7 +88,7 @@ async fn a_stream_read_with_next_hears_an_elections_events_and_dropping_it_unsub
 #[actix_rt::test]
 async fn a_reader_that_falls_behind_is_told_how_many_events_it_missed() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let s = session_at(&zk.connect_string(), &unique_root("events-lag")).await;
     let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
     let mut events = lock.events();
@@ -115,7 +115,7 @@ async fn a_reader_that_falls_behind_is_told_how_many_events_it_missed() {
 #[actix_rt::test]
 async fn a_counters_changes_read_as_a_stream() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let s = session_at(&zk.connect_string(), &unique_root("events-counter")).await;
     let counter = SharedCount::new(s.clone(), SharedCountConfig::new("/count")).start();
     let mut changes = actix_zookeeper::events::events(&counter);
@@ -194,7 +194,7 @@ impl StreamHandler<Result<LockEvent, Missed>> for LockOwner {
 #[actix_rt::test]
 async fn an_actor_reading_the_events_of_a_recipe_it_owns_stops_with_its_last_address() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("events-owner");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let other = LockHandle::start(b.clone(), LockConfig::new("/l"));

@@ -44,7 +44,7 @@ async fn restart_within_the_session_timeout_keeps_the_session() {
 #[actix_rt::test]
 async fn server_side_expiry_builds_a_new_session_on_its_own() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
+    let zk = TestZooKeeper::shared().expect("a ZooKeeper server");
     let (s, events) = connected(config(&zk.connect_string(), "expiry")).await;
     let old = s.session().await.expect("session");
     let watch = Recorded::<WatchEvent>::start();
@@ -125,7 +125,7 @@ impl Handler<BlockFor> for Busy {
 #[actix_rt::test]
 async fn a_busy_application_thread_does_not_cost_the_session() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
+    let zk = TestZooKeeper::shared().expect("a ZooKeeper server");
     let cfg = config(&zk.connect_string(), "busy").with_session_timeout(Duration::from_millis(1500));
     let (s, events) = connected(cfg).await;
     let before = s.session().await.expect("session");
@@ -169,7 +169,7 @@ async fn the_rebuild_policy_gives_up_after_its_attempts() {
 #[actix_rt::test]
 async fn a_never_rebuild_policy_ends_the_actor_when_the_session_expires() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let cfg = config(&zk.connect_string(), "never-rebuild").with_rebuild_policy(RebuildPolicy::never());
     let (s, events) = connected(cfg).await;
     let info = s.session().await.expect("session").info;

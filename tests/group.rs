@@ -52,7 +52,7 @@ async fn sees(m: &Member, ids: &[&str]) {
 #[actix_rt::test]
 async fn a_members_session_expires_it_leaves_everywhere_and_joins_again() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("group-expiry");
     let timeout = Duration::from_secs(4);
     let a = member(&zk.connect_string(), &root, "a", timeout).await;
@@ -124,7 +124,7 @@ async fn a_server_restart_keeps_the_group_and_late_subscribers_see_it() {
 #[actix_rt::test]
 async fn bad_ids_and_a_taken_id_get_typed_errors() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("group-bad");
     let cfg = SessionConfig::new(zk.connect_string()).with_chroot(root.clone());
     let (s, _) = connected(cfg).await;
@@ -246,7 +246,7 @@ async fn a_member_that_may_not_join_says_so_once_and_stops_asking() {
 #[actix_rt::test]
 async fn leaving_never_deletes_another_sessions_member_node() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("group-leave-fenced");
     let a = member(&links.connect_string(), &root, "x", Duration::from_secs(4)).await;
@@ -284,7 +284,7 @@ fn node_of(id: &str) -> String {
 #[actix_rt::test]
 async fn a_member_whose_node_is_deleted_joins_again_at_once() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("group-deleted");
     let timeout = Duration::from_secs(4);
     let a = member(&zk.connect_string(), &root, "a", timeout).await;
@@ -305,7 +305,7 @@ async fn a_member_whose_node_is_deleted_joins_again_at_once() {
 #[actix_rt::test]
 async fn a_member_that_stops_without_leave_deletes_its_node() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("group-stopped");
     let timeout = Duration::from_secs(20);
     let a = member(&zk.connect_string(), &root, "a", timeout).await;
@@ -328,7 +328,7 @@ async fn a_member_that_stops_without_leave_deletes_its_node() {
 #[actix_rt::test]
 async fn changes_made_while_a_member_was_cut_off_are_reported_on_resync() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("group-resync");
     let timeout = Duration::from_secs(6);
@@ -360,7 +360,7 @@ async fn changes_made_while_a_member_was_cut_off_are_reported_on_resync() {
 #[actix_rt::test]
 async fn a_leave_right_after_the_join_leaves_no_ghost_member() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("group-leave-early");
     let cfg = |c: &str| SessionConfig::new(c).with_chroot(&root).with_session_timeout(Duration::from_secs(10));
@@ -396,7 +396,7 @@ async fn a_join_given_up_with_its_create_applied_leaves_no_member_behind() {
     // member whose join was reported failed (the session lives on, so the node would stay).
     use actix_zookeeper::testkit::Direction;
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("group-give-up-applied");
     let (s, _) = connected(SessionConfig::new(links.connect_string()).with_chroot(&root)).await;

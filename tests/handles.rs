@@ -37,7 +37,7 @@ async fn poll_once<F: Future + Unpin>(mut future: F) -> F {
 #[actix_rt::test]
 async fn a_lock_handle_acquires_tries_releases_and_names_holder_and_waiters() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("lock-handle");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let alice = LockHandle::start(a.clone(), LockConfig::new("/l").with_participant_id("alice"));
@@ -67,7 +67,7 @@ async fn a_lock_handle_acquires_tries_releases_and_names_holder_and_waiters() {
 #[actix_rt::test]
 async fn a_semaphore_handle_hands_out_its_leases_and_no_more() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("sem-handle");
     let s = session_at(&zk.connect_string(), &root).await;
     let pool: Vec<_> = (0..3)
@@ -92,7 +92,7 @@ async fn a_semaphore_handle_hands_out_its_leases_and_no_more() {
 #[actix_rt::test]
 async fn a_stopped_actor_is_a_typed_error_not_a_mailbox_error() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("stopped-handle");
     let s = session_at(&zk.connect_string(), &root).await;
     let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
@@ -114,7 +114,7 @@ async fn a_stopped_actor_is_a_typed_error_not_a_mailbox_error() {
 #[actix_rt::test]
 async fn an_election_stop_resolves_once_the_participant_and_its_node_are_gone() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("stop-election");
     let proxy = actix_zookeeper::testkit::FaultProxy::start(&zk.connect_string()).expect("proxy");
     let s = session_at(&proxy.address(), &root).await;
@@ -154,7 +154,7 @@ impl Handler<StopForTest> for LockActor {
 #[actix_rt::test]
 async fn a_grant_that_reached_a_dropped_acquire_is_given_back() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("dropped-acquire");
     let s = session_at(&zk.connect_string(), &root).await;
     for raw in [false, true] {
@@ -202,7 +202,7 @@ async fn a_grant_that_reached_a_dropped_acquire_is_given_back() {
 #[actix_rt::test]
 async fn an_election_handle_awaits_leadership_resigns_requeues_and_rejoins() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("election-handle");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let alpha = ElectionHandle::start(a.clone(), ElectionConfig::new("/e").with_participant_id("alpha"));
@@ -255,7 +255,7 @@ async fn connected_resolves_when_the_session_is_up_and_again_after_a_server_rest
 #[actix_rt::test]
 async fn dropping_the_last_handle_releases_the_lock_and_closes_the_session() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("last-handle");
     let observer = session_at(&zk.connect_string(), &root).await;
     let s = session_at(&zk.connect_string(), &root).await;
@@ -280,7 +280,7 @@ async fn dropping_the_last_handle_releases_the_lock_and_closes_the_session() {
 #[actix_rt::test]
 async fn one_subscriber_of_two_lock_handles_tells_their_events_apart() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("lock-events-named");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let alice = LockHandle::start(a.clone(), LockConfig::new("/l").with_participant_id("alice"));

@@ -40,7 +40,7 @@ async fn nodes(session: &SessionHandle, dir: &str) -> Vec<String> {
 #[actix_rt::test]
 async fn a_withdrawal_while_the_first_create_meets_a_missing_directory_is_answered() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("missing-dir");
     let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     for round in 0..5 {
@@ -84,7 +84,7 @@ async fn a_withdrawal_while_the_first_create_meets_a_missing_directory_is_answer
 #[actix_rt::test]
 async fn a_release_that_meets_an_expiry_is_answered_lost_not_released() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("release-expired");
     let s = session_at(&links.connect_string(), &root, Duration::from_secs(2)).await;
@@ -123,7 +123,7 @@ async fn a_release_that_meets_an_expiry_is_answered_lost_not_released() {
 #[actix_rt::test]
 async fn many_releases_never_report_a_loss() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("release-race");
     let sessions = [
         session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await,
@@ -190,7 +190,7 @@ fn rounds(n: usize) -> usize {
 #[actix_rt::test]
 async fn grants_handed_out_around_an_expiry_are_alive_or_reported_lost() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("grant-expiry");
     let observer = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     let mut violations = Vec::new();
@@ -315,7 +315,7 @@ async fn an_unreadable_election_fails_once_and_stops_asking() {
 #[actix_rt::test]
 async fn a_waiter_leaves_no_watch_on_a_node_that_was_gone_when_it_looked() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("gone-ahead");
     let direct = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
@@ -360,7 +360,7 @@ async fn a_waiter_leaves_no_watch_on_a_node_that_was_gone_when_it_looked() {
 #[actix_rt::test]
 async fn a_grant_computed_after_its_session_expired_is_not_handed_out() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("stale-grant");
     let observer = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     let (h, w) = (
@@ -456,7 +456,7 @@ async fn a_lock_whose_directory_cannot_be_read_fails_once_and_stops_asking() {
 #[actix_rt::test]
 async fn a_guard_lost_after_the_lease_was_granted_does_not_end_the_lease_silently() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("guard-after-lease");
     let observer = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;

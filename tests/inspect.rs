@@ -76,7 +76,7 @@ impl Handler<TaskAssigned> for Sitter {
 #[actix_rt::test]
 async fn a_held_lock_with_waiters_is_shown_in_line_order() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let connect = zk.connect_string();
     let lock_path = format!("{}/lock", unique_root("inspect-lock"));
     let (s, _) = connected(SessionConfig::new(&connect)).await;
@@ -116,7 +116,7 @@ async fn a_held_lock_with_waiters_is_shown_in_line_order() {
 #[actix_rt::test]
 async fn an_election_a_queue_and_a_master_worker_installation_are_shown() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let connect = zk.connect_string();
     let root = unique_root("inspect-more");
     let (s, _) = connected(SessionConfig::new(&connect)).await;
@@ -214,7 +214,7 @@ fn an_unreachable_server_is_a_clear_error_not_a_hang() {
 #[actix_rt::test]
 async fn watch_mode_reads_again_every_second() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let connect = zk.connect_string();
     let lock_path = format!("{}/lock", unique_root("inspect-watch"));
     let (s, _) = connected(SessionConfig::new(&connect)).await;
@@ -243,7 +243,7 @@ async fn watch_mode_reads_again_every_second() {
 #[actix_rt::test]
 async fn read_write_locks_and_semaphores_show_every_holder() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let connect = zk.connect_string();
     let root = unique_root("inspect-rw-sem");
     let (s, _) = connected(SessionConfig::new(&connect)).await;

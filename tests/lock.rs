@@ -60,7 +60,7 @@ async fn the_holder_check_catches_two_holders() {
 #[actix_rt::test]
 async fn mutual_exclusion_fifo_and_increasing_tokens_under_contention() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("mutex");
     let mut sessions = Vec::new();
     for _ in 0..4 {
@@ -113,7 +113,7 @@ async fn mutual_exclusion_fifo_and_increasing_tokens_under_contention() {
 #[actix_rt::test]
 async fn timeout_cancel_and_stop_leave_no_node_behind() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cancel");
     let s = session_at(&zk.connect_string(), &root).await;
     let holder = LockActor::new(s.clone(), LockConfig::new("/l")).start();
@@ -170,7 +170,7 @@ async fn wait_until_nodes(s: &SessionHandle, dir: &str, n: usize) {
 #[actix_rt::test]
 async fn expired_holder_loses_the_lock_and_its_guarded_write_fails() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("expire-lock");
     // A's link goes through a proxy, so its session can be expired while it cannot hear of it:
     // it then learns of the expiry from the server, before any event of the deleted node.
@@ -259,7 +259,7 @@ async fn server_restart_while_holding_and_waiting_keeps_one_holder() {
 #[actix_rt::test]
 async fn a_lost_create_reply_leaves_exactly_one_node_or_none_after_cancel() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("lost-create");
     let s = session_at(&links.connect_string(), &root).await;
@@ -345,7 +345,7 @@ async fn a_lost_create_recovered_through_a_lagging_follower_leaves_one_node() {
 #[actix_rt::test]
 async fn fifty_waiters_each_watch_only_their_predecessor() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("herd");
     let mut sessions = Vec::new();
     for _ in 0..5 {
@@ -414,7 +414,7 @@ fn parse_wchp(text: &str) -> std::collections::HashMap<String, Vec<String>> {
 #[actix_rt::test]
 async fn read_write_lock_shares_reads_excludes_writes_and_does_not_starve_writers() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("rw");
     let s = session_at(&zk.connect_string(), &root).await;
     let reader = |id: &str| {
@@ -456,7 +456,7 @@ async fn read_write_lock_shares_reads_excludes_writes_and_does_not_starve_writer
 #[actix_rt::test]
 async fn semaphore_never_grants_more_than_its_leases() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("sem");
     let mut sessions = Vec::new();
     for _ in 0..3 {
@@ -498,7 +498,7 @@ async fn semaphore_never_grants_more_than_its_leases() {
 #[actix_rt::test]
 async fn bad_lock_paths_get_typed_errors() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("badlock");
     let s = session_at(&zk.connect_string(), &root).await;
     let invalid = LockActor::new(s.clone(), LockConfig::new("no/leading/slash")).start();
@@ -566,7 +566,7 @@ async fn killing_the_ensemble_member_of_the_holder_keeps_the_lock_exclusive() {
 #[actix_rt::test]
 async fn conservative_holders_give_up_after_a_session_timeout_offline_expiry_only_holders_at_the_expiry() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("policy");
     let cfg = SessionConfig::new(links.connect_string()).with_chroot(root).with_session_timeout(Duration::from_secs(2));
@@ -616,7 +616,7 @@ async fn conservative_holders_give_up_after_a_session_timeout_offline_expiry_onl
 #[actix_rt::test]
 async fn an_expiry_only_holder_keeps_the_lock_through_a_short_outage() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("short-outage");
     let cfg = SessionConfig::new(links.connect_string()).with_chroot(root).with_session_timeout(Duration::from_secs(6));
@@ -661,7 +661,7 @@ fn holder(s: &SessionHandle, config: LockConfig) -> (Addr<LockActor>, Recorded<L
 #[actix_rt::test]
 async fn an_expired_lease_holder_frees_its_lease_for_a_waiter() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("sem-expiry");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let (a, b) = (session_at(&links.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
@@ -697,7 +697,7 @@ async fn an_expired_lease_holder_frees_its_lease_for_a_waiter() {
 #[actix_rt::test]
 async fn a_holder_stopped_right_after_release_leaves_no_node() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("release-stop");
     let s = session_at(&zk.connect_string(), &root).await;
     for _ in 0..5 {
@@ -804,7 +804,7 @@ async fn a_holder_learns_its_node_was_deleted_after_it_was_written_to() {
 #[actix_rt::test]
 async fn a_holder_whose_node_is_deleted_right_after_the_grant_learns_it() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("deleted-at-once");
     let (a, other) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let holder = LockActor::new(a, LockConfig::new("/lock").with_participant_id("a")).start();
@@ -891,7 +891,7 @@ async fn a_hand_off_inside_this_process_lists_nothing() {
 #[actix_rt::test]
 async fn a_waiter_whose_node_ahead_leaves_the_line_keeps_waiting_for_the_holder() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("ahead-leaves");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     for round in 0..5 {
@@ -923,7 +923,7 @@ async fn a_waiter_whose_node_ahead_leaves_the_line_keeps_waiting_for_the_holder(
 #[actix_rt::test]
 async fn a_waiter_whose_session_expires_stands_in_line_again() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("expired-waiter");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&links.connect_string(), &root).await);
@@ -961,7 +961,7 @@ async fn a_waiter_whose_session_expires_stands_in_line_again() {
 #[actix_rt::test]
 async fn a_holder_that_reacquires_after_a_loss_holds_again_on_its_new_session() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("reacquire");
     let s = session_at(&links.connect_string(), &root).await;
@@ -991,7 +991,7 @@ async fn a_holder_that_reacquires_after_a_loss_holds_again_on_its_new_session() 
 #[actix_rt::test]
 async fn a_waiter_whose_node_is_deleted_stands_in_line_again() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("deleted-waiter");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let holder = LockActor::new(a.clone(), LockConfig::new("/l")).start();
@@ -1020,7 +1020,7 @@ async fn a_waiter_whose_node_is_deleted_stands_in_line_again() {
 #[actix_rt::test]
 async fn a_holder_whose_node_was_deleted_while_it_was_cut_off_learns_it_on_reconnect() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("deleted-offline");
     let s = session_at(&links.connect_string(), &root).await;
@@ -1056,7 +1056,7 @@ async fn a_holder_whose_node_was_deleted_while_it_was_cut_off_learns_it_on_recon
 #[actix_rt::test]
 async fn a_dropped_acquire_withdraws_and_a_grant_nobody_receives_is_given_back() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("dropped-raw");
     let s = session_at(&zk.connect_string(), &root).await;
     let (holder, waiter, third) = (
@@ -1141,7 +1141,7 @@ async fn a_dropped_acquire_withdraws_and_a_grant_nobody_receives_is_given_back()
 #[actix_rt::test]
 async fn a_release_that_meets_a_connection_loss_is_retried_until_the_node_is_gone() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("release-loss");
     let s = session_at(&links.connect_string(), &root).await;
@@ -1187,7 +1187,7 @@ async fn a_release_that_meets_a_connection_loss_is_retried_until_the_node_is_gon
 #[actix_rt::test]
 async fn a_recovered_create_adopts_only_its_own_sessions_node() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("foreign-guid");
     let s = session_at(&links.connect_string(), &root).await;
@@ -1256,7 +1256,7 @@ async fn a_holder_whose_own_node_watch_lost_its_reply_sets_it_again_and_hears_a_
 #[actix_rt::test]
 async fn a_grant_that_arrives_after_suspended_is_held_suspended_and_read_again_on_reconnect() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("grant-while-suspended");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let first = LockActor::new(a.clone(), LockConfig::new("/l")).start();

@@ -27,7 +27,7 @@ async fn start_peer(connect: String, path: &'static str, kind: &'static str) -> 
 #[actix_rt::test]
 async fn curator_mutex_and_lock_actor_exclude_each_other() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("curator-mutex");
     let (s, _) = connected(config_at(&zk.connect_string(), &root)).await;
     let java = start_peer(format!("{}{root}", zk.connect_string()), "/shared", "mutex").await;
@@ -63,7 +63,7 @@ async fn curator_mutex_and_lock_actor_exclude_each_other() {
 #[actix_rt::test]
 async fn curator_read_write_lock_interoperates() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("curator-rw");
     let (s, _) = connected(config_at(&zk.connect_string(), &root)).await;
     let connect = format!("{}{root}", zk.connect_string());
@@ -110,7 +110,7 @@ async fn curator_read_write_lock_interoperates() {
 #[actix_rt::test]
 async fn curator_semaphore_and_semaphore_actor_share_leases() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("curator-sem");
     let (s, _) = connected(config_at(&zk.connect_string(), &root)).await;
     let java = start_peer(format!("{}{root}", zk.connect_string()), "/sem", "semaphore:2").await;

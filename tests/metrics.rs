@@ -100,7 +100,7 @@ async fn a_lock_cycle_and_a_queue_delivery_move_their_series() {
     let mut seen = Seen::new(recorder.snapshotter());
     recorder.install().expect("the only recorder of this test binary");
 
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("metrics");
     let (session, _) = connected(SessionConfig::new(zk.connect_string()).with_chroot(&root)).await;
     assert!(seen.count("zk_session_state_changes_total", &[("state", "connected")]) >= 1);

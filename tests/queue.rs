@@ -115,7 +115,7 @@ async fn items_left(s: &SessionHandle) -> Vec<String> {
 #[actix_rt::test]
 async fn four_consumers_two_producers_every_item_exactly_once() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue");
     let ledger = Ledger::default();
     let mut sessions = Vec::new();
@@ -172,7 +172,7 @@ async fn four_consumers_two_producers_every_item_exactly_once() {
 #[actix_rt::test]
 async fn an_expired_consumers_items_go_to_another_and_its_late_ack_fails() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-expiry");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let (holding, acking) = (Ledger::default(), Ledger::default());
@@ -211,7 +211,7 @@ async fn an_expired_consumers_items_go_to_another_and_its_late_ack_fails() {
 #[actix_rt::test]
 async fn nacked_items_are_retried_then_dead_lettered() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-dlq");
     let s = session_at(&zk.connect_string(), &root).await;
     let ledger = Ledger::default();
@@ -240,7 +240,7 @@ async fn nacked_items_are_retried_then_dead_lettered() {
 #[actix_rt::test]
 async fn never_more_deliveries_in_flight_than_the_concurrency() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-concurrency");
     let s = session_at(&zk.connect_string(), &root).await;
     let ledger = Ledger::default();
@@ -301,7 +301,7 @@ async fn a_server_restart_mid_run_loses_nothing_and_leaves_no_claim() {
 #[actix_rt::test]
 async fn oversize_and_foreign_items_are_reported_not_fatal() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-bad");
     let s = session_at(&zk.connect_string(), &root).await;
     let queue = Queue::new(s.clone(), "/q");
@@ -333,7 +333,7 @@ async fn oversize_and_foreign_items_are_reported_not_fatal() {
 #[actix_rt::test]
 async fn the_official_recipe_api() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-api");
     let s = session_at(&zk.connect_string(), &root).await;
     let queue = Queue::new(s.clone(), "/q");
@@ -367,7 +367,7 @@ async fn the_official_recipe_api() {
 #[actix_rt::test]
 async fn at_most_once_consumers_never_deliver_twice() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-amo");
     let ledger = Ledger::default();
     let mut sessions = Vec::new();
@@ -397,7 +397,7 @@ async fn at_most_once_consumers_never_deliver_twice() {
 #[actix_rt::test]
 async fn a_stopped_consumer_gives_its_items_back_at_once() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-stop");
     let s = session_at(&zk.connect_string(), &root).await;
     let (holding, acking) = (Ledger::default(), Ledger::default());
@@ -458,7 +458,7 @@ async fn killing_a_consumers_ensemble_member_loses_nothing() {
 #[actix_rt::test]
 async fn a_consumer_whose_last_address_is_dropped_stops_consuming() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("consumer-dropped");
     let s = session_at(&zk.connect_string(), &root).await;
     let queue = Queue::new(s.clone(), "/q");
@@ -506,7 +506,7 @@ async fn a_consumer_that_may_not_read_its_queue_stops_asking() {
 #[actix_rt::test]
 async fn an_ack_that_meets_an_expiry_is_revoked_and_spares_the_next_claim() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("queue-ack-expiry");
     let short =
@@ -556,7 +556,7 @@ async fn an_ack_that_meets_an_expiry_is_revoked_and_spares_the_next_claim() {
 #[actix_rt::test]
 async fn a_delivery_is_settled_once() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-settle-once");
     let s = session_at(&zk.connect_string(), &root).await;
     Queue::new(s.clone(), "/q").put(b"x".to_vec()).await.expect("put");
@@ -579,7 +579,7 @@ async fn a_delivery_is_settled_once() {
 #[actix_rt::test]
 async fn a_poison_item_reaches_a_deleted_dead_letter_path_once() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-poison");
     let s = session_at(&zk.connect_string(), &root).await;
     let ledger = Ledger::default();
@@ -622,7 +622,7 @@ async fn a_poison_item_reaches_a_deleted_dead_letter_path_once() {
 #[actix_rt::test]
 async fn two_queues_share_a_dead_letter_path() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-shared-dlq");
     let s = session_at(&zk.connect_string(), &root).await;
     let ledger = Ledger::default();
@@ -660,7 +660,7 @@ async fn two_queues_share_a_dead_letter_path() {
 #[actix_rt::test]
 async fn at_most_once_never_takes_an_item_it_cannot_read() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-amo-unreadable");
     let s = session_at(&zk.connect_string(), &root).await;
     s.ensure_path("/q").await.expect("queue");
@@ -697,7 +697,7 @@ async fn at_most_once_never_takes_an_item_it_cannot_read() {
 #[actix_rt::test]
 async fn a_poison_item_that_cannot_be_moved_is_set_aside() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-poison-no-auth");
     let s = session_at(&zk.connect_string(), &root).await;
     read_only_dir(&s, "/dlq").await;
@@ -727,7 +727,7 @@ async fn a_poison_item_that_cannot_be_moved_is_set_aside() {
 #[actix_rt::test]
 async fn large_nacks_never_cost_the_connection() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-large-nacks");
     let (s, events) = connected(
         SessionConfig::new(zk.connect_string()).with_chroot(&root).with_session_timeout(Duration::from_secs(4)),
@@ -778,7 +778,7 @@ async fn large_nacks_never_cost_the_connection() {
 #[actix_rt::test]
 async fn a_sequential_consumer_delivers_in_queue_order() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-fifo");
     let s = session_at(&zk.connect_string(), &root).await;
     let items: Vec<Vec<u8>> = (0..50u8).map(|n| vec![n]).collect();
@@ -822,7 +822,7 @@ async fn a_sequential_consumer_delivers_in_queue_order() {
 #[actix_rt::test]
 async fn take_and_poll_leave_the_items_a_consumer_holds_alone() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-take-vs-consumer");
     let s = session_at(&zk.connect_string(), &root).await;
     let t = session_at(&zk.connect_string(), &root).await;
@@ -958,7 +958,7 @@ async fn a_lost_claim_recovered_through_a_lagging_follower_leaves_no_claim() {
 #[actix_rt::test]
 async fn a_put_with_an_id_whose_reply_is_lost_queues_the_item_once() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let proxy = actix_zookeeper::testkit::FaultProxy::start(&zk.connect_string()).expect("proxy");
     let root = unique_root("queue-put-with-id");
     let cut = SessionConfig::new(proxy.address()).with_chroot(&root).with_session_timeout(Duration::from_secs(4));
@@ -1022,7 +1022,7 @@ impl Handler<Revoked> for Crasher {
 #[actix_rt::test]
 async fn a_worker_that_stops_without_settling_counts_as_a_nack() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-crashed-worker");
     let s = session_at(&zk.connect_string(), &root).await;
     let crashed = Arc::new(Mutex::new(Vec::new()));
@@ -1048,7 +1048,7 @@ async fn a_worker_that_stops_without_settling_counts_as_a_nack() {
 #[actix_rt::test]
 async fn an_ack_that_meets_a_connection_loss_is_settled_once_and_answered_ok() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("queue-ack-outage");
     let cut =
@@ -1172,7 +1172,7 @@ async fn a_consumer_started_while_its_session_is_suspended_consumes_once_reconne
 #[actix_rt::test]
 async fn a_consumer_stopped_mid_claim_leaves_another_consumers_claim_on_its_session() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("claim-shared-session");
     let s = connected(

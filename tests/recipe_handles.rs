@@ -46,7 +46,7 @@ async fn next_event<E: std::fmt::Debug>(events: &mut EventStream<E>, what: &str,
 #[actix_rt::test]
 async fn a_shared_count_handle_reads_writes_adds_tells_and_stops() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("count-handle");
     let s = session_at(&zk.connect_string(), &root).await;
     let count = SharedCountHandle::start(s.clone(), SharedCountConfig::new("/c").with_seed(5));
@@ -75,7 +75,7 @@ async fn a_shared_count_handle_reads_writes_adds_tells_and_stops() {
 #[actix_rt::test]
 async fn a_cache_handle_answers_from_memory_tells_changes_and_stops() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cache-handle");
     let s = session_at(&zk.connect_string(), &root).await;
     s.ensure_path("/c").await.expect("dir");
@@ -99,7 +99,7 @@ async fn a_cache_handle_answers_from_memory_tells_changes_and_stops() {
 #[actix_rt::test]
 async fn a_group_member_handle_lists_members_and_its_stop_leaves_before_it_resolves() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("group-handle");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let alice = GroupMemberHandle::start(a.clone(), GroupConfig::new("/g", "alice").with_data("1")).expect("alice");
@@ -153,7 +153,7 @@ impl Handler<TaskAssigned> for Reverser {
 #[actix_rt::test]
 async fn task_master_and_worker_handles_run_a_task_and_their_stops_resolve_after_they_left() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("tasks-handle");
     let s = session_at(&zk.connect_string(), &root).await;
     let proxy = actix_zookeeper::testkit::FaultProxy::start(&zk.connect_string()).expect("proxy");
@@ -237,7 +237,7 @@ impl Handler<Revoked> for PoolWorker {
 #[actix_rt::test]
 async fn with_workers_only_describes_the_pool_starts_with_the_consumer() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("describe-workers");
     let s = session_at(&zk.connect_string(), &root).await;
     let made = Arc::new(AtomicUsize::new(0));
@@ -263,7 +263,7 @@ async fn with_workers_only_describes_the_pool_starts_with_the_consumer() {
 #[actix_rt::test]
 async fn idle_waits_for_in_flight_items_and_answers_at_once_when_idle() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("consumer-idle");
     let s = session_at(&zk.connect_string(), &root).await;
     let queue = Queue::new(s.clone(), "/q");
@@ -315,7 +315,7 @@ async fn idle_waits_for_in_flight_items_and_answers_at_once_when_idle() {
 #[actix_rt::test]
 async fn a_consumer_stop_resolves_once_its_claims_are_given_back() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("consumer-stop");
     let s = session_at(&zk.connect_string(), &root).await;
     let proxy = actix_zookeeper::testkit::FaultProxy::start(&zk.connect_string()).expect("proxy");
@@ -353,7 +353,7 @@ async fn a_consumer_stop_resolves_once_its_claims_are_given_back() {
 #[actix_rt::test]
 async fn drained_resolves_once_the_last_item_is_acked_not_when_it_is_claimed() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-drained");
     let s = session_at(&zk.connect_string(), &root).await;
     let queue = Queue::new(s.clone(), "/q");

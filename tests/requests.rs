@@ -16,7 +16,7 @@ use common::*;
 #[actix_rt::test]
 async fn every_request_type_and_its_errors() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
+    let zk = TestZooKeeper::shared().expect("a ZooKeeper server");
     let (s, _events) = connected(config(&zk.connect_string(), "requests")).await;
 
     // create: persistent, then the error for an existing node and for a missing parent.
@@ -101,7 +101,7 @@ async fn every_request_type_and_its_errors() {
 #[actix_rt::test]
 async fn multi_is_atomic_and_names_the_failed_operation() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
+    let zk = TestZooKeeper::shared().expect("a ZooKeeper server");
     let (s, _events) = connected(config(&zk.connect_string(), "multi")).await;
     s.create("/m", "0", CreateMode::Persistent).await.expect("create /m");
 
@@ -165,7 +165,7 @@ async fn multi_is_atomic_and_names_the_failed_operation() {
 #[actix_rt::test]
 async fn bad_input_gets_typed_errors_naming_the_path() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
+    let zk = TestZooKeeper::shared().expect("a ZooKeeper server");
     let (s, _events) = connected(config(&zk.connect_string(), "badinput")).await;
 
     // Invalid paths never reach the server.
@@ -203,7 +203,7 @@ const DEFAULT_LIMIT: usize = actix_zookeeper::session::DEFAULT_MAX_REQUEST_SIZE;
 #[actix_rt::test]
 async fn digest_acl_denies_other_identities() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
+    let zk = TestZooKeeper::shared().expect("a ZooKeeper server");
     let root = actix_zookeeper::testkit::unique_root("acl");
     let owner_config =
         SessionConfig::new(zk.connect_string()).with_chroot(root.clone()).with_digest_auth("alice", "s3cret");
@@ -239,7 +239,7 @@ async fn digest_acl_denies_other_identities() {
 #[actix_rt::test]
 async fn requests_from_one_sender_reach_the_server_in_order() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
+    let zk = TestZooKeeper::shared().expect("a ZooKeeper server");
     let (s, _events) = connected(config(&zk.connect_string(), "order")).await;
     s.create("/q", "", CreateMode::Persistent).await.expect("create /q");
     // Send 200 sequential creates without awaiting in between, then a getChildren in the same
@@ -262,7 +262,7 @@ async fn requests_from_one_sender_reach_the_server_in_order() {
 #[actix_rt::test]
 async fn requests_wait_for_the_first_session_and_close_fails_them() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
+    let zk = TestZooKeeper::shared().expect("a ZooKeeper server");
     // Sent before the session is up: queued and sent, in order, once it is.
     let s = SessionHandle::start(config(&zk.connect_string(), "early")).expect("config");
     let first = s.create("/early", "1", CreateMode::Persistent);
@@ -286,7 +286,7 @@ async fn requests_wait_for_the_first_session_and_close_fails_them() {
 #[actix_rt::test]
 async fn the_request_limit_is_the_servers() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
+    let zk = TestZooKeeper::shared().expect("a ZooKeeper server");
     let root = actix_zookeeper::testkit::unique_root("request-limit");
     let (s, events) = connected(SessionConfig::new(zk.connect_string()).with_chroot(root.clone())).await;
     s.create("/big", "", CreateMode::Persistent).await.expect("create /big");

@@ -224,7 +224,7 @@ async fn current_master(masters: &[&Master]) -> usize {
 #[actix_rt::test]
 async fn two_masters_four_workers_two_clients_500_tasks_each_finished_once() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "tasks-500");
     let masters = [rig.master("m1").await, rig.master("m2").await];
     let mut workers = Vec::new();
@@ -271,7 +271,7 @@ async fn two_masters_four_workers_two_clients_500_tasks_each_finished_once() {
 #[actix_rt::test]
 async fn the_masters_session_expires_mid_run_and_the_other_master_finishes_the_run() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "tasks-master-expiry");
     let masters = [rig.master("m1").await, rig.master("m2").await];
     // Bound: a worker whose last address is dropped stops (and its tasks go elsewhere).
@@ -307,7 +307,7 @@ async fn the_masters_session_expires_mid_run_and_the_other_master_finishes_the_r
 #[actix_rt::test]
 async fn a_workers_session_expires_while_it_holds_tasks_and_they_finish_elsewhere() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "tasks-worker-expiry");
     let master = rig.master("m").await;
     // w1 holds its first three tasks until released; w2 works normally.
@@ -369,7 +369,7 @@ async fn a_workers_session_expires_while_it_holds_tasks_and_they_finish_elsewher
 #[actix_rt::test]
 async fn a_deposed_masters_fenced_write_fails() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "tasks-fence");
     let a = rig.master("a").await;
     let (_, became) = a.events.wait_for(0, WAIT, |e| matches!(e, MasterEvent::BecameMaster { .. })).await;
@@ -440,7 +440,7 @@ async fn the_server_restarts_mid_run_and_the_run_completes() {
 #[actix_rt::test]
 async fn a_submission_whose_reply_is_lost_makes_exactly_one_task() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let mut rig = Rig::new(links.connect_string(), "tasks-lost-submit");
     rig.timeout = Duration::from_secs(10);
@@ -499,7 +499,7 @@ async fn three_node_ensemble_loses_a_member_mid_run_and_the_run_completes() {
 #[actix_rt::test]
 async fn a_worker_runs_at_most_its_concurrency_and_tasks_spread_round_robin() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "tasks-concurrency");
     let session = rig.session().await;
     let events = Recorded::<MasterEvent>::start();
@@ -536,7 +536,7 @@ async fn a_worker_runs_at_most_its_concurrency_and_tasks_spread_round_robin() {
 #[actix_rt::test]
 async fn bad_input_gets_typed_errors() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "tasks-bad-input");
     let session = rig.session().await;
     assert!(matches!(TaskClient::new(session.clone(), "jobs"), Err(TaskError::ZooKeeper(Error::InvalidPath { .. }))));
@@ -576,7 +576,7 @@ async fn bad_input_gets_typed_errors() {
 #[actix_rt::test]
 async fn dropping_a_workers_last_address_deregisters_it() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "tasks-drop-worker");
     let observer = rig.session().await;
     let worker = rig.worker("gone", 1, Duration::ZERO, 0).await;
@@ -636,7 +636,7 @@ async fn a_worker_that_may_not_register_says_so_once_and_stops_asking() {
 #[actix_rt::test]
 async fn a_worker_never_reports_finished_for_a_result_another_wrote() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let rig = Rig::new(zk.connect_string(), "tasks-wrong-finisher");
     let _master = rig.master("m").await;
@@ -689,7 +689,7 @@ async fn a_worker_never_reports_finished_for_a_result_another_wrote() {
 #[actix_rt::test]
 async fn stopping_a_worker_never_deletes_another_sessions_registration() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let rig = Rig::new(zk.connect_string(), "tasks-deregister-fenced");
     let cut = SessionConfig::new(links.connect_string()).with_chroot(rig.chroot.clone());
@@ -720,7 +720,7 @@ async fn stopping_a_worker_never_deletes_another_sessions_registration() {
 #[actix_rt::test]
 async fn a_task_assigned_anew_under_the_same_name_is_started() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "tasks-forfeit-by-name");
     let s = rig.session().await;
     let task = "task-reassigned";
@@ -803,7 +803,7 @@ async fn a_master_does_not_read_the_payloads_of_waiting_tasks() {
 #[actix_rt::test]
 async fn a_submission_whose_outcome_is_unknown_can_be_looked_up_and_retried() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let rig = Rig::new(zk.connect_string(), "tasks-submit-as");
     let client = rig.client().await;
@@ -839,7 +839,7 @@ async fn a_submission_whose_outcome_is_unknown_can_be_looked_up_and_retried() {
 #[actix_rt::test]
 async fn a_runner_can_give_up_on_a_task_or_run_it_later() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "tasks-runner-outcomes");
     let _master = rig.master("m").await;
     let w = rig.worker("w", 2, Duration::ZERO, 0).await;
@@ -873,7 +873,7 @@ async fn running(rig: &Rig, n: usize) {
 #[actix_rt::test]
 async fn stopping_a_worker_mid_run_records_its_runs_before_it_deregisters() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "tasks-stop-mid-run");
     let _master = rig.master("m").await;
     let w = rig.worker("w", 2, Duration::ZERO, 2).await;
@@ -902,7 +902,7 @@ async fn stopping_a_worker_mid_run_records_its_runs_before_it_deregisters() {
 #[actix_rt::test]
 async fn a_clients_session_expiry_loses_nothing() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let rig = Rig::new(zk.connect_string(), "tasks-client-expiry");
     let _master = rig.master("m").await;
@@ -950,7 +950,7 @@ async fn a_restart_longer_than_the_session_timeout_and_the_run_completes() {
 #[actix_rt::test]
 async fn a_conservative_master_stops_at_suspended_and_assigns_nothing_while_cut_off() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let mut rig = Rig::new(links.connect_string(), "tasks-suspended-master");
     rig.timeout = Duration::from_secs(6);
@@ -984,7 +984,7 @@ async fn a_conservative_master_stops_at_suspended_and_assigns_nothing_while_cut_
 #[actix_rt::test]
 async fn a_result_too_large_to_record_is_task_failed_and_the_assignment_stays() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "tasks-failed");
     let _master = rig.master("m").await;
     let w = rig.worker("w", 2, Duration::ZERO, 0).await;
@@ -1010,7 +1010,7 @@ async fn a_result_too_large_to_record_is_task_failed_and_the_assignment_stays() 
 #[actix_rt::test]
 async fn a_task_forgotten_while_it_runs_is_discarded() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "tasks-forgotten");
     let _master = rig.master("m").await;
     let w = rig.worker("w", 1, Duration::ZERO, 1).await;
@@ -1051,7 +1051,7 @@ impl Handler<TaskAssigned> for Quitter {
 #[actix_rt::test]
 async fn a_worker_whose_runner_stops_deregisters_and_its_tasks_finish_elsewhere() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "tasks-runner-stops");
     let _master = rig.master("m").await;
     let session = rig.session().await;
@@ -1079,7 +1079,7 @@ async fn a_worker_whose_runner_stops_deregisters_and_its_tasks_finish_elsewhere(
 #[actix_rt::test]
 async fn a_worker_id_taken_by_a_live_session_waits_for_it() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "tasks-id-taken");
     let first = rig.worker("w", 1, Duration::ZERO, 0).await;
     let observer = rig.session().await;
@@ -1119,7 +1119,7 @@ async fn a_worker_id_taken_by_a_live_session_waits_for_it() {
 #[actix_rt::test]
 async fn a_dead_clients_results_can_be_read_by_another() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "tasks-client-dies");
     let _master = rig.master("m").await;
     let _w = rig.worker("w", 2, Duration::from_millis(50), 0).await;
@@ -1139,7 +1139,7 @@ async fn a_dead_clients_results_can_be_read_by_another() {
 #[actix_rt::test]
 async fn closing_a_workers_session_lets_its_running_task_finish_and_deregister_first() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let rig = Rig::new(zk.connect_string(), "tasks-close-worker");
     let observer = rig.session().await;
     let _master = rig.master("m").await;

@@ -14,7 +14,7 @@ const WAIT: Duration = Duration::from_secs(10);
 #[actix_rt::test]
 async fn one_shot_watches_reach_their_own_recipient_once() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
+    let zk = TestZooKeeper::shared().expect("a ZooKeeper server");
     let (s, _events) = connected(config(&zk.connect_string(), "oneshot")).await;
     s.create("/w", "", CreateMode::Persistent).await.expect("/w");
     s.create("/w/a", "0", CreateMode::Persistent).await.expect("/w/a");
@@ -48,7 +48,7 @@ async fn one_shot_watches_reach_their_own_recipient_once() {
 #[actix_rt::test]
 async fn persistent_recursive_watch_delivers_every_change_below_until_removed() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
+    let zk = TestZooKeeper::shared().expect("a ZooKeeper server");
     let (s, _events) = connected(config(&zk.connect_string(), "persistent")).await;
 
     let tree = Recorded::<WatchEvent>::start();
@@ -106,7 +106,7 @@ async fn persistent_recursive_watch_delivers_every_change_below_until_removed() 
 #[actix_rt::test]
 async fn a_persistent_watch_ends_when_its_owner_stops() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
+    let zk = TestZooKeeper::shared().expect("a ZooKeeper server");
     let root = actix_zookeeper::testkit::unique_root("owner");
     let cfg = SessionConfig::new(zk.connect_string()).with_chroot(root.clone());
     let (s, _events) = connected(cfg).await;
@@ -186,7 +186,7 @@ async fn a_change_made_on_hearing_reconnected_reaches_the_persistent_watch() {
     }
 
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let proxy = FaultProxy::start(&zk.connect_string()).expect("proxy");
     let (s, events) = connected(config(&proxy.address(), "reconnect-watch-order")).await;
     s.ensure_path("/w").await.expect("dir");
@@ -250,7 +250,7 @@ async fn a_watch_holds_its_owner_weakly_and_goes_with_it() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("a ZooKeeper server");
+    let zk = TestZooKeeper::shared().expect("a ZooKeeper server");
     let root = actix_zookeeper::testkit::unique_root("weak-owner");
     let (s, _events) = connected(SessionConfig::new(zk.connect_string()).with_chroot(root.clone())).await;
     s.create("/kept", "", CreateMode::Persistent).await.expect("/kept");

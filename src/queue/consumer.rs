@@ -80,6 +80,12 @@ pub struct QueueConsumerActor {
     in_flight: HashMap<String, InFlight>,
     /// Items whose claim (or take) is in flight.
     claiming: HashSet<String>,
+    /// Items whose claim of ours is being given back after a claim that went wrong: not claimed
+    /// again until that is done. The release of a claim whose create had an unknown outcome
+    /// deletes "the claim holding our id on our session", which a second claim of ours would
+    /// also be: claimed again meanwhile (a `Reconnected` fills), the release deleted the new
+    /// claim under its delivery, and the item went to another consumer while being worked on.
+    releasing: HashSet<String>,
     /// Items to try next, from the last listing (see `plan.rs`).
     candidates: VecDeque<String>,
     /// Claims in a row that found their item taken or gone.
@@ -122,6 +128,7 @@ impl QueueConsumerActor {
             config,
             in_flight: HashMap::new(),
             claiming: HashSet::new(),
+            releasing: HashSet::new(),
             candidates: VecDeque::new(),
             misses: 0,
             listing: false,
@@ -164,7 +171,7 @@ impl QueueConsumerActor {
         self.answer_if_idle();
     }
 
-    /// Idle: nothing delivered, claimed or being settled, and the latest listing of the queue
+    /// Idle: nothing delivered, claimed, given back or being settled, and the latest listing of the queue
     /// (on the current session) found nothing this consumer could claim.
     fn is_idle(&self) -> bool {
         self.generation != 0
@@ -172,6 +179,7 @@ impl QueueConsumerActor {
             && !self.listing
             && self.in_flight.is_empty()
             && self.claiming.is_empty()
+            && self.releasing.is_empty()
             && self.candidates.is_empty()
             && self.settling.is_empty()
     }
@@ -251,7 +259,11 @@ impl QueueConsumerActor {
     fn claim_candidates(&mut self, ctx: &mut Context<Self>) {
         while self.free() > 0 {
             let Some(id) = self.candidates.pop_front() else { break };
-            if !self.in_flight.contains_key(&id) && !self.claiming.contains(&id) && !self.set_aside.contains(&id) {
+            if !self.in_flight.contains_key(&id)
+                && !self.claiming.contains(&id)
+                && !self.releasing.contains(&id)
+                && !self.set_aside.contains(&id)
+            {
                 self.claim(id, ctx);
             }
         }
@@ -321,7 +333,11 @@ impl QueueConsumerActor {
                                     let _ = delete_fenced(pinned, claim_path, claim.stat.czxid).await;
                                 }
                             };
-                            ctx.spawn(detached(release).into_actor(act).map(|_, act, ctx| act.fill(ctx)));
+                            act.releasing.insert(id.clone());
+                            ctx.spawn(detached(release).into_actor(act).map(move |_, act, ctx| {
+                                act.releasing.remove(&id);
+                                act.fill(ctx)
+                            }));
                         }
                         (Err(Error::NodeExists { .. }), _) => {
                             act.missed();
@@ -337,17 +353,21 @@ impl QueueConsumerActor {
                         (Err(err), _) => {
                             // The create may have happened: if the claim is ours, give it back.
                             debug!(parent: &act.span, %id, error = %err, "claim outcome unknown; checking");
-                            act.candidates.push_front(id);
+                            act.candidates.push_front(id.clone());
                             // Ours only if it holds our id: another consumer on this session
                             // may have claimed the item meanwhile.
                             let ours = Some(act.config.consumer_id.clone().into_bytes());
                             let release = detached(delete_own_ephemeral_holding(pinned, claim_path, ours));
                             let verdict = act.backoff.verdict(&err);
-                            ctx.spawn(release.into_actor(act).map(move |_, act, ctx| match verdict {
-                                Verdict::RetryAfter(delay) => {
-                                    ctx.run_later(delay, |act, ctx| act.fill(ctx));
+                            act.releasing.insert(id.clone());
+                            ctx.spawn(release.into_actor(act).map(move |_, act, ctx| {
+                                act.releasing.remove(&id);
+                                match verdict {
+                                    Verdict::RetryAfter(delay) => {
+                                        ctx.run_later(delay, |act, ctx| act.fill(ctx));
+                                    }
+                                    Verdict::GiveUp => act.give_up(err, ctx),
                                 }
-                                Verdict::GiveUp => act.give_up(err, ctx),
                             }));
                         }
                     }

@@ -12,8 +12,8 @@
 //!   [`ZkEnsemble::partition`]);
 //! * recipe participants as processes of their own ([`RoleProcess`]), to pause, resume and kill
 //!   for real, with the events they report as [`RoleLine`]s;
-//! * choosing where a test connects ([`TestZooKeeper`]) and isolating tests that share a server
-//!   ([`unique_root`]).
+//! * choosing where a test connects ([`TestZooKeeper`]: a server of its own, or one the process's
+//!   tests share) and isolating tests that share a server ([`unique_root`]).
 //!
 //! It deliberately does **not** provide mocks, fake servers or client-side simulations of
 //! failures: every fault it injects is one a production client could observe from a real server.
@@ -274,14 +274,27 @@ pub fn unique_root(prefix: &str) -> String {
 /// Where tests should connect.
 ///
 /// With the environment variable `ZK_CONNECT` set (and non-empty), tests run against that
-/// external ensemble, where the testkit cannot inject faults. Otherwise an embedded [`ZkServer`]
-/// is started.
+/// external ensemble, where the testkit cannot inject faults. Otherwise [`from_env`](Self::from_env)
+/// starts an embedded [`ZkServer`] of the test's own, and [`shared`](Self::shared) hands out one
+/// server per process.
 #[derive(Debug)]
 pub enum TestZooKeeper {
     /// A server started by the testkit; faults (stop, kill, restart) can be injected.
     Embedded(ZkServer),
-    /// A connect string from `ZK_CONNECT`.
+    /// A server this value does not own: from `ZK_CONNECT`, or the process's shared one
+    /// ([`TestZooKeeper::shared`]).
     External(String),
+}
+
+/// The server [`TestZooKeeper::shared`] hands out, started on first use.
+static SHARED: std::sync::Mutex<Option<ZkServer>> = std::sync::Mutex::new(None);
+
+/// Stops the shared server when the process exits (statics are never dropped; without this the
+/// JVM would live until the forking thread's death signal, and its directory would stay).
+extern "C" fn stop_shared_server() {
+    if let Ok(mut shared) = SHARED.lock() {
+        drop(shared.take());
+    }
 }
 
 impl TestZooKeeper {
@@ -291,6 +304,34 @@ impl TestZooKeeper {
             Ok(connect) if !connect.trim().is_empty() => Ok(TestZooKeeper::External(connect.trim().to_owned())),
             _ => ZkServer::start().map(TestZooKeeper::Embedded),
         }
+    }
+
+    /// `External` from `ZK_CONNECT`; otherwise one embedded server shared by every caller in
+    /// this process, started on first use (again if it has died) and stopped when the process
+    /// exits.
+    ///
+    /// For tests that work under a root of their own ([`unique_root`]) and never stop, restart
+    /// or read the counters of their server: a process's tests then pay for one server start
+    /// instead of one each. A test that needs the server to itself uses [`from_env`](Self::from_env)
+    /// or [`ZkServer::start`].
+    pub fn shared() -> Result<TestZooKeeper, TestkitError> {
+        if let Ok(connect) = std::env::var("ZK_CONNECT") {
+            if !connect.trim().is_empty() {
+                return Ok(TestZooKeeper::External(connect.trim().to_owned()));
+            }
+        }
+        let mut shared = SHARED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !shared.as_ref().is_some_and(ZkServer::is_running) {
+            let first = shared.is_none();
+            *shared = Some(ZkServer::start()?);
+            if first {
+                // SAFETY: registers a plain `extern "C" fn` with no arguments, as `atexit` asks.
+                unsafe {
+                    libc::atexit(stop_shared_server);
+                }
+            }
+        }
+        Ok(TestZooKeeper::External(shared.as_ref().map(ZkServer::connect_string).unwrap_or_default()))
     }
 
     /// The connect string for clients.
