@@ -11,8 +11,9 @@ mod support;
 use std::time::Duration;
 
 use actix::prelude::*;
-use actix_zookeeper::lock::{LockConfig, LockError, LockEvent, LockHandle};
+use actix_zookeeper::lock::{LockConfig, LockEvent, LockHandle};
 use actix_zookeeper::prelude::*;
+use actix_zookeeper::recipe::FenceError;
 use actix_zookeeper::testkit::{TestZooKeeper, expire_session};
 use support::check;
 
@@ -89,7 +90,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let late = grant.guarded_write(&alice_session, append(&alice_session, "alice, too late").await).await;
         match &late {
-            Err(LockError::NoLongerHeld { node }) => println!("  alice's late write is refused: {node} is gone"),
+            Err(FenceError::Ended { node }) => println!("  alice's late write is refused: {node} is gone"),
             other => println!("  unexpected: {other:?}"),
         }
         bob.release().await?;
@@ -101,7 +102,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
         println!("Checks:");
         check(bob_grant.token > grant.token, "the later holder's fencing token is larger")?;
-        check(matches!(late, Err(LockError::NoLongerHeld { .. })), "the expired holder's write was refused")?;
+        check(matches!(late, Err(FenceError::Ended { .. })), "the expired holder's write was refused")?;
         let lines: Vec<&str> = ledger.lines().collect();
         let expected = ["alice round 0", "bob round 0", "alice round 1", "bob round 1"];
         check(

@@ -126,7 +126,7 @@ pub mod prelude {
     pub use crate::group::{GroupConfig, GroupError, GroupEvent, GroupMember, GroupMemberHandle};
     pub use crate::lock::{LockConfig, LockError, LockEvent, LockGrant, LockHandle, SemaphoreConfig, SemaphoreHandle};
     pub use crate::queue::{ConsumerConfig, Delivery, Queue, QueueConsumerActor, QueueConsumerHandle, QueueError};
-    pub use crate::recipe::{ConnectionPolicy, FencingToken};
+    pub use crate::recipe::{ConnectionPolicy, Fence, FenceError, FencingToken};
     pub use crate::retry::RetryPolicy;
     pub use crate::session::requests::{CreateMode, Op, OpResult, PersistentWatchMode};
     pub use crate::session::{RebuildPolicy, SessionConfig, SessionEvent, SessionHandle, WatchEvent, WatchEventKind};

@@ -9,6 +9,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use actix_zookeeper::lock::*;
 use actix_zookeeper::prelude::*;
+use actix_zookeeper::recipe::FenceError;
 use actix_zookeeper::testkit::{ClientLinks, Direction, TestZooKeeper, expire_session, unique_root};
 use common::*;
 
@@ -39,7 +40,7 @@ async fn holder_and_observer(
 }
 
 /// Regression: a guarded write that fails with `SessionLost` was reported
-/// as `NoLongerHeld` ("nothing was written"). Here it is handed to the client while the link is
+/// as `Ended` ("nothing was written"). Here it is handed to the client while the link is
 /// down and the session then expires; whether the client got it out first is not something the
 /// holder can know (zookeeper-client 0.11 does not say), so the answer must be "unknown".
 #[actix_rt::test]
@@ -60,7 +61,7 @@ async fn a_guarded_write_whose_session_expires_in_flight_has_an_unknown_outcome(
     let err = bounded("the guarded write's answer", write).await.expect("task").unwrap_err();
 
     match &err {
-        LockError::OutcomeUnknown { node, source } => {
+        FenceError::OutcomeUnknown { node, source } => {
             assert_eq!(*node, grant.node);
             assert!(matches!(source, Error::SessionLost { .. }), "{source:?}");
             assert!(source.outcome_unknown() && !source.was_not_applied(), "{source:?}");
@@ -95,7 +96,7 @@ async fn a_guarded_write_that_applied_before_its_session_expired_is_not_reported
     links.heal();
 
     assert!(
-        matches!(&err, LockError::OutcomeUnknown { node, source } if *node == grant.node && source.outcome_unknown()),
+        matches!(&err, FenceError::OutcomeUnknown { node, source } if *node == grant.node && source.outcome_unknown()),
         "the write applied, so it must not be reported as not applied: {err:?}"
     );
     holder.close().await;

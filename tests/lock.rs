@@ -12,6 +12,7 @@ use actix::prelude::*;
 use actix_zookeeper::lock::*;
 use actix_zookeeper::path;
 use actix_zookeeper::prelude::*;
+use actix_zookeeper::recipe::FenceError;
 use actix_zookeeper::testkit::{ClientLinks, Direction, HoldLog, TestZooKeeper, ZkServer, expire_session, unique_root};
 use common::*;
 
@@ -204,7 +205,7 @@ async fn expired_holder_loses_the_lock_and_its_guarded_write_fails() {
     assert!(grant_b.token > grant_a.token, "fencing token grows");
     // The old holder's guarded write fails (its node is gone) and lands nothing.
     let err = guarded_until_known(&grant_a, &a, write("by a, stale")).await.unwrap_err();
-    assert_eq!(err, LockError::NoLongerHeld { node: grant_a.node.clone() });
+    assert_eq!(err, FenceError::Ended { node: grant_a.node.clone() });
     grant_b.guarded_write(&b, write("by b")).await.expect("b writes");
     assert_eq!(b.get_data("/data").await.expect("data").data, b"by b");
     // A does not silently re-acquire, and a release now says the lock was lost, not released.
@@ -686,7 +687,7 @@ async fn an_expired_lease_holder_frees_its_lease_for_a_waiter() {
     );
     assert!(second.token > lease.token);
     let err = guarded_until_known(&lease, &a, vec![]).await.unwrap_err();
-    assert!(matches!(err, LockError::NoLongerHeld { .. }));
+    assert!(matches!(err, FenceError::Ended { .. }));
     waiter.send(Release).await.expect("actor").expect("release");
     wait_until_nodes(&b, "/sem/leases", 0).await;
     wait_until_nodes(&b, "/sem/locks", 0).await;
@@ -713,14 +714,14 @@ async fn a_holder_stopped_right_after_release_leaves_no_node() {
 /// A guarded write, tried again while it could not be sent or its outcome is unknown (the
 /// session that just expired may still be reconnecting when the test writes). Sending again is
 /// fine here only because every caller then checks that the write did not apply at all.
-async fn guarded_until_known(grant: &LockGrant, s: &SessionHandle, ops: Vec<Op>) -> Result<Vec<OpResult>, LockError> {
+async fn guarded_until_known(grant: &LockGrant, s: &SessionHandle, ops: Vec<Op>) -> Result<Vec<OpResult>, FenceError> {
     let deadline = std::time::Instant::now() + WAIT;
     loop {
         match grant.guarded_write(s, ops.clone()).await {
-            Err(LockError::ZooKeeper(e)) if e.is_transient() && std::time::Instant::now() < deadline => {
+            Err(FenceError::ZooKeeper(e)) if e.is_transient() && std::time::Instant::now() < deadline => {
                 actix_rt::time::sleep(Duration::from_millis(50)).await
             }
-            Err(LockError::OutcomeUnknown { .. }) if std::time::Instant::now() < deadline => {
+            Err(FenceError::OutcomeUnknown { .. }) if std::time::Instant::now() < deadline => {
                 actix_rt::time::sleep(Duration::from_millis(50)).await
             }
             outcome => return outcome,

@@ -25,13 +25,13 @@ use common::*;
 /// More than the server's default `jute.maxbuffer` (0xfffff bytes).
 const OVERSIZED: usize = 0x12_0000;
 
-/// A second between attempts, without jitter: long enough for the session to have reconnected
-/// before the next attempt, so that its reads (a listing, a recovery read) succeed and only the
-/// oversized request fails. With 20 ms delays a loaded machine once had the next attempt's
-/// listing fail on the not yet reconnected session: a failed attempt too (the recipe was right
-/// to give up after it), but not one that a `Suspended` counts.
+/// Three seconds between attempts, without jitter: long enough for the session to have
+/// reconnected before the next attempt, so that its reads (a listing, a recovery read) succeed
+/// and only the oversized request fails. An attempt made before the reconnect fails too (the
+/// recipe is right to count it), but no `Suspended` counts it: with 20 ms a loaded machine saw
+/// that, and with one second a CI-like load (three tests at once on two cores) once did.
 fn policy(attempts: Option<u32>) -> RetryPolicy {
-    let policy = RetryPolicy::new(Duration::from_secs(1), Duration::from_secs(1)).with_jitter(0.0);
+    let policy = RetryPolicy::new(Duration::from_secs(3), Duration::from_secs(3)).with_jitter(0.0);
     match attempts {
         Some(n) => policy.with_max_attempts(n),
         None => policy,
@@ -62,7 +62,8 @@ async fn exactly_attempts(events: &Recorded<SessionEvent>, attempts: usize) {
         actix_rt::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(suspensions(events), attempts, "attempts: {:?}", events.snapshot());
-    actix_rt::time::sleep(Duration::from_millis(800)).await;
+    // Longer than the policy's delay: a retry after giving up would have come by now.
+    actix_rt::time::sleep(Duration::from_millis(3500)).await;
     assert_eq!(suspensions(events), attempts, "an attempt after giving up: {:?}", events.snapshot());
 }
 

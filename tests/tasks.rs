@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use actix_zookeeper::prelude::*;
+use actix_zookeeper::recipe::FenceError;
 use actix_zookeeper::tasks::*;
 use actix_zookeeper::testkit::{
     ClientLinks, Direction, TestZooKeeper, ZkEnsemble, ZkServer, expire_session, unique_root,
@@ -379,7 +380,7 @@ async fn a_deposed_masters_fenced_write_fails() {
 
     // While in office, fenced writes apply.
     let create = |path: &str| Op::Create { path: path.into(), data: b"x".to_vec(), mode: CreateMode::Persistent };
-    fence.write(&a.session, vec![create("/in-office")]).await.expect("a fenced write in office applies");
+    fence.guarded_write(&a.session, vec![create("/in-office")]).await.expect("a fenced write in office applies");
 
     let info = a.session.session().await.expect("session").info;
     expire_session(&zk.connect_string(), &info).await.expect("expire a's session");
@@ -391,25 +392,25 @@ async fn a_deposed_masters_fenced_write_fails() {
     // a still holds its old fence (as a paused master would): its write must not apply.
     // a's connection may still be settling after the expiry (the testkit's expiry makes the two
     // connections push each other off the server): a write whose outcome is unknown is retried.
-    let mut deposed = fence.write(&a.session, vec![create("/after-deposed")]).await;
+    let mut deposed = fence.guarded_write(&a.session, vec![create("/after-deposed")]).await;
     for _ in 0..50 {
         match &deposed {
-            Err(TaskError::ZooKeeper(e)) if e.is_transient() => {
+            Err(FenceError::ZooKeeper(e)) if e.is_transient() => {
                 actix_rt::time::sleep(Duration::from_millis(100)).await;
-                deposed = fence.write(&a.session, vec![create("/after-deposed")]).await;
+                deposed = fence.guarded_write(&a.session, vec![create("/after-deposed")]).await;
             }
             // Sending again is fine here only because the test then checks nothing applied.
-            Err(TaskError::OutcomeUnknown { .. }) => {
+            Err(FenceError::OutcomeUnknown { .. }) => {
                 actix_rt::time::sleep(Duration::from_millis(100)).await;
-                deposed = fence.write(&a.session, vec![create("/after-deposed")]).await;
+                deposed = fence.guarded_write(&a.session, vec![create("/after-deposed")]).await;
             }
             _ => break,
         }
     }
-    assert!(matches!(deposed, Err(TaskError::Deposed { ref node }) if *node == fence.node), "{deposed:?}");
+    assert!(matches!(deposed, Err(FenceError::Ended { ref node }) if *node == fence.node), "{deposed:?}");
     assert_eq!(a.session.exists("/after-deposed").await.expect("exists"), None, "nothing was written");
     assert_eq!(a.addr.send(CurrentTerm).await.expect("master"), None);
-    b_fence.write(&b.session, vec![create("/new-term")]).await.expect("the new master's write applies");
+    b_fence.guarded_write(&b.session, vec![create("/new-term")]).await.expect("the new master's write applies");
 }
 
 #[actix_rt::test]

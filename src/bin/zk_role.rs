@@ -499,7 +499,8 @@ async fn lock_role(session: &SessionHandle, id: &str, plan: LockPlan) -> Result<
                 let sent = session.multi(ops.clone());
                 futures::future::Either::Left(async move { sent.await.map_err(LockError::ZooKeeper) })
             } else {
-                futures::future::Either::Right(grant.guarded_write(session, ops.clone()))
+                let sent = grant.guarded_write(session, ops.clone());
+                futures::future::Either::Right(async move { sent.await.map_err(LockError::from) })
             };
             async move {
                 match written.await {

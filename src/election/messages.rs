@@ -112,14 +112,8 @@ pub enum ElectionEvent {
 #[rtype(result = "()")]
 pub struct StopLeading;
 
-/// What a leader actor is told when it is started.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaderTerm {
-    /// This term's fencing token.
-    pub token: FencingToken,
-    /// Our leader node.
-    pub node: String,
-    /// Its version when leadership was won: a write guarded by a check of `node` at `version`
-    /// fails once this term has ended (see `tasks`, whose master fences every write this way).
-    pub version: i32,
-}
+/// What a leader actor is told when it is started: our leader node, its version when
+/// leadership was won, and the term's fencing token. A write guarded by it
+/// ([`Fence::guarded_write`](crate::recipe::Fence::guarded_write)) fails once this term has
+/// ended. The crate's one fence type.
+pub type LeaderTerm = crate::recipe::Fence;

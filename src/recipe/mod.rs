@@ -8,6 +8,7 @@
 //! requests and events: those live in the recipe modules.
 
 pub(crate) mod contender;
+pub mod fence;
 pub mod fencing;
 pub(crate) mod holder;
 pub(crate) mod known_heads;
@@ -20,6 +21,7 @@ pub use crate::reply;
 pub use crate::reply::Reply;
 pub(crate) use contender::delete_until_gone;
 pub(crate) use contender::{ContenderEvent, ContenderReport, ContenderSpec};
+pub use fence::{Fence, FenceError};
 pub use fencing::FencingToken;
 pub use holder::ConnectionPolicy;
 pub use naming::Rule;

@@ -512,7 +512,7 @@ impl MasterTerm {
                 data: node.data,
                 mode: CreateMode::Persistent,
             });
-            match fence.write(&session, ops).await {
+            match fence.guarded_write(&session, ops).await.map_err(TaskError::from) {
                 Ok(results) => {
                     // The server may answer a create inside a multi with an invalid stat
                     // (ZOOKEEPER-4026); then the next read of the directory asks for it.
@@ -545,7 +545,7 @@ impl MasterTerm {
                 Op::Delete { path: assignment, version: Some(node.stat.version) },
                 Op::Create { path: back, data: node.data, mode: CreateMode::Persistent },
             ];
-            match fence.write(&session, ops).await {
+            match fence.guarded_write(&session, ops).await.map_err(TaskError::from) {
                 Ok(_) => Outcome::Requeued { task, worker },
                 Err(error) => write_failed(error, dirty()),
             }
@@ -555,13 +555,15 @@ impl MasterTerm {
     /// Removes the empty directory of a worker that left.
     fn remove_dir(&self, worker: String) -> impl Future<Output = Outcome> + 'static {
         let ops = vec![Op::Delete { path: self.layout.assign_dir(&worker), version: None }];
-        let write = self.fence.write(&self.session, ops);
+        let write = self.fence.guarded_write(&self.session, ops);
         async move {
             match write.await {
                 Ok(_) => Outcome::DirRemoved,
                 // Its worker came back and was given a task meanwhile, or another master's
                 // cleanup got there first: the next read shows which.
-                Err(error) => write_failed(error, Dirty { assign: true, dirs: [worker].into(), ..Dirty::default() }),
+                Err(error) => {
+                    write_failed(error.into(), Dirty { assign: true, dirs: [worker].into(), ..Dirty::default() })
+                }
             }
         }
     }
