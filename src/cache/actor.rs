@@ -411,8 +411,8 @@ impl Actor for CacheActor {
         // follows reads the same nodes.
         let added = self.session.add_watch(&self.config.path, mode, ctx.address().recipient());
         // The answer goes through a detached task: a cache stopped before it arrives never
-        // learns the watch's id, so the task removes the watch itself (else it stays on the
-        // server: its weak relay lives until an event comes, so the session sees no orphan).
+        // learns the watch's id, so the task removes the watch itself, at once (else it stays on
+        // the server until the session's next look for watches whose owner has stopped).
         let (answer, answered) = futures::channel::oneshot::channel();
         let session = self.session.clone();
         actix::spawn(async move {
