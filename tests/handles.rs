@@ -146,7 +146,7 @@ impl Handler<StopForTest> for LockActor {
     }
 }
 
-/// Issue 13, defect 5: a grant handed to a caller that has just gone away stayed with an actor
+/// Regression: a grant handed to a caller that has just gone away stayed with an actor
 /// nobody would release. Here the grant reaches the caller's reply channel and the caller drops
 /// its `acquire` future without polling it again: the handle gives the grant back, so the next
 /// participant gets the lock. The control does the same with the raw `send(Acquire)` future:
