@@ -252,9 +252,13 @@ async fn with_workers_only_describes_the_pool_starts_with_the_consumer() {
     assert_eq!(made.load(Ordering::SeqCst), 0, "building (and cloning) a config starts no worker");
     let consumer = QueueConsumerHandle::start(s.clone(), config);
     wait_until("the pool to start", || made.load(Ordering::SeqCst) == 3).await;
-    Queue::new(s.clone(), "/q").put_all((0..30).map(|i| vec![i]).collect()).await.expect("put");
+    let queue = Queue::new(s.clone(), "/q");
+    queue.put_all((0..30).map(|i| vec![i]).collect()).await.expect("put");
+    // Drained first: an `idle()` asked at once may come before the consumer has heard of the
+    // items, and rightly answer that it has nothing to do.
+    bounded("drained", queue.drained()).await.expect("drained");
     bounded("idle", consumer.idle()).await.expect("idle");
-    assert_eq!(pool.acked.load(Ordering::SeqCst), 30, "idle once every item is acked");
+    wait_until("every ack answered", || pool.acked.load(Ordering::SeqCst) == 30).await;
     consumer.stop().await;
     assert_eq!(made.load(Ordering::SeqCst), 3, "the pool is started once");
     s.close().await;
@@ -291,14 +295,11 @@ async fn idle_waits_for_in_flight_items_and_answers_at_once_when_idle() {
     bounded("idle after the last ack", idle).await.expect("task").expect("idle");
     assert_eq!(queue.len().await, Ok(0));
 
-    let waiting = actix_rt::spawn({
-        let consumer = consumer.clone();
-        async move {
-            queue.put("late").await.expect("put");
-            consumer.idle().await
-        }
-    });
+    queue.put("late").await.expect("put");
     wait_until("the late item held", || pool.held.lock().expect("held").len() == 1).await;
+    let waiting = actix_rt::spawn(consumer.idle());
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "not idle while the late item is out");
     consumer.stop().await;
     assert_eq!(
         bounded("the waiter's answer", waiting).await.expect("task"),
@@ -383,4 +384,50 @@ async fn drained_resolves_once_the_last_item_is_acked_not_when_it_is_claimed() {
     assert!(left.is_empty(), "{left:?}");
     consumer.stop().await;
     s.close().await;
+}
+
+/// Regression: a consumer whose claims' creates lost their replies to a connection reset gives
+/// those claims back on detached tasks, retried until the connection is back. `stop()` resolved
+/// at once (nothing was delivered or being claimed any more) while the claims stood, and stand
+/// they did for as long as the link was down. It must wait for those releases too.
+#[actix_rt::test]
+async fn a_consumer_stop_waits_for_claims_being_given_back_after_a_lost_reply() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let proxy = actix_zookeeper::testkit::FaultProxy::start(&zk.connect_string()).expect("proxy");
+    let root = unique_root("consumer-stop-releasing");
+    let cfg = SessionConfig::new(proxy.address()).with_chroot(&root).with_session_timeout(Duration::from_secs(10));
+    let s = connected(cfg).await.0;
+    let observer = session_at(&zk.connect_string(), &root).await;
+    observer.ensure_path("/q/claims").await.expect("claims dir");
+    Queue::new(observer.clone(), "/q").put_all((0..8u8).map(|n| vec![n]).collect()).await.expect("put");
+    proxy.set_latency(Direction::Downstream, Duration::from_secs(2));
+    let pool = Pool::default();
+    let p = pool.clone();
+    let consumer = QueueConsumerHandle::start(
+        s.clone(),
+        ConsumerConfig::new("/q")
+            .with_workers(1, move |_| PoolWorker { pool: p.clone(), ack: true })
+            .with_concurrency(4),
+    );
+    // The fault: four creates applied, their replies held by the proxy, then the connection
+    // reset (the replies are lost) and the link cut (the releases cannot get through).
+    wait_until_async("4 claims", || async { children(&observer, "/q/claims").await.len() == 4 }).await;
+    proxy.blackhole();
+    proxy.reset();
+    // The creates' `ConnectionLoss` reaches the consumer at once; it then gives the claims back
+    // on tasks of their own (stopped before that, it would give them back as claims in flight).
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    let stopping = actix_rt::spawn(consumer.stop());
+    actix_rt::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(children(&observer, "/q/claims").await.len(), 4, "the claims stand while the link is down (control)");
+    assert!(!stopping.is_finished(), "stop() resolved while its claims stood");
+    proxy.set_latency(Direction::Downstream, Duration::ZERO);
+    proxy.heal();
+    bounded("the stop", stopping).await.expect("task");
+    assert_eq!(children(&observer, "/q/claims").await, Vec::<String>::new(), "claims left after stop()");
+    assert!(pool.held.lock().expect("held").is_empty() && pool.acked.load(Ordering::SeqCst) == 0, "nothing delivered");
+    assert_eq!(s.session().await.expect("session").generation, 1, "no expiry did the cleanup");
+    s.close().await;
+    observer.close().await;
 }

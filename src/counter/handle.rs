@@ -93,7 +93,7 @@ impl SharedCountHandle {
     ///
     /// # Cancel safety
     /// The add is sent when this is called: dropping the future does not withdraw it, and it
-    /// applies once.
+    /// applies once (unless the counter is stopped meanwhile: then at most once).
     pub fn add(&self, by: i32) -> impl Future<Output = Result<VersionedCount, CounterError>> + 'static {
         super::actor::add(&self.addr, by)
     }
@@ -112,7 +112,8 @@ impl SharedCountHandle {
 
     /// Stops the counter (its node stays: a count outlives its users). Sent when called; the
     /// future resolves once the actor has stopped, and every request it had not answered has
-    /// failed with [`CounterError::Stopped`].
+    /// been answered [`CounterError::Stopped`]. A write among them may have been sent before the
+    /// stop and applied: read the count before writing again.
     ///
     /// # Cancel safety
     /// The stop is sent when this is called: dropping the future loses only the wait.

@@ -577,6 +577,17 @@ impl Handler<Stop> for ElectionActor {
 
 crate::reply::handle_told!(ElectionActor: Resign, Join);
 
+impl Handler<ResignAndStop> for ElectionActor {
+    type Result = ();
+
+    fn handle(&mut self, _: ResignAndStop, ctx: &mut Context<Self>) {
+        // Resigned first, so that the node is gone before the actor: stopping at once would
+        // leave its delete to a detached task nobody can wait for.
+        let resigned = <Self as Handler<Resign>>::handle(self, Resign { requeue: false }, ctx);
+        ctx.spawn(actix::fut::wrap_future::<_, Self>(resigned).map(|_, _, ctx| ctx.stop()));
+    }
+}
+
 impl Handler<Join> for ElectionActor {
     type Result = ();
 

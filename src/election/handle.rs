@@ -14,7 +14,7 @@ use super::actor::ElectionActor;
 use super::config::ElectionConfig;
 use super::error::ElectionError;
 use super::messages::{
-    CurrentLeader, ElectionEvent, Join, LeaderTerm, Leadership, Participants, Resign, Stop, Subscribe,
+    CurrentLeader, ElectionEvent, Join, LeaderTerm, Leadership, Participants, Resign, ResignAndStop, Subscribe,
 };
 use crate::events::EventStream;
 use crate::reply::Told;
@@ -145,22 +145,15 @@ impl ElectionHandle {
     /// Leaves the election and stops the participant. Sent when called; the future resolves
     /// once our node is deleted (after the leader actor has stopped, at most the config's
     /// `leader_stop_timeout`) and the participant has stopped. A leader hears
-    /// `LeadershipLost { Resigned }` first.
+    /// `LeadershipLost { Resigned }` first. While ZooKeeper cannot be reached, the delete is
+    /// retried and the stop waits with it (stopping without it would leave the node to the
+    /// session's expiry); bound the wait with a timeout if you must.
     ///
     /// # Cancel safety
     /// The stop is sent when this is called: dropping the future stops the participant all the
     /// same, and only the wait is lost.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
-        // A resign first, so that the node is gone before the actor: stopping at once would
-        // leave the delete to a detached task nobody can wait for. The stop follows the resign
-        // on a task of its own, so that dropping this future does not keep the participant.
-        let resigned = self.tell(Resign { requeue: false });
-        let addr = self.addr.clone();
-        actix::spawn(async move {
-            // An error: not in line (nothing to delete), or stopped already.
-            let _ = resigned.await;
-            addr.do_send(Stop);
-        });
+        self.addr.do_send(ResignAndStop);
         crate::reply::stopped(self.addr.clone())
     }
 }

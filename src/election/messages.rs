@@ -112,6 +112,12 @@ pub enum ElectionEvent {
 #[rtype(result = "()")]
 pub struct StopLeading;
 
+/// Resign, then stop once our node is deleted: what
+/// [`ElectionHandle::stop`](super::ElectionHandle::stop) sends.
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "()")]
+pub(crate) struct ResignAndStop;
+
 /// What a leader actor is told when it is started: our leader node, its version when
 /// leadership was won, and the term's fencing token. A write guarded by it
 /// ([`Fence::guarded_write`](crate::recipe::Fence::guarded_write)) fails once this term has

@@ -22,7 +22,7 @@ use tracing::{debug, info, warn};
 
 use super::QueueError;
 use super::config::{ConsumerConfig, DeliveryMode};
-use super::messages::{Delivery, Outcome, Revoked, Settle, SettleAnswering, Stop, StopReleasing, WaitIdle};
+use super::messages::{Delivery, Outcome, Released, Revoked, Settle, SettleAnswering, Stop, WaitIdle};
 use super::plan;
 use crate::error::Error;
 use crate::metrics;
@@ -55,6 +55,9 @@ impl Handler<Stop> for QueueConsumerActor {
         ctx.stop();
     }
 }
+
+/// A release running detached, as the consumer remembers it.
+type Release = futures::future::Shared<futures::future::LocalBoxFuture<'static, ()>>;
 
 struct InFlight {
     /// `None` in at-most-once mode (the item is already gone).
@@ -94,8 +97,10 @@ pub struct QueueConsumerActor {
     listing: bool,
     /// A listing has returned on the current session (idle means something only after one).
     listed: bool,
-    /// Callers of [`StopReleasing`], told once the claims are given back after the stop.
-    stop_waiters: Vec<oneshot::Sender<()>>,
+    /// Releases running detached (claims given back), which a stop waits for.
+    releases: Vec<Release>,
+    /// Set to `true` once the consumer has stopped and every claim it held is given back.
+    released: Option<tokio::sync::watch::Sender<bool>>,
     /// Callers waiting until the consumer is idle ([`WaitIdle`]).
     idle_waiters: Vec<Pending<Result<(), QueueError>>>,
     relist: bool,
@@ -134,7 +139,8 @@ impl QueueConsumerActor {
             listing: false,
             listed: false,
             idle_waiters: Vec::new(),
-            stop_waiters: Vec::new(),
+            releases: Vec::new(),
+            released: Some(tokio::sync::watch::channel(false).0),
             relist: false,
             generation: 0,
             next_worker: 0,
@@ -149,12 +155,37 @@ impl QueueConsumerActor {
         }
     }
 
+    /// Turns `true` once this consumer has stopped and every claim it held is given back.
+    pub(crate) fn released(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
+        self.released.as_ref().map(tokio::sync::watch::Sender::subscribe)
+    }
+
     fn item_path(&self, id: &str) -> String {
         path::join(&self.config.queue, id)
     }
 
     fn free(&self) -> usize {
-        self.config.limit().saturating_sub(self.in_flight.len() + self.claiming.len())
+        // A claim being given back still takes its slot: a consumer of concurrency 1 takes the
+        // next item only once the one before is settled or given back (strict order).
+        self.config.limit().saturating_sub(self.in_flight.len() + self.claiming.len() + self.releasing.len())
+    }
+
+    /// Runs a release on a detached task (it outlives a stop: a future in the context is
+    /// dropped, and a request nobody awaits is never sent), remembered so that a stop waits for
+    /// it ([`QueueConsumerHandle::stop`](super::QueueConsumerHandle::stop) resolves once every
+    /// claim is given back). Resolves when it is done.
+    fn detached<T: 'static>(
+        &mut self,
+        release: impl std::future::Future<Output = T> + 'static,
+    ) -> impl std::future::Future<Output = ()> + 'static {
+        let running = actix::spawn(release);
+        let done: Release = futures::future::FutureExt::shared(Box::pin(async move {
+            let _ = running.await;
+        })
+            as futures::future::LocalBoxFuture<'static, ()>);
+        self.releases.retain(|release| release.peek().is_none());
+        self.releases.push(done.clone());
+        done
     }
 
     /// Looks for work: claims the next items of the plan while there is room, and lists the
@@ -246,6 +277,8 @@ impl QueueConsumerActor {
                 }
                 Err(err) => match act.backoff.verdict(&err) {
                     Verdict::RetryAfter(delay) => {
+                        // What the last listing found is no longer known to be all there is.
+                        act.listed = false;
                         debug!(parent: &act.span, error = %err, "listing failed; retrying");
                         ctx.run_later(delay, |act, ctx| act.fill(ctx));
                     }
@@ -334,7 +367,8 @@ impl QueueConsumerActor {
                                 }
                             };
                             act.releasing.insert(id.clone());
-                            ctx.spawn(detached(release).into_actor(act).map(move |_, act, ctx| {
+                            let release = act.detached(release);
+                            ctx.spawn(release.into_actor(act).map(move |_, act, ctx| {
                                 act.releasing.remove(&id);
                                 act.fill(ctx)
                             }));
@@ -353,15 +387,16 @@ impl QueueConsumerActor {
                         (Err(err), _) => {
                             // The create may have happened: if the claim is ours, give it back.
                             debug!(parent: &act.span, %id, error = %err, "claim outcome unknown; checking");
-                            act.candidates.push_front(id.clone());
                             // Ours only if it holds our id: another consumer on this session
                             // may have claimed the item meanwhile.
                             let ours = Some(act.config.consumer_id.clone().into_bytes());
-                            let release = detached(delete_own_ephemeral_holding(pinned, claim_path, ours));
+                            let release = act.detached(delete_own_ephemeral_holding(pinned, claim_path, ours));
                             let verdict = act.backoff.verdict(&err);
                             act.releasing.insert(id.clone());
                             ctx.spawn(release.into_actor(act).map(move |_, act, ctx| {
+                                // Still to be tried first, now that no claim of ours is on it.
                                 act.releasing.remove(&id);
+                                act.candidates.push_front(id);
                                 match verdict {
                                     Verdict::RetryAfter(delay) => {
                                         ctx.run_later(delay, |act, ctx| act.fill(ctx));
@@ -480,8 +515,8 @@ impl QueueConsumerActor {
     /// Releases a claim without counting an attempt.
     fn give_back(&mut self, id: String, claim: Option<String>, token: FencingToken) {
         if let Some(claim) = claim {
-            // Detached, like every release: it must outlive a stop.
-            actix::spawn(delete_fenced(self.session.pinned(self.generation), claim, token.0));
+            let release = self.detached(delete_fenced(self.session.pinned(self.generation), claim, token.0));
+            actix::spawn(release);
         } else {
             warn!(parent: &self.span, %id, "at-most-once item could not be delivered and is lost");
         }
@@ -593,7 +628,7 @@ impl Actor for QueueConsumerActor {
     fn stopped(&mut self, _: &mut Self::Context) {
         // Give claimed items back at once rather than when the session ends. Detached: futures
         // of a stopped actor are dropped, and a dropped request is never handled by the session.
-        let mut releases: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
+        let mut releases: Vec<futures::future::LocalBoxFuture<'static, ()>> = Vec::new();
         for (id, flight) in self.in_flight.drain() {
             if let Some(claim) = flight.claim {
                 let deleted = delete_fenced(self.session.pinned(flight.generation), claim, flight.token.0);
@@ -618,22 +653,23 @@ impl Actor for QueueConsumerActor {
                 }));
             }
         }
-        let waiters = std::mem::take(&mut self.stop_waiters);
+        // And the releases already running (claims that went wrong, items given back).
+        releases.extend(self.releases.drain(..).map(|release| Box::pin(release) as _));
+        let released = self.released.take();
         actix::spawn(async move {
             futures::future::join_all(releases).await;
-            for waiter in waiters {
-                let _ = waiter.send(());
+            if let Some(released) = released {
+                let _ = released.send(true);
             }
         });
     }
 }
 
-impl Handler<StopReleasing> for QueueConsumerActor {
-    type Result = ();
+impl Handler<Released> for QueueConsumerActor {
+    type Result = Option<tokio::sync::watch::Receiver<bool>>;
 
-    fn handle(&mut self, msg: StopReleasing, ctx: &mut Context<Self>) {
-        self.stop_waiters.push(msg.released);
-        <Self as Handler<Stop>>::handle(self, Stop, ctx);
+    fn handle(&mut self, _: Released, _: &mut Context<Self>) -> Self::Result {
+        self.released()
     }
 }
 
@@ -718,17 +754,6 @@ impl QueueConsumerActor {
         if !std::mem::replace(&mut self.flush_scheduled, true) {
             ctx.notify(Flush);
         }
-    }
-}
-
-/// Runs a release on a detached task (it outlives a stop: a future in the context is dropped, and
-/// a request nobody awaits is never sent) and resolves when it is done.
-fn detached<T: 'static>(
-    release: impl std::future::Future<Output = T> + 'static,
-) -> impl std::future::Future<Output = ()> + 'static {
-    let running = actix::spawn(release);
-    async move {
-        let _ = running.await;
     }
 }
 
@@ -845,11 +870,12 @@ impl QueueConsumerActor {
                         act.finish(failed, Err(QueueError::ZooKeeper(*source)));
                     } else {
                         // Give the item back rather than keep it claimed.
-                        actix::spawn(delete_fenced(
+                        let release = act.detached(delete_fenced(
                             act.session.pinned(failed.generation),
                             failed.claim.clone(),
                             failed.token.0,
                         ));
+                        actix::spawn(release);
                         act.finish(failed, Err(QueueError::ZooKeeper(*source)));
                     }
                     if !batch.is_empty() {

@@ -14,7 +14,7 @@ use actix::prelude::*;
 use super::config::ConsumerConfig;
 use super::consumer::QueueConsumerActor;
 use super::error::QueueError;
-use super::messages::{StopReleasing, WaitIdle};
+use super::messages::{Released, Stop, WaitIdle};
 use crate::reply::ask;
 use crate::session::SessionHandle;
 
@@ -34,6 +34,9 @@ use crate::session::SessionHandle;
 pub struct QueueConsumerHandle {
     addr: Addr<QueueConsumerActor>,
     queue: String,
+    /// Turns `true` once the consumer has stopped and given its claims back (known from the
+    /// start for a handle that started the consumer).
+    released: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 impl QueueConsumerHandle {
@@ -41,12 +44,14 @@ impl QueueConsumerHandle {
     /// config describes; it begins once the session is up.
     pub fn start(session: SessionHandle, config: ConsumerConfig) -> QueueConsumerHandle {
         let queue = config.queue().to_owned();
-        QueueConsumerHandle { addr: QueueConsumerActor::new(session, config).start(), queue }
+        let consumer = QueueConsumerActor::new(session, config);
+        let released = consumer.released();
+        QueueConsumerHandle { addr: consumer.start(), queue, released }
     }
 
     /// A handle to a running consumer of the queue at `queue`.
     pub fn new(addr: Addr<QueueConsumerActor>, queue: impl Into<String>) -> QueueConsumerHandle {
-        QueueConsumerHandle { addr, queue: queue.into() }
+        QueueConsumerHandle { addr, queue: queue.into(), released: None }
     }
 
     /// The actor, for sending messages.
@@ -74,12 +79,20 @@ impl QueueConsumerHandle {
     /// # Cancel safety
     /// The stop is sent when this is called: dropping the future loses only the wait.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
-        let (released, given_back) = futures::channel::oneshot::channel();
-        self.addr.do_send(StopReleasing { released });
+        // Asked before the stop, so that it is answered first (a handle made from an address
+        // does not know the signal yet).
+        let asked = match &self.released {
+            Some(released) => futures::future::Either::Left(std::future::ready(Ok(Some(released.clone())))),
+            None => futures::future::Either::Right(self.addr.send(Released)),
+        };
+        self.addr.do_send(Stop);
         let stopped = crate::reply::stopped(self.addr.clone());
         async move {
-            // `Err`: the consumer had stopped already, and its claims went then.
-            let _ = given_back.await;
+            // `None` or an error: the consumer had stopped already and nothing says when its
+            // releases ended; they were sent when it stopped.
+            if let Ok(Some(mut released)) = asked.await {
+                let _ = released.wait_for(|given_back| *given_back).await;
+            }
             stopped.await;
         }
     }

@@ -97,14 +97,12 @@ pub struct WaitIdle;
 #[rtype(result = "()")]
 pub struct Stop;
 
-/// [`Stop`], and tell `released` once the claims the consumer held are given back (their
-/// deletes answered): what [`QueueConsumerHandle::stop`](super::QueueConsumerHandle::stop)
-/// sends.
+/// The signal that turns `true` once the consumer has stopped and its claims are given back
+/// (`None` once it has stopped): what a [`QueueConsumerHandle`](super::QueueConsumerHandle) made
+/// from an address asks for before it stops the consumer.
 #[derive(Message, Debug)]
-#[rtype(result = "()")]
-pub(crate) struct StopReleasing {
-    pub(crate) released: futures::channel::oneshot::Sender<()>,
-}
+#[rtype(result = "Option<tokio::sync::watch::Receiver<bool>>")]
+pub(crate) struct Released;
 
 /// [`Settle`] answered on a channel the worker's future owns: what [`Delivery`] sends, so that
 /// the settlement is handled whether or not that future is still there.

@@ -80,7 +80,8 @@ impl TaskMasterHandle {
 
     /// Leaves the election (a master ends its term and hands over at once) and stops the
     /// candidate ([`StopMaster`]). Sent when called; the future resolves once its election node
-    /// is deleted and the candidate has stopped.
+    /// is deleted and the candidate has stopped. While ZooKeeper cannot be reached, the delete is
+    /// retried and the stop (and any request to the candidate) waits with it.
     ///
     /// # Cancel safety
     /// The stop is sent when this is called: dropping the future loses only the wait.

@@ -292,7 +292,14 @@ static SHARED: std::sync::Mutex<Option<ZkServer>> = std::sync::Mutex::new(None);
 /// Stops the shared server when the process exits (statics are never dropped; without this the
 /// JVM would live until the forking thread's death signal, and its directory would stay).
 extern "C" fn stop_shared_server() {
-    if let Ok(mut shared) = SHARED.lock() {
+    // Never waits: a thread still holding the lock at exit would hang the process. A lock
+    // poisoned by a panicking test still holds the server.
+    let shared = match SHARED.try_lock() {
+        Ok(shared) => Some(shared),
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    };
+    if let Some(mut shared) = shared {
         drop(shared.take());
     }
 }
