@@ -334,3 +334,38 @@ async fn one_subscriber_of_two_lock_handles_tells_their_events_apart() {
     a.close().await;
     b.close().await;
 }
+
+/// A lock's and a semaphore's `stop()` give back what they hold (or leave the line) and resolve
+/// only once the node is deleted: their session goes through a proxy that delays requests by
+/// 300 ms, and the nodes are read on another session the moment `stop()` resolves.
+#[actix_rt::test]
+async fn lock_and_semaphore_stops_resolve_once_their_nodes_are_gone() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("stop-lock");
+    let proxy = actix_zookeeper::testkit::FaultProxy::start(&zk.connect_string()).expect("proxy");
+    let s = session_at(&proxy.address(), &root).await;
+    let observer = session_at(&zk.connect_string(), &root).await;
+    let holder = LockHandle::start(s.clone(), LockConfig::new("/l").with_participant_id("holder"));
+    let waiter = LockHandle::start(s.clone(), LockConfig::new("/l").with_participant_id("waiter"));
+    let pool = SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/p", 1));
+    holder.acquire(None).await.expect("holder");
+    let waiting = actix_rt::spawn(waiter.acquire(None));
+    pool.acquire(None).await.expect("lease");
+    wait_until_async("two in line", || async { children(&observer, "/l").await.len() == 2 }).await;
+    assert_eq!(children(&observer, "/p/leases").await.len(), 1, "the lease is held (control)");
+
+    proxy.set_latency(actix_zookeeper::testkit::Direction::Upstream, Duration::from_millis(300));
+    bounded("the waiter's stop", waiter.stop()).await;
+    assert!(!waiter.addr().connected(), "stopped once stop() resolved");
+    assert_eq!(children(&observer, "/l").await.len(), 1, "the waiter left the line before stop() resolved");
+    assert!(bounded("the dropped wait", waiting).await.expect("task").is_err(), "its acquire is answered");
+    bounded("the holder's stop", holder.stop()).await;
+    assert_eq!(children(&observer, "/l").await, Vec::<String>::new(), "released before stop() resolved");
+    assert_eq!(holder.acquire(None).await, Err(LockError::Stopped { dir: "/l".into() }));
+    bounded("the pool's stop", pool.stop()).await;
+    assert_eq!(children(&observer, "/p/leases").await, Vec::<String>::new(), "the lease is back");
+    proxy.set_latency(actix_zookeeper::testkit::Direction::Upstream, Duration::ZERO);
+    observer.close().await;
+    s.close().await;
+}

@@ -12,7 +12,7 @@ use super::config::LockConfig;
 use super::error::LockError;
 use super::grant::LockGrant;
 use super::holding::{self, LockWaiter};
-use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, Subscribe, TryAcquire};
+use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, ReleaseAndStop, Subscribe, TryAcquire};
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, Holder, HolderHost};
@@ -152,6 +152,15 @@ impl Handler<Release> for LockActor {
 }
 
 crate::reply::handle_told!(LockActor: Release);
+
+impl Handler<ReleaseAndStop> for LockActor {
+    type Result = ();
+
+    fn handle(&mut self, _: ReleaseAndStop, ctx: &mut Context<Self>) {
+        let dir = self.config.dir.clone();
+        holding::release_and_stop(self, &dir, ctx);
+    }
+}
 
 impl Handler<Asked<Acquire>> for LockActor {
     type Result = ();

@@ -20,7 +20,7 @@ use super::actor::LockActor;
 use super::config::{LockConfig, SemaphoreConfig};
 use super::error::LockError;
 use super::grant::LockGrant;
-use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, Subscribe, TryAcquire};
+use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, ReleaseAndStop, Subscribe, TryAcquire};
 use super::semaphore::SemaphoreActor;
 use crate::events::EventStream;
 use crate::recipe::FencingToken;
@@ -124,6 +124,17 @@ impl LockHandle {
     pub fn subscribe(&self, recipient: Recipient<LockEvent>) {
         self.addr.do_send(Subscribe { recipient });
     }
+
+    /// Gives back what it holds (or leaves the line) and stops the actor. Sent when called; the
+    /// future resolves once our node is deleted and the actor has stopped. While ZooKeeper
+    /// cannot be reached, the delete is retried and the stop waits with it.
+    ///
+    /// # Cancel safety
+    /// The stop is sent when this is called: dropping the future loses only the wait.
+    pub fn stop(&self) -> impl Future<Output = ()> + 'static {
+        self.addr.do_send(ReleaseAndStop);
+        crate::reply::stopped(self.addr.clone())
+    }
 }
 
 /// A cloneable handle to one participant of a counting semaphore (a [`SemaphoreActor`]).
@@ -199,6 +210,17 @@ impl SemaphoreHandle {
     /// use [`events`](Self::events), which cannot go silent).
     pub fn subscribe(&self, recipient: Recipient<LockEvent>) {
         self.addr.do_send(Subscribe { recipient });
+    }
+
+    /// Gives back what it holds (or leaves the line) and stops the actor. Sent when called; the
+    /// future resolves once our node is deleted and the actor has stopped. While ZooKeeper
+    /// cannot be reached, the delete is retried and the stop waits with it.
+    ///
+    /// # Cancel safety
+    /// The stop is sent when this is called: dropping the future loses only the wait.
+    pub fn stop(&self) -> impl Future<Output = ()> + 'static {
+        self.addr.do_send(ReleaseAndStop);
+        crate::reply::stopped(self.addr.clone())
     }
 }
 

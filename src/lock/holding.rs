@@ -177,6 +177,16 @@ where
     })
 }
 
+/// `ReleaseAndStop` for a lock-shaped host: give the grant back (or leave the line), then stop
+/// once its node is deleted, so that a stop can be awaited past the delete.
+pub(super) fn release_and_stop<H>(host: &mut H, dir: &str, ctx: &mut Context<H>)
+where
+    H: HolderHost<Grant = LockGrant, Waiter = LockWaiter>,
+{
+    let released = release(host, dir, ctx);
+    ctx.spawn(actix::fut::wrap_future::<_, H>(released).map(|_, _, ctx| ctx.stop()));
+}
+
 /// `GiveBack` for a lock-shaped host: a caller handed the grant with `token` did not take it; the
 /// grant is released once no caller it was handed to has it.
 pub(super) fn give_back<H>(host: &mut H, token: FencingToken, ctx: &mut Context<H>)

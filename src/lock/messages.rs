@@ -45,6 +45,13 @@ pub struct GiveBack {
     pub token: FencingToken,
 }
 
+/// Give the grant back (or leave the line), then stop once our node is deleted: what
+/// [`LockHandle::stop`](super::LockHandle::stop) and
+/// [`SemaphoreHandle::stop`](super::SemaphoreHandle::stop) send.
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "()")]
+pub(crate) struct ReleaseAndStop;
+
 /// Send every [`LockEvent`] of this lock actor to `recipient`.
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "()")]

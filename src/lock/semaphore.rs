@@ -20,7 +20,7 @@ use super::config::SemaphoreConfig;
 use super::error::LockError;
 use super::grant::LockGrant;
 use super::holding::{self, LockWaiter};
-use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, Subscribe};
+use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, ReleaseAndStop, Subscribe};
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::path;
@@ -197,6 +197,15 @@ impl Handler<Release> for SemaphoreActor {
 }
 
 crate::reply::handle_told!(SemaphoreActor: Release);
+
+impl Handler<ReleaseAndStop> for SemaphoreActor {
+    type Result = ();
+
+    fn handle(&mut self, _: ReleaseAndStop, ctx: &mut Context<Self>) {
+        let dir = self.config.dir.clone();
+        holding::release_and_stop(self, &dir, ctx);
+    }
+}
 
 impl Handler<Asked<Acquire>> for SemaphoreActor {
     type Result = ();
