@@ -10,7 +10,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use actix::prelude::*;
 use actix_zookeeper::election::{ElectionConfig, ElectionError, ElectionHandle};
 use actix_zookeeper::lock::*;
 use actix_zookeeper::prelude::*;
@@ -98,8 +97,7 @@ async fn a_stopped_actor_is_a_typed_error_not_a_mailbox_error() {
     let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
     let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/e"));
     election.stop().await;
-    lock.addr().do_send(StopForTest);
-    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    lock.stop().await;
     assert_eq!(lock.acquire(None).await, Err(LockError::Stopped { dir: "/l".into() }));
     assert_eq!(lock.release().await, Err(LockError::Stopped { dir: "/l".into() }));
     assert_eq!(election.leader().await, Err(ElectionError::Stopped { path: "/e".into() }));
@@ -130,20 +128,6 @@ async fn an_election_stop_resolves_once_the_participant_and_its_node_are_gone() 
     assert_eq!(election.leader().await, Err(ElectionError::Stopped { path: "/e".into() }));
     observer.close().await;
     s.close().await;
-}
-
-/// Stops a lock actor from outside (the lock has no `Stop` of its own: dropping its last
-/// address is how a program stops it, and the test keeps one).
-#[derive(Message)]
-#[rtype(result = "()")]
-struct StopForTest;
-
-impl Handler<StopForTest> for LockActor {
-    type Result = ();
-
-    fn handle(&mut self, _: StopForTest, ctx: &mut actix::Context<Self>) {
-        ctx.stop();
-    }
 }
 
 /// Regression: a grant handed to a caller that has just gone away stayed with an actor

@@ -29,7 +29,7 @@ use crate::metrics;
 use crate::path;
 use crate::recipe::FencingToken;
 use crate::recipe::fencing::{FencedDelete, delete_fenced, delete_own_ephemeral_holding};
-use crate::reply::{Pending, Reply};
+use crate::reply::{Answer, Pending, Reply};
 use crate::retry::{Backoff, RetryPolicy, Verdict};
 use crate::session::requests::{CreateMode, NodeData, Op};
 use crate::session::{PinnedSession, SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
@@ -813,8 +813,13 @@ impl QueueConsumerActor {
         );
         // Detached: a consumer that stops while the batch is out must not leave its workers with
         // a wrong answer (a dropped reply reads as `Revoked`, "nothing removed", though the
-        // `multi` applies). Without us, the task answers them itself.
-        let (back, settled_back) = oneshot::channel();
+        // `multi` applies). Without us, the task answers them itself; and an outcome that reached
+        // us just as we stopped, unread in the channel, is answered by the channel's drop.
+        let (back, settled_back) = Answer::channel(|unread: Option<(Result<(), Error>, Vec<PendingSettle>)>| {
+            if let Some((settled, batch)) = unread {
+                answer_without_consumer(settled, batch);
+            }
+        });
         actix::spawn(async move {
             let settled = settled.await;
             if let Err((settled, batch)) = back.send((settled, batch)) {
