@@ -124,9 +124,6 @@ pub struct SharedCount {
     subscribers: Subscribers<CountChanged>,
     /// Delay before reading again after a failed read that no session event will follow.
     backoff: Backoff,
-    /// Where our watches deliver: our own address, kept weakly (a strong one in our own field
-    /// would keep us alive); `None` until started.
-    watcher: Option<actix::WeakRecipient<WatchEvent>>,
     span: tracing::Span,
 }
 
@@ -148,7 +145,6 @@ impl SharedCount {
             in_flight: HashMap::new(),
             subscribers: Subscribers::new(),
             backoff,
-            watcher: None,
             span,
         }
     }
@@ -208,7 +204,8 @@ impl SharedCount {
             self.reader.again = true;
             return;
         }
-        let watch = if self.watches > 0 { None } else { self.watcher.as_ref().and_then(|watcher| watcher.upgrade()) };
+        // The session holds a watch's owner weakly: our address does not keep us alive.
+        let watch = if self.watches > 0 { None } else { Some(ctx.address().recipient()) };
         let create = std::mem::take(&mut self.reader.create);
         let waiters = std::mem::take(&mut self.reader.queued);
         self.reader = Reader { busy: true, watched: watch.is_some(), ..Reader::default() };
@@ -406,7 +403,6 @@ impl Actor for SharedCount {
             self.invalid = Some(err);
             return;
         }
-        self.watcher = Some(ctx.address().recipient::<WatchEvent>().downgrade());
         self.session.subscribe(ctx.address().recipient());
         self.refresh(true, ctx);
     }

@@ -183,6 +183,8 @@ impl QueueConsumerActor {
             let _ = running.await;
         })
             as futures::future::LocalBoxFuture<'static, ()>);
+        // Driven on its own too, so that it completes (and is forgotten) even if nobody awaits it.
+        actix::spawn(done.clone());
         self.releases.retain(|release| release.peek().is_none());
         self.releases.push(done.clone());
         done
@@ -515,8 +517,8 @@ impl QueueConsumerActor {
     /// Releases a claim without counting an attempt.
     fn give_back(&mut self, id: String, claim: Option<String>, token: FencingToken) {
         if let Some(claim) = claim {
-            let release = self.detached(delete_fenced(self.session.pinned(self.generation), claim, token.0));
-            actix::spawn(release);
+            // Runs on its own; the stop waits for it.
+            drop(self.detached(delete_fenced(self.session.pinned(self.generation), claim, token.0)));
         } else {
             warn!(parent: &self.span, %id, "at-most-once item could not be delivered and is lost");
         }
@@ -875,12 +877,11 @@ impl QueueConsumerActor {
                         act.finish(failed, Err(QueueError::ZooKeeper(*source)));
                     } else {
                         // Give the item back rather than keep it claimed.
-                        let release = act.detached(delete_fenced(
+                        drop(act.detached(delete_fenced(
                             act.session.pinned(failed.generation),
                             failed.claim.clone(),
                             failed.token.0,
-                        ));
-                        actix::spawn(release);
+                        )));
                         act.finish(failed, Err(QueueError::ZooKeeper(*source)));
                     }
                     if !batch.is_empty() {
