@@ -530,10 +530,13 @@ async fn killing_the_ensemble_member_of_the_holder_keeps_the_lock_exclusive() {
     init_tracing();
     let mut ensemble = actix_zookeeper::testkit::ZkEnsemble::start(3).expect("ensemble");
     let root = unique_root("ensemble-lock");
+    // 20 s: with the tests running side by side on two cores, the two members left once took
+    // over 10 s to elect a leader, and a conservative holder gives up after a session timeout
+    // offline. The point is the fail-over within the session, not its speed.
     let cfg = || {
         SessionConfig::new(ensemble.connect_string())
             .with_chroot(root.clone())
-            .with_session_timeout(Duration::from_secs(10))
+            .with_session_timeout(Duration::from_secs(20))
     };
     let (a, _) = connected(cfg()).await;
     let (b, _) = connected(cfg()).await;
