@@ -27,7 +27,10 @@
 //!   make, on the caller's thread; `floor_acq_per_s`, `floor_ratio_to_bare_lock`).
 //! - **W3**: leader election hand-off: 3 [`ElectionActor`]s on 3 sessions; the leader resigns
 //!   (`Resign { requeue: true }`) 5 warm-up then 50 measured times, each timed from just before
-//!   the `Resign` is sent to the next leader's `LeadershipAcquired` reaching its subscriber.
+//!   the `Resign` is sent to the next leader's `LeadershipAcquired` reaching its subscriber,
+//!   each after 20 ms of quiet. `ratio_to_floor` is over the raw delete → notification p50
+//!   sampled after the same quiet (`zk_delete_notify_p50_us`); `ratio_to_warm_floor` over the
+//!   same floor sampled back to back (`zk_delete_notify_warm_p50_us`, the floor before session 13).
 //! - **W4**: distributed queue: one producer session puts 5000 items of 100 bytes (`put_all`,
 //!   100 per call) while 4 [`QueueConsumerActor`]s on 4 sessions consume them (4 workers each,
 //!   128 in flight per consumer; `W4_WORKERS`, `W4_CONCURRENCY`, `W4_BATCH` override these), once
@@ -112,6 +115,15 @@ enum Server {
 
 fn main() {
     let selected = parse_workloads();
+    // Diagnostics only: `RUST_LOG=actix_zookeeper=debug` prints every recipe step with its time.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .with_thread_names(true)
+            .with_timer(tracing_subscriber::fmt::time::uptime())
+            .init();
+    }
 
     let external = std::env::var("ZK").ok().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
     let members = std::env::var("ZK_ENSEMBLE").ok().and_then(|n| n.trim().parse::<usize>().ok()).filter(|n| *n > 1);
