@@ -95,7 +95,7 @@ type Run = fn(String) -> LocalBoxFuture<'static, Vec<String>>;
 /// A new workload is a new file and one line here.
 const WORKLOADS: &[(&str, Run)] = &[
     ("W1", |c| Box::pin(async move { w1_lock_cycle::w1(&c).await })),
-    ("W2", |c| Box::pin(async move { vec![w2_lock_contention::w2(&c).await] })),
+    ("W2", |c| Box::pin(async move { w2_lock_contention::w2(&c).await })),
     // The default placement, then the participants on their sessions' threads (the opt-in).
     ("W3", |c| {
         Box::pin(async move { vec![w3_election_handoff::w3(&c, false).await, w3_election_handoff::w3(&c, true).await] })

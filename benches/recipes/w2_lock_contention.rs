@@ -12,8 +12,13 @@ pub(crate) const W2_ACQUISITIONS: usize = 2000;
 pub(crate) const W2_ROUNDS: usize = 5;
 
 /// One measured pass of the lock actors: (acquisitions per second, waits, violations,
-/// requests per acquisition).
-async fn pass(connect: &str, locks: &[Addr<LockActor>]) -> (f64, Vec<u128>, usize, f64) {
+/// requests per acquisition). With `threads`, each lock's caller runs on that thread (the lock's
+/// session's, where its actor runs too), otherwise on this one.
+async fn pass(
+    connect: &str,
+    locks: &[Addr<LockActor>],
+    threads: Option<&[actix::ArbiterHandle]>,
+) -> (f64, Vec<u128>, usize, f64) {
     let tickets = Arc::new(AtomicUsize::new(0));
     let holds = Arc::new(HoldLog::new());
     let packets = packets_received(connect).unwrap_or(0);
@@ -21,9 +26,10 @@ async fn pass(connect: &str, locks: &[Addr<LockActor>]) -> (f64, Vec<u128>, usiz
     let loops: Vec<_> = locks
         .iter()
         .cloned()
-        .map(|lock| {
+        .enumerate()
+        .map(|(i, lock)| {
             let (tickets, holds) = (tickets.clone(), holds.clone());
-            actix::spawn(async move {
+            let caller = async move {
                 let mut waits = Vec::new();
                 while tickets.fetch_add(1, Ordering::SeqCst) < W2_ACQUISITIONS {
                     let t = Instant::now();
@@ -38,12 +44,25 @@ async fn pass(connect: &str, locks: &[Addr<LockActor>]) -> (f64, Vec<u128>, usiz
                     release(&lock).await;
                 }
                 waits
-            })
+            };
+            let (done, finished) = futures::channel::oneshot::channel();
+            let report = async move {
+                let _ = done.send(caller.await);
+            };
+            match threads {
+                Some(threads) => {
+                    threads[i].spawn(report);
+                }
+                None => {
+                    actix::spawn(report);
+                }
+            }
+            finished
         })
         .collect();
     let mut waits = Vec::with_capacity(W2_ACQUISITIONS);
-    for handle in loops {
-        waits.extend(handle.await.expect("W2 loop finished"));
+    for finished in loops {
+        waits.extend(finished.await.expect("W2 loop finished"));
     }
     let elapsed = started.elapsed();
     let requests = packets_received(connect).unwrap_or(0).saturating_sub(packets) as f64 / W2_ACQUISITIONS as f64;
@@ -52,7 +71,7 @@ async fn pass(connect: &str, locks: &[Addr<LockActor>]) -> (f64, Vec<u128>, usiz
     (per_second(W2_ACQUISITIONS, elapsed), waits, holds.violations(), requests)
 }
 
-pub(crate) async fn w2(connect: &str) -> String {
+pub(crate) async fn w2(connect: &str) -> Vec<String> {
     let root = testkit::unique_root("bench-w2");
     eprintln!("W2: root {root}");
     let raw = raw_baseline(connect, &root).await;
@@ -65,43 +84,69 @@ pub(crate) async fn w2(connect: &str) -> String {
     }
     let locks: Vec<Addr<LockActor>> =
         sessions.iter().map(|s| LockActor::new(s.clone(), LockConfig::new("/bench/lock")).start()).collect();
+    // The opt-in: each lock actor and its caller on its session's thread (`SessionHandle::arbiter`).
+    let threads: Vec<actix::ArbiterHandle> =
+        sessions.iter().map(|s| s.arbiter().expect("the session runs").clone()).collect();
+    let session_thread_locks: Vec<Addr<LockActor>> = sessions
+        .iter()
+        .zip(&threads)
+        .map(|(session, thread)| {
+            let session = session.clone();
+            LockActor::start_in_arbiter(thread, move |_| {
+                LockActor::new(session, LockConfig::new("/bench/lock-session-thread"))
+            })
+        })
+        .collect();
 
     // Interleaved rounds (the bare client's lock, then the lock actors), so that the server's
     // warm-up favours nobody; medians are reported, with every round's rate.
     let (mut bare, mut floor, mut ours, mut passes) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut ours_st, mut passes_st) = (Vec::new(), Vec::new());
     for round in 0..W2_ROUNDS {
         eprintln!("W2: round {} of {W2_ROUNDS}: {W2_CLIENTS} clients, {W2_ACQUISITIONS} acquisitions", round + 1);
         let dir = format!("{root}/bare-{round}");
         bare.push(bare_lock::run(connect, &dir, W2_CLIENTS, 0, W2_ACQUISITIONS, ClientThread::Caller).await.acq_per_s);
         floor.push(floor_lock::run(connect, &format!("{root}/floor-{round}"), W2_CLIENTS, 0, W2_ACQUISITIONS).await);
-        let measured = pass(connect, &locks).await;
+        let measured = pass(connect, &locks, None).await;
         ours.push(measured.0);
         passes.push(measured);
+        let measured = pass(connect, &session_thread_locks, Some(&threads)).await;
+        ours_st.push(measured.0);
+        passes_st.push(measured);
     }
     drop(locks);
+    drop(session_thread_locks);
     for session in &sessions {
         session.close().await;
     }
-    let violations: usize = passes.iter().map(|p| p.2).sum();
+    let violations: usize = passes.iter().chain(&passes_st).map(|p| p.2).sum();
     fail_unless_sound("W2", &[("overlapping or out-of-order holds", violations)]);
-    let (i, acq_per_s) = median(&ours);
     let (_, bare_median) = median(&bare);
     let (_, floor_median) = median(&floor);
-    let (_, waits, _, requests) = &mut passes[i];
-
-    format!(
-        "{{\"lib\":\"{LIB}\",\"workload\":\"W2\",\"clients\":{W2_CLIENTS},\"acquisitions\":{W2_ACQUISITIONS},\
-         \"rounds\":{W2_ROUNDS},\"acq_per_s\":{acq_per_s:.1},\"acq_per_s_rounds\":{},\"wait_p50_us\":{},\
-         \"wait_p99_us\":{},\"violations\":{violations},\"zk_rtt_p50_us\":{},\"bare_lock_acq_per_s\":{bare_median:.1},\
-         \"bare_lock_rounds\":{},\"ratio_to_bare_lock\":{:.2},\"zk_requests_per_acquisition\":{requests:.2},\
-         \"floor_acq_per_s\":{floor_median:.1},\"floor_rounds\":{},\"floor_ratio_to_bare_lock\":{:.2}}}",
-        rates(&ours),
-        percentile(waits, 50.0),
-        percentile(waits, 99.0),
-        raw.rtt_p50,
-        rates(&bare),
-        acq_per_s / bare_median,
-        rates(&floor),
-        floor_median / bare_median,
-    )
+    [("default", ours, passes), ("session-thread", ours_st, passes_st)]
+        .into_iter()
+        .map(|(placement, ours, mut passes)| {
+            let (i, acq_per_s) = median(&ours);
+            let violations: usize = passes.iter().map(|p| p.2).sum();
+            let (_, waits, _, requests) = &mut passes[i];
+            format!(
+                "{{\"lib\":\"{LIB}\",\"workload\":\"W2\",\"placement\":\"{placement}\",\"clients\":{W2_CLIENTS},\
+                 \"acquisitions\":{W2_ACQUISITIONS},\"rounds\":{W2_ROUNDS},\"acq_per_s\":{acq_per_s:.1},\
+                 \"acq_per_s_rounds\":{},\"wait_p50_us\":{},\"wait_p99_us\":{},\"violations\":{violations},\
+                 \"zk_rtt_p50_us\":{},\"bare_lock_acq_per_s\":{bare_median:.1},\"bare_lock_rounds\":{},\
+                 \"ratio_to_bare_lock\":{:.2},\"zk_requests_per_acquisition\":{requests:.2},\
+                 \"floor_acq_per_s\":{floor_median:.1},\"floor_rounds\":{},\"floor_ratio_to_bare_lock\":{:.2},\
+                 \"ratio_to_floor\":{:.2}}}",
+                rates(&ours),
+                percentile(waits, 50.0),
+                percentile(waits, 99.0),
+                raw.rtt_p50,
+                rates(&bare),
+                acq_per_s / bare_median,
+                rates(&floor),
+                floor_median / bare_median,
+                acq_per_s / floor_median,
+            )
+        })
+        .collect()
 }
