@@ -11,6 +11,9 @@ use super::process::{QUORUM_MAIN, ServerProcess, common_config, free_ports, fres
 use super::proxy::{ElectionHint, FaultProxy, reserve_listener};
 use super::server::ServerOptions;
 
+/// The longest a member waits between two election rounds, and to open a peer connection (ms).
+const ELECTION_RETRY_CAP_MS: u32 = 1000;
+
 /// Members elect a leader only once a quorum of JVMs is up, so this is much longer than a
 /// standalone start, especially on a loaded CI machine.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -126,12 +129,21 @@ impl ZkEnsemble {
             write_file(&cfg_path, &format!("{}{servers}", common_config(&data_dir, client_port)))?;
             ensemble.members.push(Member {
                 client_port,
-                process: options.apply(ServerProcess::new(
-                    QUORUM_MAIN,
-                    cfg_path,
-                    member_dir.join("zookeeper.log"),
-                    format!("127.0.0.1:{client_port}"),
-                )),
+                process: options.apply(
+                    ServerProcess::new(
+                        QUORUM_MAIN,
+                        cfg_path,
+                        member_dir.join("zookeeper.log"),
+                        format!("127.0.0.1:{client_port}"),
+                    )
+                    // A member that could not reach its peers doubles its wait between election
+                    // rounds up to 60 s by default, so after a partition heals it may sit out
+                    // tens of seconds before it tries again (a CI run saw 40 s without a
+                    // leader). Tests heal partitions within seconds: cap the wait, and the
+                    // time a peer connection may take to open, at one second.
+                    .with_property("zookeeper.fastleader.maxNotificationInterval", ELECTION_RETRY_CAP_MS)
+                    .with_property("zookeeper.cnxTimeout", ELECTION_RETRY_CAP_MS),
+                ),
             });
         }
         let started = Instant::now();
