@@ -24,9 +24,14 @@ async fn run(name: &str, fault: Fault) -> Vec<Violation> {
     for chunk in items.chunks(100) {
         queue.put_all(chunk.iter().map(|i| i.as_bytes().to_vec()).collect()).await.expect("enqueue");
     }
-    // Slow enough work that every consumer has deliveries in flight when the fault lands.
-    let args = ["--queue", "/queue", "--concurrency", "4", "--work-ms", "100"];
+    // Slow enough work that every consumer has deliveries in flight when the fault lands. A
+    // killed victim works 2 s per item: the kill lands once its first delivery is read from its
+    // output, and on a loaded machine that read came more than 100 ms late, after the victim had
+    // acked everything it held (the kill then met nothing to redeliver).
+    let victim_work = if fault == Fault::KillClient { "2000" } else { "100" };
     for i in 0..CONSUMERS {
+        let work = if i == 0 { victim_work } else { "100" };
+        let args = ["--queue", "/queue", "--concurrency", "4", "--work-ms", work];
         s.spawn("queue-consumer", &format!("c{i}"), &args).await;
     }
     let (at, _) = s.wait_line(0, 0, "a delivery", |l| l.kind == "delivered").await;
