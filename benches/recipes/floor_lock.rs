@@ -9,6 +9,12 @@
 //! if it was first in line at the last listing (nothing can be created ahead of it) or held the
 //! lock in this process (as `recipe/known_heads.rs` does), else listed again. The release is an
 //! awaited delete.
+//!
+//! [`Floor::Safe`] adds the one request a lock needs to stay exclusive when someone else deletes
+//! a waiter's node: a data watch on the waiter's own node, sent with its first watch on the node
+//! ahead (as `recipe/contender.rs` step 4 does). Without it, a waiter whose node was deleted
+//! meanwhile would take the grant beside the waiter behind it. Curator pays for the same case
+//! with a listing after every wake. An uncontended cycle never waits, so W1 has one floor.
 
 use std::collections::HashSet;
 
@@ -16,9 +22,25 @@ use zookeeper_client::{Acls, Client, CreateMode};
 
 use super::harness::*;
 
+/// Which floor: the fewest requests, or the fewest with which a waiter also hears its own node go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Floor {
+    /// 4 requests per contended acquisition: create, listing, watch ahead, delete.
+    Fewest,
+    /// 5: a waiter also watches its own node.
+    Safe,
+}
+
 /// `clients` clients (one session each, on the caller's thread) take turns on one lock,
 /// `acquisitions` in all, after `warmup` uncounted acquisitions; returns acquisitions per second.
-pub(crate) async fn run(connect: &str, dir: &str, clients: usize, warmup: usize, acquisitions: usize) -> f64 {
+pub(crate) async fn run(
+    connect: &str,
+    dir: &str,
+    clients: usize,
+    warmup: usize,
+    acquisitions: usize,
+    floor: Floor,
+) -> f64 {
     let mut sessions = Vec::with_capacity(clients);
     for _ in 0..clients {
         sessions.push(Arc::new(Client::connect(connect).await.expect("floor client connects")));
@@ -27,7 +49,7 @@ pub(crate) async fn run(connect: &str, dir: &str, clients: usize, warmup: usize,
     // Nodes that held the lock in this process.
     let heads = Arc::new(Mutex::new(HashSet::new()));
     for _ in 0..warmup {
-        cycle(&sessions[0], dir, 0, &heads).await;
+        cycle(&sessions[0], dir, 0, &heads, floor).await;
     }
     let tickets = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
@@ -39,7 +61,7 @@ pub(crate) async fn run(connect: &str, dir: &str, clients: usize, warmup: usize,
             let (tickets, dir, heads) = (tickets.clone(), dir.to_owned(), heads.clone());
             actix::spawn(async move {
                 while tickets.fetch_add(1, Ordering::SeqCst) < acquisitions {
-                    cycle(&client, &dir, i, &heads).await;
+                    cycle(&client, &dir, i, &heads, floor).await;
                 }
             })
         })
@@ -68,7 +90,7 @@ fn sequence(name: &str) -> u64 {
     name[name.len() - 10..].parse().expect("a sequential name")
 }
 
-async fn cycle(client: &Client, dir: &str, id: usize, heads: &Mutex<HashSet<String>>) {
+async fn cycle(client: &Client, dir: &str, id: usize, heads: &Mutex<HashSet<String>>, floor: Floor) {
     // Curator's protected prefix, with a name as long as a real UUID's.
     let prefix = format!("{dir}/_c_{id:08}-0000-0000-0000-000000000000-lock-");
     let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
@@ -79,6 +101,8 @@ async fn cycle(client: &Client, dir: &str, id: usize, heads: &Mutex<HashSet<Stri
     let ours = sequence(&created.expect("floor create").1.to_string());
     let node = format!("{prefix}{:010}", ours);
     let mut line = listed.expect("floor list");
+    // Kept until the release: dropping a watcher may make the client send a request to remove it.
+    let mut own_watch = None;
     loop {
         let mut ahead: Vec<(u64, String)> =
             line.iter().map(|n| (sequence(n), n.clone())).filter(|(s, _)| *s < ours).collect();
@@ -88,7 +112,13 @@ async fn cycle(client: &Client, dir: &str, id: usize, heads: &Mutex<HashSet<Stri
         ahead.sort_unstable();
         let was_first = ahead.len() == 1;
         let predecessor = format!("{dir}/{}", ahead.pop().expect("one ahead").1);
+        // Sent before the watch ahead (a request leaves when the method is called) and awaited
+        // after it: one round trip for both.
+        let own = (floor == Floor::Safe && own_watch.is_none()).then(|| client.get_and_watch_data(&node));
         let (stat, watcher) = client.check_and_watch_stat(&predecessor).await.expect("floor exists");
+        if let Some(own) = own {
+            own_watch = Some(own.await.expect("floor own-node watch").2);
+        }
         if stat.is_some() {
             watcher.changed().await;
             if was_first || heads.lock().expect("heads").contains(&predecessor) {
@@ -99,4 +129,5 @@ async fn cycle(client: &Client, dir: &str, id: usize, heads: &Mutex<HashSet<Stri
     }
     heads.lock().expect("heads").insert(node.clone());
     client.delete(&node, None).await.expect("floor release");
+    drop(own_watch);
 }

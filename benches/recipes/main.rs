@@ -24,7 +24,10 @@
 //!   with Curator's prefix, released by an awaited delete): one client for W1, 8 for W2, the
 //!   same numbers of acquisitions (`bare_lock_acq_per_s`, `ratio_to_bare_lock`), and the
 //!   protocol's floor (`floor_lock.rs`: the fewest round trips any Curator-compatible lock can
-//!   make, on the caller's thread; `floor_acq_per_s`, `floor_ratio_to_bare_lock`).
+//!   make, on the caller's thread; `floor_acq_per_s`, `floor_ratio_to_bare_lock`). W2 also runs
+//!   the safe floor (`safe_floor_acq_per_s`, `ratio_to_safe_floor`): the same with a waiter's
+//!   own-node watch, the fewest requests of a lock that stays exclusive when a waiter's node is
+//!   deleted by someone else.
 //! - **W3**: leader election hand-off: 3 [`ElectionActor`]s on 3 sessions; the leader resigns
 //!   (`Resign { requeue: true }`) 5 warm-up then 50 measured times, each timed from just before
 //!   the `Resign` is sent to the next leader's `LeadershipAcquired` reaching its subscriber,

@@ -3,7 +3,7 @@
 //! One workload of the recipe benchmark (`main.rs`); the shared harness is `harness.rs`.
 
 use super::bare_lock::{self, ClientThread};
-use super::floor_lock;
+use super::floor_lock::{self, Floor};
 use super::harness::*;
 
 pub(crate) const W2_CLIENTS: usize = 8;
@@ -101,12 +101,26 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
     // Interleaved rounds (the bare client's lock, then the lock actors), so that the server's
     // warm-up favours nobody; medians are reported, with every round's rate.
     let (mut bare, mut floor, mut ours, mut passes) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut ours_st, mut passes_st) = (Vec::new(), Vec::new());
+    let (mut ours_st, mut passes_st, mut safe_floor) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..W2_ROUNDS {
         eprintln!("W2: round {} of {W2_ROUNDS}: {W2_CLIENTS} clients, {W2_ACQUISITIONS} acquisitions", round + 1);
         let dir = format!("{root}/bare-{round}");
         bare.push(bare_lock::run(connect, &dir, W2_CLIENTS, 0, W2_ACQUISITIONS, ClientThread::Caller).await.acq_per_s);
-        floor.push(floor_lock::run(connect, &format!("{root}/floor-{round}"), W2_CLIENTS, 0, W2_ACQUISITIONS).await);
+        floor.push(
+            floor_lock::run(connect, &format!("{root}/floor-{round}"), W2_CLIENTS, 0, W2_ACQUISITIONS, Floor::Fewest)
+                .await,
+        );
+        safe_floor.push(
+            floor_lock::run(
+                connect,
+                &format!("{root}/safe-floor-{round}"),
+                W2_CLIENTS,
+                0,
+                W2_ACQUISITIONS,
+                Floor::Safe,
+            )
+            .await,
+        );
         let measured = pass(connect, &locks, None).await;
         ours.push(measured.0);
         passes.push(measured);
@@ -123,6 +137,7 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
     fail_unless_sound("W2", &[("overlapping or out-of-order holds", violations)]);
     let (_, bare_median) = median(&bare);
     let (_, floor_median) = median(&floor);
+    let (_, safe_floor_median) = median(&safe_floor);
     [("default", ours, passes), ("session-thread", ours_st, passes_st)]
         .into_iter()
         .map(|(placement, ours, mut passes)| {
@@ -136,7 +151,8 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
                  \"zk_rtt_p50_us\":{},\"bare_lock_acq_per_s\":{bare_median:.1},\"bare_lock_rounds\":{},\
                  \"ratio_to_bare_lock\":{:.2},\"zk_requests_per_acquisition\":{requests:.2},\
                  \"floor_acq_per_s\":{floor_median:.1},\"floor_rounds\":{},\"floor_ratio_to_bare_lock\":{:.2},\
-                 \"ratio_to_floor\":{:.2}}}",
+                 \"ratio_to_floor\":{:.2},\"safe_floor_acq_per_s\":{safe_floor_median:.1},\
+                 \"safe_floor_rounds\":{},\"ratio_to_safe_floor\":{:.2}}}",
                 rates(&ours),
                 percentile(waits, 50.0),
                 percentile(waits, 99.0),
@@ -146,6 +162,8 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
                 rates(&floor),
                 floor_median / bare_median,
                 acq_per_s / floor_median,
+                rates(&safe_floor),
+                acq_per_s / safe_floor_median,
             )
         })
         .collect()
