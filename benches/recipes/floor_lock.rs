@@ -15,6 +15,11 @@
 //! ahead (as `recipe/contender.rs` step 4 does). Without it, a waiter whose node was deleted
 //! meanwhile would take the grant beside the waiter behind it. Curator pays for the same case
 //! with a listing after every wake. An uncontended cycle never waits, so W1 has one floor.
+//!
+//! [`Placement::ThreadEach`] runs each client, its connection and its loop, on a thread of its
+//! own, as W2's eight contenders would run in eight processes. On the caller's thread, one
+//! thread wakes for a delete's answer and the next holder's notification alike; W2's probe
+//! (`docs/performance.md`) found that most of W2's gap to the floor.
 
 use std::collections::HashSet;
 
@@ -31,7 +36,16 @@ pub(crate) enum Floor {
     Safe,
 }
 
-/// `clients` clients (one session each, on the caller's thread) take turns on one lock,
+/// Where the clients run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// All of them, connections and loops, on the caller's thread.
+    Caller,
+    /// Each with its connection and its loop on an Arbiter of its own.
+    ThreadEach,
+}
+
+/// `clients` clients (one session each, placed by `placement`) take turns on one lock,
 /// `acquisitions` in all, after `warmup` uncounted acquisitions; returns acquisitions per second.
 pub(crate) async fn run(
     connect: &str,
@@ -40,10 +54,27 @@ pub(crate) async fn run(
     warmup: usize,
     acquisitions: usize,
     floor: Floor,
+    placement: Placement,
 ) -> f64 {
+    let threads: Vec<actix::Arbiter> = match placement {
+        Placement::Caller => Vec::new(),
+        Placement::ThreadEach => (0..clients).map(|_| actix::Arbiter::new()).collect(),
+    };
     let mut sessions = Vec::with_capacity(clients);
-    for _ in 0..clients {
-        sessions.push(Arc::new(Client::connect(connect).await.expect("floor client connects")));
+    for i in 0..clients {
+        let client = match threads.get(i) {
+            None => Client::connect(connect).await.expect("floor client connects"),
+            // Connected there, so that its connection's task runs there.
+            Some(thread) => {
+                let (tx, rx) = futures::channel::oneshot::channel();
+                let connect = connect.to_owned();
+                thread.spawn(async move {
+                    let _ = tx.send(Client::connect(&connect).await.expect("floor client connects"));
+                });
+                rx.await.expect("floor client's thread")
+            }
+        };
+        sessions.push(Arc::new(client));
     }
     ensure_dir(&sessions[0], dir).await;
     // Nodes that held the lock in this process.
@@ -59,17 +90,31 @@ pub(crate) async fn run(
         .enumerate()
         .map(|(i, client)| {
             let (tickets, dir, heads) = (tickets.clone(), dir.to_owned(), heads.clone());
-            actix::spawn(async move {
+            let (done, finished) = futures::channel::oneshot::channel();
+            let run = async move {
                 while tickets.fetch_add(1, Ordering::SeqCst) < acquisitions {
                     cycle(&client, &dir, i, &heads, floor).await;
                 }
-            })
+                let _ = done.send(());
+            };
+            match threads.get(i) {
+                None => drop(actix::spawn(run)),
+                Some(thread) => {
+                    thread.spawn(run);
+                }
+            }
+            finished
         })
         .collect();
-    for handle in loops {
-        handle.await.expect("floor lock loop");
+    for finished in loops {
+        finished.await.expect("floor lock loop");
     }
-    per_second(acquisitions, started.elapsed())
+    let rate = per_second(acquisitions, started.elapsed());
+    drop(sessions);
+    for thread in threads {
+        thread.stop();
+    }
+    rate
 }
 
 async fn ensure_dir(client: &Client, dir: &str) {

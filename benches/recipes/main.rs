@@ -27,7 +27,9 @@
 //!   make, on the caller's thread; `floor_acq_per_s`, `floor_ratio_to_bare_lock`). W2 also runs
 //!   the safe floor (`safe_floor_acq_per_s`, `ratio_to_safe_floor`): the same with a waiter's
 //!   own-node watch, the fewest requests of a lock that stays exclusive when a waiter's node is
-//!   deleted by someone else.
+//!   deleted by someone else; and that safe floor with each client, its connection and its loop
+//!   on a thread of its own, as eight processes would run (`thread_each_floor_acq_per_s`,
+//!   `ratio_to_thread_each_floor`).
 //! - **W3**: leader election hand-off: 3 [`ElectionActor`]s on 3 sessions; the leader resigns
 //!   (`Resign { requeue: true }`) 5 warm-up then 50 measured times, each timed from just before
 //!   the `Resign` is sent to the next leader's `LeadershipAcquired` reaching its subscriber,

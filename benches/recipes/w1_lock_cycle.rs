@@ -2,7 +2,7 @@
 //! One workload of the recipe benchmark (`main.rs`); the shared harness is `harness.rs`.
 
 use super::bare_lock::{self, ClientThread};
-use super::floor_lock::{self, Floor};
+use super::floor_lock::{self, Floor, Placement};
 use super::harness::*;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -113,7 +113,10 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
         bare_cpu.push(run.cpu_us_per_acq);
         let hop = ClientThread::OwnArbiter;
         bare_hop.push(bare_lock::run(connect, &dir("bare-hop"), 1, W1_WARMUP, W1_ITERATIONS, hop).await.acq_per_s);
-        floor.push(floor_lock::run(connect, &dir("floor"), 1, W1_WARMUP, W1_ITERATIONS, Floor::Fewest).await);
+        floor.push(
+            floor_lock::run(connect, &dir("floor"), 1, W1_WARMUP, W1_ITERATIONS, Floor::Fewest, Placement::Caller)
+                .await,
+        );
         for (i, mode) in [ReleaseMode::Awaited, ReleaseMode::Pipelined].into_iter().enumerate() {
             passes[i].push(pass(connect, &lock, mode).await);
         }

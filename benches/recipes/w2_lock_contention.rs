@@ -3,7 +3,7 @@
 //! One workload of the recipe benchmark (`main.rs`); the shared harness is `harness.rs`.
 
 use super::bare_lock::{self, ClientThread};
-use super::floor_lock::{self, Floor};
+use super::floor_lock::{self, Floor, Placement};
 use super::harness::*;
 
 pub(crate) const W2_CLIENTS: usize = 8;
@@ -101,26 +101,21 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
     // Interleaved rounds (the bare client's lock, then the lock actors), so that the server's
     // warm-up favours nobody; medians are reported, with every round's rate.
     let (mut bare, mut floor, mut ours, mut passes) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut ours_st, mut passes_st, mut safe_floor) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut ours_st, mut passes_st) = (Vec::new(), Vec::new());
+    let (mut safe_floor, mut thread_each_floor) = (Vec::new(), Vec::new());
     for round in 0..W2_ROUNDS {
         eprintln!("W2: round {} of {W2_ROUNDS}: {W2_CLIENTS} clients, {W2_ACQUISITIONS} acquisitions", round + 1);
         let dir = format!("{root}/bare-{round}");
         bare.push(bare_lock::run(connect, &dir, W2_CLIENTS, 0, W2_ACQUISITIONS, ClientThread::Caller).await.acq_per_s);
-        floor.push(
-            floor_lock::run(connect, &format!("{root}/floor-{round}"), W2_CLIENTS, 0, W2_ACQUISITIONS, Floor::Fewest)
-                .await,
-        );
-        safe_floor.push(
-            floor_lock::run(
-                connect,
-                &format!("{root}/safe-floor-{round}"),
-                W2_CLIENTS,
-                0,
-                W2_ACQUISITIONS,
-                Floor::Safe,
-            )
-            .await,
-        );
+        let floors = [
+            (&mut floor, "floor", Floor::Fewest, Placement::Caller),
+            (&mut safe_floor, "safe-floor", Floor::Safe, Placement::Caller),
+            (&mut thread_each_floor, "thread-each-floor", Floor::Safe, Placement::ThreadEach),
+        ];
+        for (rates, name, kind, placement) in floors {
+            let dir = format!("{root}/{name}-{round}");
+            rates.push(floor_lock::run(connect, &dir, W2_CLIENTS, 0, W2_ACQUISITIONS, kind, placement).await);
+        }
         let measured = pass(connect, &locks, None).await;
         ours.push(measured.0);
         passes.push(measured);
@@ -138,6 +133,7 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
     let (_, bare_median) = median(&bare);
     let (_, floor_median) = median(&floor);
     let (_, safe_floor_median) = median(&safe_floor);
+    let (_, thread_each_median) = median(&thread_each_floor);
     [("default", ours, passes), ("session-thread", ours_st, passes_st)]
         .into_iter()
         .map(|(placement, ours, mut passes)| {
@@ -152,7 +148,9 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
                  \"ratio_to_bare_lock\":{:.2},\"zk_requests_per_acquisition\":{requests:.2},\
                  \"floor_acq_per_s\":{floor_median:.1},\"floor_rounds\":{},\"floor_ratio_to_bare_lock\":{:.2},\
                  \"ratio_to_floor\":{:.2},\"safe_floor_acq_per_s\":{safe_floor_median:.1},\
-                 \"safe_floor_rounds\":{},\"ratio_to_safe_floor\":{:.2}}}",
+                 \"safe_floor_rounds\":{},\"ratio_to_safe_floor\":{:.2},\
+                 \"thread_each_floor_acq_per_s\":{thread_each_median:.1},\"thread_each_floor_rounds\":{},\
+                 \"ratio_to_thread_each_floor\":{:.2}}}",
                 rates(&ours),
                 percentile(waits, 50.0),
                 percentile(waits, 99.0),
@@ -164,6 +162,8 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
                 acq_per_s / floor_median,
                 rates(&safe_floor),
                 acq_per_s / safe_floor_median,
+                rates(&thread_each_floor),
+                acq_per_s / thread_each_median,
             )
         })
         .collect()
