@@ -103,6 +103,9 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
     let (mut bare, mut floor, mut ours, mut passes) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut ours_st, mut passes_st) = (Vec::new(), Vec::new());
     let (mut safe_floor, mut thread_each_floor) = (Vec::new(), Vec::new());
+    // This process's CPU per acquisition (the server's is not in it): [floor, ours, ours_st].
+    let mut cpu: [Vec<f64>; 3] = Default::default();
+    let cpu_per_acquisition = |since: u64| (cpu_us() - since) as f64 / W2_ACQUISITIONS as f64;
     for round in 0..W2_ROUNDS {
         eprintln!("W2: round {} of {W2_ROUNDS}: {W2_CLIENTS} clients, {W2_ACQUISITIONS} acquisitions", round + 1);
         let dir = format!("{root}/bare-{round}");
@@ -114,12 +117,20 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
         ];
         for (rates, name, kind, placement) in floors {
             let dir = format!("{root}/{name}-{round}");
+            let since = cpu_us();
             rates.push(floor_lock::run(connect, &dir, W2_CLIENTS, 0, W2_ACQUISITIONS, kind, placement).await);
+            if name == "floor" {
+                cpu[0].push(cpu_per_acquisition(since));
+            }
         }
+        let since = cpu_us();
         let measured = pass(connect, &locks, None).await;
+        cpu[1].push(cpu_per_acquisition(since));
         ours.push(measured.0);
         passes.push(measured);
+        let since = cpu_us();
         let measured = pass(connect, &session_thread_locks, Some(&threads)).await;
+        cpu[2].push(cpu_per_acquisition(since));
         ours_st.push(measured.0);
         passes_st.push(measured);
     }
@@ -134,9 +145,10 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
     let (_, floor_median) = median(&floor);
     let (_, safe_floor_median) = median(&safe_floor);
     let (_, thread_each_median) = median(&thread_each_floor);
-    [("default", ours, passes), ("session-thread", ours_st, passes_st)]
+    let [floor_cpu, ours_cpu, ours_st_cpu] = cpu.map(|c| median(&c).1);
+    [("default", ours, passes, ours_cpu), ("session-thread", ours_st, passes_st, ours_st_cpu)]
         .into_iter()
-        .map(|(placement, ours, mut passes)| {
+        .map(|(placement, ours, mut passes, cpu_us)| {
             let (i, acq_per_s) = median(&ours);
             let violations: usize = passes.iter().map(|p| p.2).sum();
             let (_, waits, _, requests) = &mut passes[i];
@@ -150,7 +162,8 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
                  \"ratio_to_floor\":{:.2},\"safe_floor_acq_per_s\":{safe_floor_median:.1},\
                  \"safe_floor_rounds\":{},\"ratio_to_safe_floor\":{:.2},\
                  \"thread_each_floor_acq_per_s\":{thread_each_median:.1},\"thread_each_floor_rounds\":{},\
-                 \"ratio_to_thread_each_floor\":{:.2}}}",
+                 \"ratio_to_thread_each_floor\":{:.2},\"cpu_us_per_acquisition\":{cpu_us:.0},\
+                 \"floor_cpu_us_per_acquisition\":{floor_cpu:.0}}}",
                 rates(&ours),
                 percentile(waits, 50.0),
                 percentile(waits, 99.0),
