@@ -504,7 +504,8 @@ impl SessionActor {
     }
 
     fn span(&self, op: &'static str, path: &str) -> Traced {
-        let session = self.session_id().map(|id| id.to_string()).unwrap_or_default();
+        // Field values are evaluated only when the span is enabled: no formatting otherwise.
+        let session = self.session_id().map(tracing::field::display);
         Traced { op, span: tracing::debug_span!("zk.request", op, path, session, generation = self.generation) }
     }
 }
