@@ -26,6 +26,17 @@ pub(crate) async fn cycle(lock: &Addr<LockActor>, mode: ReleaseMode) -> (u128, u
     (acquired, micros(t))
 }
 
+/// One step of a W1 round.
+#[derive(Clone, Copy)]
+enum Step {
+    Bare,
+    BareHop,
+    Floor,
+    Awaited,
+    Pipelined,
+    SessionThread,
+}
+
 pub(crate) const W1_WARMUP: usize = 500;
 pub(crate) const W1_ITERATIONS: usize = 2000;
 /// Interleaved rounds of the yardstick and the lock actor; medians are reported.
@@ -108,24 +119,41 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
     for round in 0..W1_ROUNDS {
         eprintln!("W1: round {} of {W1_ROUNDS}", round + 1);
         let dir = |what: &str| format!("{root}/{what}-{round}");
-        let run = bare_lock::run(connect, &dir("bare"), 1, W1_WARMUP, W1_ITERATIONS, ClientThread::Caller).await;
-        bare.push(run.acq_per_s);
-        bare_cpu.push(run.cpu_us_per_acq);
-        let hop = ClientThread::OwnArbiter;
-        bare_hop.push(bare_lock::run(connect, &dir("bare-hop"), 1, W1_WARMUP, W1_ITERATIONS, hop).await.acq_per_s);
-        floor.push(
-            floor_lock::run(connect, &dir("floor"), 1, W1_WARMUP, W1_ITERATIONS, Floor::Fewest, Placement::Caller)
-                .await,
-        );
-        for (i, mode) in [ReleaseMode::Awaited, ReleaseMode::Pipelined].into_iter().enumerate() {
-            passes[i].push(pass(connect, &lock, mode).await);
+        // Each round starts one step later, so that no contender always runs right after the
+        // same one (or always first, on a cold server).
+        let mut steps = [Step::Bare, Step::BareHop, Step::Floor, Step::Awaited, Step::Pipelined, Step::SessionThread];
+        let len = steps.len();
+        steps.rotate_left(round % len);
+        for step in steps {
+            match step {
+                Step::Bare => {
+                    let thread = ClientThread::Caller;
+                    let run = bare_lock::run(connect, &dir("bare"), 1, W1_WARMUP, W1_ITERATIONS, thread).await;
+                    bare.push(run.acq_per_s);
+                    bare_cpu.push(run.cpu_us_per_acq);
+                }
+                Step::BareHop => {
+                    let thread = ClientThread::OwnArbiter;
+                    let run = bare_lock::run(connect, &dir("bare-hop"), 1, W1_WARMUP, W1_ITERATIONS, thread).await;
+                    bare_hop.push(run.acq_per_s);
+                }
+                Step::Floor => {
+                    let (kind, placement) = (Floor::Fewest, Placement::Caller);
+                    let dir = dir("floor");
+                    floor.push(floor_lock::run(connect, &dir, 1, W1_WARMUP, W1_ITERATIONS, kind, placement).await);
+                }
+                Step::Awaited => passes[0].push(pass(connect, &lock, ReleaseMode::Awaited).await),
+                Step::Pipelined => passes[1].push(pass(connect, &lock, ReleaseMode::Pipelined).await),
+                Step::SessionThread => {
+                    let (done, measured) = futures::channel::oneshot::channel();
+                    let (connect, lock) = (connect.to_owned(), on_session_thread.clone());
+                    session_thread.spawn(async move {
+                        let _ = done.send(pass(&connect, &lock, ReleaseMode::Awaited).await);
+                    });
+                    session_thread_passes.push(measured.await.expect("a pass on the session's thread"));
+                }
+            }
         }
-        let (done, measured) = futures::channel::oneshot::channel();
-        let (connect, lock) = (connect.to_owned(), on_session_thread.clone());
-        session_thread.spawn(async move {
-            let _ = done.send(pass(&connect, &lock, ReleaseMode::Awaited).await);
-        });
-        session_thread_passes.push(measured.await.expect("a pass on the session's thread"));
     }
     let (_, bare_median) = median(&bare);
     let (_, bare_hop_median) = median(&bare_hop);

@@ -7,6 +7,17 @@ use super::floor_lock::{self, Floor, Placement};
 use super::harness::*;
 
 pub(crate) const W2_CLIENTS: usize = 8;
+
+/// One step of a W2 round.
+#[derive(Clone, Copy)]
+enum Step {
+    Bare,
+    Floor,
+    SafeFloor,
+    ThreadEachFloor,
+    Ours,
+    OursSt,
+}
 pub(crate) const W2_ACQUISITIONS: usize = 2000;
 /// Interleaved rounds of the yardstick and the lock actors; medians are reported.
 pub(crate) const W2_ROUNDS: usize = 5;
@@ -98,8 +109,9 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
         })
         .collect();
 
-    // Interleaved rounds (the bare client's lock, then the lock actors), so that the server's
-    // warm-up favours nobody; medians are reported, with every round's rate.
+    // Interleaved rounds (the yardsticks and the lock actors), each starting one step later than
+    // the last, so that the server's warm-up and the step before favour nobody; medians are
+    // reported, with every round's rate.
     let (mut bare, mut floor, mut ours, mut passes) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut ours_st, mut passes_st) = (Vec::new(), Vec::new());
     let (mut safe_floor, mut thread_each_floor) = (Vec::new(), Vec::new());
@@ -108,31 +120,42 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
     let cpu_per_acquisition = |since: u64| (cpu_us() - since) as f64 / W2_ACQUISITIONS as f64;
     for round in 0..W2_ROUNDS {
         eprintln!("W2: round {} of {W2_ROUNDS}: {W2_CLIENTS} clients, {W2_ACQUISITIONS} acquisitions", round + 1);
-        let dir = format!("{root}/bare-{round}");
-        bare.push(bare_lock::run(connect, &dir, W2_CLIENTS, 0, W2_ACQUISITIONS, ClientThread::Caller).await.acq_per_s);
-        let floors = [
-            (&mut floor, "floor", Floor::Fewest, Placement::Caller),
-            (&mut safe_floor, "safe-floor", Floor::Safe, Placement::Caller),
-            (&mut thread_each_floor, "thread-each-floor", Floor::Safe, Placement::ThreadEach),
-        ];
-        for (rates, name, kind, placement) in floors {
-            let dir = format!("{root}/{name}-{round}");
+        let mut steps = [Step::Bare, Step::Floor, Step::SafeFloor, Step::ThreadEachFloor, Step::Ours, Step::OursSt];
+        let len = steps.len();
+        steps.rotate_left(round % len);
+        for step in steps {
             let since = cpu_us();
-            rates.push(floor_lock::run(connect, &dir, W2_CLIENTS, 0, W2_ACQUISITIONS, kind, placement).await);
-            if name == "floor" {
-                cpu[0].push(cpu_per_acquisition(since));
+            let floor_run = |name: &str, kind: Floor, placement: Placement| {
+                let dir = format!("{root}/{name}-{round}");
+                async move { floor_lock::run(connect, &dir, W2_CLIENTS, 0, W2_ACQUISITIONS, kind, placement).await }
+            };
+            match step {
+                Step::Bare => {
+                    let (dir, thread) = (format!("{root}/bare-{round}"), ClientThread::Caller);
+                    bare.push(bare_lock::run(connect, &dir, W2_CLIENTS, 0, W2_ACQUISITIONS, thread).await.acq_per_s);
+                }
+                Step::Floor => {
+                    floor.push(floor_run("floor", Floor::Fewest, Placement::Caller).await);
+                    cpu[0].push(cpu_per_acquisition(since));
+                }
+                Step::SafeFloor => safe_floor.push(floor_run("safe-floor", Floor::Safe, Placement::Caller).await),
+                Step::ThreadEachFloor => {
+                    thread_each_floor.push(floor_run("thread-each-floor", Floor::Safe, Placement::ThreadEach).await)
+                }
+                Step::Ours => {
+                    let measured = pass(connect, &locks, None).await;
+                    cpu[1].push(cpu_per_acquisition(since));
+                    ours.push(measured.0);
+                    passes.push(measured);
+                }
+                Step::OursSt => {
+                    let measured = pass(connect, &session_thread_locks, Some(&threads)).await;
+                    cpu[2].push(cpu_per_acquisition(since));
+                    ours_st.push(measured.0);
+                    passes_st.push(measured);
+                }
             }
         }
-        let since = cpu_us();
-        let measured = pass(connect, &locks, None).await;
-        cpu[1].push(cpu_per_acquisition(since));
-        ours.push(measured.0);
-        passes.push(measured);
-        let since = cpu_us();
-        let measured = pass(connect, &session_thread_locks, Some(&threads)).await;
-        cpu[2].push(cpu_per_acquisition(since));
-        ours_st.push(measured.0);
-        passes_st.push(measured);
     }
     drop(locks);
     drop(session_thread_locks);
