@@ -18,10 +18,6 @@ use common::*;
 
 const WAIT: Duration = Duration::from_secs(60);
 
-async fn session_at(connect: &str, root: &str, timeout: Duration) -> SessionHandle {
-    connected(SessionConfig::new(connect).with_chroot(root).with_session_timeout(timeout)).await.0
-}
-
 async fn cached(cache: &Addr<CacheActor>) -> BTreeMap<String, Vec<u8>> {
     cache.send(Snapshot).await.expect("cache").into_iter().map(|(p, n)| (p, n.data.unwrap_or_default())).collect()
 }
@@ -74,7 +70,7 @@ async fn watched_tree(
     root: &str,
     timeout: Duration,
 ) -> (SessionHandle, Addr<CacheActor>, Recorded<CacheEvent>, usize) {
-    let reader = session_at(connect, root, timeout).await;
+    let reader = session_with_timeout(connect, root, timeout).await;
     prepare_dirs(&reader).await;
     let events = Recorded::<CacheEvent>::start();
     let cache = CacheActor::new(reader.clone(), CacheConfig::new("/t")).expect("config").start();
@@ -93,7 +89,7 @@ async fn start_writers(
 ) -> Vec<actix_rt::task::JoinHandle<usize>> {
     let mut writers = Vec::new();
     for seed in seeds {
-        let s = session_at(connect, root, timeout).await;
+        let s = session_with_timeout(connect, root, timeout).await;
         writers.push(actix_rt::spawn(write_randomly(s, seed, ops, 200)));
     }
     writers
@@ -150,7 +146,7 @@ async fn the_cache_converges_across_a_server_restart_and_a_session_expiry_mid_ru
     for writer in writers {
         writer.await.expect("writer");
     }
-    let observer = session_at(&server.connect_string(), &root, timeout).await;
+    let observer = session_with_timeout(&server.connect_string(), &root, timeout).await;
     converges(&cache, &observer, "/t").await;
     actix_rt::time::sleep(Duration::from_millis(300)).await;
     check_per_node_order(&events.snapshot());
@@ -161,7 +157,7 @@ async fn a_10000_node_subtree_loads_and_stays_in_sync() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cache-10k");
-    let s = session_at(&zk.connect_string(), &root, Duration::from_secs(10)).await;
+    let s = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(10)).await;
     for d in 0..100 {
         s.ensure_path(&format!("/big/d{d:02}")).await.expect("dir");
     }
@@ -180,7 +176,7 @@ async fn a_10000_node_subtree_loads_and_stays_in_sync() {
     for created in creates {
         created.await.expect("create a batch");
     }
-    let reader = session_at(&zk.connect_string(), &root, Duration::from_secs(10)).await;
+    let reader = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(10)).await;
     let events = Recorded::<CacheEvent>::start();
     let cache = CacheActor::new(reader, CacheConfig::new("/big")).expect("config").start();
     cache.do_send(Subscribe { recipient: events.recipient.clone() });
@@ -223,7 +219,7 @@ async fn node_and_children_scopes_stats_only_and_depth_limit() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cache-scopes");
-    let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let s = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await;
 
     // Node scope on a node that does not exist yet.
     let node_events = Recorded::<CacheEvent>::start();
@@ -307,7 +303,7 @@ async fn nodes_that_vanish_during_the_load_are_not_an_error() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cache-vanish");
-    let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let s = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     let mut creates = Vec::new();
     for d in 0..20 {
         let ops: Vec<Op> =
@@ -327,7 +323,7 @@ async fn nodes_that_vanish_during_the_load_are_not_an_error() {
     // The cache's session hears the server `LOAD_LAG` late: each step of the load (the root,
     // its listing, the directories, their listings, their children) takes that long.
     let links = ClientLinks::to(zk.connect_string().split(',')).expect("fault proxy");
-    let reader = session_at(&links.connect_string(), &root, Duration::from_secs(4)).await;
+    let reader = session_with_timeout(&links.connect_string(), &root, Duration::from_secs(4)).await;
     for i in 0..links.len() {
         links.proxy(i).set_latency(Direction::Downstream, LOAD_LAG);
     }
@@ -386,7 +382,7 @@ async fn three_node_ensemble_loses_the_caches_member_mid_run_and_the_cache_conve
     for writer in writers {
         writer.await.expect("writer");
     }
-    let observer = session_at(&ensemble.connect_string(), &root, timeout).await;
+    let observer = session_with_timeout(&ensemble.connect_string(), &root, timeout).await;
     converges(&cache, &observer, "/t").await;
     actix_rt::time::sleep(Duration::from_millis(300)).await;
     check_per_node_order(&events.snapshot());
@@ -397,7 +393,7 @@ async fn dropping_the_last_address_stops_the_cache_and_removes_its_watch() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cache-drop");
-    let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let s = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     s.ensure_path("/d/x").await.expect("tree");
     let events = Recorded::<CacheEvent>::start();
     let cache = CacheActor::new(s.clone(), CacheConfig::new("/d")).expect("config").start();
@@ -425,7 +421,7 @@ async fn an_unreadable_node_is_skipped_and_the_rest_converges() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cache-unreadable");
-    let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let s = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     s.ensure_path("/dir").await.expect("dir");
     s.create("/dir/a", "a", CreateMode::Persistent).await.expect("a");
     let no_read = vec![actix_zookeeper::Acl::new_const(
@@ -464,7 +460,7 @@ async fn an_unreadable_node_is_skipped_and_the_rest_converges() {
     expire_session(&zk.connect_string(), &info).await.expect("expire");
     events.wait_for(from, WAIT, |e| matches!(e, CacheEvent::CacheResynced)).await;
     // Made by another session: this one may still be between its old session and its new one.
-    let other = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let other = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     other.create("/dir/d", "d", CreateMode::Persistent).await.expect("d");
     events.wait_for(from, WAIT, |e| matches!(e, CacheEvent::NodeAdded { path, .. } if path == "/dir/d")).await;
     other.close().await;
@@ -480,7 +476,7 @@ async fn a_cache_whose_watch_cannot_be_set_says_so_and_stops() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cache-failed");
-    let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let s = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     s.close().await;
     let events = Recorded::<CacheEvent>::start();
     let cache = CacheActor::new(s.clone(), CacheConfig::new("/d")).expect("config").start();

@@ -15,11 +15,6 @@ use actix_zookeeper::recipe::FencingToken;
 use actix_zookeeper::testkit::{TestZooKeeper, unique_root};
 use common::*;
 
-async fn session_at(connect: &str, root: &str) -> SessionHandle {
-    let cfg = SessionConfig::new(connect).with_chroot(root).with_session_timeout(Duration::from_secs(4));
-    connected(cfg).await.0
-}
-
 /// A small random source for drop delays; the seed is printed so a failing run can be replayed
 /// (`CANCEL_SEED`).
 struct Rng(u64);

@@ -19,11 +19,6 @@ use actix_zookeeper::testkit::{TestZooKeeper, ZkServer, unique_root};
 use common::*;
 use futures::StreamExt;
 
-async fn session_at(connect: &str, root: &str) -> SessionHandle {
-    let cfg = SessionConfig::new(connect).with_chroot(root).with_session_timeout(Duration::from_secs(4));
-    connected(cfg).await.0
-}
-
 /// An actor that logs a lock's events from a stream; nobody keeps its address.
 struct Logger {
     log: Arc<Mutex<Vec<LockEvent>>>,

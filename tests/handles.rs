@@ -18,11 +18,6 @@ use common::*;
 
 const WAIT: Duration = Duration::from_secs(20);
 
-async fn session_at(connect: &str, root: &str) -> SessionHandle {
-    let cfg = SessionConfig::new(connect).with_chroot(root).with_session_timeout(Duration::from_secs(4));
-    connected(cfg).await.0
-}
-
 /// Polls `future` once, so that its request is on its way, and hands it back.
 async fn poll_once<F: Future + Unpin>(mut future: F) -> F {
     std::future::poll_fn(|cx: &mut Context<'_>| {
@@ -114,9 +109,7 @@ async fn an_election_stop_resolves_once_the_participant_and_its_node_are_gone() 
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("stop-election");
-    let proxy = actix_zookeeper::testkit::FaultProxy::start(&zk.connect_string()).expect("proxy");
-    let s = session_at(&proxy.address(), &root).await;
-    let observer = session_at(&zk.connect_string(), &root).await;
+    let Proxied { proxy, session: s, observer } = proxied(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/e"));
     bounded("leadership", election.leadership()).await.expect("leads");
     assert!(election.addr().connected(), "running before the stop");
@@ -327,9 +320,7 @@ async fn lock_and_semaphore_stops_resolve_once_their_nodes_are_gone() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("stop-lock");
-    let proxy = actix_zookeeper::testkit::FaultProxy::start(&zk.connect_string()).expect("proxy");
-    let s = session_at(&proxy.address(), &root).await;
-    let observer = session_at(&zk.connect_string(), &root).await;
+    let Proxied { proxy, session: s, observer } = proxied(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     let holder = LockHandle::start(s.clone(), LockConfig::new("/l").with_participant_id("holder"));
     let waiter = LockHandle::start(s.clone(), LockConfig::new("/l").with_participant_id("waiter"));
     let pool = SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/p", 1));

@@ -18,11 +18,6 @@ use common::*;
 
 const WAIT: Duration = Duration::from_secs(20);
 
-async fn session_at(connect: &str, root: &str) -> SessionHandle {
-    let cfg = SessionConfig::new(connect).with_chroot(root).with_session_timeout(Duration::from_secs(4));
-    connected(cfg).await.0
-}
-
 /// Children of `dir`, treating a missing directory (containers go when empty) as empty.
 async fn nodes(session: &SessionHandle, dir: &str) -> Vec<String> {
     match session.children(dir).await {

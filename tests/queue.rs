@@ -104,10 +104,6 @@ fn workers(config: ConsumerConfig, n: usize, ledger: &Ledger, behaviour: Behavio
     config.with_workers(n, move |_| TestWorker { ledger: ledger.clone(), behaviour })
 }
 
-async fn session_at(connect: &str, root: &str) -> SessionHandle {
-    connected(SessionConfig::new(connect).with_chroot(root).with_session_timeout(Duration::from_secs(4))).await.0
-}
-
 async fn items_left(s: &SessionHandle) -> Vec<String> {
     children(s, "/q").await.into_iter().filter(|n| n.starts_with(ITEM_PREFIX)).collect()
 }
@@ -959,11 +955,9 @@ async fn a_lost_claim_recovered_through_a_lagging_follower_leaves_no_claim() {
 async fn a_put_with_an_id_whose_reply_is_lost_queues_the_item_once() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
-    let proxy = actix_zookeeper::testkit::FaultProxy::start(&zk.connect_string()).expect("proxy");
     let root = unique_root("queue-put-with-id");
-    let cut = SessionConfig::new(proxy.address()).with_chroot(&root).with_session_timeout(Duration::from_secs(4));
-    let s = connected(cut).await.0;
-    let direct = session_at(&zk.connect_string(), &root).await;
+    let Proxied { proxy, session: s, observer: direct } =
+        proxied(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     let queue = Queue::new(s.clone(), "/q");
     queue.put(b"first".to_vec()).await.expect("an ordinary item first");
 
@@ -1095,11 +1089,8 @@ async fn an_ack_that_meets_a_connection_loss_is_settled_once_and_answered_ok() {
 async fn claims_in_flight_at_a_stop_are_given_back(by_drop: bool) {
     init_tracing();
     let zk = TestZooKeeper::from_env().expect("ZooKeeper");
-    let proxy = actix_zookeeper::testkit::FaultProxy::start(&zk.connect_string()).expect("proxy");
     let root = unique_root("queue-stop-in-flight");
-    let slow = SessionConfig::new(proxy.address()).with_chroot(&root).with_session_timeout(Duration::from_secs(10));
-    let s = connected(slow).await.0;
-    let observer = session_at(&zk.connect_string(), &root).await;
+    let Proxied { proxy, session: s, observer } = proxied(&zk.connect_string(), &root, Duration::from_secs(10)).await;
     observer.ensure_path("/q/claims").await.expect("claims dir");
     Queue::new(observer.clone(), "/q").put_all((0..20u8).map(|n| vec![n]).collect()).await.expect("put");
     proxy.set_latency(Direction::Downstream, Duration::from_secs(2));

@@ -25,11 +25,6 @@ use actix_zookeeper::testkit::{Direction, TestZooKeeper, unique_root};
 use common::*;
 use futures::StreamExt;
 
-async fn session_at(connect: &str, root: &str) -> SessionHandle {
-    let cfg = SessionConfig::new(connect).with_chroot(root).with_session_timeout(Duration::from_secs(4));
-    connected(cfg).await.0
-}
-
 /// Resolves `what` within 20 s, or fails the test.
 async fn next_event<E: std::fmt::Debug>(events: &mut EventStream<E>, what: &str, mut wanted: impl FnMut(&E) -> bool) {
     bounded(what, async {
@@ -155,9 +150,8 @@ async fn task_master_and_worker_handles_run_a_task_and_their_stops_resolve_after
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("tasks-handle");
-    let s = session_at(&zk.connect_string(), &root).await;
-    let proxy = actix_zookeeper::testkit::FaultProxy::start(&zk.connect_string()).expect("proxy");
-    let slow = session_at(&proxy.address(), &root).await;
+    let Proxied { proxy, session: slow, observer: s } =
+        proxied(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     let master = TaskMasterHandle::start(slow.clone(), TaskMasterConfig::new("/t")).expect("master");
     let mut master_events = master.events();
     let runner = Reverser.start();
@@ -318,9 +312,8 @@ async fn a_consumer_stop_resolves_once_its_claims_are_given_back() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("consumer-stop");
-    let s = session_at(&zk.connect_string(), &root).await;
-    let proxy = actix_zookeeper::testkit::FaultProxy::start(&zk.connect_string()).expect("proxy");
-    let slow = session_at(&proxy.address(), &root).await;
+    let Proxied { proxy, session: slow, observer: s } =
+        proxied(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     let queue = Queue::new(s.clone(), "/q");
     queue.put_all((0..20).map(|i| vec![i]).collect()).await.expect("put");
     for round in 0..3 {
@@ -394,11 +387,8 @@ async fn drained_resolves_once_the_last_item_is_acked_not_when_it_is_claimed() {
 async fn a_consumer_stop_waits_for_claims_being_given_back_after_a_lost_reply() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
-    let proxy = actix_zookeeper::testkit::FaultProxy::start(&zk.connect_string()).expect("proxy");
     let root = unique_root("consumer-stop-releasing");
-    let cfg = SessionConfig::new(proxy.address()).with_chroot(&root).with_session_timeout(Duration::from_secs(10));
-    let s = connected(cfg).await.0;
-    let observer = session_at(&zk.connect_string(), &root).await;
+    let Proxied { proxy, session: s, observer } = proxied(&zk.connect_string(), &root, Duration::from_secs(10)).await;
     observer.ensure_path("/q/claims").await.expect("claims dir");
     Queue::new(observer.clone(), "/q").put_all((0..8u8).map(|n| vec![n]).collect()).await.expect("put");
     proxy.set_latency(Direction::Downstream, Duration::from_secs(2));

@@ -96,6 +96,36 @@ pub async fn connected(config: SessionConfig) -> (SessionHandle, Recorded<Sessio
     (session, events)
 }
 
+/// A connected session to `connect` under `root`, with the tests' 4 s session timeout.
+pub async fn session_at(connect: &str, root: &str) -> SessionHandle {
+    session_with_timeout(connect, root, Duration::from_secs(4)).await
+}
+
+/// A connected session to `connect` under `root`, with session timeout `timeout`.
+pub async fn session_with_timeout(connect: &str, root: &str, timeout: Duration) -> SessionHandle {
+    connected(SessionConfig::new(connect).with_chroot(root).with_session_timeout(timeout)).await.0
+}
+
+/// A session whose connection runs through a [`FaultProxy`](actix_zookeeper::testkit::FaultProxy)
+/// (for latency and cuts), and an observer session straight to the server, both under `root`.
+pub struct Proxied {
+    /// The proxy in front of `zk` that `session` connects through.
+    pub proxy: actix_zookeeper::testkit::FaultProxy,
+    /// The session through the proxy.
+    pub session: SessionHandle,
+    /// A session to the server itself, to look at what the other one did.
+    pub observer: SessionHandle,
+}
+
+/// Starts a proxy in front of `zk`, a session through it and an observer straight to `zk`, both
+/// under `root`, with session timeout `timeout`.
+pub async fn proxied(zk: &str, root: &str, timeout: Duration) -> Proxied {
+    let proxy = actix_zookeeper::testkit::FaultProxy::start(zk).expect("proxy");
+    let session = session_with_timeout(&proxy.address(), root, timeout).await;
+    let observer = session_at(zk, root).await;
+    Proxied { proxy, session, observer }
+}
+
 /// Fails the test instead of hanging.
 pub async fn bounded<F: std::future::Future>(what: &str, fut: F) -> F::Output {
     match actix_rt::time::timeout(Duration::from_secs(20), fut).await {
