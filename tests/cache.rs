@@ -219,7 +219,7 @@ async fn node_and_children_scopes_stats_only_and_depth_limit() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cache-scopes");
-    let s = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let s = session_at(&zk.connect_string(), &root).await;
 
     // Node scope on a node that does not exist yet.
     let node_events = Recorded::<CacheEvent>::start();
@@ -303,7 +303,7 @@ async fn nodes_that_vanish_during_the_load_are_not_an_error() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cache-vanish");
-    let s = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let s = session_at(&zk.connect_string(), &root).await;
     let mut creates = Vec::new();
     for d in 0..20 {
         let ops: Vec<Op> =
@@ -323,7 +323,7 @@ async fn nodes_that_vanish_during_the_load_are_not_an_error() {
     // The cache's session hears the server `LOAD_LAG` late: each step of the load (the root,
     // its listing, the directories, their listings, their children) takes that long.
     let links = ClientLinks::to(zk.connect_string().split(',')).expect("fault proxy");
-    let reader = session_with_timeout(&links.connect_string(), &root, Duration::from_secs(4)).await;
+    let reader = session_at(&links.connect_string(), &root).await;
     for i in 0..links.len() {
         links.proxy(i).set_latency(Direction::Downstream, LOAD_LAG);
     }
@@ -393,7 +393,7 @@ async fn dropping_the_last_address_stops_the_cache_and_removes_its_watch() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cache-drop");
-    let s = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let s = session_at(&zk.connect_string(), &root).await;
     s.ensure_path("/d/x").await.expect("tree");
     let events = Recorded::<CacheEvent>::start();
     let cache = CacheActor::new(s.clone(), CacheConfig::new("/d")).expect("config").start();
@@ -421,7 +421,7 @@ async fn an_unreadable_node_is_skipped_and_the_rest_converges() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cache-unreadable");
-    let s = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let s = session_at(&zk.connect_string(), &root).await;
     s.ensure_path("/dir").await.expect("dir");
     s.create("/dir/a", "a", CreateMode::Persistent).await.expect("a");
     let no_read = vec![actix_zookeeper::Acl::new_const(
@@ -460,7 +460,7 @@ async fn an_unreadable_node_is_skipped_and_the_rest_converges() {
     expire_session(&zk.connect_string(), &info).await.expect("expire");
     events.wait_for(from, WAIT, |e| matches!(e, CacheEvent::CacheResynced)).await;
     // Made by another session: this one may still be between its old session and its new one.
-    let other = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let other = session_at(&zk.connect_string(), &root).await;
     other.create("/dir/d", "d", CreateMode::Persistent).await.expect("d");
     events.wait_for(from, WAIT, |e| matches!(e, CacheEvent::NodeAdded { path, .. } if path == "/dir/d")).await;
     other.close().await;
@@ -476,7 +476,7 @@ async fn a_cache_whose_watch_cannot_be_set_says_so_and_stops() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cache-failed");
-    let s = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let s = session_at(&zk.connect_string(), &root).await;
     s.close().await;
     let events = Recorded::<CacheEvent>::start();
     let cache = CacheActor::new(s.clone(), CacheConfig::new("/d")).expect("config").start();

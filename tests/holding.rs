@@ -37,7 +37,7 @@ async fn a_withdrawal_while_the_first_create_meets_a_missing_directory_is_answer
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("missing-dir");
-    let s = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let s = session_at(&zk.connect_string(), &root).await;
     for round in 0..5 {
         let dir = format!("/lock-{round}/a/b");
         let lock = LockActor::new(s.clone(), LockConfig::new(dir.clone())).start();
@@ -120,10 +120,7 @@ async fn many_releases_never_report_a_loss() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("release-race");
-    let sessions = [
-        session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await,
-        session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await,
-    ];
+    let sessions = [session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await];
     let losses = Arc::new(AtomicUsize::new(0));
     // Busy threads, as in a loaded CI run: the race needs the releasing thread to be descheduled
     // between its two steps.
@@ -187,7 +184,7 @@ async fn grants_handed_out_around_an_expiry_are_alive_or_reported_lost() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("grant-expiry");
-    let observer = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let observer = session_at(&zk.connect_string(), &root).await;
     let mut violations = Vec::new();
     let mut granted_rounds = 0;
     let (mut reported_lost, mut alive) = (0, 0);
@@ -278,7 +275,7 @@ async fn an_unreadable_election_fails_once_and_stops_asking() {
     // A server of its own: its request counter counts this test's requests only.
     let server = ZkServer::start().expect("ZooKeeper");
     let root = unique_root("no-read");
-    let s = session_with_timeout(&server.connect_string(), &root, Duration::from_secs(4)).await;
+    let s = session_at(&server.connect_string(), &root).await;
     let create_and_delete_only = vec![Acl::new_const(Permission::CREATE | Permission::DELETE, "world", "anyone")];
     s.request(
         actix_zookeeper::session::requests::Create::new("/e", "", CreateMode::Persistent)
@@ -313,8 +310,8 @@ async fn a_waiter_leaves_no_watch_on_a_node_that_was_gone_when_it_looked() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("gone-ahead");
-    let direct = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await;
-    let slow = session_with_timeout(&links.connect_string(), &root, Duration::from_secs(4)).await;
+    let direct = session_at(&zk.connect_string(), &root).await;
+    let slow = session_at(&links.connect_string(), &root).await;
     let holder = LockActor::new(direct.clone(), LockConfig::new("/l")).start();
     let waiter = LockActor::new(slow.clone(), LockConfig::new("/l")).start();
     let grant = holder.send(Acquire::default()).await.expect("actor").expect("holder");
@@ -357,7 +354,7 @@ async fn a_grant_computed_after_its_session_expired_is_not_handed_out() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("stale-grant");
-    let observer = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let observer = session_at(&zk.connect_string(), &root).await;
     let (h, w) = (
         session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(2)).await,
         session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(2)).await,
@@ -410,7 +407,7 @@ async fn a_lock_whose_directory_cannot_be_read_fails_once_and_stops_asking() {
     let server = ZkServer::start().expect("ZooKeeper");
     let links = ClientLinks::to([server.connect_string()]).expect("proxy");
     let root = unique_root("no-read-lock");
-    let admin = session_with_timeout(&server.connect_string(), &root, Duration::from_secs(4)).await;
+    let admin = session_at(&server.connect_string(), &root).await;
     let create_and_delete_only = vec![Acl::new_const(Permission::CREATE | Permission::DELETE, "world", "anyone")];
     admin
         .request(
@@ -419,7 +416,7 @@ async fn a_lock_whose_directory_cannot_be_read_fails_once_and_stops_asking() {
         )
         .await
         .expect("a lock directory nobody may read");
-    let s = session_with_timeout(&links.connect_string(), &root, Duration::from_secs(4)).await;
+    let s = session_at(&links.connect_string(), &root).await;
     let lock = LockActor::new(s.clone(), LockConfig::new("/l")).start();
     // The create and its listing go into a dead link: their outcome is unknown, and finding out
     // means listing the directory.
@@ -454,8 +451,8 @@ async fn a_guard_lost_after_the_lease_was_granted_does_not_end_the_lease_silentl
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let root = unique_root("guard-after-lease");
-    let observer = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await;
-    let h = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let observer = session_at(&zk.connect_string(), &root).await;
+    let h = session_at(&zk.connect_string(), &root).await;
     let w = session_with_timeout(&links.connect_string(), &root, Duration::from_secs(10)).await;
     let holder = SemaphoreActor::new(h.clone(), SemaphoreConfig::new("/sem", 1)).start();
     let waiter = SemaphoreActor::new(w.clone(), SemaphoreConfig::new("/sem", 1)).start();

@@ -71,16 +71,8 @@ pub(crate) enum ClientThread {
 async fn connect_on(connect: &str, thread: ClientThread) -> Client {
     match thread {
         ClientThread::Caller => Client::connect(connect).await.expect("bare client connects"),
-        ClientThread::OwnArbiter => {
-            let (tx, rx) = futures::channel::oneshot::channel();
-            let connect = connect.to_owned();
-            let arbiter = actix::Arbiter::new();
-            arbiter.spawn(async move {
-                let _ = tx.send(Client::connect(&connect).await.expect("bare client connects"));
-            });
-            // The Arbiter's thread lives on after its handle is dropped, with the client's task.
-            rx.await.expect("the Arbiter connected")
-        }
+        // The Arbiter's thread lives on after its handle is dropped, with the client's task.
+        ClientThread::OwnArbiter => connect_on_arbiter(connect, &actix::Arbiter::new().handle()).await,
     }
 }
 

@@ -17,9 +17,9 @@
 //! with a listing after every wake. An uncontended cycle never waits, so W1 has one floor.
 //!
 //! [`Placement::ThreadEach`] runs each client, its connection and its loop, on a thread of its
-//! own, as W2's eight contenders would run in eight processes. On the caller's thread, one
-//! thread wakes for a delete's answer and the next holder's notification alike; W2's probe
-//! (`docs/performance.md`) found that most of W2's gap to the floor.
+//! own, as W2's eight contenders would run in eight processes, and as our sessions run. It asks
+//! whether one thread serving every client is what makes the floor fast: it is not (session 14
+//! in `docs/performance.md`).
 
 use std::collections::HashSet;
 
@@ -64,15 +64,7 @@ pub(crate) async fn run(
     for i in 0..clients {
         let client = match threads.get(i) {
             None => Client::connect(connect).await.expect("floor client connects"),
-            // Connected there, so that its connection's task runs there.
-            Some(thread) => {
-                let (tx, rx) = futures::channel::oneshot::channel();
-                let connect = connect.to_owned();
-                thread.spawn(async move {
-                    let _ = tx.send(Client::connect(&connect).await.expect("floor client connects"));
-                });
-                rx.await.expect("floor client's thread")
-            }
+            Some(thread) => connect_on_arbiter(connect, &thread.handle()).await,
         };
         sessions.push(Arc::new(client));
     }

@@ -182,3 +182,20 @@ pub(crate) fn median(values: &[f64]) -> (usize, f64) {
 pub(crate) fn rates(values: &[f64]) -> String {
     format!("[{}]", values.iter().map(|v| format!("{v:.1}")).collect::<Vec<_>>().join(","))
 }
+
+/// A bare client connected on `thread`, so that its connection's background task runs there.
+pub(crate) async fn connect_on_arbiter(connect: &str, thread: &actix::ArbiterHandle) -> zookeeper_client::Client {
+    let (tx, rx) = futures::channel::oneshot::channel();
+    let connect = connect.to_owned();
+    thread.spawn(async move {
+        let _ = tx.send(zookeeper_client::Client::connect(&connect).await.expect("a bare client connects"));
+    });
+    rx.await.expect("the Arbiter connected")
+}
+
+/// The steps of round `round`, starting one step later than the round before: no contender
+/// always runs first (on a cold server) or right after the same one.
+pub(crate) fn rotated<T, const N: usize>(mut steps: [T; N], round: usize) -> [T; N] {
+    steps.rotate_left(round % N);
+    steps
+}

@@ -119,12 +119,8 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
     for round in 0..W1_ROUNDS {
         eprintln!("W1: round {} of {W1_ROUNDS}", round + 1);
         let dir = |what: &str| format!("{root}/{what}-{round}");
-        // Each round starts one step later, so that no contender always runs right after the
-        // same one (or always first, on a cold server).
-        let mut steps = [Step::Bare, Step::BareHop, Step::Floor, Step::Awaited, Step::Pipelined, Step::SessionThread];
-        let len = steps.len();
-        steps.rotate_left(round % len);
-        for step in steps {
+        let steps = [Step::Bare, Step::BareHop, Step::Floor, Step::Awaited, Step::Pipelined, Step::SessionThread];
+        for step in rotated(steps, round) {
             match step {
                 Step::Bare => {
                     let thread = ClientThread::Caller;

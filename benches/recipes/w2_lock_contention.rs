@@ -7,6 +7,9 @@ use super::floor_lock::{self, Floor, Placement};
 use super::harness::*;
 
 pub(crate) const W2_CLIENTS: usize = 8;
+pub(crate) const W2_ACQUISITIONS: usize = 2000;
+/// Interleaved rounds of the yardstick and the lock actors; medians are reported.
+pub(crate) const W2_ROUNDS: usize = 5;
 
 /// One step of a W2 round.
 #[derive(Clone, Copy)]
@@ -18,9 +21,6 @@ enum Step {
     Ours,
     OursSt,
 }
-pub(crate) const W2_ACQUISITIONS: usize = 2000;
-/// Interleaved rounds of the yardstick and the lock actors; medians are reported.
-pub(crate) const W2_ROUNDS: usize = 5;
 
 /// One measured pass of the lock actors: (acquisitions per second, waits, violations,
 /// requests per acquisition). With `threads`, each lock's caller runs on that thread (the lock's
@@ -109,9 +109,8 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
         })
         .collect();
 
-    // Interleaved rounds (the yardsticks and the lock actors), each starting one step later than
-    // the last, so that the server's warm-up and the step before favour nobody; medians are
-    // reported, with every round's rate.
+    // Interleaved rounds (the yardsticks and the lock actors), rotated so that the server's
+    // warm-up and the step before favour nobody; medians are reported, with every round's rate.
     let (mut bare, mut floor, mut ours, mut passes) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut ours_st, mut passes_st) = (Vec::new(), Vec::new());
     let (mut safe_floor, mut thread_each_floor) = (Vec::new(), Vec::new());
@@ -120,10 +119,8 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
     let cpu_per_acquisition = |since: u64| (cpu_us() - since) as f64 / W2_ACQUISITIONS as f64;
     for round in 0..W2_ROUNDS {
         eprintln!("W2: round {} of {W2_ROUNDS}: {W2_CLIENTS} clients, {W2_ACQUISITIONS} acquisitions", round + 1);
-        let mut steps = [Step::Bare, Step::Floor, Step::SafeFloor, Step::ThreadEachFloor, Step::Ours, Step::OursSt];
-        let len = steps.len();
-        steps.rotate_left(round % len);
-        for step in steps {
+        let steps = [Step::Bare, Step::Floor, Step::SafeFloor, Step::ThreadEachFloor, Step::Ours, Step::OursSt];
+        for step in rotated(steps, round) {
             let since = cpu_us();
             let floor_run = |name: &str, kind: Floor, placement: Placement| {
                 let dir = format!("{root}/{name}-{round}");
