@@ -987,6 +987,117 @@ async fn a_put_with_an_id_whose_reply_is_lost_queues_the_item_once() {
     direct.close().await;
 }
 
+/// Sets up a `poll` whose removal reaches the server and whose answer is held by the proxy:
+/// returns the poll's task once the removal has applied. Requests take 500 ms to reach the
+/// server: the listing is answered at ~500 ms, the read at ~1000 ms, and the removal lands at
+/// ~1500 ms, after replies are held (from ~1250 ms).
+async fn poll_with_its_answer_held(
+    proxy: &actix_zookeeper::testkit::FaultProxy,
+    queue: &Queue,
+    direct: &SessionHandle,
+) -> actix_rt::task::JoinHandle<Result<Option<Vec<u8>>, QueueError>> {
+    // The claims directory exists (a consumer made it), so the removal is the poll's fourth step.
+    direct.ensure_path(&format!("{}/claims", queue.path())).await.expect("claims directory");
+    proxy.set_latency(Direction::Upstream, Duration::from_millis(500));
+    let poll = actix_rt::spawn({
+        let queue = queue.clone();
+        async move { queue.poll().await }
+    });
+    actix_rt::time::sleep(Duration::from_millis(1250)).await;
+    proxy.set_latency(Direction::Downstream, Duration::from_secs(60));
+    let deadline = Instant::now() + WAIT;
+    while !items_left(direct).await.is_empty() {
+        assert!(Instant::now() < deadline, "the removal never reached the server");
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    poll
+}
+
+/// Row "a `poll`/`take` removal whose answer is lost": the removal applied, its answer went
+/// with the connection; the session lives on, so the taker reads its receipt back and gets the
+/// item (it was a `ConnectionLoss`, the item gone with nobody holding it).
+#[actix_rt::test]
+async fn a_take_whose_removal_answer_is_lost_still_gets_the_item() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("queue-take-lost-answer");
+    let Proxied { proxy, session: s, observer: direct } =
+        proxied(&zk.connect_string(), &root, Duration::from_secs(10)).await;
+    let queue = Queue::new(s.clone(), "/q");
+    queue.put(b"only".to_vec()).await.expect("put");
+    let poll = poll_with_its_answer_held(&proxy, &queue, &direct).await;
+    proxy.reset();
+    proxy.heal();
+    let taken = bounded("the poll is answered", poll).await.expect("poll task");
+    assert_eq!(taken, Ok(Some(b"only".to_vec())), "the removal applied: the item is the taker's");
+    assert_eq!(s.session().await.expect("session").generation, 1, "the same session throughout");
+    wait_until_async("the receipt deleted", || async {
+        direct.children("/q/claims").await.map(|c| c.names.is_empty()).unwrap_or(false)
+    })
+    .await;
+    assert_eq!(queue.poll().await, Ok(None), "taken once");
+    s.close().await;
+    direct.close().await;
+}
+
+/// The same row, when the removal never reached the server (dropped with the connection on its
+/// way): the item is still queued at the read-back, so the poll tries again and gets it.
+#[actix_rt::test]
+async fn a_take_whose_removal_was_lost_on_its_way_tries_again() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("queue-take-lost-request");
+    let Proxied { proxy, session: s, observer: direct } =
+        proxied(&zk.connect_string(), &root, Duration::from_secs(10)).await;
+    let queue = Queue::new(s.clone(), "/q");
+    queue.put(b"only".to_vec()).await.expect("put");
+    direct.ensure_path("/q/claims").await.expect("claims directory");
+    // As in `poll_with_its_answer_held`, but the connection goes while the removal is still on
+    // its way (it would land at ~1500 ms).
+    proxy.set_latency(Direction::Upstream, Duration::from_millis(500));
+    let poll = actix_rt::spawn({
+        let queue = queue.clone();
+        async move { queue.poll().await }
+    });
+    actix_rt::time::sleep(Duration::from_millis(1250)).await;
+    proxy.reset();
+    proxy.heal();
+    let taken = bounded("the poll is answered", poll).await.expect("poll task");
+    assert_eq!(taken, Ok(Some(b"only".to_vec())));
+    assert!(items_left(&direct).await.is_empty(), "taken once");
+    s.close().await;
+    direct.close().await;
+}
+
+/// Row "... and its session ends before it is read back": nobody can tell whether this removal
+/// or another taker's took the item, so the answer says so and carries the item's data.
+#[actix_rt::test]
+async fn a_take_whose_answer_and_session_are_lost_returns_the_data_as_unknown() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("queue-take-lost-session");
+    let Proxied { proxy, session: s, observer: direct } =
+        proxied(&zk.connect_string(), &root, Duration::from_secs(10)).await;
+    let queue = Queue::new(s.clone(), "/q");
+    queue.put(b"only".to_vec()).await.expect("put");
+    let info = s.session().await.expect("session").info;
+    let poll = poll_with_its_answer_held(&proxy, &queue, &direct).await;
+    expire_session(&zk.connect_string(), &info).await.expect("expired on the server");
+    proxy.reset();
+    proxy.heal();
+    let taken = bounded("the poll is answered", poll).await.expect("poll task");
+    match taken {
+        Err(QueueError::TakeOutcomeUnknown { id, data, .. }) => {
+            assert!(id.starts_with("qn-"), "{id}");
+            assert_eq!(data, b"only".to_vec(), "the data is handed over: nothing lost");
+        }
+        other => panic!("expected TakeOutcomeUnknown, got {other:?}"),
+    }
+    assert_eq!(queue.poll().await, Ok(None), "the item was removed once");
+    s.close().await;
+    direct.close().await;
+}
+
 // ---- Failure-table rows (docs/recipes/queue.md), one test each ---------------------------------
 
 /// A worker that stops (crashes) on its first delivery without settling it.

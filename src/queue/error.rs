@@ -42,6 +42,20 @@ pub enum QueueError {
         /// The item.
         id: String,
     },
+    /// A `poll`, `remove` or `take` lost the answer to its removal of item `id`, and its session
+    /// ended before the removal could be read back: the item is gone from the queue, removed
+    /// either by this call or by another taker, and nobody can tell which. Its data is here so
+    /// that nothing is lost; handling it may handle it twice. (While the session lives, a lost
+    /// answer is read back and never ends here.)
+    #[error("the removal of item {id} may or may not have applied (its session ended before it could be read back)")]
+    TakeOutcomeUnknown {
+        /// The item's node name.
+        id: String,
+        /// The item's data, as read before the removal.
+        data: Vec<u8>,
+        /// The error that lost the answer.
+        source: Error,
+    },
     /// An item id given to [`Queue::put_with_id`](super::Queue::put_with_id) that cannot be
     /// part of a node name.
     #[error("invalid item id {id:?}: {reason}")]

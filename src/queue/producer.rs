@@ -10,9 +10,11 @@ use std::time::Duration;
 use super::QueueError;
 use crate::error::Error;
 use crate::path;
+use crate::recipe::naming::new_guid;
 use crate::reply::Answer;
-use crate::session::SessionHandle;
+use crate::retry::RetryPolicy;
 use crate::session::requests::{CreateMode, Op, OpResult};
+use crate::session::{PinnedSession, SessionHandle, SessionId};
 use tracing::{debug, warn};
 
 /// The name prefix of items: the same as ZooKeeper's own `DistributedQueue` recipe and Curator's
@@ -200,9 +202,14 @@ impl Queue {
     /// [`QueueConsumerActor`](super::QueueConsumerActor) holds (claimed, out with a worker) are
     /// not free: they are skipped, and a queue whose every item is held answers `None`.
     ///
+    /// # Lost answers
+    /// A removal whose answer is lost with the connection is read back on its session: the
+    /// item is returned if it applied, and the search goes on if not. Only when that session
+    /// ends first is the answer [`QueueError::TakeOutcomeUnknown`], with the item's data.
+    ///
     /// # Cancel safety
-    /// Cancel-safe: dropped after its removal applied, the item is put back under its own name
-    /// (its place in line kept); no item is lost.
+    /// Cancel-safe: dropped after its removal applied (or may have), the item is put back under
+    /// its own name (its place in line kept); no item is lost.
     pub async fn poll(&self) -> Result<Option<Vec<u8>>, QueueError> {
         loop {
             let (items, claimed) = futures::future::join(self.items(), self.claimed()).await;
@@ -224,6 +231,8 @@ impl Queue {
 
     /// Like [`poll`](Self::poll), but an empty queue is an error (the recipe's `remove`).
     ///
+    /// Lost answers are read back as in [`poll`](Self::poll).
+    ///
     /// # Cancel safety
     /// Cancel-safe, as [`poll`](Self::poll): dropped after its removal applied, the item is
     /// put back under its own name; no item is lost.
@@ -235,6 +244,8 @@ impl Queue {
     /// at most `timeout` (the recipe's blocking `take`). Items a consumer holds are skipped, as
     /// in [`poll`](Self::poll); one comes back when its claim goes (a nack, a consumer that
     /// stops or dies), so while items are held the claims are watched too.
+    ///
+    /// Lost answers are read back as in [`poll`](Self::poll).
     ///
     /// # Cancel safety
     /// Cancel-safe: dropped (a `timeout`, a `select!`), its watches go with it, and an item its
@@ -354,10 +365,12 @@ impl Queue {
     /// Reads one item and removes it at its read version, unless a consumer holds it.
     ///
     /// The removal claims the item the way a consumer does, in the same `multi` that deletes
-    /// it: `multi(create <queue>/claims/<item> (ephemeral), delete <item> @version, delete the
-    /// claim)`. While a consumer's claim stands, the create fails (`NodeExists`) and nothing
-    /// changes; once the `multi` applied, a consumer's claim on the item finds it gone. One
-    /// round trip, one write, and no claim is left behind whatever the outcome.
+    /// it: `multi(create <queue>/claims/<item> (ephemeral, data = a receipt unique to this
+    /// removal), delete <item> @version)`, on the session of the read. While a consumer's claim
+    /// stands, the create fails (`NodeExists`) and nothing changes; once the `multi` applied, a
+    /// consumer's claim on the item finds it gone. The claim is deleted right after: it is the
+    /// removal's receipt, which tells, when the `multi`'s answer is lost with the connection,
+    /// whether the removal applied ([`removal_outcome`]).
     async fn try_take(&self, name: &str) -> Result<Taken, QueueError> {
         let item = path::join(&self.path, name);
         let claim = path::join(&self.claims(), name);
@@ -367,13 +380,26 @@ impl Queue {
             Err(err) => return Err(err.into()),
         };
         loop {
-            let ops = vec![
-                Op::Create { path: claim.clone(), data: Vec::new(), mode: CreateMode::Ephemeral },
-                Op::Delete { path: item.clone(), version: Some(node.stat.version) },
-                Op::Delete { path: claim.clone(), version: None },
-            ];
-            match self.remove_or_restore(ops, &item, &node.data).await {
-                Ok(_) => return Ok(Taken::Item(node.data)),
+            // Between sessions: nothing sent, nothing changed.
+            let Some(current) = self.session.session().await else {
+                return Err(Error::ConnectionLoss { path: item }.into());
+            };
+            let removal = Removal {
+                session: self.session.pinned(current.generation),
+                owner: current.session_id,
+                item: item.clone(),
+                version: node.stat.version,
+                claim: claim.clone(),
+                receipt: new_guid().into_bytes(),
+                policy: self.session.retry_policy(),
+            };
+            match self.remove_or_restore(removal, &node.data).await {
+                Ok(Removed::Yes) => return Ok(Taken::Item(node.data)),
+                Ok(Removed::No) => continue,
+                Ok(Removed::Unknown(source)) => {
+                    let id = name.to_owned();
+                    return Err(QueueError::TakeOutcomeUnknown { id, data: node.data, source });
+                }
                 Err(Error::Multi { index: 0, source }) => match *source {
                     Error::NodeExists { .. } => return Ok(Taken::Claimed),
                     // No consumer has claimed anything yet: no claims directory.
@@ -394,19 +420,17 @@ impl Queue {
 }
 
 impl Queue {
-    /// Sends the `multi` that removes `item` (holding `data`) and awaits it so that a caller who
-    /// gives up cannot lose the item: the `multi` runs on detached, and if it removed the item
-    /// but nobody took its answer (the `take` or `poll` future was dropped: a timeout, a
-    /// `select!`), the item is put back under its own name, so it keeps its place in line.
+    /// Runs `removal` detached and awaits it so that a caller who gives up cannot lose the item
+    /// (holding `data`): if the removal applied, or may have, but nobody took its answer (the
+    /// `take` or `poll` future was dropped: a timeout, a `select!`), the item is put back under
+    /// its own name, so it keeps its place in line.
     fn remove_or_restore(
         &self,
-        ops: Vec<Op>,
-        item: &str,
+        removal: Removal,
         data: &[u8],
-    ) -> impl std::future::Future<Output = Result<Vec<OpResult>, Error>> + 'static {
-        let sent = self.session.multi(ops);
+    ) -> impl std::future::Future<Output = Result<Removed, Error>> + 'static {
         let put_back = {
-            let (session, item, data) = (self.session.clone(), item.to_owned(), data.to_vec());
+            let (session, item, data) = (self.session.clone(), removal.item.clone(), data.to_vec());
             move || {
                 debug!(%item, "a take was dropped after it removed the item: putting it back");
                 actix::spawn(async move {
@@ -417,20 +441,120 @@ impl Queue {
             }
         };
         let again = put_back.clone();
+        let took = |outcome: &Result<Removed, Error>| matches!(outcome, Ok(Removed::Yes | Removed::Unknown(_)));
         // Dropped with the answer in its channel: put back by the answer's drop; dropped before
         // the answer came: put back by the task that finds nobody to answer.
-        let (answer, answered) = Answer::channel(move |unread: Option<Result<Vec<OpResult>, Error>>| {
-            if let Some(Ok(_)) = unread {
+        let (answer, answered) = Answer::channel(move |unread: Option<Result<Removed, Error>>| {
+            if unread.as_ref().is_some_and(took) {
                 put_back();
             }
         });
+        // Sent here, before the caller's future is first polled.
+        let applied = removal.session.multi(removal.ops());
         actix::spawn(async move {
-            if let Err(Ok(_)) = answer.send(sent.await) {
-                again();
+            let outcome = removal.settle(applied.await).await;
+            if let Err(unread) = answer.send(outcome) {
+                if took(&unread) {
+                    again();
+                }
             }
         });
         async move { answered.await.unwrap_or(Err(Error::Closed)) }
     }
+}
+
+/// One removal of an item by [`Queue::try_take`], on the session pinned when it was made.
+struct Removal {
+    session: PinnedSession,
+    /// That session's id: the owner of the claim its `multi` creates.
+    owner: SessionId,
+    item: String,
+    version: i32,
+    claim: String,
+    /// The claim's data: tells this removal's claim from another taker's on the same session.
+    receipt: Vec<u8>,
+    policy: RetryPolicy,
+}
+
+/// Whether a removal took the item.
+enum Removed {
+    /// It did: the item is the taker's.
+    Yes,
+    /// It did not: the item was still there after the answer was lost; try again.
+    No,
+    /// Nobody can tell: the answer was lost and the session the receipt was on has ended (or
+    /// the read-back kept failing). The item is gone from the queue; this removal or another
+    /// taker's took it.
+    Unknown(Error),
+}
+
+impl Removal {
+    fn ops(&self) -> Vec<Op> {
+        vec![
+            Op::Create { path: self.claim.clone(), data: self.receipt.clone(), mode: CreateMode::Ephemeral },
+            Op::Delete { path: self.item.clone(), version: Some(self.version) },
+        ]
+    }
+
+    /// What the `multi`'s `answer` means, learnt by reading back when the answer was lost; then
+    /// the receipt is deleted.
+    async fn settle(&self, answer: Result<Vec<OpResult>, Error>) -> Result<Removed, Error> {
+        let outcome = match answer {
+            Ok(_) => Ok(Removed::Yes),
+            Err(err) if err.outcome_unknown() && !matches!(err, Error::Multi { .. }) => self.removal_outcome(err).await,
+            Err(err) => Err(err),
+        };
+        if let Ok(Removed::Yes) = outcome {
+            // On the removal's own session, where the claim is still ours: nothing else deletes
+            // it, and once that session has ended it is gone and this delete is not sent.
+            if let Err(error) = self.session.delete(&self.claim, None).await {
+                debug!(claim = %self.claim, %error, "the receipt of a take stays until its session ends");
+            }
+        }
+        outcome
+    }
+
+    /// Reads back whether the `multi` applied, after its answer was lost (`lost`). The item
+    /// still there: it did not (a `multi` applies whole or not at all, and nothing puts an
+    /// item back under its name while its removal is unsettled). The item gone and our
+    /// receipt there: it did. The item gone and no receipt of ours: another taker took it.
+    /// Reads of the receipt run on the removal's own session; once it has ended the receipt
+    /// went with it, and the outcome is [`Removed::Unknown`].
+    async fn removal_outcome(&self, lost: Error) -> Result<Removed, Error> {
+        debug!(item = %self.item, error = %lost, "a take's removal has an unknown outcome; reading back");
+        let mut backoff = self.policy.backoff();
+        let mut failed = lost.clone();
+        loop {
+            if backoff.retry_after(failed).await.is_err() {
+                return Ok(Removed::Unknown(lost));
+            }
+            let handle = self.session.handle();
+            // Synced first: a server behind the leader may not show the removal yet.
+            let synced = handle.sync(&self.item);
+            let item = handle.exists(&self.item);
+            let receipt = self.session.get_data(&self.claim);
+            let read = async {
+                synced.await?;
+                Ok::<_, Error>((item.await?, receipt.await))
+            }
+            .await;
+            failed = match read {
+                Ok((Some(_), _)) => return Ok(Removed::No),
+                Ok((None, Ok(claim))) if claim.data == self.receipt && claim.stat.ephemeral_owner == self.owner.0 => {
+                    return Ok(Removed::Yes);
+                }
+                Ok((None, Ok(_) | Err(Error::NoNode { .. }))) => return Err(multi_failed_on_item(&self.item)),
+                Ok((None, Err(Error::SessionLost { .. }))) => return Ok(Removed::Unknown(lost)),
+                Ok((None, Err(err))) | Err(err) => err,
+            };
+        }
+    }
+}
+
+/// The answer of a removal that another taker beat: as the server gives it when the item is
+/// gone before the `multi`.
+fn multi_failed_on_item(item: &str) -> Error {
+    Error::Multi { index: 1, source: Box::new(Error::NoNode { path: item.to_owned() }) }
 }
 
 /// What [`Queue::try_take`] found.
