@@ -20,10 +20,16 @@
 //! own, as W2's eight contenders would run in eight processes, and as our sessions run. It asks
 //! whether one thread serving every client is what makes the floor fast: it is not (session 14
 //! in `docs/performance.md`).
+//!
+//! [`Placement::ActorEach`] adds an actix actor on each of those threads, running the protocol
+//! for its loop's acquire and release messages, as our lock actor and its caller run on the
+//! session's thread: the bound of any lock with an actor per client, with none of our session,
+//! contender or watch delivery in it.
 
 use std::collections::HashSet;
 
-use zookeeper_client::{Acls, Client, CreateMode};
+use actix::{Actor, ActorFutureExt, Context, Handler, Message, ResponseActFuture, ResponseFuture, WrapFuture};
+use zookeeper_client::{Acls, Client, CreateMode, OneshotWatcher};
 
 use super::harness::*;
 
@@ -43,6 +49,10 @@ pub(crate) enum Placement {
     Caller,
     /// Each with its connection and its loop on an Arbiter of its own.
     ThreadEach,
+    /// As `ThreadEach`, with an actix actor on each thread that runs the protocol for the loop's
+    /// `acquire` and `release` messages, as our lock actor runs on its session's thread: what an
+    /// actor per client costs, without anything of ours.
+    ActorEach,
 }
 
 /// `clients` clients (one session each, placed by `placement`) take turns on one lock,
@@ -58,7 +68,7 @@ pub(crate) async fn run(
 ) -> f64 {
     let threads: Vec<actix::Arbiter> = match placement {
         Placement::Caller => Vec::new(),
-        Placement::ThreadEach => (0..clients).map(|_| actix::Arbiter::new()).collect(),
+        Placement::ThreadEach | Placement::ActorEach => (0..clients).map(|_| actix::Arbiter::new()).collect(),
     };
     let mut sessions = Vec::with_capacity(clients);
     for i in 0..clients {
@@ -84,8 +94,16 @@ pub(crate) async fn run(
             let (tickets, dir, heads) = (tickets.clone(), dir.to_owned(), heads.clone());
             let (done, finished) = futures::channel::oneshot::channel();
             let run = async move {
-                while tickets.fetch_add(1, Ordering::SeqCst) < acquisitions {
-                    cycle(&client, &dir, i, &heads, floor).await;
+                if placement == Placement::ActorEach {
+                    let actor = FloorActor { client, dir, id: i, heads, floor, held: None }.start();
+                    while tickets.fetch_add(1, Ordering::SeqCst) < acquisitions {
+                        actor.send(FloorAcquire).await.expect("floor actor alive");
+                        actor.send(FloorRelease).await.expect("floor actor alive");
+                    }
+                } else {
+                    while tickets.fetch_add(1, Ordering::SeqCst) < acquisitions {
+                        cycle(&client, &dir, i, &heads, floor).await;
+                    }
                 }
                 let _ = done.send(());
             };
@@ -127,7 +145,67 @@ fn sequence(name: &str) -> u64 {
     name[name.len() - 10..].parse().expect("a sequential name")
 }
 
+/// [`Placement::ActorEach`]'s actor: one client's floor lock behind `acquire`/`release` messages.
+struct FloorActor {
+    client: Arc<Client>,
+    dir: String,
+    id: usize,
+    heads: Arc<Mutex<HashSet<String>>>,
+    floor: Floor,
+    /// The node held, with the waiter's own-node watch kept until the release.
+    held: Option<(String, Option<OneshotWatcher>)>,
+}
+
+impl Actor for FloorActor {
+    type Context = Context<Self>;
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct FloorAcquire;
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct FloorRelease;
+
+impl Handler<FloorAcquire> for FloorActor {
+    type Result = ResponseActFuture<Self, ()>;
+
+    fn handle(&mut self, _: FloorAcquire, _: &mut Context<Self>) -> Self::Result {
+        let (client, dir, heads) = (self.client.clone(), self.dir.clone(), self.heads.clone());
+        let (id, floor) = (self.id, self.floor);
+        let acquired = async move { acquire(&client, &dir, id, &heads, floor).await };
+        Box::pin(acquired.into_actor(self).map(|held, act, _| act.held = Some(held)))
+    }
+}
+
+impl Handler<FloorRelease> for FloorActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: FloorRelease, _: &mut Context<Self>) -> Self::Result {
+        let (node, own_watch) = self.held.take().expect("released after an acquire");
+        let client = self.client.clone();
+        Box::pin(async move {
+            client.delete(&node, None).await.expect("floor release");
+            drop(own_watch);
+        })
+    }
+}
+
 async fn cycle(client: &Client, dir: &str, id: usize, heads: &Mutex<HashSet<String>>, floor: Floor) {
+    let (node, own_watch) = acquire(client, dir, id, heads, floor).await;
+    client.delete(&node, None).await.expect("floor release");
+    drop(own_watch);
+}
+
+/// Takes the lock; returns the node held and the waiter's own-node watch, if it made one.
+async fn acquire(
+    client: &Client,
+    dir: &str,
+    id: usize,
+    heads: &Mutex<HashSet<String>>,
+    floor: Floor,
+) -> (String, Option<OneshotWatcher>) {
     // Curator's protected prefix, with a name as long as a real UUID's.
     let prefix = format!("{dir}/_c_{id:08}-0000-0000-0000-000000000000-lock-");
     let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
@@ -165,6 +243,5 @@ async fn cycle(client: &Client, dir: &str, id: usize, heads: &Mutex<HashSet<Stri
         line = client.list_children(dir).await.expect("floor relist");
     }
     heads.lock().expect("heads").insert(node.clone());
-    client.delete(&node, None).await.expect("floor release");
-    drop(own_watch);
+    (node, own_watch)
 }

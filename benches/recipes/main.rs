@@ -29,7 +29,11 @@
 //!   own-node watch, the fewest requests of a lock that stays exclusive when a waiter's node is
 //!   deleted by someone else; and that safe floor with each client, its connection and its loop
 //!   on a thread of its own, as eight processes would run (`thread_each_floor_acq_per_s`,
-//!   `ratio_to_thread_each_floor`).
+//!   `ratio_to_thread_each_floor`); and that again with an actix actor per client, on the
+//!   client's thread, running the protocol for its loop's acquire and release messages: what any
+//!   lock with an actor per client costs, with nothing of ours (`actor_each_floor_acq_per_s`,
+//!   `ratio_to_actor_each_floor`). W1 runs that actor floor with one client, as our lock actor
+//!   and its caller run on the session's thread (`actor_floor_acq_per_s`, `ratio_to_actor_floor`).
 //! - **W3**: leader election hand-off: 3 [`ElectionActor`]s on 3 sessions; the leader resigns
 //!   (`Resign { requeue: true }`) 5 warm-up then 50 measured times, each timed from just before
 //!   the `Resign` is sent to the next leader's `LeadershipAcquired` reaching its subscriber,

@@ -32,6 +32,7 @@ enum Step {
     Bare,
     BareHop,
     Floor,
+    ActorFloor,
     Awaited,
     Pipelined,
     SessionThread,
@@ -114,12 +115,21 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
     // its own, as our sessions run), then the lock actor awaited, then pipelined. Medians are
     // reported, with every round's rate.
     let (mut bare, mut bare_hop, mut bare_cpu, mut floor) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut actor_floor = Vec::new();
     let mut passes: [Vec<Pass>; 2] = [Vec::new(), Vec::new()];
     let mut session_thread_passes: Vec<Pass> = Vec::new();
     for round in 0..W1_ROUNDS {
         eprintln!("W1: round {} of {W1_ROUNDS}", round + 1);
         let dir = |what: &str| format!("{root}/{what}-{round}");
-        let steps = [Step::Bare, Step::BareHop, Step::Floor, Step::Awaited, Step::Pipelined, Step::SessionThread];
+        let steps = [
+            Step::Bare,
+            Step::BareHop,
+            Step::Floor,
+            Step::ActorFloor,
+            Step::Awaited,
+            Step::Pipelined,
+            Step::SessionThread,
+        ];
         for step in rotated(steps, round) {
             match step {
                 Step::Bare => {
@@ -138,6 +148,14 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
                     let dir = dir("floor");
                     floor.push(floor_lock::run(connect, &dir, 1, W1_WARMUP, W1_ITERATIONS, kind, placement).await);
                 }
+                Step::ActorFloor => {
+                    // The client, an actor running the floor's protocol and the loop on a thread
+                    // of their own, as our lock actor and caller run on the session's thread.
+                    let (kind, placement) = (Floor::Fewest, Placement::ActorEach);
+                    let dir = dir("actor-floor");
+                    let run = floor_lock::run(connect, &dir, 1, W1_WARMUP, W1_ITERATIONS, kind, placement);
+                    actor_floor.push(run.await);
+                }
                 Step::Awaited => passes[0].push(pass(connect, &lock, ReleaseMode::Awaited).await),
                 Step::Pipelined => passes[1].push(pass(connect, &lock, ReleaseMode::Pipelined).await),
                 Step::SessionThread => {
@@ -155,6 +173,7 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
     let (_, bare_hop_median) = median(&bare_hop);
     let (_, bare_cpu_median) = median(&bare_cpu);
     let (_, floor_median) = median(&floor);
+    let (_, actor_floor_median) = median(&actor_floor);
 
     let mut lines = Vec::new();
     let [awaited, pipelined] = passes;
@@ -176,7 +195,8 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
              \"zk_requests_per_cycle\":{:.2},\"session_rtt_p50_us\":{session_rtt_p50},\
              \"cpu_us_per_cycle\":{:.0},\"bare_lock_cpu_us_per_cycle\":{bare_cpu_median:.0},\
              \"floor_acq_per_s\":{floor_median:.1},\"floor_rounds\":{},\"floor_ratio_to_bare_lock\":{:.2},\
-             \"ratio_to_floor\":{:.2}}}",
+             \"ratio_to_floor\":{:.2},\"actor_floor_acq_per_s\":{actor_floor_median:.1},\"actor_floor_rounds\":{},\
+             \"ratio_to_actor_floor\":{:.2}}}",
             mode,
             rates(&all),
             percentile(&mut chosen.acquires, 50.0),
@@ -195,6 +215,8 @@ pub(crate) async fn w1(connect: &str) -> Vec<String> {
             rates(&floor),
             floor_median / bare_median,
             acq_per_s / floor_median,
+            rates(&actor_floor),
+            acq_per_s / actor_floor_median,
         ));
     }
 

@@ -18,6 +18,7 @@ enum Step {
     Floor,
     SafeFloor,
     ThreadEachFloor,
+    ActorEachFloor,
     Ours,
     OursSt,
 }
@@ -113,13 +114,22 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
     // warm-up and the step before favour nobody; medians are reported, with every round's rate.
     let (mut bare, mut floor, mut ours, mut passes) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut ours_st, mut passes_st) = (Vec::new(), Vec::new());
-    let (mut safe_floor, mut thread_each_floor) = (Vec::new(), Vec::new());
-    // This process's CPU per acquisition (the server's is not in it): [floor, ours, ours_st].
-    let mut cpu: [Vec<f64>; 3] = Default::default();
+    let (mut safe_floor, mut thread_each_floor, mut actor_each_floor) = (Vec::new(), Vec::new(), Vec::new());
+    // This process's CPU per acquisition (the server's is not in it): [floor, ours, ours_st,
+    // actor_each_floor].
+    let mut cpu: [Vec<f64>; 4] = Default::default();
     let cpu_per_acquisition = |since: u64| (cpu_us() - since) as f64 / W2_ACQUISITIONS as f64;
     for round in 0..W2_ROUNDS {
         eprintln!("W2: round {} of {W2_ROUNDS}: {W2_CLIENTS} clients, {W2_ACQUISITIONS} acquisitions", round + 1);
-        let steps = [Step::Bare, Step::Floor, Step::SafeFloor, Step::ThreadEachFloor, Step::Ours, Step::OursSt];
+        let steps = [
+            Step::Bare,
+            Step::Floor,
+            Step::SafeFloor,
+            Step::ThreadEachFloor,
+            Step::ActorEachFloor,
+            Step::Ours,
+            Step::OursSt,
+        ];
         for step in rotated(steps, round) {
             let since = cpu_us();
             let floor_run = |name: &str, kind: Floor, placement: Placement| {
@@ -138,6 +148,10 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
                 Step::SafeFloor => safe_floor.push(floor_run("safe-floor", Floor::Safe, Placement::Caller).await),
                 Step::ThreadEachFloor => {
                     thread_each_floor.push(floor_run("thread-each-floor", Floor::Safe, Placement::ThreadEach).await)
+                }
+                Step::ActorEachFloor => {
+                    actor_each_floor.push(floor_run("actor-each-floor", Floor::Safe, Placement::ActorEach).await);
+                    cpu[3].push(cpu_per_acquisition(since));
                 }
                 Step::Ours => {
                     let measured = pass(connect, &locks, None).await;
@@ -165,7 +179,8 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
     let (_, floor_median) = median(&floor);
     let (_, safe_floor_median) = median(&safe_floor);
     let (_, thread_each_median) = median(&thread_each_floor);
-    let [floor_cpu, ours_cpu, ours_st_cpu] = cpu.map(|c| median(&c).1);
+    let (_, actor_each_median) = median(&actor_each_floor);
+    let [floor_cpu, ours_cpu, ours_st_cpu, actor_each_cpu] = cpu.map(|c| median(&c).1);
     [("default", ours, passes, ours_cpu), ("session-thread", ours_st, passes_st, ours_st_cpu)]
         .into_iter()
         .map(|(placement, ours, mut passes, cpu_us)| {
@@ -182,8 +197,10 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
                  \"ratio_to_floor\":{:.2},\"safe_floor_acq_per_s\":{safe_floor_median:.1},\
                  \"safe_floor_rounds\":{},\"ratio_to_safe_floor\":{:.2},\
                  \"thread_each_floor_acq_per_s\":{thread_each_median:.1},\"thread_each_floor_rounds\":{},\
-                 \"ratio_to_thread_each_floor\":{:.2},\"cpu_us_per_acquisition\":{cpu_us:.0},\
-                 \"floor_cpu_us_per_acquisition\":{floor_cpu:.0}}}",
+                 \"ratio_to_thread_each_floor\":{:.2},\"actor_each_floor_acq_per_s\":{actor_each_median:.1},\
+                 \"actor_each_floor_rounds\":{},\"ratio_to_actor_each_floor\":{:.2},\
+                 \"cpu_us_per_acquisition\":{cpu_us:.0},\"floor_cpu_us_per_acquisition\":{floor_cpu:.0},\
+                 \"actor_each_floor_cpu_us_per_acquisition\":{actor_each_cpu:.0}}}",
                 rates(&ours),
                 percentile(waits, 50.0),
                 percentile(waits, 99.0),
@@ -197,6 +214,8 @@ pub(crate) async fn w2(connect: &str) -> Vec<String> {
                 acq_per_s / safe_floor_median,
                 rates(&thread_each_floor),
                 acq_per_s / thread_each_median,
+                rates(&actor_each_floor),
+                acq_per_s / actor_each_median,
             )
         })
         .collect()
