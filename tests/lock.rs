@@ -1279,3 +1279,83 @@ async fn a_grant_that_arrives_after_suspended_is_held_suspended_and_read_again_o
     a.close().await;
     b.close().await;
 }
+
+fn revocation_requested(e: &LockEvent) -> bool {
+    matches!(e, LockEvent::RevocationRequested { .. })
+}
+
+/// Rows "revocation requested" (docs/recipes/lock.md): a revocable holder and a revocable waiter
+/// each hear one `RevocationRequested` per request and keep their place; the holder's guarded
+/// writes still apply after one (they failed as `Ended` when the fence checked the node's
+/// version, which the request changes). A participant that is not revocable hears nothing: the
+/// control, checked after a later request to a revocable one has been heard.
+#[actix_rt::test]
+async fn revocable_participants_hear_revocation_requests_and_keep_their_place() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("revocable");
+    let connect = zk.connect_string();
+    let (a, b) = (session_at(&connect, &root).await, session_at(&connect, &root).await);
+    let (c, other) = (session_at(&connect, &root).await, session_at(&connect, &root).await);
+    let (holder_a, a_events) = holder(&a, LockConfig::new("/lock").with_participant_id("a").revocable());
+    let (waiter_b, b_events) = holder(&b, LockConfig::new("/lock").with_participant_id("b").revocable());
+    let (waiter_c, c_events) = holder(&c, LockConfig::new("/lock").with_participant_id("c"));
+    let grant = holder_a.send(Acquire::default()).await.expect("actor").expect("a holds");
+    let b_waits = waiter_b.send(Acquire { timeout: Some(WAIT) });
+    wait_until_nodes(&other, "/lock", 2).await;
+    let c_waits = waiter_c.send(Acquire { timeout: Some(WAIT) });
+    wait_until_nodes(&other, "/lock", 3).await;
+    let line = path::sequential_in_order(nodes(&other, "/lock").await);
+    let (b_node, c_node) = (format!("/lock/{}", line[1]), format!("/lock/{}", line[2]));
+
+    let mut from = 0;
+    for round in 1..=2 {
+        assert_eq!(revoke(&other, &grant.node).await, Ok(Revocation::Requested));
+        let (i, heard) = a_events.wait_for(from, WAIT, revocation_requested).await;
+        assert_eq!(heard, LockEvent::RevocationRequested { participant: "a".into(), node: grant.node.clone() });
+        from = i + 1;
+        let heard = a_events.snapshot().into_iter().filter(revocation_requested).count();
+        assert_eq!(heard, round, "one event per request");
+        grant.guarded_write(&a, vec![]).await.expect("a revocation request does not end the grant");
+    }
+    assert_eq!(revoke(&other, &c_node).await, Ok(Revocation::Requested));
+    assert_eq!(revoke(&other, &b_node).await, Ok(Revocation::Requested));
+    let (_, heard) = b_events.wait_for(0, WAIT, revocation_requested).await;
+    assert_eq!(heard, LockEvent::RevocationRequested { participant: "b".into(), node: b_node.clone() });
+    assert!(!c_events.snapshot().iter().any(revocation_requested), "c is not revocable: {:?}", c_events.snapshot());
+    assert_eq!(nodes(&other, "/lock").await.len(), 3, "nobody left the line");
+
+    holder_a.send(Release).await.expect("actor").expect("release");
+    let b_grant = b_waits.await.expect("actor").expect("b holds after a's release");
+    assert_eq!(b_grant.node, b_node);
+    b_grant.guarded_write(&b, vec![]).await.expect("b's grant stands, revocation request and all");
+    assert_eq!(revoke(&other, &grant.node).await, Ok(Revocation::NoSuchNode));
+    assert!(matches!(revoke(&other, "no-slash").await, Err(LockError::ZooKeeper(Error::InvalidPath { .. }))));
+    waiter_b.send(Release).await.expect("actor").expect("b releases");
+    c_waits.await.expect("actor").expect("c holds last");
+}
+
+/// Row "revocation requested while cut off": the request is written while the holder's
+/// connection is down; the holder hears it once back, on the same session, still holding.
+#[actix_rt::test]
+async fn a_revocation_requested_while_the_holder_is_cut_off_is_heard_once_back() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("revoke-cut-off");
+    let Proxied { proxy, session: a, observer: other } =
+        proxied(&zk.connect_string(), &root, Duration::from_secs(10)).await;
+    let config = LockConfig::new("/lock").with_participant_id("a").with_policy(ConnectionPolicy::ExpiryOnly);
+    let (lock, events) = holder(&a, config.revocable());
+    let grant = lock.send(Acquire::default()).await.expect("actor").expect("a holds");
+    proxy.blackhole();
+    assert_eq!(revoke(&other, &grant.node).await, Ok(Revocation::Requested));
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    assert!(!events.snapshot().iter().any(revocation_requested), "heard through a blackhole?");
+    proxy.reset();
+    proxy.heal();
+    let (_, heard) = events.wait_for(0, WAIT, revocation_requested).await;
+    assert_eq!(heard, LockEvent::RevocationRequested { participant: "a".into(), node: grant.node.clone() });
+    assert_eq!(a.session().await.expect("session").generation, 1, "the same session");
+    grant.guarded_write(&a, vec![]).await.expect("still the holder");
+    lock.send(Release).await.expect("actor").expect("release");
+}

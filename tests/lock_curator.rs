@@ -132,6 +132,47 @@ async fn curator_semaphore_and_semaphore_actor_share_leases() {
     s.close().await;
 }
 
+/// Revocation, both ways: Curator's `Revoker` reaches our revocable holder, and our `revoke`
+/// reaches a Curator `InterProcessMutex` that made itself revocable. Neither request releases
+/// anything: each holder keeps its lock until it releases.
+#[actix_rt::test]
+async fn revocation_requests_cross_between_curator_and_lock_actors() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("curator-revoke");
+    let (s, _) = connected(config_at(&zk.connect_string(), &root)).await;
+    let java = start_peer(format!("{}{root}", zk.connect_string()), "/shared", "mutex").await;
+
+    // Curator's Revoker -> our revocable holder.
+    let rust = LockActor::new(s.clone(), LockConfig::new("/shared").with_participant_id("rust").revocable()).start();
+    let events = Recorded::<LockEvent>::start();
+    rust.do_send(Subscribe { recipient: events.recipient.clone() });
+    let grant = rust.send(Acquire::default()).await.expect("actor").expect("rust acquires");
+    let (java, revoked) = peer(java, {
+        let node = grant.node.clone();
+        move |p| p.revoke(&node, REPLY)
+    })
+    .await;
+    revoked.expect("Curator's Revoker writes into our node");
+    let (_, heard) = events.wait_for(0, REPLY, |e| matches!(e, LockEvent::RevocationRequested { .. })).await;
+    assert_eq!(heard, LockEvent::RevocationRequested { participant: "rust".into(), node: grant.node.clone() });
+    grant.guarded_write(&s, vec![]).await.expect("still the holder: a request releases nothing");
+    rust.send(Release).await.expect("actor").expect("release");
+
+    // Our revoke -> Curator's revocable mutex.
+    let (java, made) = peer(java, |p| p.make_revocable(REPLY)).await;
+    made.expect("makeRevocable");
+    let (java, node) = peer(java, |p| p.acquire(REPLY)).await;
+    let node = node.expect("Curator acquires");
+    assert_eq!(revoke(&s, &node).await, Ok(Revocation::Requested));
+    let (java, heard) = peer(java, |p| p.revocation_requested(REPLY)).await;
+    assert!(heard.expect("peer alive"), "Curator's revocation listener never fired");
+    let (_java, released) = peer(java, |p| p.release(REPLY)).await;
+    released.expect("Curator releases");
+    assert_eq!(revoke(&s, &node).await, Ok(Revocation::NoSuchNode), "nothing to revoke once released");
+    s.close().await;
+}
+
 /// `zk-inspect` reads Curator's layout: Curator's node holds, ours waits behind it.
 #[cfg(feature = "cli")]
 fn inspector_sees_curator_holding(connect: &str, lock: &str, curator_node: &str) {

@@ -662,11 +662,7 @@ impl TermWriter {
             data: format!("term={term} writer={} n={n}", self.id).into_bytes(),
             mode: CreateMode::Persistent,
         };
-        let ops = if self.unfenced {
-            vec![create]
-        } else {
-            vec![Op::Check { path: self.term.node.clone(), version: self.term.version }, create]
-        };
+        let ops = if self.unfenced { vec![create] } else { self.term.guard(vec![create]) };
         let session = self.session.clone();
         let (writes, enough) = (self.writes, self.enough.clone());
         // Detached: the outcome is printed even when the term ends (and this actor stops)

@@ -331,6 +331,7 @@ impl HolderHost for ElectionActor {
             data: self.config.participant_id.clone().into_bytes(),
             tag: attempt,
             retry: self.retry(),
+            revocable: false,
         };
         self.contender.start(attempt, &self.session, spec, ctx.address().recipient());
     }

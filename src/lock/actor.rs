@@ -16,7 +16,7 @@ use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, Relea
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, Holder, HolderHost};
-use crate::recipe::{ContenderReport, ContenderSpec, Reply};
+use crate::recipe::{ContenderEvent, ContenderReport, ContenderSpec, Reply};
 use crate::reply::Asked;
 use crate::session::requests::Goodbye;
 use crate::session::{SessionEvent, SessionHandle};
@@ -87,6 +87,7 @@ impl HolderHost for LockActor {
             data: self.config.participant_id.clone().into_bytes(),
             tag: attempt,
             retry: self.retry(),
+            revocable: self.config.revocable,
         };
         self.contender.start(attempt, &self.session, spec, ctx.address().recipient());
     }
@@ -206,6 +207,13 @@ impl Handler<ContenderReport> for LockActor {
     type Result = ();
 
     fn handle(&mut self, report: ContenderReport, ctx: &mut Context<Self>) {
+        if let ContenderEvent::RevocationRequested { node } = &report.event {
+            if self.contender.holds(report.tag) {
+                let participant = self.config.participant_id.clone();
+                self.subscribers.tell(LockEvent::RevocationRequested { participant, node: node.clone() });
+            }
+            return;
+        }
         holder::report(
             self,
             report.tag,

@@ -45,6 +45,7 @@ pub struct LockConfig {
     pub(super) policy: ConnectionPolicy,
     pub(super) reacquire_after_loss: bool,
     pub(super) retry: Option<RetryPolicy>,
+    pub(super) revocable: bool,
 }
 
 impl LockConfig {
@@ -56,6 +57,7 @@ impl LockConfig {
             participant_id: naming::default_participant_id(),
             policy: ConnectionPolicy::default(),
             reacquire_after_loss: false,
+            revocable: false,
             retry: None,
         }
     }
@@ -90,6 +92,17 @@ impl LockConfig {
     /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
     pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = Some(policy);
+        self
+    }
+
+    /// Hear revocation requests (Curator's `makeRevocable`): when someone asks this
+    /// participant's node to let go ([`revoke`](super::revoke), or Curator's
+    /// `Revoker.attemptRevoke`), subscribers get [`LockEvent::RevocationRequested`](super::LockEvent::RevocationRequested),
+    /// whether it holds the lock or waits for it. Nothing is released by it: what to do is the
+    /// subscriber's choice. Costs a watch on the participant's own node from the grant on
+    /// (otherwise set only once a grant has been held 100 ms). Default: off.
+    pub fn revocable(mut self) -> Self {
+        self.revocable = true;
         self
     }
 

@@ -120,6 +120,16 @@ pub enum LockEvent {
         /// Why.
         reason: LockLostReason,
     },
+    /// Someone asks this participant to let go ([`revoke`](super::revoke), or Curator's
+    /// `Revoker`): told to a [revocable](super::LockConfig::revocable) lock's subscribers, once
+    /// per request, whether it holds the lock or waits in line. Nothing was released: release
+    /// (or stop waiting) if you agree. The grant still stands, and its guarded writes still apply.
+    RevocationRequested {
+        /// Who is asked.
+        participant: String,
+        /// Its node, the one written to.
+        node: String,
+    },
 }
 
 impl LockEvent {
@@ -130,7 +140,8 @@ impl LockEvent {
             | LockEvent::Released { participant, .. }
             | LockEvent::Suspended { participant, .. }
             | LockEvent::Reconnected { participant, .. }
-            | LockEvent::Lost { participant, .. } => participant,
+            | LockEvent::Lost { participant, .. }
+            | LockEvent::RevocationRequested { participant, .. } => participant,
         }
     }
 }

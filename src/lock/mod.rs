@@ -15,7 +15,7 @@
 //! Files: `config.rs` (how a participant behaves), `messages.rs` (requests and events),
 //! `error.rs`, `grant.rs` (a grant and its guarded writes), `holding.rs` (the holder core's
 //! decisions in the lock's words), `actor.rs` (the mutex and the read/write lock),
-//! `semaphore.rs`, `handle.rs` ([`LockHandle`], [`SemaphoreHandle`]: async methods over the
+//! `revoke.rs` (asking a participant to let go), `semaphore.rs`, `handle.rs` ([`LockHandle`], [`SemaphoreHandle`]: async methods over the
 //! actors).
 //!
 #![doc = include_str!("../../docs/recipes/lock.md")]
@@ -27,6 +27,7 @@ mod grant;
 mod handle;
 mod holding;
 mod messages;
+mod revoke;
 mod semaphore;
 
 pub use actor::LockActor;
@@ -35,6 +36,7 @@ pub use error::LockError;
 pub use grant::LockGrant;
 pub use handle::{LockHandle, SemaphoreHandle};
 pub use messages::{Acquire, GiveBack, LockEvent, LockLostReason, Participants, Release, Subscribe, TryAcquire};
+pub use revoke::{Revocation, revoke};
 pub use semaphore::SemaphoreActor;
 
 pub use crate::recipe::{ConnectionPolicy, FencingToken};

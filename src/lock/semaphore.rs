@@ -66,7 +66,7 @@ impl SemaphoreActor {
     // Guard and lease contenders of attempt `n` carry tags 2n and 2n+1.
     fn spec(&self, tag: u64, dir: String, name: &'static str, rule: Rule) -> ContenderSpec {
         let data = self.config.participant_id.clone().into_bytes();
-        ContenderSpec { dir, name, rule, data, tag, retry: self.retry() }
+        ContenderSpec { dir, name, rule, data, tag, retry: self.retry(), revocable: false }
     }
 
     fn on_guard(&mut self, event: ContenderEvent, ctx: &mut Context<Self>) {
@@ -90,6 +90,8 @@ impl SemaphoreActor {
             // start over, keeping the caller.
             ContenderEvent::Lost { .. } => self.holder.restart(self.attempt),
             ContenderEvent::Failed { error } => self.holder.failed(self.attempt, error),
+            // Not revocable (Curator's semaphore is not either).
+            ContenderEvent::RevocationRequested { .. } => Vec::new(),
         };
         holder::run(self, effects, ctx);
     }

@@ -65,7 +65,13 @@ pub struct ContenderSpec {
     pub tag: u64,
     /// How the contender retries (the recipe's policy).
     pub retry: RetryPolicy,
+    /// Report revocation requests ([`ContenderEvent::RevocationRequested`]): the own-node watch
+    /// is then set from the grant on, not [`OWN_WATCH_AFTER`] later.
+    pub revocable: bool,
 }
+
+/// What Curator's `Revoker` writes into a lock node to ask its owner to let go.
+pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 
 /// Why a held node (a grant, a lease, a term) ended: the one reason every layer uses, from the
 /// contender that sees the node go to the recipe's own public reason (`LockLostReason`,
@@ -131,6 +137,13 @@ pub enum ContenderEvent {
         /// What went wrong.
         error: Error,
     },
+    /// Someone wrote [`REVOKE_MESSAGE`] into our node (Curator's `Revoker`): they ask its owner
+    /// to let go. Only with [`ContenderSpec::revocable`]; once per write. Nothing changes here:
+    /// the owner decides.
+    RevocationRequested {
+        /// The node's full path.
+        node: String,
+    },
 }
 
 /// How long a node granted at once is held before its own-node watch is set (protocol step 4).
@@ -195,6 +208,8 @@ pub struct Contender {
     backoff: Backoff,
     /// Where the watch on our current node stands (protocol step 4).
     own_watch: OwnWatch,
+    /// The version of our node at the last revocation request reported: one report per write.
+    revocation_reported: Option<i32>,
     span: tracing::Span,
 }
 
@@ -213,6 +228,7 @@ impl Contender {
             withdrawals: Vec::new(),
             backoff,
             own_watch: OwnWatch::Unset,
+            revocation_reported: None,
             span,
         }
     }
@@ -382,10 +398,11 @@ impl Contender {
                 return; // a read for a node we no longer count on
             }
             match read {
-                Ok(_) => {
+                Ok(read) => {
                     if act.own_watch == OwnWatch::Requested {
                         act.own_watch = OwnWatch::Set;
                     }
+                    act.revocation_requested(&path, &read.data, read.stat.version);
                 }
                 Err(Error::NoNode { .. }) => act.on_own_node_deleted(ctx),
                 // No reply, no watch: the client registers a one-shot watch only from its reply,
@@ -409,6 +426,16 @@ impl Contender {
                 }
             }
         }));
+    }
+
+    /// Reports a revocation request found in our node's data (at `version`), once per write:
+    /// also one written before the watch was set, which Curator's own lock would miss.
+    fn revocation_requested(&mut self, path: &str, data: &[u8], version: i32) {
+        if self.spec.revocable && data == REVOKE_MESSAGE && self.revocation_reported != Some(version) {
+            self.revocation_reported = Some(version);
+            info!(node = %path, "revocation requested");
+            self.report(ContenderEvent::RevocationRequested { node: path.to_owned() });
+        }
     }
 
     /// Watches the node ahead of ours, with a data watch for the same reason as
@@ -477,7 +504,12 @@ impl Contender {
             session_id: node.owner,
         });
         self.state = State::Holding { node };
-        self.watch_own_later(ctx);
+        if self.spec.revocable {
+            // A revocation request is heard only through this watch.
+            self.watch_own_once(ctx);
+        } else {
+            self.watch_own_later(ctx);
+        }
     }
 
     /// Step 3: the node ahead is gone.

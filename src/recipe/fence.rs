@@ -8,7 +8,7 @@
 use std::future::Future;
 
 use super::FencingToken;
-use super::fencing::{GuardFailure, guarded_multi};
+use super::fencing::{GuardFailure, checked, guarded_multi};
 use crate::error::Error;
 use crate::session::SessionHandle;
 use crate::session::requests::{Op, OpResult};
@@ -21,20 +21,20 @@ pub struct Fence {
     pub node: String,
     /// Its `czxid`: larger for every later win of the same lock, election or office.
     pub token: FencingToken,
-    /// The node's version when won (what guarded writes check).
+    /// The node's version when won. Guarded writes do not check it: a revocation request
+    /// (Curator's `Revoker`) writes into a lock node without ending the grant.
     pub version: i32,
 }
 
 impl Fence {
-    /// `ops`, preceded by a check that the node still exists at the version it was won at.
+    /// `ops`, preceded by a check that the node still exists. The node is ephemeral and
+    /// sequential: once deleted (released, or gone with its session) its name never comes back,
+    /// so its existence is the grant.
     pub fn guard(&self, ops: Vec<Op>) -> Vec<Op> {
-        let mut guarded = Vec::with_capacity(ops.len() + 1);
-        guarded.push(Op::Check { path: self.node.clone(), version: self.version });
-        guarded.extend(ops);
-        guarded
+        checked(&self.node, ops)
     }
 
-    /// Applies `ops` atomically only while the node still exists at its version: a holder whose
+    /// Applies `ops` atomically only while the node still exists: a holder whose
     /// session expired (so its node is gone), or a leader deposed while paused, gets
     /// [`FenceError::Ended`] and nothing is written. Results are those of `ops` (the check's own
     /// result is dropped).
@@ -54,7 +54,7 @@ impl Fence {
         ops: Vec<Op>,
     ) -> impl Future<Output = Result<Vec<OpResult>, FenceError>> + 'static + use<> {
         let node = self.node.clone();
-        let write = guarded_multi(session, &self.node, self.version, ops);
+        let write = guarded_multi(session, &self.node, ops);
         async move {
             write.await.map_err(|failure| match failure {
                 GuardFailure::Ended => FenceError::Ended { node },
@@ -69,8 +69,8 @@ impl Fence {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FenceError {
-    /// The fencing node is gone (or changed): the grant or term it stood for has ended, and the
-    /// server refused the write, so nothing of it applied.
+    /// The fencing node is gone: the grant or term it stood for has ended, and the server
+    /// refused the write, so nothing of it applied.
     #[error("node {node} is gone: what it fenced has ended, and the write was not applied")]
     Ended {
         /// The node that was checked.

@@ -38,20 +38,27 @@ pub(crate) enum GuardFailure {
     ZooKeeper(crate::Error),
 }
 
-/// Applies `ops` atomically only while `node` exists at `version`: the multi's first op is a
-/// check, so a holder whose grant ended (its node deleted with its session) writes nothing.
-/// The check's own result is dropped from the results, and a failing op's index counts the
-/// caller's ops only.
+/// What a check op compares a node's version with to check only that the node exists.
+pub(crate) const ANY_VERSION: i32 = -1;
+
+/// `ops`, preceded by a check that `node` exists (at any version).
+pub(crate) fn checked(node: &str, ops: Vec<crate::Op>) -> Vec<crate::Op> {
+    let mut guarded = Vec::with_capacity(ops.len() + 1);
+    guarded.push(crate::Op::Check { path: node.to_owned(), version: ANY_VERSION });
+    guarded.extend(ops);
+    guarded
+}
+
+/// Applies `ops` atomically only while `node` exists: the multi's first op is a check, so a
+/// holder whose grant ended (its node deleted with its session) writes nothing. The check's own
+/// result is dropped from the results, and a failing op's index counts the caller's ops only.
 pub(crate) fn guarded_multi(
     session: &crate::session::SessionHandle,
     node: &str,
-    version: i32,
     ops: Vec<crate::Op>,
 ) -> impl std::future::Future<Output = Result<Vec<crate::OpResult>, GuardFailure>> + 'static + use<> {
     use crate::Error;
-    let mut guarded = Vec::with_capacity(ops.len() + 1);
-    guarded.push(crate::Op::Check { path: node.to_owned(), version });
-    guarded.extend(ops);
+    let guarded = checked(node, ops);
     let reply = session.multi(guarded);
     async move {
         match reply.await {

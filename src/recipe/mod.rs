@@ -20,7 +20,7 @@ pub(crate) mod registration;
 pub use crate::reply;
 pub use crate::reply::Reply;
 pub(crate) use contender::delete_until_gone;
-pub(crate) use contender::{ContenderEvent, ContenderReport, ContenderSpec};
+pub(crate) use contender::{ContenderEvent, ContenderReport, ContenderSpec, REVOKE_MESSAGE};
 pub use fence::{Fence, FenceError};
 pub use fencing::FencingToken;
 pub use holder::ConnectionPolicy;

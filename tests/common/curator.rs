@@ -149,6 +149,8 @@ pub struct CuratorPeer {
     lines: Receiver<String>,
     /// `LEADER` (true) / `NOT_LEADER` (false) lines seen while waiting for something else.
     leadership: VecDeque<bool>,
+    /// `REVOCATION_REQUESTED` lines seen while waiting for something else.
+    revocations: usize,
     stderr_path: PathBuf,
     description: String,
 }
@@ -206,7 +208,8 @@ impl CuratorPeer {
                 format!("spawning stdout reader for {description}: {e}")
             })?;
 
-        let mut peer = CuratorPeer { child, stdin, lines, leadership: VecDeque::new(), stderr_path, description };
+        let mut peer =
+            CuratorPeer { child, stdin, lines, leadership: VecDeque::new(), revocations: 0, stderr_path, description };
         match peer.next_line(START_TIMEOUT)? {
             line if line == "READY" => Ok(peer),
             line => Err(peer.failure(&format!("expected READY, got {line:?}"))),
@@ -283,6 +286,7 @@ impl CuratorPeer {
         let deadline = Instant::now() + within;
         loop {
             match self.raw_line(deadline)? {
+                Some(line) if line == REVOCATION_REQUESTED => self.revocations += 1,
                 Some(line) => match leadership_event(&line) {
                     Some(leader) => self.leadership.push_back(leader),
                     None => return Ok(Some(line)),
@@ -400,6 +404,40 @@ impl CuratorPeer {
         }
     }
 
+    /// `revocable` (a lock peer, before its first `acquire`): Curator's `makeRevocable`, whose
+    /// listener prints `REVOCATION_REQUESTED`. Waits up to `within` for `REVOCABLE`.
+    pub fn make_revocable(&mut self, within: Duration) -> Result<(), String> {
+        self.send("revocable")?;
+        match self.next_line(within)?.as_str() {
+            "REVOCABLE" => Ok(()),
+            line => Err(self.failure(&format!("revocable: expected REVOCABLE, got {line:?}"))),
+        }
+    }
+
+    /// `revoke <node>`: Curator's `Revoker.attemptRevoke` on `node` (relative to the peer's
+    /// chroot). Waits up to `within` for `REVOKE_SENT`.
+    pub fn revoke(&mut self, node: &str, within: Duration) -> Result<(), String> {
+        self.send(&format!("revoke {node}"))?;
+        match self.next_line(within)?.as_str() {
+            "REVOKE_SENT" => Ok(()),
+            line => Err(self.failure(&format!("revoke: expected REVOKE_SENT, got {line:?}"))),
+        }
+    }
+
+    /// Whether Curator's revocation listener fired (a `REVOCATION_REQUESTED` line, counted
+    /// also while waiting for replies) within `within`; each call consumes one.
+    pub fn revocation_requested(&mut self, within: Duration) -> Result<bool, String> {
+        if self.revocations > 0 {
+            self.revocations -= 1;
+            return Ok(true);
+        }
+        match self.raw_line(Instant::now() + within)? {
+            Some(line) if line == REVOCATION_REQUESTED => Ok(true),
+            Some(line) => Err(self.failure(&format!("expected REVOCATION_REQUESTED, got {line:?}"))),
+            None => Ok(false),
+        }
+    }
+
     fn parse_acquired(&mut self, line: String) -> Result<String, String> {
         match line.strip_prefix("ACQUIRED ") {
             Some(node) => Ok(node.to_string()),
@@ -443,6 +481,9 @@ impl CuratorPeer {
         }
     }
 }
+
+/// The line a revocable lock peer prints whenever Curator's revocation listener fires.
+const REVOCATION_REQUESTED: &str = "REVOCATION_REQUESTED";
 
 /// `Some(true)` for a `LEADER` line, `Some(false)` for `NOT_LEADER`, else `None`.
 fn leadership_event(line: &str) -> Option<bool> {

@@ -10,6 +10,9 @@
 //   `hasLeadership`; replies `STARTED <node path>`, `CLOSED`, `LEADER_ID <id or ->`,
 //   `HAS_LEADERSHIP <true|false>`, `ERROR <message>`. Independently of commands, the latch's
 //   listener prints `LEADER` / `NOT_LEADER` whenever Curator reports gaining / losing leadership.
+// Lock kinds also take `revocable` (makeRevocable, before any acquire; reply `REVOCABLE`, and a
+//   `REVOCATION_REQUESTED` line, at any time, whenever Curator's revocation listener fires).
+// Every kind takes `revoke <path>` (Revoker.attemptRevoke on that node; reply `REVOKE_SENT`).
 // count:SEED (a SharedCount started with seed SEED once connected): commands `get` (Curator's
 //   local, watched value), `set <n>` (setCount), `increment <n> <threads>` (n increments spread
 //   over that many threads, each a trySetCount(getVersionedValue(), value + 1) retried until it
@@ -36,6 +39,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.retry.RetryNTimes;
@@ -141,6 +145,11 @@ public class CuratorPeer {
     }
 
     private static void handle(String command) throws Exception {
+        if (command.startsWith("revoke ")) {
+            Revoker.attemptRevoke(client, command.substring("revoke ".length()).trim());
+            reply("REVOKE_SENT");
+            return;
+        }
         if (latch != null) {
             handleLatch(command);
             return;
@@ -173,6 +182,10 @@ public class CuratorPeer {
                 node = ownLockNode();
             }
             reply("ACQUIRED " + node);
+        } else if (command.equals("revocable") && mutex != null) {
+            // Curator calls the listener on its event thread; reply() is synchronized.
+            mutex.makeRevocable(lock -> reply("REVOCATION_REQUESTED"));
+            reply("REVOCABLE");
         } else if (command.equals("release")) {
             if (semaphore != null) {
                 Lease lease = leases.poll();

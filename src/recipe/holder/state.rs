@@ -432,6 +432,8 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
             ContenderEvent::Waiting { .. } => self.in_line(attempt),
             ContenderEvent::Lost { reason, .. } => self.lost(attempt, reason),
             ContenderEvent::Failed { error } => self.failed(attempt, error),
+            // Changes nothing here: the recipe tells its subscribers, and they decide.
+            ContenderEvent::RevocationRequested { .. } => Vec::new(),
         }
     }
 
