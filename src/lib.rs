@@ -13,6 +13,7 @@
 //! - [`cache`] – [`CacheHandle`]: one node, its children or a subtree, kept in memory;
 //! - [`group`] – [`GroupMemberHandle`]: join a group and see who else is in it;
 //! - [`counter`] – [`SharedCountHandle`]: a shared counter in Curator's format;
+//! - [`atomic`] – [`DistributedAtomicLong`]: Curator's atomic long, optionally promoted to a lock;
 //! - [`barrier`] – [`DistributedBarrier`], [`DistributedDoubleBarrier`];
 //! - `inspect` (feature `cli`) – who holds, waits, leads and is queued, as `zk-inspect` prints;
 //! - `testkit` (feature `testkit`) – real ZooKeeper servers, ensembles and faults for tests.
@@ -24,7 +25,7 @@
 //! ## Recipes in more detail
 //!
 //! - [`lock`]: Curator's layout, so Java and Rust services can share a lock; each grant carries
-//!   a fencing token and offers guarded writes;
+//!   a fencing token and offers guarded writes; revocation as Curator's `Revoker`;
 //! - [`election`]: Curator's `LeaderLatch` layout; the leader-actor mode runs your actor only
 //!   while you lead;
 //! - [`queue`]: the `qn-` layout of ZooKeeper's and Curator's queues, with at-least-once
@@ -74,10 +75,12 @@
 //! [`CacheHandle`]: cache::CacheHandle
 //! [`GroupMemberHandle`]: group::GroupMemberHandle
 //! [`SharedCountHandle`]: counter::SharedCountHandle
+//! [`DistributedAtomicLong`]: atomic::DistributedAtomicLong
 //! [`DistributedBarrier`]: barrier::DistributedBarrier
 //! [`DistributedDoubleBarrier`]: barrier::DistributedDoubleBarrier
 #![deny(missing_docs)]
 
+pub mod atomic;
 pub mod barrier;
 pub mod cache;
 pub mod counter;
@@ -118,6 +121,7 @@ pub use session::{
 /// `election::Stop`, `lock::Subscribe` and the session's `Subscribe`, each recipe's
 /// `Participants`), so they are used with their module's name, as `lock::Release`.
 pub mod prelude {
+    pub use crate::atomic::{AtomicError, AtomicLongConfig, DistributedAtomicLong};
     pub use crate::cache::{CacheActor, CacheConfig, CacheError, CacheEvent, CacheHandle};
     pub use crate::counter::{CountChanged, CounterError, SharedCount, SharedCountConfig, SharedCountHandle};
     pub use crate::election::{ElectionConfig, ElectionError, ElectionEvent, ElectionHandle, LeaderTerm};

@@ -10,6 +10,7 @@
 mod common;
 
 mod acl;
+mod atomic;
 mod barrier;
 mod cache;
 mod cancellation;

@@ -26,7 +26,7 @@ use crate::events::{Listen, Subscribers};
 use crate::path;
 use crate::reply::Reply;
 use crate::retry::{Backoff, Verdict};
-use crate::session::requests::{CreateMode, EnsurePath, NodeData, Stat};
+use crate::session::requests::{CreateMode, NodeData, Stat};
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
 /// How often a create/read (or set/create) round may find the node or its parent gone again
@@ -340,7 +340,7 @@ fn read_node(
                 match created.await {
                     Ok(_) | Err(Error::NodeExists { .. }) => {}
                     Err(Error::NoNode { .. }) => {
-                        ensure_parent(&session, &path).await?;
+                        session.ensure_parent_containers(&path).await?;
                         next = Some(send(&session, true));
                         continue;
                     }
@@ -376,21 +376,11 @@ fn write_node(session: SessionHandle, path: String, value: i32) -> impl Future<O
             match session.create(&path, data, CreateMode::Persistent).await {
                 Ok(created) => return Ok(created.stat),
                 Err(Error::NodeExists { .. }) => {}
-                Err(Error::NoNode { .. }) => ensure_parent(&session, &path).await?,
+                Err(Error::NoNode { .. }) => session.ensure_parent_containers(&path).await?,
                 Err(err) => return Err(err),
             }
         }
         Err(Error::NoNode { path })
-    }
-}
-
-/// Creates the parents of `path` as containers.
-async fn ensure_parent(session: &SessionHandle, path: &str) -> Result<(), Error> {
-    match path::parent(path) {
-        Some(parent) if parent != "/" => {
-            session.request(EnsurePath { path: parent.to_owned(), containers: true }).await
-        }
-        _ => Ok(()),
     }
 }
 

@@ -293,6 +293,20 @@ impl SessionHandle {
         self.request(EnsurePath { path: path.into(), containers: false })
     }
 
+    /// Creates the missing ancestors of `path` (not `path` itself) as container nodes, as
+    /// Curator's `creatingParentContainersIfNeeded` does: for a recipe's node whose create found
+    /// no parent.
+    pub(crate) fn ensure_parent_containers(&self, path: &str) -> impl Future<Output = Result<()>> + 'static + use<> {
+        let parent = crate::path::parent(path).filter(|parent| *parent != "/").map(str::to_owned);
+        let ensured = parent.map(|path| self.request(EnsurePath { path, containers: true }));
+        async move {
+            match ensured {
+                Some(ensured) => ensured.await,
+                None => Ok(()),
+            }
+        }
+    }
+
     /// Deletes `path` and everything below it.
     ///
     /// # Cancel safety

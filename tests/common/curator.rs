@@ -230,6 +230,20 @@ impl CuratorPeer {
     }
 
     /// Count `get`: Curator's own (watched, local) view of the count, as `(value, version)`.
+    /// Starts an `atomic` peer: Curator's `DistributedAtomicLong` at `path`, with no retries of
+    /// its own (`count_increment` repeats each increment until it succeeds).
+    pub fn start_atomic(connect: &str, path: &str) -> Result<CuratorPeer, String> {
+        CuratorPeer::start(connect, path, "atomic")
+    }
+
+    /// An atomic peer's `get`: Curator's reading of the value.
+    pub fn atomic_get(&mut self, within: Duration) -> Result<i64, String> {
+        self.send("get")?;
+        let line = self.next_line(within)?;
+        let parsed = line.strip_prefix("ATOMIC ").and_then(|value| value.parse().ok());
+        parsed.ok_or_else(|| self.failure(&format!("get: expected ATOMIC <value>, got {line:?}")))
+    }
+
     pub fn count_get(&mut self, within: Duration) -> Result<(i32, i32), String> {
         self.send("get")?;
         let line = self.next_line(within)?;

@@ -10,6 +10,9 @@
 //   `hasLeadership`; replies `STARTED <node path>`, `CLOSED`, `LEADER_ID <id or ->`,
 //   `HAS_LEADERSHIP <true|false>`, `ERROR <message>`. Independently of commands, the latch's
 //   listener prints `LEADER` / `NOT_LEADER` whenever Curator reports gaining / losing leadership.
+// atomic (a DistributedAtomicLong at <path>, no retries of its own): commands `get` (reply
+//   `ATOMIC <value>`) and `increment <n> <threads>` (n increments over that many threads, each
+//   an increment() repeated until it succeeds; reply `INCREMENTED <successes> <failures>`).
 // Lock kinds also take `revocable` (makeRevocable, before any acquire; reply `REVOCABLE`, and a
 //   `REVOCATION_REQUESTED` line, at any time, whenever Curator's revocation listener fires).
 // Every kind takes `revoke <path>` (Revoker.attemptRevoke on that node; reply `REVOKE_SENT`).
@@ -32,6 +35,8 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.leader.Participant;
@@ -52,6 +57,7 @@ public class CuratorPeer {
     private static InterProcessSemaphoreV2 semaphore; // semaphore kind
     private static LeaderLatch latch; // latch kind
     private static SharedCount count; // count kind
+    private static DistributedAtomicLong atomicLong; // atomic kind
     // A semaphore peer may hold several leases; `release` returns the newest.
     private static final Deque<Lease> leases = new ArrayDeque<>();
 
@@ -90,6 +96,9 @@ public class CuratorPeer {
                     reply("NOT_LEADER");
                 }
             });
+        } else if (kind.equals("atomic")) {
+            // No retry of its own: a conflict comes back as succeeded() == false, counted below.
+            atomicLong = new DistributedAtomicLong(client, lockPath, new RetryNTimes(0, 0));
         } else if (kind.startsWith("count:")) {
             count = new SharedCount(client, lockPath, Integer.parseInt(kind.substring("count:".length())));
         } else {
@@ -156,6 +165,10 @@ public class CuratorPeer {
         }
         if (count != null) {
             handleCount(command);
+            return;
+        }
+        if (atomicLong != null) {
+            handleAtomic(command);
             return;
         }
         String[] words = command.split("\\s+");
@@ -230,6 +243,56 @@ public class CuratorPeer {
             reply("HAS_LEADERSHIP " + latch.hasLeadership());
         } else {
             reply("ERROR unknown latch command: " + command);
+        }
+    }
+
+    private static void handleAtomic(String command) throws Exception {
+        String[] words = command.split("\\s+");
+        if (words[0].equals("get") && words.length == 1) {
+            AtomicValue<Long> seen = atomicLong.get();
+            if (!seen.succeeded()) {
+                throw new IllegalStateException("get did not succeed");
+            }
+            reply("ATOMIC " + seen.postValue());
+        } else if (words[0].equals("increment") && words.length == 3) {
+            int n = Integer.parseInt(words[1]);
+            int threads = Integer.parseInt(words[2]);
+            AtomicLong successes = new AtomicLong();
+            AtomicLong failures = new AtomicLong();
+            AtomicReference<Exception> error = new AtomicReference<>();
+            Thread[] workers = new Thread[threads];
+            for (int t = 0; t < threads; t++) {
+                int share = n / threads + (t < n % threads ? 1 : 0);
+                workers[t] = new Thread(() -> {
+                    try {
+                        for (int i = 0; i < share; i++) {
+                            while (true) {
+                                AtomicValue<Long> done = atomicLong.increment();
+                                if (done.succeeded()) {
+                                    if (done.postValue() != done.preValue() + 1) {
+                                        throw new IllegalStateException("pre " + done.preValue() + " post " + done.postValue());
+                                    }
+                                    successes.incrementAndGet();
+                                    break;
+                                }
+                                failures.incrementAndGet();
+                            }
+                        }
+                    } catch (Exception e) {
+                        error.compareAndSet(null, e);
+                    }
+                }, "increment-" + t);
+                workers[t].start();
+            }
+            for (Thread worker : workers) {
+                worker.join();
+            }
+            if (error.get() != null) {
+                throw error.get();
+            }
+            reply("INCREMENTED " + successes.get() + " " + failures.get());
+        } else {
+            reply("ERROR unknown atomic command: " + command);
         }
     }
 
