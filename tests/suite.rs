@@ -30,6 +30,7 @@ mod holding;
 mod inspect;
 mod lock;
 mod lock_curator;
+mod multi_lock;
 mod queue;
 mod recipe_handles;
 mod requests;

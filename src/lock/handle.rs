@@ -64,6 +64,11 @@ impl LockHandle {
         &self.addr
     }
 
+    /// The lock directory.
+    pub fn dir(&self) -> &str {
+        &self.dir
+    }
+
     /// Waits for the lock, at most `timeout` if given (our node is deleted when it passes).
     /// Holding it already: the same grant at once.
     ///

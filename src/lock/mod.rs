@@ -15,7 +15,8 @@
 //! Files: `config.rs` (how a participant behaves), `messages.rs` (requests and events),
 //! `error.rs`, `grant.rs` (a grant and its guarded writes), `holding.rs` (the holder core's
 //! decisions in the lock's words), `actor.rs` (the mutex and the read/write lock),
-//! `revoke.rs` (asking a participant to let go), `semaphore.rs`, `handle.rs` ([`LockHandle`], [`SemaphoreHandle`]: async methods over the
+//! `multi.rs` ([`MultiLock`]: several locks, all or nothing), `revoke.rs` (asking a participant
+//! to let go), `semaphore.rs`, `handle.rs` ([`LockHandle`], [`SemaphoreHandle`]: async methods over the
 //! actors).
 //!
 #![doc = include_str!("../../docs/recipes/lock.md")]
@@ -27,6 +28,7 @@ mod grant;
 mod handle;
 mod holding;
 mod messages;
+mod multi;
 mod revoke;
 mod semaphore;
 
@@ -36,6 +38,7 @@ pub use error::LockError;
 pub use grant::LockGrant;
 pub use handle::{LockHandle, SemaphoreHandle};
 pub use messages::{Acquire, GiveBack, LockEvent, LockLostReason, Participants, Release, Subscribe, TryAcquire};
+pub use multi::{MultiGrant, MultiLock};
 pub use revoke::{Revocation, revoke};
 pub use semaphore::SemaphoreActor;
 

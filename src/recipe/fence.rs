@@ -31,7 +31,7 @@ impl Fence {
     /// sequential: once deleted (released, or gone with its session) its name never comes back,
     /// so its existence is the grant.
     pub fn guard(&self, ops: Vec<Op>) -> Vec<Op> {
-        checked(&self.node, ops)
+        checked(&[&self.node], ops)
     }
 
     /// Applies `ops` atomically only while the node still exists: a holder whose
@@ -54,10 +54,10 @@ impl Fence {
         ops: Vec<Op>,
     ) -> impl Future<Output = Result<Vec<OpResult>, FenceError>> + 'static + use<> {
         let node = self.node.clone();
-        let write = guarded_multi(session, &self.node, ops);
+        let write = guarded_multi(session, &[&self.node], ops);
         async move {
             write.await.map_err(|failure| match failure {
-                GuardFailure::Ended => FenceError::Ended { node },
+                GuardFailure::Ended(_) => FenceError::Ended { node },
                 GuardFailure::Unknown(source) => FenceError::OutcomeUnknown { node, source },
                 GuardFailure::ZooKeeper(error) => FenceError::ZooKeeper(error),
             })

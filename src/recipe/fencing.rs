@@ -27,9 +27,9 @@ impl fmt::Display for FencingToken {
 /// Why a guarded write failed, and whether it may have applied all the same.
 #[derive(Debug)]
 pub(crate) enum GuardFailure {
-    /// The guarding node is gone (or changed): the grant it stood for has ended, and the server
-    /// refused the write, so nothing of it applied.
-    Ended,
+    /// The guarding node at this index of the nodes checked is gone: the grant it stood for has
+    /// ended, and the server refused the write, so nothing of it applied.
+    Ended(usize),
     /// The write may or may not have applied ([`crate::Error::outcome_unknown`]): the connection
     /// dropped or the session expired while it was in flight. An expired session means the grant
     /// has ended too, but not that the write arrived after it did.
@@ -41,36 +41,39 @@ pub(crate) enum GuardFailure {
 /// What a check op compares a node's version with to check only that the node exists.
 pub(crate) const ANY_VERSION: i32 = -1;
 
-/// `ops`, preceded by a check that `node` exists (at any version).
-pub(crate) fn checked(node: &str, ops: Vec<crate::Op>) -> Vec<crate::Op> {
-    let mut guarded = Vec::with_capacity(ops.len() + 1);
-    guarded.push(crate::Op::Check { path: node.to_owned(), version: ANY_VERSION });
+/// `ops`, preceded by a check that each of `nodes` exists (at any version).
+pub(crate) fn checked(nodes: &[&str], ops: Vec<crate::Op>) -> Vec<crate::Op> {
+    let mut guarded: Vec<crate::Op> =
+        nodes.iter().map(|node| crate::Op::Check { path: (*node).to_owned(), version: ANY_VERSION }).collect();
     guarded.extend(ops);
     guarded
 }
 
-/// Applies `ops` atomically only while `node` exists: the multi's first op is a check, so a
-/// holder whose grant ended (its node deleted with its session) writes nothing. The check's own
-/// result is dropped from the results, and a failing op's index counts the caller's ops only.
+/// Applies `ops` atomically only while every one of `nodes` exists: the multi starts with a
+/// check of each, so a holder whose grant ended (its node deleted with its session) writes
+/// nothing. The checks' own results are dropped from the results, and a failing op's index
+/// counts the caller's ops only.
 pub(crate) fn guarded_multi(
     session: &crate::session::SessionHandle,
-    node: &str,
+    nodes: &[&str],
     ops: Vec<crate::Op>,
 ) -> impl std::future::Future<Output = Result<Vec<crate::OpResult>, GuardFailure>> + 'static + use<> {
     use crate::Error;
-    let guarded = checked(node, ops);
+    let total = ops.len();
+    let guarded = checked(nodes, ops);
+    let checks = guarded.len() - total;
     let reply = session.multi(guarded);
     async move {
         match reply.await {
-            Ok(results) => Ok(results.into_iter().skip(1).collect()),
-            Err(Error::Multi { index: 0, source })
-                if matches!(*source, Error::NoNode { .. } | Error::BadVersion { .. }) =>
+            Ok(results) => Ok(results.into_iter().skip(checks).collect()),
+            Err(Error::Multi { index, source })
+                if index < checks && matches!(*source, Error::NoNode { .. } | Error::BadVersion { .. }) =>
             {
-                Err(GuardFailure::Ended)
+                Err(GuardFailure::Ended(index))
             }
-            // Index the caller's ops, not the check we put in front of them.
+            // Index the caller's ops, not the checks we put in front of them.
             Err(Error::Multi { index, source }) => {
-                Err(GuardFailure::ZooKeeper(Error::Multi { index: index.saturating_sub(1), source }))
+                Err(GuardFailure::ZooKeeper(Error::Multi { index: index.saturating_sub(checks), source }))
             }
             // Not `Ended` even for `SessionLost`: the server may have applied the multi just
             // before it expired the session, and saying "nothing was written" would be a lie.
