@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix_zookeeper::lock::*;
+use actix_zookeeper::path;
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::recipe::FenceError;
 use actix_zookeeper::testkit::{ClientLinks, HoldLog, TestZooKeeper, expire_session, unique_root};
@@ -187,4 +188,37 @@ async fn dropped_stopped_closed_and_bad_multi_locks_leave_nothing_behind() {
     assert!(invalid(MultiLock::start(&other, vec![])));
     let twice = vec![LockConfig::new("/a"), LockConfig::new("/a").with_kind(LockKind::Read)];
     assert!(invalid(MultiLock::start(&other, twice)));
+}
+
+/// Row "a re-entrant `acquire` fails or is dropped": the locks held before it began stay held.
+/// The multi-lock holds /a and /b; /b's node is deleted by someone else, who then holds /b. A
+/// second `acquire` finds /a held (same grant) and waits for /b; dropped, it must leave /a with
+/// its holder (it released /a when it gave back everything it had "taken").
+#[actix_rt::test]
+async fn a_dropped_reentrant_multi_acquire_keeps_the_locks_held_before() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("multi-reentrant");
+    let (s, other) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let multi = MultiLock::start(&s, vec![LockConfig::new("/a"), LockConfig::new("/b")]).expect("multi");
+    let events = Recorded::<LockEvent>::start();
+    multi.subscribe(events.recipient.clone());
+    let grant = multi.acquire(Some(WAIT)).await.expect("both");
+    let (a_node, b_node) = (grant.grants[0].node.clone(), grant.grants[1].node.clone());
+    other.delete(&b_node, None).await.expect("someone deletes /b's grant node");
+    events.wait_for(0, WAIT, |e| matches!(e, LockEvent::Lost { .. })).await;
+    let blocker = LockHandle::start(other.clone(), LockConfig::new("/b"));
+    blocker.acquire(Some(WAIT)).await.expect("someone else holds /b now");
+    let again = actix_rt::spawn({
+        let multi = multi.clone();
+        async move { multi.acquire(None).await }
+    });
+    wait_until_async("in line for /b again", || async { nodes(&other, "/b").await.len() == 2 }).await;
+    again.abort();
+    wait_until_async("the line for /b left", || async { nodes(&other, "/b").await.len() == 1 }).await;
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(nodes(&other, "/a").await, vec![path::name(&a_node).to_owned()], "/a still held, by the same node");
+    grant.grants[0].guarded_write(&s, vec![]).await.expect("still the holder of /a");
+    blocker.release().await.expect("blocker releases");
+    multi.stop().await;
 }

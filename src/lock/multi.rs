@@ -6,6 +6,7 @@
 //! guarded write checks every grant in one transaction. Does not own any single lock: each is a
 //! [`LockHandle`] (one [`LockActor`](super::LockActor) per lock).
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use actix::Recipient;
@@ -38,6 +39,9 @@ use crate::session::requests::{Op, OpResult};
 pub struct MultiLock {
     /// In the order they are taken.
     locks: Vec<LockHandle>,
+    /// The grants of the last `acquire` that took every lock, until `release`: what a
+    /// re-entrant `acquire` must not give back when it fails or is dropped.
+    held: Arc<Mutex<Option<MultiGrant>>>,
 }
 
 /// Proof of holding every lock of a [`MultiLock`]: their grants, in the order taken.
@@ -62,7 +66,8 @@ impl MultiLock {
             let reason = "the same lock directory twice in one multi-lock".to_owned();
             return Err(LockError::InvalidConfig { dir: twice[0].dir().to_owned(), reason });
         }
-        Ok(MultiLock { locks: configs.into_iter().map(|config| LockHandle::start(session.clone(), config)).collect() })
+        let locks = configs.into_iter().map(|config| LockHandle::start(session.clone(), config)).collect();
+        Ok(MultiLock { locks, held: Arc::new(Mutex::new(None)) })
     }
 
     /// The locks, in the order they are taken.
@@ -72,15 +77,17 @@ impl MultiLock {
 
     /// Takes every lock, in order, within `timeout` overall if given. When one fails or the time
     /// runs out, the ones taken are released before the error is answered (a timeout names the
-    /// lock it was waiting for). Holding them already: the same grants at once.
+    /// lock it was waiting for). Holding them already: the same grants at once (a lock lost
+    /// meanwhile is taken again); locks held before the call are never released by it.
     ///
     /// # Cancel safety
     /// Cancel-safe: dropped (a `timeout`, a `select!`), the lock being waited for leaves the line
-    /// and those taken are released (sent when dropped).
+    /// and those this call took are released (sent when dropped).
     #[instrument(name = "zk.multi_lock.acquire", skip(self), fields(locks = self.locks.len()))]
     pub async fn acquire(&self, timeout: Option<Duration>) -> Result<MultiGrant, LockError> {
         let deadline = timeout.map(|timeout| Instant::now() + timeout);
-        let mut taken = Taken { locks: &self.locks, grants: Vec::with_capacity(self.locks.len()) };
+        let before = self.held.lock().expect("multi-lock state").clone();
+        let mut taken = Taken { locks: &self.locks, before, grants: Vec::with_capacity(self.locks.len()) };
         for lock in &self.locks {
             let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
             let outcome = match left {
@@ -101,7 +108,9 @@ impl MultiLock {
                 }
             }
         }
-        Ok(MultiGrant { grants: taken.keep() })
+        let grant = MultiGrant { grants: taken.keep() };
+        *self.held.lock().expect("multi-lock state") = Some(grant.clone());
+        Ok(grant)
     }
 
     /// Releases every lock, the last taken first; all are released even when one fails, whose
@@ -111,6 +120,7 @@ impl MultiLock {
     /// Every release is sent when this is called: dropping the future does not stop them.
     #[instrument(name = "zk.multi_lock.release", skip(self), fields(locks = self.locks.len()))]
     pub async fn release(&self) -> Result<(), LockError> {
+        self.held.lock().expect("multi-lock state").take();
         let releases: Vec<_> = self.locks.iter().rev().map(LockHandle::release).collect();
         let mut first_error = None;
         for released in releases {
@@ -134,6 +144,7 @@ impl MultiLock {
     /// # Cancel safety
     /// The stops are sent when this is called: dropping the future loses only the wait.
     pub fn stop(&self) -> impl std::future::Future<Output = ()> + 'static {
+        self.held.lock().expect("multi-lock state").take();
         let stopped: Vec<_> = self.locks.iter().map(LockHandle::stop).collect();
         async move {
             futures::future::join_all(stopped).await;
@@ -167,17 +178,30 @@ impl MultiGrant {
 }
 
 /// The locks one `acquire` has taken so far: released if it ends without them (an error, or the
-/// caller dropping it).
+/// caller dropping it), except those held before it began.
 struct Taken<'a> {
     locks: &'a [LockHandle],
+    /// The grants held before this call (a re-entrant `acquire`).
+    before: Option<MultiGrant>,
     grants: Vec<LockGrant>,
 }
 
 impl Taken<'_> {
-    /// Releases what was taken, the last first, and waits for it.
+    /// The locks this call took, the last first: not those whose grant was held before it.
+    fn taken_here(&self) -> Vec<&LockHandle> {
+        let held_before = |i: usize, grant: &LockGrant| {
+            self.before.as_ref().and_then(|before| before.grants.get(i)).is_some_and(|old| old.token == grant.token)
+        };
+        let new = self.grants.iter().enumerate().filter(|(i, grant)| !held_before(*i, grant));
+        let mut taken: Vec<&LockHandle> = new.map(|(i, _)| &self.locks[i]).collect();
+        taken.reverse();
+        taken
+    }
+
+    /// Releases what this call took, the last first, and waits for it.
     async fn release(&mut self) {
-        let taken = std::mem::take(&mut self.grants).len();
-        let releases: Vec<_> = self.locks[..taken].iter().rev().map(LockHandle::release).collect();
+        let releases: Vec<_> = self.taken_here().into_iter().map(LockHandle::release).collect();
+        self.grants.clear();
         for released in releases {
             let _ = released.await;
         }
@@ -192,7 +216,7 @@ impl Taken<'_> {
 impl Drop for Taken<'_> {
     fn drop(&mut self) {
         // The caller dropped the acquire: releases are sent when made, so these still happen.
-        for lock in self.locks[..self.grants.len()].iter().rev() {
+        for lock in self.taken_here() {
             drop(lock.release());
         }
     }
