@@ -67,6 +67,11 @@
 //!   override 4 and 8. The raw yardstick from the same run: the protocol's 3 writes per task
 //!   (submit, assign and finish `multi`s) made by a bare client, each wave of 2000 pipelined.
 //!
+//! - **W8**: the distributed atomic long: 1,000 sequential increments (each a read and a write
+//!   at the version read) against the same protocol made by a bare client, in 5 alternated
+//!   rounds (`increment_p50_us`, `raw_increment_p50_us`, `ratio_to_raw`); and 8 clients
+//!   incrementing one value 1,000 times in all, ours against bare (`contended_ratio_to_raw`).
+//!
 //! `ZK_ENSEMBLE=3` runs the workloads on a 3-member testkit ensemble (every member with the
 //! benchmark's server options) instead of a standalone server; a first JSON line names the
 //! server (`"workload":"server"`). On an ensemble the raw create/delete are quorum writes (the
@@ -88,6 +93,7 @@ mod w4_queue;
 mod w5_cache;
 mod w6_master_worker;
 mod w7_many_waiters;
+mod w8_atomic;
 
 // Only its Curator classpath is used (by W4; the file allows its own dead code).
 #[path = "../../tests/common/curator.rs"]
@@ -113,6 +119,7 @@ const WORKLOADS: &[(&str, Run)] = &[
     ("W5", |c| Box::pin(async move { vec![w5_cache::w5(&c).await] })),
     ("W6", |c| Box::pin(async move { vec![w6_master_worker::w6(&c).await, w6_master_worker::w6_backlog(&c).await] })),
     ("W7", |c| Box::pin(async move { w7_many_waiters::w7(&c).await })),
+    ("W8", |c| Box::pin(async move { w8_atomic::w8(&c).await })),
 ];
 
 /// The server the workloads run against, kept (and stopped) by `main`.
