@@ -1359,3 +1359,44 @@ async fn a_revocation_requested_while_the_holder_is_cut_off_is_heard_once_back()
     grant.guarded_write(&a, vec![]).await.expect("still the holder");
     lock.send(Release).await.expect("actor").expect("release");
 }
+
+/// Row "revocation requested" after the waiter stood in line again: a revocable waiter asked
+/// once, whose session then expires, hears a request to its new node too (the new node starts
+/// at version 0 again, and a report kept by version alone took the second request for the
+/// first).
+#[actix_rt::test]
+async fn a_waiter_in_line_again_after_an_expiry_hears_a_new_revocation_request() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("revoke-again");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let (a, other) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    let b = session_with_timeout(&links.connect_string(), &root, Duration::from_secs(4)).await;
+    let (holder_a, _) = holder(&a, LockConfig::new("/lock").with_participant_id("a"));
+    let (waiter_b, b_events) = holder(&b, LockConfig::new("/lock").with_participant_id("b").revocable());
+    holder_a.send(Acquire::default()).await.expect("actor").expect("a holds");
+    let b_waits = waiter_b.send(Acquire { timeout: Some(Duration::from_secs(60)) });
+    wait_until_nodes(&other, "/lock", 2).await;
+    let first = format!("/lock/{}", path::sequential_in_order(nodes(&other, "/lock").await)[1]);
+    assert_eq!(revoke(&other, &first).await, Ok(Revocation::Requested));
+    let (i, _) = b_events.wait_for(0, WAIT, revocation_requested).await;
+
+    let info = b.session().await.expect("b's session").info;
+    links.blackhole();
+    expire_session(&zk.connect_string(), &info).await.expect("expire b's session");
+    links.heal();
+    let deadline = std::time::Instant::now() + WAIT;
+    let second = loop {
+        let line = path::sequential_in_order(nodes(&other, "/lock").await);
+        if line.len() == 2 && format!("/lock/{}", line[1]) != first {
+            break format!("/lock/{}", line[1]);
+        }
+        assert!(std::time::Instant::now() < deadline, "b never stood in line again: {line:?}");
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(revoke(&other, &second).await, Ok(Revocation::Requested));
+    let (_, heard) = b_events.wait_for(i + 1, WAIT, revocation_requested).await;
+    assert_eq!(heard, LockEvent::RevocationRequested { participant: "b".into(), node: second });
+    holder_a.send(Release).await.expect("actor").expect("a releases");
+    b_waits.await.expect("actor").expect("b holds after a");
+}

@@ -231,10 +231,12 @@ impl DistributedAtomicLong {
             Ok(_) => {
                 let policy = promoted.retry.unwrap_or_else(|| self.policy());
                 let outcome = self.tries(make, &policy, tries).await;
-                match lock.release().await {
-                    Ok(()) | Err(LockError::Lost { .. }) => outcome.map(Some),
-                    Err(err) => outcome.and(Err(AtomicError::Lock(err))),
+                // What the tries did stands whatever the release answers (the stop below
+                // deletes the lock's node all the same): an error here would hide a write.
+                if let Err(error) = lock.release().await {
+                    debug!(%error, "the promoted lock's release failed; its stop deletes the node");
                 }
+                outcome.map(Some)
             }
             Err(LockError::Timeout { .. }) => Ok(None),
             Err(err) => Err(AtomicError::Lock(err)),
@@ -284,6 +286,12 @@ impl DistributedAtomicLong {
     ) -> Result<Try, AtomicError> {
         debug!(path = %self.config.path, error = %lost, "a write's reply was lost; reading back");
         let unknown = |source| AtomicError::OutcomeUnknown { path: self.config.path.clone(), pre, attempted, source };
+        // Synced first: the member serving us after the loss may not have applied the write yet,
+        // and would show the version it expected.
+        if let Err(error) = self.session.sync(&self.config.path).await {
+            debug!(%error, "cannot sync before reading back");
+            return Err(unknown(lost));
+        }
         let now = match self.read(policy).await {
             Ok((_, now)) => now,
             Err(AtomicError::ZooKeeper(_)) => return Err(unknown(lost)),

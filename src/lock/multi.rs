@@ -22,7 +22,9 @@ use crate::recipe::fencing::{GuardFailure, guarded_multi};
 use crate::session::SessionHandle;
 use crate::session::requests::{Op, OpResult};
 
-/// Several locks (exclusive locks, or halves of read/write locks), taken all or nothing.
+/// Several locks (exclusive locks, or halves of read/write locks), taken all or nothing. One
+/// owner at a time, as one lock actor has one holder: clones share the locks, and an `acquire`
+/// on a clone while another is under way may give back what the other took.
 ///
 /// ```no_run
 /// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::lock::LockError> {
@@ -78,23 +80,21 @@ impl MultiLock {
     /// Takes every lock, in order, within `timeout` overall if given. When one fails or the time
     /// runs out, the ones taken are released before the error is answered (a timeout names the
     /// lock it was waiting for). Holding them already: the same grants at once (a lock lost
-    /// meanwhile is taken again); locks held before the call are never released by it.
+    /// meanwhile is taken again); the grants of an earlier `acquire` of this multi-lock are never
+    /// released by it (locks taken through [`locks`](Self::locks) directly are not known here).
     ///
     /// # Cancel safety
     /// Cancel-safe: dropped (a `timeout`, a `select!`), the lock being waited for leaves the line
     /// and those this call took are released (sent when dropped).
     #[instrument(name = "zk.multi_lock.acquire", skip(self), fields(locks = self.locks.len()))]
     pub async fn acquire(&self, timeout: Option<Duration>) -> Result<MultiGrant, LockError> {
-        let deadline = timeout.map(|timeout| Instant::now() + timeout);
+        // No deadline when it is too far to count (`Duration::MAX`).
+        let deadline = timeout.and_then(|timeout| Instant::now().checked_add(timeout));
         let before = self.held.lock().expect("multi-lock state").clone();
         let mut taken = Taken { locks: &self.locks, before, grants: Vec::with_capacity(self.locks.len()) };
         for lock in &self.locks {
             let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
-            let outcome = match left {
-                Some(Duration::ZERO) => Err(LockError::Timeout { dir: lock.dir().to_owned(), after: Duration::ZERO }),
-                _ => lock.acquire(left).await,
-            };
-            match outcome {
+            match lock.acquire(left).await {
                 Ok(grant) => taken.grants.push(grant),
                 Err(err) => {
                     debug!(dir = lock.dir(), error = %err, taken = taken.grants.len(), "giving back the locks taken");

@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::QueueError;
 use crate::error::Error;
 use crate::path;
+use crate::recipe::fencing::delete_own_ephemeral_holding;
 use crate::recipe::naming::new_guid;
 use crate::reply::Answer;
 use crate::retry::RetryPolicy;
@@ -480,7 +481,8 @@ struct Removal {
 enum Removed {
     /// It did: the item is the taker's.
     Yes,
-    /// It did not: the item was still there after the answer was lost; try again.
+    /// It did not: after the answer was lost, no receipt of ours and the item still there; try
+    /// again.
     No,
     /// Nobody can tell: the answer was lost and the session the receipt was on has ended (or
     /// the read-back kept failing). The item is gone from the queue; this removal or another
@@ -497,32 +499,36 @@ impl Removal {
     }
 
     /// What the `multi`'s `answer` means, learnt by reading back when the answer was lost; then
-    /// the receipt is deleted.
+    /// the receipt is deleted whenever it may exist.
     async fn settle(&self, answer: Result<Vec<OpResult>, Error>) -> Result<Removed, Error> {
         let outcome = match answer {
             Ok(_) => Ok(Removed::Yes),
             Err(err) if err.outcome_unknown() && !matches!(err, Error::Multi { .. }) => self.removal_outcome(err).await,
             Err(err) => Err(err),
         };
-        if let Ok(Removed::Yes) = outcome {
-            // On the removal's own session, where the claim is still ours: nothing else deletes
-            // it, and once that session has ended it is gone and this delete is not sent.
-            if let Err(error) = self.session.delete(&self.claim, None).await {
+        if let Ok(Removed::Yes | Removed::Unknown(_)) = outcome {
+            // Before anything can put the item back under its name (a dropped take's put-back),
+            // where a receipt left behind would hold it as claimed. Only ours (its data), only on
+            // its session (once that has ended the receipt went with it), retried until gone.
+            let deleted =
+                delete_own_ephemeral_holding(self.session.clone(), self.claim.clone(), Some(self.receipt.clone()));
+            if let Err(error) = deleted.await {
                 debug!(claim = %self.claim, %error, "the receipt of a take stays until its session ends");
             }
         }
         outcome
     }
 
-    /// Reads back whether the `multi` applied, after its answer was lost (`lost`). The item
-    /// still there: it did not (a `multi` applies whole or not at all, and nothing puts an
-    /// item back under its name while its removal is unsettled). The item gone and our
-    /// receipt there: it did. The item gone and no receipt of ours: another taker took it.
-    /// Reads of the receipt run on the removal's own session; once it has ended the receipt
-    /// went with it, and the outcome is [`Removed::Unknown`].
+    /// Reads back whether the `multi` applied, after its answer was lost (`lost`). Our receipt
+    /// there (its data is unique to this removal, and only our session could have made it): it
+    /// did, whatever happened to the item since. No receipt of ours and the item still there:
+    /// it did not. Neither: another taker took the item. The receipt is read on the removal's
+    /// own session; once that has ended the receipt went with it, and with the item gone the
+    /// outcome is [`Removed::Unknown`]. Retried until one of these is known: the session's end
+    /// bounds it.
     async fn removal_outcome(&self, lost: Error) -> Result<Removed, Error> {
         debug!(item = %self.item, error = %lost, "a take's removal has an unknown outcome; reading back");
-        let mut backoff = self.policy.backoff();
+        let mut backoff = self.policy.without_attempt_limit().backoff();
         let mut failed = lost.clone();
         loop {
             if backoff.retry_after(failed).await.is_err() {
@@ -531,21 +537,22 @@ impl Removal {
             let handle = self.session.handle();
             // Synced first: a server behind the leader may not show the removal yet.
             let synced = handle.sync(&self.item);
-            let item = handle.exists(&self.item);
             let receipt = self.session.get_data(&self.claim);
+            let item = handle.exists(&self.item);
             let read = async {
                 synced.await?;
-                Ok::<_, Error>((item.await?, receipt.await))
+                Ok::<_, Error>((receipt.await, item.await?))
             }
             .await;
             failed = match read {
-                Ok((Some(_), _)) => return Ok(Removed::No),
-                Ok((None, Ok(claim))) if claim.data == self.receipt && claim.stat.ephemeral_owner == self.owner.0 => {
+                Ok((Ok(claim), _)) if claim.data == self.receipt && claim.stat.ephemeral_owner == self.owner.0 => {
                     return Ok(Removed::Yes);
                 }
-                Ok((None, Ok(_) | Err(Error::NoNode { .. }))) => return Err(multi_failed_on_item(&self.item)),
-                Ok((None, Err(Error::SessionLost { .. }))) => return Ok(Removed::Unknown(lost)),
-                Ok((None, Err(err))) | Err(err) => err,
+                Ok((Ok(_) | Err(Error::NoNode { .. }), Some(_))) => return Ok(Removed::No),
+                Ok((Ok(_) | Err(Error::NoNode { .. }), None)) => return Err(multi_failed_on_item(&self.item)),
+                Ok((Err(Error::SessionLost { .. }), Some(_))) => return Ok(Removed::No),
+                Ok((Err(Error::SessionLost { .. }), None)) => return Ok(Removed::Unknown(lost)),
+                Ok((Err(err), _)) | Err(err) => err,
             };
         }
     }

@@ -208,8 +208,9 @@ pub struct Contender {
     backoff: Backoff,
     /// Where the watch on our current node stands (protocol step 4).
     own_watch: OwnWatch,
-    /// The version of our node at the last revocation request reported: one report per write.
-    revocation_reported: Option<i32>,
+    /// Our node and its version at the last revocation request reported: one report per write
+    /// (a node made later, e.g. after an expiry, starts from version 0 again).
+    revocation_reported: Option<(String, i32)>,
     span: tracing::Span,
 }
 
@@ -431,8 +432,9 @@ impl Contender {
     /// Reports a revocation request found in our node's data (at `version`), once per write:
     /// also one written before the watch was set, which Curator's own lock would miss.
     fn revocation_requested(&mut self, path: &str, data: &[u8], version: i32) {
-        if self.spec.revocable && data == REVOKE_MESSAGE && self.revocation_reported != Some(version) {
-            self.revocation_reported = Some(version);
+        let seen = Some((path.to_owned(), version));
+        if self.spec.revocable && data == REVOKE_MESSAGE && self.revocation_reported != seen {
+            self.revocation_reported = seen;
             info!(node = %path, "revocation requested");
             self.report(ContenderEvent::RevocationRequested { node: path.to_owned() });
         }
