@@ -15,6 +15,7 @@
 //! - [`counter`] – [`SharedCountHandle`]: a shared counter in Curator's format;
 //! - [`atomic`] – [`DistributedAtomicLong`]: Curator's atomic long, optionally promoted to a lock;
 //! - [`barrier`] – [`DistributedBarrier`], [`DistributedDoubleBarrier`];
+//! - [`persistent`] – [`PersistentNodeHandle`]: a node kept in existence, any create mode;
 //! - `inspect` (feature `cli`) – who holds, waits, leads and is queued, as `zk-inspect` prints;
 //! - `testkit` (feature `testkit`) – real ZooKeeper servers, ensembles and faults for tests.
 //!
@@ -76,6 +77,7 @@
 //! [`GroupMemberHandle`]: group::GroupMemberHandle
 //! [`SharedCountHandle`]: counter::SharedCountHandle
 //! [`DistributedAtomicLong`]: atomic::DistributedAtomicLong
+//! [`PersistentNodeHandle`]: persistent::PersistentNodeHandle
 //! [`DistributedBarrier`]: barrier::DistributedBarrier
 //! [`DistributedDoubleBarrier`]: barrier::DistributedDoubleBarrier
 #![deny(missing_docs)]
@@ -93,6 +95,7 @@ pub mod inspect;
 pub mod lock;
 pub(crate) mod metrics;
 pub mod path;
+pub mod persistent;
 pub mod queue;
 pub mod recipe;
 pub mod reply;
@@ -129,6 +132,7 @@ pub mod prelude {
     pub use crate::events::EventStream;
     pub use crate::group::{GroupConfig, GroupError, GroupEvent, GroupMember, GroupMemberHandle};
     pub use crate::lock::{LockConfig, LockError, LockEvent, LockGrant, LockHandle, SemaphoreConfig, SemaphoreHandle};
+    pub use crate::persistent::{PersistentNodeConfig, PersistentNodeError, PersistentNodeEvent, PersistentNodeHandle};
     pub use crate::queue::{ConsumerConfig, Delivery, Queue, QueueConsumerActor, QueueConsumerHandle, QueueError};
     pub use crate::recipe::{ConnectionPolicy, Fence, FenceError, FencingToken};
     pub use crate::retry::RetryPolicy;

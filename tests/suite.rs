@@ -31,6 +31,7 @@ mod inspect;
 mod lock;
 mod lock_curator;
 mod multi_lock;
+mod persistent_node;
 mod queue;
 mod recipe_handles;
 mod requests;

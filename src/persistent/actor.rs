@@ -1,0 +1,429 @@
+//! [`PersistentNode`]: one node kept in existence (Curator's `PersistentNode`).
+//!
+//! Owns: the node's state machine `Creating → Live | Blocked → ... → Stopping` and its effects:
+//! creating (or taking over) the node, watching it, creating it again when it goes, and deleting
+//! it at stop. Does not own the session's reconnects or expiries: it hears them.
+
+use actix::prelude::*;
+use futures::channel::oneshot;
+use tracing::{debug, info, warn};
+
+use super::config::PersistentNodeConfig;
+use super::error::PersistentNodeError;
+use super::messages::{ActualPath, PersistentNodeEvent, SetData, Subscribe, WaitForInitialCreate};
+use crate::error::Error;
+use crate::events::{Listen, Subscribers};
+use crate::path;
+use crate::recipe::naming;
+use crate::retry::Backoff;
+use crate::session::requests::CreateMode;
+use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
+
+/// Keeps one node in existence; see `docs/recipes/persistent-node.md`. Most programs use it
+/// through a [`PersistentNodeHandle`](super::PersistentNodeHandle).
+pub struct PersistentNode {
+    session: SessionHandle,
+    config: PersistentNodeConfig,
+    /// The protected name's GUID (`None` without protection).
+    guid: Option<String>,
+    state: State,
+    /// The node's full path once it was first made: every later create uses it.
+    path: Option<String>,
+    /// Counts creates, so that the outcome of an earlier one is ignored.
+    attempt: u64,
+    generation: u64,
+    backoff: Backoff,
+    waiters: Vec<oneshot::Sender<Result<String, PersistentNodeError>>>,
+    subscribers: Subscribers<PersistentNodeEvent>,
+    span: tracing::Span,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum State {
+    /// A create (or take-over) is on its way.
+    Creating,
+    /// The node exists at `path` and is watched.
+    Live,
+    /// Another live session's ephemeral holds the path; it is watched.
+    Blocked,
+    /// It cannot be made; nothing more is tried.
+    Failed(PersistentNodeError),
+    /// Deleting the node, then stopping.
+    Stopping,
+}
+
+/// What a create found.
+enum Made {
+    /// Ours at this path (created, found by its GUID, or taken over).
+    Ours(String),
+    /// Another live session's ephemeral node is at this path.
+    Blocked(String),
+}
+
+impl PersistentNode {
+    /// A persistent node for `config` on `session`; start it with `.start()`. A path that can
+    /// never be created fails at once (`PersistentNodeError::Failed`).
+    pub fn new(session: SessionHandle, config: PersistentNodeConfig) -> Result<Self, PersistentNodeError> {
+        path::validate(&config.path, config.mode.is_sequential())
+            .map_err(|source| PersistentNodeError::Failed { path: config.path.clone(), source })?;
+        let span = tracing::info_span!("zk.persistent_node", path = %config.path, mode = ?config.mode);
+        let backoff = session.retry_policy_or(config.retry).without_attempt_limit().backoff();
+        let guid = config.protected.then(naming::new_guid);
+        Ok(PersistentNode {
+            session,
+            config,
+            guid,
+            state: State::Creating,
+            path: None,
+            attempt: 0,
+            generation: 0,
+            backoff,
+            waiters: Vec::new(),
+            subscribers: Subscribers::new(),
+            span,
+        })
+    }
+
+    /// The path to create at first: the configured one, or its protected form.
+    fn first_path(&self) -> String {
+        match &self.guid {
+            None => self.config.path.clone(),
+            Some(guid) => {
+                let (parent, name) = match self.config.path.rsplit_once('/') {
+                    Some((parent, name)) => (parent, name),
+                    None => ("", self.config.path.as_str()),
+                };
+                format!("{parent}/_c_{guid}-{name}")
+            }
+        }
+    }
+
+    /// Creates (or takes over) the node, now.
+    fn ensure(&mut self, ctx: &mut Context<Self>) {
+        if matches!(self.state, State::Failed(_) | State::Stopping) {
+            return;
+        }
+        self.attempt += 1;
+        let attempt = self.attempt;
+        self.state = State::Creating;
+        let (target, mode) = match &self.path {
+            // Made before: the same name again, without a new sequence number (as Curator).
+            Some(path) => (path.clone(), without_sequence(self.config.mode)),
+            None => (self.first_path(), self.config.mode),
+        };
+        debug!(parent: &self.span, %target, "creating");
+        let made = make(self.session.clone(), target, mode, self.config.data.clone(), self.guid.clone());
+        ctx.spawn(made.into_actor(self).map(move |made, act, ctx| {
+            if attempt == act.attempt {
+                act.on_made(made, ctx);
+            } else if let (Ok(Made::Ours(path)), State::Stopping) = (&made, &act.state) {
+                // Made while stopping: delete it too.
+                actix::spawn(crate::recipe::delete_until_gone(act.session.clone(), path.clone()));
+            }
+        }));
+    }
+
+    fn on_made(&mut self, made: Result<Made, Error>, ctx: &mut Context<Self>) {
+        let _span = self.span.clone().entered();
+        match made {
+            Ok(Made::Ours(path)) => {
+                info!(%path, "created");
+                self.backoff.reset();
+                self.path = Some(path.clone());
+                self.state = State::Live;
+                for waiter in self.waiters.drain(..) {
+                    let _ = waiter.send(Ok(path.clone()));
+                }
+                self.subscribers.tell(PersistentNodeEvent::Created { path: path.clone() });
+                self.watch(path, ctx);
+            }
+            Ok(Made::Blocked(path)) => {
+                info!(%path, "another session's ephemeral node is there; waiting for it to go");
+                self.state = State::Blocked;
+                self.subscribers.tell(PersistentNodeEvent::Blocked { path: path.clone() });
+                let watched = self.session.exists_watched(&path, ctx.address().recipient());
+                ctx.spawn(watched.into_actor(self).map(move |exists, act, ctx| match exists {
+                    Ok(Some(_)) => {}
+                    Ok(None) | Err(_) if act.state == State::Blocked => act.ensure(ctx),
+                    _ => {}
+                }));
+            }
+            Err(error) if error.is_final() => {
+                warn!(%error, "cannot create the node; giving up");
+                let failed = PersistentNodeError::Failed { path: self.config.path.clone(), source: error };
+                self.state = State::Failed(failed.clone());
+                for waiter in self.waiters.drain(..) {
+                    let _ = waiter.send(Err(failed.clone()));
+                }
+                self.subscribers.tell(PersistentNodeEvent::Failed { error: failed });
+            }
+            Err(error) => {
+                let delay = self.backoff.next_delay();
+                debug!(%error, ?delay, "create interrupted; trying again");
+                ctx.run_later(delay, |act, ctx| {
+                    if act.state == State::Creating {
+                        act.ensure(ctx);
+                    }
+                });
+            }
+        }
+    }
+
+    /// Watches our node: a data watch, fired by its deletion (and by a data change, after which
+    /// it is set again).
+    fn watch(&mut self, path: String, ctx: &mut Context<Self>) {
+        let read = self.session.get_data_watched(&path, ctx.address().recipient());
+        ctx.spawn(read.into_actor(self).map(move |read, act, ctx| {
+            if act.state != State::Live || act.path.as_deref() != Some(path.as_str()) {
+                return;
+            }
+            match read {
+                Ok(_) => {}
+                Err(Error::NoNode { .. }) => act.on_deleted(ctx),
+                Err(error) => {
+                    let delay = act.backoff.next_delay();
+                    debug!(parent: &act.span, %error, "cannot watch the node; again later");
+                    ctx.run_later(delay, move |act, ctx| {
+                        if act.state == State::Live {
+                            act.watch(path, ctx);
+                        }
+                    });
+                }
+            }
+        }));
+    }
+
+    fn on_deleted(&mut self, ctx: &mut Context<Self>) {
+        if let (State::Live, Some(path)) = (&self.state, self.path.clone()) {
+            info!(parent: &self.span, %path, "the node is gone; creating it again");
+            self.subscribers.tell(PersistentNodeEvent::Deleted { path });
+            self.ensure(ctx);
+        }
+    }
+}
+
+/// Creates `target` in `mode` (its parents as containers), or takes over what is there: our
+/// own session's node, or a persistent one (its data replaced, as Curator does); another live
+/// session's ephemeral is [`Made::Blocked`]. A protected create whose reply was lost is looked
+/// for by its GUID before it is sent again.
+async fn make(
+    session: SessionHandle,
+    target: String,
+    mode: CreateMode,
+    data: Vec<u8>,
+    guid: Option<String>,
+) -> Result<Made, Error> {
+    let owner = session.session().await.map(|s| s.session_id.0);
+    for _ in 0..3 {
+        let failed = match session.create(&target, data.clone(), mode).await {
+            Ok(created) => return Ok(Made::Ours(created.path)),
+            Err(error) => error,
+        };
+        match failed {
+            Error::NoNode { .. } => session.ensure_parent_containers(&target).await?,
+            Error::NodeExists { .. } => match session.exists(&target).await? {
+                None => {}
+                Some(stat) if stat.ephemeral_owner != 0 && Some(stat.ephemeral_owner) != owner => {
+                    return Ok(Made::Blocked(target));
+                }
+                Some(stat) => match session.set_data(&target, data.clone(), Some(stat.version)).await {
+                    Ok(_) => return Ok(Made::Ours(target)),
+                    Err(Error::NoNode { .. } | Error::BadVersion { .. }) => {}
+                    Err(error) => return Err(error),
+                },
+            },
+            error if error.outcome_unknown() && mode.is_sequential() => {
+                if let Some(found) = find_by_guid(&session, &target, guid.as_deref(), owner).await? {
+                    return Ok(Made::Ours(found));
+                }
+                return Err(error);
+            }
+            error => return Err(error),
+        }
+    }
+    Err(Error::ConnectionLoss { path: target })
+}
+
+/// The node of our session whose name carries `guid`, under `target`'s parent (a sequential
+/// create whose reply was lost). Synced first: the member serving us may not have applied it.
+async fn find_by_guid(
+    session: &SessionHandle,
+    target: &str,
+    guid: Option<&str>,
+    owner: Option<i64>,
+) -> Result<Option<String>, Error> {
+    let (Some(guid), Some(parent)) = (guid, path::parent(target)) else { return Ok(None) };
+    session.sync(parent).await?;
+    let children = match session.children(parent).await {
+        Ok(children) => children.names,
+        Err(Error::NoNode { .. }) => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    for name in children.into_iter().filter(|name| name.contains(guid)) {
+        let found = path::join(parent, &name);
+        if let Some(stat) = session.exists(&found).await? {
+            if stat.ephemeral_owner == 0 || Some(stat.ephemeral_owner) == owner {
+                return Ok(Some(found));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// `mode` without its sequence number: a node made before is made again under its own name.
+fn without_sequence(mode: CreateMode) -> CreateMode {
+    match mode {
+        CreateMode::EphemeralSequential => CreateMode::Ephemeral,
+        CreateMode::PersistentSequential => CreateMode::Persistent,
+        CreateMode::PersistentSequentialWithTtl(ttl) => CreateMode::PersistentWithTtl(ttl),
+        other => other,
+    }
+}
+
+impl Actor for PersistentNode {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        self.session.subscribe(ctx.address().recipient());
+    }
+
+    fn stopped(&mut self, _: &mut Self::Context) {
+        // Stopped without a `Stop` (its last address dropped): the node goes all the same.
+        if let (State::Live, Some(path)) = (&self.state, self.path.take()) {
+            actix::spawn(crate::recipe::delete_until_gone(self.session.clone(), path));
+        }
+        for waiter in self.waiters.drain(..) {
+            let _ = waiter.send(Err(PersistentNodeError::Stopped { path: self.config.path.clone() }));
+        }
+    }
+}
+
+impl Handler<SessionEvent> for PersistentNode {
+    type Result = ();
+
+    fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
+        match event {
+            // A new session (the first, or one after an expiry): an ephemeral went with the old
+            // one, and every watch did.
+            SessionEvent::Connected { generation, .. } | SessionEvent::Reconnected { generation, .. }
+                if generation > self.generation =>
+            {
+                self.generation = generation;
+                self.ensure(ctx);
+            }
+            // The same session: a deletion while cut off fires the watch the client sets again.
+            SessionEvent::Closed => ctx.stop(),
+            _ => {}
+        }
+    }
+}
+
+impl Handler<WatchEvent> for PersistentNode {
+    type Result = ();
+
+    fn handle(&mut self, event: WatchEvent, ctx: &mut Context<Self>) {
+        if self.path.as_deref() != Some(event.path.as_str()) && self.state != State::Blocked {
+            return;
+        }
+        match (event.kind, &self.state) {
+            (WatchEventKind::NodeDeleted, State::Live) => self.on_deleted(ctx),
+            (WatchEventKind::NodeDeleted, State::Blocked) => self.ensure(ctx),
+            (WatchEventKind::DataChanged, State::Live) => self.watch(event.path, ctx),
+            _ => {}
+        }
+    }
+}
+
+impl Handler<WaitForInitialCreate> for PersistentNode {
+    type Result = ResponseFuture<Result<String, PersistentNodeError>>;
+
+    fn handle(&mut self, msg: WaitForInitialCreate, _: &mut Context<Self>) -> Self::Result {
+        let path = self.config.path.clone();
+        match (&self.state, &self.path) {
+            (State::Live, Some(now)) => return Box::pin(futures::future::ready(Ok(now.clone()))),
+            (State::Failed(failed), _) => return Box::pin(futures::future::ready(Err(failed.clone()))),
+            _ => {}
+        }
+        let (waiter, created) = oneshot::channel();
+        self.waiters.push(waiter);
+        Box::pin(async move {
+            let stopped = || PersistentNodeError::Stopped { path: path.clone() };
+            match msg.timeout {
+                None => created.await.unwrap_or_else(|_| Err(stopped())),
+                Some(after) => match tokio::time::timeout(after, created).await {
+                    Ok(created) => created.unwrap_or_else(|_| Err(stopped())),
+                    Err(_) => Err(PersistentNodeError::Timeout { path: path.clone(), after }),
+                },
+            }
+        })
+    }
+}
+
+impl Handler<SetData> for PersistentNode {
+    type Result = ResponseFuture<Result<(), PersistentNodeError>>;
+
+    fn handle(&mut self, msg: SetData, _: &mut Context<Self>) -> Self::Result {
+        self.config.data = msg.data.clone();
+        match (&self.state, &self.path) {
+            (State::Live, Some(path)) => {
+                let written = self.session.set_data(path, msg.data, None);
+                Box::pin(async move { written.await.map(drop).map_err(PersistentNodeError::from) })
+            }
+            _ => {
+                let path = self.config.path.clone();
+                Box::pin(futures::future::ready(Err(PersistentNodeError::NotCreated { path })))
+            }
+        }
+    }
+}
+
+impl Handler<ActualPath> for PersistentNode {
+    type Result = Option<String>;
+
+    fn handle(&mut self, _: ActualPath, _: &mut Context<Self>) -> Option<String> {
+        if self.state == State::Live { self.path.clone() } else { None }
+    }
+}
+
+impl Handler<Subscribe> for PersistentNode {
+    type Result = ();
+
+    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+        self.subscribers.add(msg.recipient);
+    }
+}
+
+impl Handler<Listen<PersistentNodeEvent>> for PersistentNode {
+    type Result = ();
+
+    fn handle(&mut self, msg: Listen<PersistentNodeEvent>, _: &mut Context<Self>) {
+        self.subscribers.listen(msg.listener);
+    }
+}
+
+/// Deletes the node (retried until it is gone or its session is), then stops the actor.
+#[derive(Message, Debug, Clone, Copy)]
+#[rtype(result = "()")]
+pub(crate) struct DeleteAndStop;
+
+impl Handler<DeleteAndStop> for PersistentNode {
+    type Result = ResponseActFuture<Self, ()>;
+
+    fn handle(&mut self, _: DeleteAndStop, _: &mut Context<Self>) -> Self::Result {
+        let live = self.state == State::Live;
+        self.state = State::Stopping;
+        self.attempt += 1; // a create still on its way deletes what it made
+        let deleted =
+            self.path.clone().filter(|_| live).map(|path| crate::recipe::delete_until_gone(self.session.clone(), path));
+        self.path = None;
+        Box::pin(
+            async move {
+                if let Some(deleted) = deleted {
+                    let _ = deleted.await;
+                }
+            }
+            .into_actor(self)
+            .map(|_, _, ctx| ctx.stop()),
+        )
+    }
+}

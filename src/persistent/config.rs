@@ -1,0 +1,50 @@
+//! How a [`PersistentNode`](super::PersistentNode) behaves.
+
+use crate::retry::RetryPolicy;
+use crate::session::requests::CreateMode;
+
+/// The node a [`PersistentNode`](super::PersistentNode) keeps: its path, create mode and data.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct PersistentNodeConfig {
+    pub(super) path: String,
+    pub(super) mode: CreateMode,
+    pub(super) data: Vec<u8>,
+    pub(super) protected: bool,
+    pub(super) retry: Option<RetryPolicy>,
+}
+
+impl PersistentNodeConfig {
+    /// The node at `path` (for a sequential mode: the prefix the number is appended to) in
+    /// `mode`, with no data. Sequential modes are protected (see
+    /// [`with_protection`](Self::with_protection)).
+    pub fn new(path: impl Into<String>, mode: CreateMode) -> Self {
+        PersistentNodeConfig { path: path.into(), mode, data: Vec::new(), protected: mode.is_sequential(), retry: None }
+    }
+
+    /// The node's data.
+    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.data = data.into();
+        self
+    }
+
+    /// Curator's protection: the node's name starts with `_c_<guid>-`, so that a create whose
+    /// reply was lost is found by its GUID and not made twice. Always on for sequential modes
+    /// (a second create would make a second node); optional for the others.
+    pub fn with_protection(mut self, protected: bool) -> Self {
+        self.protected = protected || self.mode.is_sequential();
+        self
+    }
+
+    /// How failed requests are retried; default: the session's policy. Creating the node again
+    /// after it is lost is never given up while the actor runs.
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+
+    /// The path (or prefix) given.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+}
