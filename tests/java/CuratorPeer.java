@@ -246,6 +246,46 @@ public class CuratorPeer {
         }
     }
 
+    /** One try of an increment: true when it applied. */
+    @FunctionalInterface
+    private interface IncrementTry {
+        boolean attempt() throws Exception;
+    }
+
+    /**
+     * Makes {@code n} increments spread over {@code threads} threads, each tried until it
+     * applies; replies {@code INCREMENTED <successes> <failed tries>}.
+     */
+    private static void incrementOnThreads(int n, int threads, IncrementTry once) throws Exception {
+        AtomicLong successes = new AtomicLong();
+        AtomicLong failures = new AtomicLong();
+        AtomicReference<Exception> error = new AtomicReference<>();
+        Thread[] workers = new Thread[threads];
+        for (int t = 0; t < threads; t++) {
+            int share = n / threads + (t < n % threads ? 1 : 0);
+            workers[t] = new Thread(() -> {
+                try {
+                    for (int i = 0; i < share; i++) {
+                        while (!once.attempt()) {
+                            failures.incrementAndGet();
+                        }
+                        successes.incrementAndGet();
+                    }
+                } catch (Exception e) {
+                    error.compareAndSet(null, e);
+                }
+            }, "increment-" + t);
+            workers[t].start();
+        }
+        for (Thread worker : workers) {
+            worker.join();
+        }
+        if (error.get() != null) {
+            throw error.get();
+        }
+        reply("INCREMENTED " + successes.get() + " " + failures.get());
+    }
+
     private static void handleAtomic(String command) throws Exception {
         String[] words = command.split("\\s+");
         if (words[0].equals("get") && words.length == 1) {
@@ -255,42 +295,13 @@ public class CuratorPeer {
             }
             reply("ATOMIC " + seen.postValue());
         } else if (words[0].equals("increment") && words.length == 3) {
-            int n = Integer.parseInt(words[1]);
-            int threads = Integer.parseInt(words[2]);
-            AtomicLong successes = new AtomicLong();
-            AtomicLong failures = new AtomicLong();
-            AtomicReference<Exception> error = new AtomicReference<>();
-            Thread[] workers = new Thread[threads];
-            for (int t = 0; t < threads; t++) {
-                int share = n / threads + (t < n % threads ? 1 : 0);
-                workers[t] = new Thread(() -> {
-                    try {
-                        for (int i = 0; i < share; i++) {
-                            while (true) {
-                                AtomicValue<Long> done = atomicLong.increment();
-                                if (done.succeeded()) {
-                                    if (done.postValue() != done.preValue() + 1) {
-                                        throw new IllegalStateException("pre " + done.preValue() + " post " + done.postValue());
-                                    }
-                                    successes.incrementAndGet();
-                                    break;
-                                }
-                                failures.incrementAndGet();
-                            }
-                        }
-                    } catch (Exception e) {
-                        error.compareAndSet(null, e);
-                    }
-                }, "increment-" + t);
-                workers[t].start();
-            }
-            for (Thread worker : workers) {
-                worker.join();
-            }
-            if (error.get() != null) {
-                throw error.get();
-            }
-            reply("INCREMENTED " + successes.get() + " " + failures.get());
+            incrementOnThreads(Integer.parseInt(words[1]), Integer.parseInt(words[2]), () -> {
+                AtomicValue<Long> done = atomicLong.increment();
+                if (done.succeeded() && done.postValue() != done.preValue() + 1) {
+                    throw new IllegalStateException("pre " + done.preValue() + " post " + done.postValue());
+                }
+                return done.succeeded();
+            });
         } else {
             reply("ERROR unknown atomic command: " + command);
         }
@@ -305,41 +316,12 @@ public class CuratorPeer {
             count.setCount(Integer.parseInt(words[1]));
             reply("SET");
         } else if (words[0].equals("increment") && words.length == 3) {
-            int n = Integer.parseInt(words[1]);
-            int threads = Integer.parseInt(words[2]);
-            AtomicLong successes = new AtomicLong();
-            AtomicLong failures = new AtomicLong();
-            AtomicReference<Exception> error = new AtomicReference<>();
-            Thread[] workers = new Thread[threads];
-            for (int t = 0; t < threads; t++) {
-                int share = n / threads + (t < n % threads ? 1 : 0);
-                workers[t] = new Thread(() -> {
-                    try {
-                        for (int i = 0; i < share; i++) {
-                            // The documented pattern: false means someone else wrote first, and
-                            // Curator has read the node again before returning it.
-                            while (true) {
-                                VersionedValue<Integer> seen = count.getVersionedValue();
-                                if (count.trySetCount(seen, seen.getValue() + 1)) {
-                                    successes.incrementAndGet();
-                                    break;
-                                }
-                                failures.incrementAndGet();
-                            }
-                        }
-                    } catch (Exception e) {
-                        error.compareAndSet(null, e);
-                    }
-                }, "increment-" + t);
-                workers[t].start();
-            }
-            for (Thread worker : workers) {
-                worker.join();
-            }
-            if (error.get() != null) {
-                throw error.get();
-            }
-            reply("INCREMENTED " + successes.get() + " " + failures.get());
+            // The documented pattern: false means someone else wrote first, and Curator has read
+            // the node again before returning it.
+            incrementOnThreads(Integer.parseInt(words[1]), Integer.parseInt(words[2]), () -> {
+                VersionedValue<Integer> seen = count.getVersionedValue();
+                return count.trySetCount(seen, seen.getValue() + 1);
+            });
         } else {
             reply("ERROR unknown count command: " + command);
         }
