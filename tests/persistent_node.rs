@@ -212,3 +212,71 @@ async fn bad_input_dropped_waits_stops_and_a_closed_session() {
     wait_until_async("the actor stopped", || async { !eph.addr().connected() }).await;
     assert_eq!(eph.actual_path().await, Err(PersistentNodeError::Stopped { path: "/eph".into() }));
 }
+
+/// Rows "stopped while its create is on its way", "data set while its create is on its way":
+/// requests reach the server 500 ms late. A `set_data` made meanwhile reaches the node once it
+/// exists; a stop made meanwhile waits for the create and deletes what it made (the create used
+/// to be dropped with the actor, and its node stayed).
+#[actix_rt::test]
+async fn a_create_on_its_way_is_neither_left_behind_nor_given_old_data() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("persistent-in-flight");
+    let Proxied { proxy, session: s, observer } = proxied(&zk.connect_string(), &root, Duration::from_secs(10)).await;
+    proxy.set_latency(actix_zookeeper::testkit::Direction::Upstream, Duration::from_millis(500));
+    let (node, _) = start(&s, PersistentNodeConfig::new("/data", CreateMode::Persistent).with_data("old"));
+    actix_rt::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(node.set_data("new").await, Err(PersistentNodeError::NotCreated { path: "/data".into() }));
+    node.wait_for_initial_create(Some(WAIT)).await.expect("created");
+    wait_for_node(&observer, "/data", b"new", 0).await;
+    node.stop().await;
+
+    let (stopped, _) = start(&s, PersistentNodeConfig::new("/stopped", CreateMode::Persistent));
+    actix_rt::time::sleep(Duration::from_millis(100)).await;
+    bounded("the stop", stopped.stop()).await;
+    proxy.heal();
+    actix_rt::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(observer.exists("/stopped").await.expect("exists"), None, "the create on its way was deleted");
+}
+
+/// Row "a container or TTL node after a new session": after an expiry the node is taken over
+/// again, not `Blocked`. ZooKeeper marks these nodes inside (containers `i64::MIN`, TTL nodes a top
+/// byte of `0xFF` in `ephemeralOwner`), which is no session; 3.8 shows clients 0 (checked here),
+/// and the crate ignores the markers for a server that shows them.
+#[actix_rt::test]
+async fn container_and_ttl_nodes_are_ours_again_after_a_new_session() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("persistent-container");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let s = session_at(&links.connect_string(), &root).await;
+    let ttl = CreateMode::PersistentWithTtl(Duration::from_secs(60));
+    let mut nodes = Vec::new();
+    for (path, mode) in [("/container", CreateMode::Container), ("/ttl", ttl)] {
+        let (node, events) = start(&s, PersistentNodeConfig::new(path, mode).with_data("d"));
+        node.wait_for_initial_create(Some(WAIT)).await.expect("created");
+        nodes.push((node, events));
+    }
+    // What this server shows clients of the markers: nothing.
+    let owner = |path: &'static str| {
+        let s = s.clone();
+        async move { s.exists(path).await.expect("exists").expect("there").ephemeral_owner }
+    };
+    let (container, ttl) = (owner("/container").await, owner("/ttl").await);
+    assert_eq!((container, ttl), (0, 0), "container {container:#x}, ttl {ttl:#x}");
+    let info = s.session().await.expect("session").info;
+    links.blackhole();
+    expire_session(&zk.connect_string(), &info).await.expect("expired");
+    links.heal();
+    for (node, events) in &nodes {
+        let (i, _) = events.wait_for(0, WAIT, created).await;
+        let (_, again) = events.wait_for(i + 1, WAIT, created).await;
+        assert!(matches!(again, PersistentNodeEvent::Created { .. }), "{again:?}");
+        assert!(
+            !events.snapshot().iter().any(|e| matches!(e, PersistentNodeEvent::Blocked { .. })),
+            "{:?}",
+            events.snapshot()
+        );
+        node.stop().await;
+    }
+}

@@ -287,15 +287,22 @@ impl DistributedAtomicLong {
         debug!(path = %self.config.path, error = %lost, "a write's reply was lost; reading back");
         let unknown = |source| AtomicError::OutcomeUnknown { path: self.config.path.clone(), pre, attempted, source };
         // Synced first: the member serving us after the loss may not have applied the write yet,
-        // and would show the version it expected.
-        if let Err(error) = self.session.sync(&self.config.path).await {
-            debug!(%error, "cannot sync before reading back");
-            return Err(unknown(lost));
-        }
-        let now = match self.read(policy).await {
-            Ok((_, now)) => now,
-            Err(AtomicError::ZooKeeper(_)) => return Err(unknown(lost)),
-            Err(err) => return Err(err),
+        // and would show the version it expected. Sync and read are retried together.
+        let mut backoff = policy.backoff();
+        let now = loop {
+            let synced = self.session.sync(&self.config.path);
+            let read = self.session.get_data(&self.config.path);
+            let failed = match synced.await {
+                Ok(()) => match read.await {
+                    Ok(node) => break Some(node.stat.version),
+                    Err(Error::NoNode { .. }) => break None,
+                    Err(error) => error,
+                },
+                Err(error) => error,
+            };
+            if backoff.retry_after(failed).await.is_err() {
+                return Err(unknown(lost));
+            }
         };
         if now == version { Ok(Try::Again { pre }) } else { Err(unknown(lost)) }
     }

@@ -29,8 +29,14 @@ pub struct PersistentNode {
     state: State,
     /// The node's full path once it was first made: every later create uses it.
     path: Option<String>,
-    /// Counts creates, so that the outcome of an earlier one is ignored.
-    attempt: u64,
+    /// The session generation the node was made (or taken over) on.
+    made_on: u64,
+    /// A create is on its way (one at a time: its outcome decides the next step).
+    in_flight: bool,
+    /// Another create is wanted once the one on its way is done (a new session meanwhile).
+    again: bool,
+    /// The data the create on its way writes.
+    writing: Vec<u8>,
     generation: u64,
     backoff: Backoff,
     waiters: Vec<oneshot::Sender<Result<String, PersistentNodeError>>>,
@@ -54,11 +60,17 @@ enum State {
 
 /// What a create found.
 enum Made {
-    /// Ours at this path (created, found by its GUID, or taken over).
-    Ours(String),
+    /// Ours at this path (created, found by its GUID, or taken over), on the session of this
+    /// generation.
+    Ours(String, u64),
     /// Another live session's ephemeral node is at this path.
     Blocked(String),
 }
+
+/// A create's outcome, back at the actor (the create runs detached: a stop waits for it).
+#[derive(Message)]
+#[rtype(result = "()")]
+struct MadeReport(Result<Made, Error>);
 
 impl PersistentNode {
     /// A persistent node for `config` on `session`; start it with `.start()`. A path that can
@@ -75,7 +87,10 @@ impl PersistentNode {
             guid,
             state: State::Creating,
             path: None,
-            attempt: 0,
+            made_on: 0,
+            in_flight: false,
+            again: false,
+            writing: Vec::new(),
             generation: 0,
             backoff,
             waiters: Vec::new(),
@@ -98,39 +113,79 @@ impl PersistentNode {
         }
     }
 
-    /// Creates (or takes over) the node, now.
+    /// Creates (or takes over) the node: now, or once the create on its way is done.
     fn ensure(&mut self, ctx: &mut Context<Self>) {
         if matches!(self.state, State::Failed(_) | State::Stopping) {
             return;
         }
-        self.attempt += 1;
-        let attempt = self.attempt;
         self.state = State::Creating;
+        if self.in_flight {
+            self.again = true;
+            return;
+        }
+        self.in_flight = true;
         let (target, mode) = match &self.path {
             // Made before: the same name again, without a new sequence number (as Curator).
             Some(path) => (path.clone(), without_sequence(self.config.mode)),
             None => (self.first_path(), self.config.mode),
         };
         debug!(parent: &self.span, %target, "creating");
-        let made = make(self.session.clone(), target, mode, self.config.data.clone(), self.guid.clone());
-        ctx.spawn(made.into_actor(self).map(move |made, act, ctx| {
-            if attempt == act.attempt {
-                act.on_made(made, ctx);
-            } else if let (Ok(Made::Ours(path)), State::Stopping) = (&made, &act.state) {
-                // Made while stopping: delete it too.
-                actix::spawn(crate::recipe::delete_until_gone(act.session.clone(), path.clone()));
+        self.writing = self.config.data.clone();
+        let made = make(self.session.clone(), target, mode, self.writing.clone(), self.guid.clone());
+        let (me, session) = (ctx.address(), self.session.clone());
+        // Detached, so that a stop cannot drop it half way: an actor gone by the time it is made
+        // has nobody to keep the node, which is deleted again.
+        actix::spawn(async move {
+            let made = made.await;
+            let orphan = match &made {
+                Ok(Made::Ours(path, generation)) => Some((path.clone(), *generation)),
+                _ => None,
+            };
+            if me.send(MadeReport(made)).await.is_err() {
+                if let Some((path, generation)) = orphan {
+                    let _ = delete_ours(&session, path, generation, mode).await;
+                }
             }
-        }));
+        });
     }
 
     fn on_made(&mut self, made: Result<Made, Error>, ctx: &mut Context<Self>) {
         let _span = self.span.clone().entered();
+        self.in_flight = false;
+        if self.state == State::Stopping {
+            if let Ok(Made::Ours(path, generation)) = made {
+                // Made while stopping: the stop deletes it.
+                self.path = Some(path);
+                self.made_on = generation;
+                self.state = State::Live;
+            }
+            return;
+        }
+        if std::mem::take(&mut self.again) {
+            if let Ok(Made::Ours(path, generation)) = &made {
+                self.path = Some(path.clone());
+                self.made_on = *generation;
+            }
+            self.ensure(ctx);
+            return;
+        }
         match made {
-            Ok(Made::Ours(path)) => {
+            Ok(Made::Ours(path, generation)) => {
                 info!(%path, "created");
                 self.backoff.reset();
                 self.path = Some(path.clone());
+                self.made_on = generation;
                 self.state = State::Live;
+                if self.writing != self.config.data {
+                    // Set while the create was on its way: the node has the data before.
+                    let (session, data) = (self.session.clone(), self.config.data.clone());
+                    let written = session.set_data(&path, data, None);
+                    actix::spawn(async move {
+                        if let Err(error) = written.await {
+                            warn!(%error, "could not write the data set during the create");
+                        }
+                    });
+                }
                 for waiter in self.waiters.drain(..) {
                     let _ = waiter.send(Ok(path.clone()));
                 }
@@ -148,7 +203,7 @@ impl PersistentNode {
                     _ => {}
                 }));
             }
-            Err(error) if error.is_final() => {
+            Err(error) if cannot_be_made(&error) => {
                 warn!(%error, "cannot create the node; giving up");
                 let failed = PersistentNodeError::Failed { path: self.config.path.clone(), source: error };
                 self.state = State::Failed(failed.clone());
@@ -161,7 +216,7 @@ impl PersistentNode {
                 let delay = self.backoff.next_delay();
                 debug!(%error, ?delay, "create interrupted; trying again");
                 ctx.run_later(delay, |act, ctx| {
-                    if act.state == State::Creating {
+                    if act.state == State::Creating && !act.in_flight {
                         act.ensure(ctx);
                     }
                 });
@@ -213,31 +268,35 @@ async fn make(
     data: Vec<u8>,
     guid: Option<String>,
 ) -> Result<Made, Error> {
-    let owner = session.session().await.map(|s| s.session_id.0);
+    let current = session.session().await;
+    let owner = current.as_ref().map(|s| s.session_id.0);
+    let generation = current.map_or(0, |s| s.generation);
+    // A protected sequential create is looked for before it is made (again): an earlier create
+    // whose reply was lost may have made it, on this session or before it.
+    if mode.is_sequential() {
+        if let Some(found) = find_by_guid(&session, &target, guid.as_deref(), owner).await? {
+            return Ok(Made::Ours(found, generation));
+        }
+    }
     for _ in 0..3 {
         let failed = match session.create(&target, data.clone(), mode).await {
-            Ok(created) => return Ok(Made::Ours(created.path)),
+            Ok(created) => return Ok(Made::Ours(created.path, generation)),
             Err(error) => error,
         };
         match failed {
             Error::NoNode { .. } => session.ensure_parent_containers(&target).await?,
             Error::NodeExists { .. } => match session.exists(&target).await? {
                 None => {}
-                Some(stat) if stat.ephemeral_owner != 0 && Some(stat.ephemeral_owner) != owner => {
+                Some(stat) if is_session_owner(stat.ephemeral_owner) && Some(stat.ephemeral_owner) != owner => {
                     return Ok(Made::Blocked(target));
                 }
                 Some(stat) => match session.set_data(&target, data.clone(), Some(stat.version)).await {
-                    Ok(_) => return Ok(Made::Ours(target)),
+                    Ok(_) => return Ok(Made::Ours(target, generation)),
                     Err(Error::NoNode { .. } | Error::BadVersion { .. }) => {}
                     Err(error) => return Err(error),
                 },
             },
-            error if error.outcome_unknown() && mode.is_sequential() => {
-                if let Some(found) = find_by_guid(&session, &target, guid.as_deref(), owner).await? {
-                    return Ok(Made::Ours(found));
-                }
-                return Err(error);
-            }
+            // A sequential create is looked for by its GUID before it is sent again (above).
             error => return Err(error),
         }
     }
@@ -262,12 +321,38 @@ async fn find_by_guid(
     for name in children.into_iter().filter(|name| name.contains(guid)) {
         let found = path::join(parent, &name);
         if let Some(stat) = session.exists(&found).await? {
-            if stat.ephemeral_owner == 0 || Some(stat.ephemeral_owner) == owner {
+            if !is_session_owner(stat.ephemeral_owner) || Some(stat.ephemeral_owner) == owner {
                 return Ok(Some(found));
             }
         }
     }
     Ok(None)
+}
+
+/// Whether a node's `ephemeralOwner` is a session: not 0 (persistent) and not the markers
+/// ZooKeeper stores there for container nodes (`i64::MIN`) and TTL nodes (top byte `0xFF`).
+fn is_session_owner(owner: i64) -> bool {
+    owner != 0 && owner != i64::MIN && (owner >> 56) != -1
+}
+
+/// Errors after which creating again cannot help: the request's own, and a server that does not
+/// know the create mode (TTL nodes not enabled).
+fn cannot_be_made(error: &Error) -> bool {
+    error.is_final() || matches!(error, Error::ZooKeeper { source: zookeeper_client::Error::Unimplemented, .. })
+}
+
+/// Deletes our node at `path`, made on the session of `generation`: an ephemeral only on that
+/// session (on a later one the path may be another's node by then), any other node wherever.
+async fn delete_ours(session: &SessionHandle, path: String, generation: u64, mode: CreateMode) -> Result<(), Error> {
+    if is_ephemeral(mode) {
+        crate::recipe::fencing::delete_own_ephemeral(session.pinned(generation), path).await
+    } else {
+        crate::recipe::delete_until_gone(session.clone(), path).await
+    }
+}
+
+fn is_ephemeral(mode: CreateMode) -> bool {
+    matches!(mode, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
 }
 
 /// `mode` without its sequence number: a node made before is made again under its own name.
@@ -290,7 +375,10 @@ impl Actor for PersistentNode {
     fn stopped(&mut self, _: &mut Self::Context) {
         // Stopped without a `Stop` (its last address dropped): the node goes all the same.
         if let (State::Live, Some(path)) = (&self.state, self.path.take()) {
-            actix::spawn(crate::recipe::delete_until_gone(self.session.clone(), path));
+            let (session, generation, mode) = (self.session.clone(), self.made_on, self.config.mode);
+            actix::spawn(async move {
+                let _ = delete_ours(&session, path, generation, mode).await;
+            });
         }
         for waiter in self.waiters.drain(..) {
             let _ = waiter.send(Err(PersistentNodeError::Stopped { path: self.config.path.clone() }));
@@ -310,6 +398,10 @@ impl Handler<SessionEvent> for PersistentNode {
             {
                 self.generation = generation;
                 self.ensure(ctx);
+            }
+            // An ephemeral went with its session: it is not ours to report, write or delete now.
+            SessionEvent::Expired { .. } if self.state == State::Live && is_ephemeral(self.config.mode) => {
+                self.state = State::Creating;
             }
             // The same session: a deletion while cut off fires the watch the client sets again.
             SessionEvent::Closed => ctx.stop(),
@@ -407,23 +499,35 @@ impl Handler<Listen<PersistentNodeEvent>> for PersistentNode {
 pub(crate) struct DeleteAndStop;
 
 impl Handler<DeleteAndStop> for PersistentNode {
-    type Result = ResponseActFuture<Self, ()>;
+    type Result = ();
 
-    fn handle(&mut self, _: DeleteAndStop, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, _: DeleteAndStop, ctx: &mut Context<Self>) {
         let live = self.state == State::Live;
         self.state = State::Stopping;
-        self.attempt += 1; // a create still on its way deletes what it made
-        let deleted =
-            self.path.clone().filter(|_| live).map(|path| crate::recipe::delete_until_gone(self.session.clone(), path));
-        self.path = None;
-        Box::pin(
+        if !live && self.in_flight {
+            // The create on its way reports back first (`on_made` keeps what it made), then this
+            // stop is carried out.
+            ctx.notify_later(DeleteAndStop, std::time::Duration::from_millis(10));
+            return;
+        }
+        let node = self.path.take().filter(|_| live);
+        let (session, generation, mode) = (self.session.clone(), self.made_on, self.config.mode);
+        ctx.wait(
             async move {
-                if let Some(deleted) = deleted {
-                    let _ = deleted.await;
+                if let Some(path) = node {
+                    let _ = delete_ours(&session, path, generation, mode).await;
                 }
             }
             .into_actor(self)
             .map(|_, _, ctx| ctx.stop()),
-        )
+        );
+    }
+}
+
+impl Handler<MadeReport> for PersistentNode {
+    type Result = ();
+
+    fn handle(&mut self, report: MadeReport, ctx: &mut Context<Self>) {
+        self.on_made(report.0, ctx);
     }
 }

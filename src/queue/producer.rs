@@ -523,8 +523,8 @@ impl Removal {
     /// there (its data is unique to this removal, and only our session could have made it): it
     /// did, whatever happened to the item since. No receipt of ours and the item still there:
     /// it did not. Neither: another taker took the item. The receipt is read on the removal's
-    /// own session; once that has ended the receipt went with it, and with the item gone the
-    /// outcome is [`Removed::Unknown`]. Retried until one of these is known: the session's end
+    /// own session; once that has ended the receipt went with it, and the outcome is
+    /// [`Removed::Unknown`] (an item there may have been put back after ours removed it). Retried until one of these is known: the session's end
     /// bounds it.
     async fn removal_outcome(&self, lost: Error) -> Result<Removed, Error> {
         debug!(item = %self.item, error = %lost, "a take's removal has an unknown outcome; reading back");
@@ -550,8 +550,9 @@ impl Removal {
                 }
                 Ok((Ok(_) | Err(Error::NoNode { .. }), Some(_))) => return Ok(Removed::No),
                 Ok((Ok(_) | Err(Error::NoNode { .. }), None)) => return Err(multi_failed_on_item(&self.item)),
-                Ok((Err(Error::SessionLost { .. }), Some(_))) => return Ok(Removed::No),
-                Ok((Err(Error::SessionLost { .. }), None)) => return Ok(Removed::Unknown(lost)),
+                // The receipt went with its session: the item there may be one put back by
+                // another taker after ours removed it, so nothing tells.
+                Ok((Err(Error::SessionLost { .. }), _)) => return Ok(Removed::Unknown(lost)),
                 Ok((Err(err), _)) | Err(err) => err,
             };
         }
