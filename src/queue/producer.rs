@@ -430,13 +430,17 @@ impl Queue {
         removal: Removal,
         data: &[u8],
     ) -> impl std::future::Future<Output = Result<Removed, Error>> + 'static {
+        let removal = std::rc::Rc::new(removal);
+        // The receipt goes first: a put-back item under a receipt left behind would stay claimed.
         let put_back = {
-            let (session, item, data) = (self.session.clone(), removal.item.clone(), data.to_vec());
+            let (session, removal, data) = (self.session.clone(), removal.clone(), data.to_vec());
             move || {
-                debug!(%item, "a take was dropped after it removed the item: putting it back");
+                let (session, removal, data) = (session.clone(), removal.clone(), data.clone());
+                debug!(item = %removal.item, "a take was dropped after it removed the item: putting it back");
                 actix::spawn(async move {
-                    if let Err(error) = session.create(&item, data, CreateMode::Persistent).await {
-                        warn!(%item, %error, "could not put back an item whose take was dropped");
+                    removal.delete_receipt().await;
+                    if let Err(error) = session.create(&removal.item, data, CreateMode::Persistent).await {
+                        warn!(item = %removal.item, %error, "could not put back an item whose take was dropped");
                     }
                 });
             }
@@ -454,9 +458,16 @@ impl Queue {
         let applied = removal.session.multi(removal.ops());
         actix::spawn(async move {
             let outcome = removal.settle(applied.await).await;
-            if let Err(unread) = answer.send(outcome) {
-                if took(&unread) {
-                    again();
+            let receipt_left = took(&outcome);
+            match answer.send(outcome) {
+                // Answered: the receipt is deleted after, off the caller's way (a put-back by the
+                // answer's drop deletes it first itself).
+                Ok(()) if receipt_left => removal.delete_receipt().await,
+                Ok(()) => {}
+                Err(unread) => {
+                    if took(&unread) {
+                        again();
+                    }
                 }
             }
         });
@@ -498,25 +509,23 @@ impl Removal {
         ]
     }
 
-    /// What the `multi`'s `answer` means, learnt by reading back when the answer was lost; then
-    /// the receipt is deleted whenever it may exist.
+    /// What the `multi`'s `answer` means, learnt by reading back when the answer was lost.
     async fn settle(&self, answer: Result<Vec<OpResult>, Error>) -> Result<Removed, Error> {
-        let outcome = match answer {
+        match answer {
             Ok(_) => Ok(Removed::Yes),
             Err(err) if err.outcome_unknown() && !matches!(err, Error::Multi { .. }) => self.removal_outcome(err).await,
             Err(err) => Err(err),
-        };
-        if let Ok(Removed::Yes | Removed::Unknown(_)) = outcome {
-            // Before anything can put the item back under its name (a dropped take's put-back),
-            // where a receipt left behind would hold it as claimed. Only ours (its data), only on
-            // its session (once that has ended the receipt went with it), retried until gone.
-            let deleted =
-                delete_own_ephemeral_holding(self.session.clone(), self.claim.clone(), Some(self.receipt.clone()));
-            if let Err(error) = deleted.await {
-                debug!(claim = %self.claim, %error, "the receipt of a take stays until its session ends");
-            }
         }
-        outcome
+    }
+
+    /// Deletes our receipt, if it is there: only ours (its data), only on its session (once that
+    /// has ended the receipt went with it), retried until gone.
+    async fn delete_receipt(&self) {
+        let deleted =
+            delete_own_ephemeral_holding(self.session.clone(), self.claim.clone(), Some(self.receipt.clone()));
+        if let Err(error) = deleted.await {
+            debug!(claim = %self.claim, %error, "the receipt of a take stays until its session ends");
+        }
     }
 
     /// Reads back whether the `multi` applied, after its answer was lost (`lost`). Our receipt
