@@ -72,7 +72,7 @@ impl DistributedAtomicLong {
     /// Cancel-safe: a read.
     #[instrument(name = "zk.atomic.get", skip(self), fields(path = %self.config.path))]
     pub async fn get(&self) -> Result<AtomicValue, AtomicError> {
-        let (value, _) = self.read(&self.policy()).await?;
+        let (value, _) = self.read(&self.policy(), false).await?;
         let stats = AtomicStats { optimistic_tries: 1, ..AtomicStats::default() };
         Ok(AtomicValue { succeeded: true, pre: value, post: value, stats })
     }
@@ -98,7 +98,7 @@ impl DistributedAtomicLong {
         match delta.checked_neg() {
             Some(negated) => self.add(negated).await,
             None => {
-                let (value, _) = self.read(&self.policy()).await?;
+                let (value, _) = self.read(&self.policy(), false).await?;
                 Err(AtomicError::Overflow { path: self.config.path.clone(), value, by: delta })
             }
         }
@@ -128,7 +128,7 @@ impl DistributedAtomicLong {
     #[instrument(name = "zk.atomic.compare_and_set", skip(self), fields(path = %self.config.path))]
     pub async fn compare_and_set(&self, expected: i64, new: i64) -> Result<AtomicValue, AtomicError> {
         let policy = self.policy();
-        let (pre, version) = self.read(&policy).await?;
+        let (pre, version) = self.read(&policy, false).await?;
         let stats = AtomicStats { optimistic_tries: 1, ..AtomicStats::default() };
         let unchanged = AtomicValue { succeeded: false, pre, post: pre, stats };
         let Some(version) = version.filter(|_| pre == expected) else { return Ok(unchanged) };
@@ -151,7 +151,7 @@ impl DistributedAtomicLong {
                 return Ok(true);
             }
             // Not created: someone else's node, or ours was lost on its way (none there yet).
-            if self.read(&policy).await?.1.is_some() {
+            if self.read(&policy, false).await?.1.is_some() {
                 return Ok(false);
             }
         }
@@ -208,7 +208,7 @@ impl DistributedAtomicLong {
         let mut backoff = policy.backoff();
         loop {
             *tries += 1;
-            let (pre, version) = self.read(policy).await?;
+            let (pre, version) = self.read(policy, false).await?;
             let outcome = self.write(pre, version, make(pre)?, policy).await?;
             if matches!(outcome, Try::Written { .. }) || *tries >= limit {
                 return Ok(outcome);
@@ -247,10 +247,18 @@ impl DistributedAtomicLong {
 
     /// The value and the node's version (`None`: no node, the value 0), riding out connection
     /// loss under `policy`.
-    async fn read(&self, policy: &RetryPolicy) -> Result<(i64, Option<i32>), AtomicError> {
+    /// With `synced`, a `sync` goes first: after a lost reply, the member serving us may not have
+    /// applied the write yet.
+    async fn read(&self, policy: &RetryPolicy, synced: bool) -> Result<(i64, Option<i32>), AtomicError> {
         let path = &self.config.path;
         let mut backoff = policy.backoff();
         loop {
+            if synced {
+                if let Err(err) = self.session.sync(path).await {
+                    backoff.retry_after(err).await?;
+                    continue;
+                }
+            }
             match self.session.get_data(path).await {
                 Ok(node) => return Ok((decode_long(path, &node.data)?, Some(node.stat.version))),
                 Err(Error::NoNode { .. }) => return Ok((0, None)),
@@ -286,23 +294,10 @@ impl DistributedAtomicLong {
     ) -> Result<Try, AtomicError> {
         debug!(path = %self.config.path, error = %lost, "a write's reply was lost; reading back");
         let unknown = |source| AtomicError::OutcomeUnknown { path: self.config.path.clone(), pre, attempted, source };
-        // Synced first: the member serving us after the loss may not have applied the write yet,
-        // and would show the version it expected. Sync and read are retried together.
-        let mut backoff = policy.backoff();
-        let now = loop {
-            let synced = self.session.sync(&self.config.path);
-            let read = self.session.get_data(&self.config.path);
-            let failed = match synced.await {
-                Ok(()) => match read.await {
-                    Ok(node) => break Some(node.stat.version),
-                    Err(Error::NoNode { .. }) => break None,
-                    Err(error) => error,
-                },
-                Err(error) => error,
-            };
-            if backoff.retry_after(failed).await.is_err() {
-                return Err(unknown(lost));
-            }
+        let now = match self.read(policy, true).await {
+            Ok((_, now)) => now,
+            Err(AtomicError::ZooKeeper(_)) => return Err(unknown(lost)),
+            Err(err) => return Err(err),
         };
         if now == version { Ok(Try::Again { pre }) } else { Err(unknown(lost)) }
     }

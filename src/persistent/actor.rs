@@ -104,11 +104,8 @@ impl PersistentNode {
         match &self.guid {
             None => self.config.path.clone(),
             Some(guid) => {
-                let (parent, name) = match self.config.path.rsplit_once('/') {
-                    Some((parent, name)) => (parent, name),
-                    None => ("", self.config.path.as_str()),
-                };
-                format!("{parent}/_c_{guid}-{name}")
+                let parent = path::parent(&self.config.path).unwrap_or("/");
+                path::join(parent, &naming::protected_name(guid, path::name(&self.config.path)))
             }
         }
     }
@@ -153,12 +150,12 @@ impl PersistentNode {
         let _span = self.span.clone().entered();
         self.in_flight = false;
         if self.state == State::Stopping {
-            if let Ok(Made::Ours(path, generation)) = made {
-                // Made while stopping: the stop deletes it.
-                self.path = Some(path);
-                self.made_on = generation;
-                self.state = State::Live;
-            }
+            // A stop waited for this create: it deletes what it made.
+            let made = match made {
+                Ok(Made::Ours(path, generation)) => Some((path, generation)),
+                _ => None,
+            };
+            self.finish_stop(made, ctx);
             return;
         }
         if std::mem::take(&mut self.again) {
@@ -248,6 +245,20 @@ impl PersistentNode {
         }));
     }
 
+    /// Deletes `node` (the node we made, and the session generation it was made on), then stops.
+    fn finish_stop(&mut self, node: Option<(String, u64)>, ctx: &mut Context<Self>) {
+        let (session, mode) = (self.session.clone(), self.config.mode);
+        ctx.wait(
+            async move {
+                if let Some((path, generation)) = node {
+                    let _ = delete_ours(&session, path, generation, mode).await;
+                }
+            }
+            .into_actor(self)
+            .map(|_, _, ctx| ctx.stop()),
+        );
+    }
+
     fn on_deleted(&mut self, ctx: &mut Context<Self>) {
         if let (State::Live, Some(path)) = (&self.state, self.path.clone()) {
             info!(parent: &self.span, %path, "the node is gone; creating it again");
@@ -318,7 +329,7 @@ async fn find_by_guid(
         Err(Error::NoNode { .. }) => return Ok(None),
         Err(error) => return Err(error),
     };
-    for name in children.into_iter().filter(|name| name.contains(guid)) {
+    for name in children.into_iter().filter(|name| naming::belongs_to(name, guid)) {
         let found = path::join(parent, &name);
         if let Some(stat) = session.exists(&found).await? {
             if !is_session_owner(stat.ephemeral_owner) || Some(stat.ephemeral_owner) == owner {
@@ -437,6 +448,8 @@ impl Handler<WaitForInitialCreate> for PersistentNode {
             _ => {}
         }
         let (waiter, created) = oneshot::channel();
+        // Waiters that timed out (or were dropped) are not kept.
+        self.waiters.retain(|waiter| !waiter.is_canceled());
         self.waiters.push(waiter);
         Box::pin(async move {
             let stopped = || PersistentNodeError::Stopped { path: path.clone() };
@@ -502,25 +515,16 @@ impl Handler<DeleteAndStop> for PersistentNode {
     type Result = ();
 
     fn handle(&mut self, _: DeleteAndStop, ctx: &mut Context<Self>) {
-        let live = self.state == State::Live;
-        self.state = State::Stopping;
-        if !live && self.in_flight {
-            // The create on its way reports back first (`on_made` keeps what it made), then this
-            // stop is carried out.
-            ctx.notify_later(DeleteAndStop, std::time::Duration::from_millis(10));
+        if self.state == State::Stopping {
             return;
         }
-        let node = self.path.take().filter(|_| live);
-        let (session, generation, mode) = (self.session.clone(), self.made_on, self.config.mode);
-        ctx.wait(
-            async move {
-                if let Some(path) = node {
-                    let _ = delete_ours(&session, path, generation, mode).await;
-                }
-            }
-            .into_actor(self)
-            .map(|_, _, ctx| ctx.stop()),
-        );
+        let live = self.state == State::Live;
+        self.state = State::Stopping;
+        let node = self.path.take().filter(|_| live).map(|path| (path, self.made_on));
+        // A create on its way reports back first, and `on_made` finishes the stop.
+        if !self.in_flight {
+            self.finish_stop(node, ctx);
+        }
     }
 }
 
