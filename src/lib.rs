@@ -86,6 +86,7 @@ pub mod atomic;
 pub mod barrier;
 pub mod cache;
 pub mod counter;
+pub mod discovery;
 pub mod election;
 pub mod error;
 pub mod events;

@@ -74,6 +74,9 @@ mod record {
     pub(crate) fn cache(event: &'static str, path: &str) {
         counter!("zk_cache_events_total", "path" => path.to_owned(), "event" => event).increment(1);
     }
+    pub(crate) fn discovery(event: &'static str, service: &str) {
+        counter!("zk_discovery_registrations_total", "service" => service.to_owned(), "event" => event).increment(1);
+    }
 }
 
 #[cfg(not(feature = "metrics"))]
@@ -91,6 +94,7 @@ mod record {
     pub(crate) fn queue_in_flight(path: &str, n: usize) {}
     pub(crate) fn task(event: &'static str, root: &str) {}
     pub(crate) fn cache(event: &'static str, path: &str) {}
+    pub(crate) fn discovery(event: &'static str, service: &str) {}
 }
 
 pub(crate) use record::*;

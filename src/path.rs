@@ -46,6 +46,24 @@ fn forbidden_char(c: char) -> bool {
     matches!(c as u32, 0x0000..=0x001F | 0x007F..=0x009F | 0xD800..=0xF8FF | 0xFFF0..=0xFFFF)
 }
 
+/// Checks that `name` can be one node's name (a group member's id, a service's name or an
+/// instance's id): `Err` says why not in a few words.
+pub fn validate_name(name: &str) -> Result<(), &'static str> {
+    if name.is_empty() {
+        return Err("it is empty");
+    }
+    if name.contains('/') {
+        return Err("it contains '/'");
+    }
+    if name == "." || name == ".." {
+        return Err("it is a relative name");
+    }
+    if name.chars().any(forbidden_char) {
+        return Err("it contains a character ZooKeeper does not allow");
+    }
+    Ok(())
+}
+
 /// Joins a parent path and a child name: `join("/a", "b") == "/a/b"`, `join("/", "b") == "/b"`.
 pub fn join(parent: &str, child: &str) -> String {
     let child = child.trim_start_matches('/');

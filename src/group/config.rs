@@ -35,17 +35,7 @@ impl GroupConfig {
 
     pub(super) fn validate(&self) -> Result<(), GroupError> {
         path::validate(&self.group, false)?;
-        let invalid = |reason| GroupError::InvalidId { id: self.id.clone(), reason };
-        if self.id.is_empty() {
-            return Err(invalid("it is empty"));
-        }
-        if self.id.contains('/') {
-            return Err(invalid("it contains '/'"));
-        }
-        if self.id == "." || self.id == ".." {
-            return Err(invalid("it is a relative name"));
-        }
-        path::validate(&path::join(&self.group, &self.id), false)
-            .map_err(|_| invalid("it contains a character ZooKeeper does not allow"))
+        path::validate_name(&self.id).map_err(|reason| GroupError::InvalidId { id: self.id.clone(), reason })?;
+        path::validate(&path::join(&self.group, &self.id), false).map_err(GroupError::from)
     }
 }

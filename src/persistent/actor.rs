@@ -128,7 +128,8 @@ impl PersistentNode {
         };
         debug!(parent: &self.span, %target, "creating");
         self.writing = self.config.data.clone();
-        let made = make(self.session.clone(), target, mode, self.writing.clone(), self.guid.clone());
+        let replace = self.config.replace_persistent && is_ephemeral(mode);
+        let made = make(self.session.clone(), target, mode, self.writing.clone(), self.guid.clone(), replace);
         let (me, session) = (ctx.address(), self.session.clone());
         // Detached, so that a stop cannot drop it half way: an actor gone by the time it is made
         // has nobody to keep the node, which is deleted again.
@@ -271,13 +272,15 @@ impl PersistentNode {
 /// Creates `target` in `mode` (its parents as containers), or takes over what is there: our
 /// own session's node, or a persistent one (its data replaced, as Curator does); another live
 /// session's ephemeral is [`Made::Blocked`]. A protected create whose reply was lost is looked
-/// for by its GUID before it is sent again.
+/// for by its GUID before it is sent again. With `replace`, a persistent node without children
+/// is deleted (by its version) and ours created in its place.
 async fn make(
     session: SessionHandle,
     target: String,
     mode: CreateMode,
     data: Vec<u8>,
     guid: Option<String>,
+    replace: bool,
 ) -> Result<Made, Error> {
     let current = session.session().await;
     let owner = current.as_ref().map(|s| s.session_id.0);
@@ -300,6 +303,12 @@ async fn make(
                 None => {}
                 Some(stat) if is_session_owner(stat.ephemeral_owner) && Some(stat.ephemeral_owner) != owner => {
                     return Ok(Made::Blocked(target));
+                }
+                Some(stat) if replace && stat.ephemeral_owner == 0 && stat.num_children == 0 => {
+                    match session.delete(&target, Some(stat.version)).await {
+                        Ok(()) | Err(Error::NoNode { .. } | Error::BadVersion { .. }) => {}
+                        Err(error) => return Err(error),
+                    }
                 }
                 Some(stat) => match session.set_data(&target, data.clone(), Some(stat.version)).await {
                     Ok(_) => return Ok(Made::Ours(target, generation)),

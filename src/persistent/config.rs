@@ -12,6 +12,9 @@ pub struct PersistentNodeConfig {
     pub(super) data: Vec<u8>,
     pub(super) protected: bool,
     pub(super) retry: Option<RetryPolicy>,
+    /// Whether a persistent node in the way of an ephemeral one is deleted and made again in
+    /// our mode (service discovery, as Curator's registration) rather than taken over.
+    pub(super) replace_persistent: bool,
 }
 
 impl PersistentNodeConfig {
@@ -19,7 +22,7 @@ impl PersistentNodeConfig {
     /// `mode`, with no data. Sequential modes are protected (see
     /// [`with_protection`](Self::with_protection)).
     pub fn new(path: impl Into<String>, mode: CreateMode) -> Self {
-        PersistentNodeConfig { path: path.into(), mode, data: Vec::new(), protected: mode.is_sequential(), retry: None }
+        PersistentNodeConfig { path: path.into(), mode, data: Vec::new(), protected: mode.is_sequential(), retry: None, replace_persistent: false }
     }
 
     /// The node's data.
@@ -40,6 +43,14 @@ impl PersistentNodeConfig {
     /// after it is lost is never given up while the actor runs.
     pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = Some(policy);
+        self
+    }
+
+    /// An ephemeral node that finds a persistent node without children at its path deletes it
+    /// (by its version) and is created in its own mode, as Curator's service registration does:
+    /// taken over, it would stay after our session.
+    pub(crate) fn replacing_persistent(mut self) -> Self {
+        self.replace_persistent = true;
         self
     }
 

@@ -1,0 +1,152 @@
+//! [`ServiceDiscovery`]: the entry point — register instances, query services, and make caches
+//! and providers (Curator's `ServiceDiscovery`).
+//!
+//! Owns: the base path and what each call needs from it. Does not own any state: every
+//! registration, cache and provider it makes is its own actor or handle.
+
+use std::future::Future;
+
+use actix::Actor;
+
+use super::cache::ServiceCache;
+use super::cache_handle::ServiceCacheHandle;
+use super::config::{DiscoveryConfig, ProviderConfig};
+use super::error::DiscoveryError;
+use super::format;
+use super::instance::ServiceInstance;
+use super::provider::ServiceProvider;
+use super::registration::Registration;
+use crate::error::Error;
+use crate::path;
+use crate::session::SessionHandle;
+
+/// Services under one base path, on one session.
+///
+/// ```no_run
+/// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::discovery::DiscoveryError> {
+/// use actix_zookeeper::discovery::{DiscoveryConfig, ProviderConfig, ServiceDiscovery, ServiceInstance};
+///
+/// let discovery = ServiceDiscovery::new(session, DiscoveryConfig::new("/services"))?;
+/// let me = ServiceInstance::new("billing", "host-a").with_address("10.0.0.7").with_port(8080);
+/// let registration = discovery.register(me).await?; // kept while `registration` lives
+///
+/// let provider = discovery.provider("billing", ProviderConfig::new()).await?;
+/// if let Some(instance) = provider.get_instance().await? {
+///     println!("calling {:?}:{:?}", instance.address, instance.port);
+/// }
+/// registration.unregister().await;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct ServiceDiscovery {
+    session: SessionHandle,
+    config: DiscoveryConfig,
+}
+
+impl ServiceDiscovery {
+    /// Services under `config`'s base path. [`DiscoveryError::ZooKeeper`] for an invalid path.
+    pub fn new(session: SessionHandle, config: DiscoveryConfig) -> Result<ServiceDiscovery, DiscoveryError> {
+        path::validate(&config.base_path, false)?;
+        Ok(ServiceDiscovery { session, config })
+    }
+
+    fn service_dir(&self, name: &str) -> Result<String, DiscoveryError> {
+        path::validate_name(name).map_err(|reason| DiscoveryError::InvalidInstance { field: "name", reason })?;
+        Ok(path::join(&self.config.base_path, name))
+    }
+
+    /// Registers `instance` at `<base>/<name>/<id>` in its service type's mode, and keeps it
+    /// registered (again after a new session, or after someone deletes it) while the returned
+    /// [`Registration`] lives. Resolves once its node exists.
+    ///
+    /// Errors: [`DiscoveryError::InvalidInstance`] (nothing is written),
+    /// [`DiscoveryError::IdTaken`] (another live session holds the id: left alone),
+    /// [`DiscoveryError::Timeout`], and the node's [`DiscoveryError::Registration`] failures.
+    ///
+    /// # Cancel safety
+    /// Dropping the future unregisters: a node already made is deleted.
+    pub fn register(
+        &self,
+        instance: ServiceInstance,
+    ) -> impl Future<Output = Result<Registration, DiscoveryError>> + 'static {
+        let (session, base, timeout) = (self.session.clone(), self.config.base_path.clone(), self.config.timeout);
+        async move { Registration::register(session, &base, instance, timeout).await }
+    }
+
+    /// The names of the services registered (the children of the base path).
+    pub async fn query_for_names(&self) -> Result<Vec<String>, DiscoveryError> {
+        match self.session.children(&self.config.base_path).await {
+            Ok(children) => Ok(children.names),
+            Err(Error::NoNode { .. }) => Ok(Vec::new()),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// The instances of service `name` now, read from the server; a node that is not an
+    /// instance is left out (unlike Curator, which fails the whole query: use
+    /// [`query_for_instance`](Self::query_for_instance) to see why one is).
+    pub async fn query_for_instances(&self, name: &str) -> Result<Vec<ServiceInstance>, DiscoveryError> {
+        let dir = self.service_dir(name)?;
+        let ids = match self.session.children(&dir).await {
+            Ok(children) => children.names,
+            Err(Error::NoNode { .. }) => return Ok(Vec::new()),
+            Err(error) => return Err(error.into()),
+        };
+        let mut instances = Vec::with_capacity(ids.len());
+        for id in ids {
+            match self.read(&path::join(&dir, &id)).await {
+                Ok(Some(instance)) => instances.push(instance),
+                Ok(None) | Err(DiscoveryError::Unreadable { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(instances)
+    }
+
+    /// Instance `id` of service `name`, `None` if it is not registered;
+    /// [`DiscoveryError::Unreadable`] for a node that is not an instance.
+    pub async fn query_for_instance(&self, name: &str, id: &str) -> Result<Option<ServiceInstance>, DiscoveryError> {
+        let dir = self.service_dir(name)?;
+        path::validate_name(id).map_err(|reason| DiscoveryError::InvalidInstance { field: "id", reason })?;
+        self.read(&path::join(&dir, id)).await
+    }
+
+    async fn read(&self, node: &str) -> Result<Option<ServiceInstance>, DiscoveryError> {
+        match self.session.get_data(node).await {
+            Ok(read) => format::decode(&read.data)
+                .map(Some)
+                .map_err(|reason| DiscoveryError::Unreadable { path: node.to_owned(), reason }),
+            Err(Error::NoNode { .. }) => Ok(None),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// A live cache of service `name`'s instances, started on the current Arbiter.
+    pub fn cache(&self, name: &str) -> Result<ServiceCacheHandle, DiscoveryError> {
+        let dir = self.service_dir(name)?;
+        let cache = ServiceCache::new(self.session.clone(), &self.config.base_path, name)?.start();
+        Ok(ServiceCacheHandle::new(cache, dir))
+    }
+
+    /// A provider of service `name`'s instances, once its cache has loaded (at most the
+    /// configured timeout: [`DiscoveryError::Timeout`], and the cache is stopped).
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the provider's cache.
+    pub fn provider(
+        &self,
+        name: &str,
+        config: ProviderConfig,
+    ) -> impl Future<Output = Result<ServiceProvider, DiscoveryError>> + 'static {
+        let cache = self.cache(name);
+        let timeout = self.config.timeout;
+        async move {
+            let cache = cache?;
+            if let Err(error) = cache.wait_initialized(Some(timeout)).await {
+                cache.stop().await;
+                return Err(error);
+            }
+            Ok(ServiceProvider::new(cache, config))
+        }
+    }
+}
