@@ -16,6 +16,7 @@ mod cache;
 mod cancellation;
 mod close;
 mod counter;
+mod discovery;
 mod curator_peer;
 mod docs_failure_tables;
 mod election;

@@ -2,8 +2,8 @@
 //! to it as one line per event on stdout. Fault tests start it through
 //! `actix_zookeeper::testkit::RoleProcess`, then pause, resume or kill it for real.
 //!
-//! Owns: the command line, the five roles (`lock`, `election`, `queue-consumer`, `task-worker`,
-//! `task-master`), the line format, and classifying each write's outcome. Does not own judging
+//! Owns: the command line, the six roles (`lock`, `election`, `queue-consumer`, `task-worker`,
+//! `task-master`, `service`), the line format, and classifying each write's outcome. Does not own judging
 //! a run: the tests read the lines and the server, and decide.
 //!
 //! Every line is `<unix_ms> <kind> <key>=<value> ...`, flushed at once; values never contain
@@ -33,6 +33,7 @@ use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use actix::prelude::*;
+use actix_zookeeper::discovery::{DiscoveryConfig, ServiceDiscovery, ServiceInstance};
 use actix_zookeeper::election::{self, ElectionActor, ElectionConfig, ElectionEvent, LeaderTerm, Resign, StopLeading};
 use actix_zookeeper::lock::{self, Acquire, LockActor, LockConfig, LockError, LockEvent, Release};
 use actix_zookeeper::prelude::*;
@@ -56,6 +57,7 @@ roles and their options (defaults in brackets):
   queue-consumer  [--queue /queue] [--concurrency 1] [--work-ms 50]
   task-worker     [--root /tasks] [--concurrency 1] [--work-ms 50]
   task-master     [--root /tasks]
+  service         [--base /services] [--name service] [--port 8080]   (instance <id>, registered)
 Events are printed on stdout as `<unix_ms> <kind> <key>=<value> ...`; close stdin to stop.";
 
 /// How long one `Acquire` waits before it is reported and tried again.
@@ -253,11 +255,12 @@ enum Role {
     QueueConsumer { queue: String, concurrency: usize, work: Duration },
     TaskWorker { root: String, concurrency: usize, work: Duration },
     TaskMaster { root: String },
+    Service { base: String, name: String, port: u16 },
 }
 
 fn parse(argv: impl IntoIterator<Item = String>) -> Result<(Common, Role), String> {
     let mut args = Args::parse(argv)?;
-    const ROLES: [&str; 5] = ["lock", "election", "queue-consumer", "task-worker", "task-master"];
+    const ROLES: [&str; 6] = ["lock", "election", "queue-consumer", "task-worker", "task-master", "service"];
     if !ROLES.contains(&args.role.as_str()) {
         return Err(format!("unknown role {:?}", args.role));
     }
@@ -295,6 +298,11 @@ fn parse(argv: impl IntoIterator<Item = String>) -> Result<(Common, Role), Strin
             work: ms(&mut args, "work-ms", 50)?,
         },
         "task-master" => Role::TaskMaster { root: args.text("root", Some("/tasks"))? },
+        "service" => Role::Service {
+            base: args.text("base", Some("/services"))?,
+            name: args.text("name", Some("service"))?,
+            port: args.number("port", 8080)?,
+        },
         other => unreachable!("role {other:?} is in ROLES"),
     };
     args.finish()?;
@@ -390,6 +398,7 @@ async fn play(role: Role, common: &Common, session: &SessionHandle) -> Result<()
         }
         Role::TaskWorker { root, concurrency, work } => task_worker_role(session, &id, &root, concurrency, work).await,
         Role::TaskMaster { root } => task_master_role(session, &id, &root).await,
+        Role::Service { base, name, port } => service_role(session, &id, &base, &name, port).await,
     }
 }
 
@@ -889,4 +898,22 @@ impl Handler<MasterEvent> for MasterPrinter {
             emit!("term", token = fence.token.0);
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Service
+
+/// Registers instance `id` of service `name` at `127.0.0.1:<port>` and keeps it registered;
+/// prints `registered path=<node>`, and `registration what=<event>` for every later event.
+async fn service_role(session: &SessionHandle, id: &str, base: &str, name: &str, port: u16) -> Result<(), String> {
+    let discovery = ServiceDiscovery::new(session.clone(), DiscoveryConfig::new(base)).map_err(|e| e.to_string())?;
+    let instance = ServiceInstance::new(name, id).with_address("127.0.0.1").with_port(port);
+    let registration = discovery.register(instance).await.map_err(|e| e.to_string())?;
+    emit!("registered", path = registration.path());
+    let mut events = registration.events();
+    while let Some(event) = events.next().await {
+        emit!("registration", what = compact(&event));
+    }
+    drop(registration);
+    Ok(())
 }

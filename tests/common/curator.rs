@@ -34,6 +34,7 @@ const REQUIRED_JARS: &[(&str, &str)] = &[
     ("curator-recipes.jar", "libcurator-recipes-java"),
     ("curator-framework.jar", "libcurator-recipes-java"),
     ("curator-client.jar", "libcurator-recipes-java"),
+    ("curator-x-discovery.jar", "libcurator-discovery-java"),
     ("guava.jar", "libguava-java"),
     ("zookeeper.jar", "zookeeper"),
     ("zookeeper-jute.jar", "zookeeper"),
@@ -151,6 +152,8 @@ pub struct CuratorPeer {
     leadership: VecDeque<bool>,
     /// `REVOCATION_REQUESTED` lines seen while waiting for something else.
     revocations: usize,
+    /// `EVENT <what>` lines (a discovery peer's cache changes), without `EVENT `.
+    events: VecDeque<String>,
     stderr_path: PathBuf,
     description: String,
 }
@@ -209,7 +212,16 @@ impl CuratorPeer {
             })?;
 
         let mut peer =
-            CuratorPeer { child, stdin, lines, leadership: VecDeque::new(), revocations: 0, stderr_path, description };
+            CuratorPeer {
+            child,
+            stdin,
+            lines,
+            leadership: VecDeque::new(),
+            revocations: 0,
+            events: VecDeque::new(),
+            stderr_path,
+            description,
+        };
         match peer.next_line(START_TIMEOUT)? {
             line if line == "READY" => Ok(peer),
             line => Err(peer.failure(&format!("expected READY, got {line:?}"))),
@@ -227,6 +239,78 @@ impl CuratorPeer {
     /// with `seed` if it is missing, then reads and watches it, before `READY`.
     pub fn start_count(connect: &str, count_path: &str, seed: i32) -> Result<CuratorPeer, String> {
         CuratorPeer::start(connect, count_path, &format!("count:{seed}"))
+    }
+
+    /// Starts a `discovery` peer: Curator's `ServiceDiscovery` at base path `base`, started.
+    pub fn start_discovery(connect: &str, base: &str) -> Result<CuratorPeer, String> {
+        CuratorPeer::start(connect, base, "discovery")
+    }
+
+    /// Sends a discovery command and expects the one-word reply `expected`.
+    pub fn discovery_command(&mut self, command: &str, expected: &str, within: Duration) -> Result<(), String> {
+        self.send(command)?;
+        match self.next_line(within)? {
+            line if line == expected => Ok(()),
+            line => Err(self.failure(&format!("{command}: expected {expected}, got {line:?}"))),
+        }
+    }
+
+    /// Registers an instance with Curator's `registerService` (`payload`: a JSON object, or `-`).
+    pub fn register_instance(
+        &mut self,
+        name: &str,
+        id: &str,
+        address: &str,
+        port: u16,
+        service_type: &str,
+        payload: &str,
+    ) -> Result<(), String> {
+        let command = format!("register {name} {id} {address} {port} {service_type} {payload}");
+        self.discovery_command(&command, "REGISTERED", Duration::from_secs(20))
+    }
+
+    /// What Curator's `queryForInstances(name)` returns, described as a JSON array sorted by id;
+    /// `Err` with Curator's error when it cannot read the service.
+    pub fn query_instances(&mut self, name: &str) -> Result<serde_json::Value, String> {
+        self.send(&format!("query {name}"))?;
+        let line = self.next_line(Duration::from_secs(20))?;
+        match line.strip_prefix("INSTANCES ") {
+            Some(json) => serde_json::from_str(json).map_err(|e| format!("{e}: {json}")),
+            None => Err(line),
+        }
+    }
+
+    /// The bytes Curator wrote at `<base>/<name>/<id>`.
+    pub fn raw_instance(&mut self, name: &str, id: &str) -> Result<String, String> {
+        self.send(&format!("raw {name} {id}"))?;
+        let line = self.next_line(Duration::from_secs(20))?;
+        line.strip_prefix("RAW ").map(str::to_owned).ok_or_else(|| self.failure(&format!("raw: got {line:?}")))
+    }
+
+    /// Waits up to `within` for an `EVENT` line satisfying `pred` (earlier ones are dropped);
+    /// returns it without `EVENT `.
+    pub fn wait_event(&mut self, within: Duration, pred: impl Fn(&str) -> bool) -> Result<String, String> {
+        let deadline = Instant::now() + within;
+        loop {
+            while let Some(event) = self.events.pop_front() {
+                if pred(&event) {
+                    return Ok(event);
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(self.failure("no such event in time"));
+            }
+            if let Some(line) = self.try_line(left.min(Duration::from_millis(200)))? {
+                return Err(self.failure(&format!("unexpected reply {line:?} while waiting for an event")));
+            }
+        }
+    }
+
+    /// Kills the JVM at once (SIGKILL): its session ends only when the server expires it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// Count `get`: Curator's own (watched, local) view of the count, as `(value, version)`.
@@ -301,6 +385,7 @@ impl CuratorPeer {
         loop {
             match self.raw_line(deadline)? {
                 Some(line) if line == REVOCATION_REQUESTED => self.revocations += 1,
+                Some(line) if line.starts_with("EVENT ") => self.events.push_back(line["EVENT ".len()..].to_owned()),
                 Some(line) => match leadership_event(&line) {
                     Some(leader) => self.leadership.push_back(leader),
                     None => return Ok(Some(line)),

@@ -15,6 +15,15 @@
 //   an increment() repeated until it succeeds; reply `INCREMENTED <successes> <failures>`).
 // Lock kinds also take `revocable` (makeRevocable, before any acquire; reply `REVOCABLE`, and a
 //   `REVOCATION_REQUESTED` line, at any time, whenever Curator's revocation listener fires).
+// discovery (a curator-x-discovery ServiceDiscovery<Object> at base path <path>, Curator's
+//   default JsonInstanceSerializer): `register <name> <id> <address> <port> <TYPE> <payload>`
+//   (payload `-` for none, else a JSON object, registered as a LinkedHashMap; reply
+//   `REGISTERED`), `update <name> <id> <address> <port>` (reply `UPDATED`), `unregister <name>
+//   <id>` (reply `UNREGISTERED`), `query <name>` (queryForInstances; reply `INSTANCES <json>`: an
+//   array of {id, address, port, sslPort, serviceType, enabled, payloadClass, payload, uri},
+//   sorted by id, or `ERROR` if Curator cannot read the service), `raw <name> <id>` (the node's
+//   bytes as Curator wrote them; reply `RAW <json>`), `cache <name>` (a started ServiceCache
+//   whose listener prints `EVENT CACHE <id:port,...>` (sorted) at every change; reply `CACHING`).
 // Every kind takes `revoke <path>` (Revoker.attemptRevoke on that node; reply `REVOKE_SENT`).
 // count:SEED (a SharedCount started with seed SEED once connected): commands `get` (Curator's
 //   local, watched value), `set <n>` (setCount), `increment <n> <threads>` (n increments spread
@@ -48,6 +57,20 @@ import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.retry.RetryNTimes;
+import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.x.discovery.ServiceCache;
+import org.apache.curator.x.discovery.ServiceDiscovery;
+import org.apache.curator.x.discovery.ServiceDiscoveryBuilder;
+import org.apache.curator.x.discovery.ServiceInstance;
+import org.apache.curator.x.discovery.ServiceType;
+import org.apache.curator.x.discovery.details.JsonInstanceSerializer;
+import org.apache.curator.x.discovery.details.ServiceCacheListener;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import org.apache.zookeeper.data.Stat;
 
 public class CuratorPeer {
@@ -58,6 +81,10 @@ public class CuratorPeer {
     private static LeaderLatch latch; // latch kind
     private static SharedCount count; // count kind
     private static DistributedAtomicLong atomicLong; // atomic kind
+    private static ServiceDiscovery<Object> discovery; // discovery kind
+    private static final Map<String, ServiceInstance<Object>> registered = new HashMap<>();
+    private static final List<ServiceCache<Object>> caches = new ArrayList<>();
+    private static final ObjectMapper mapper = new ObjectMapper();
     // A semaphore peer may hold several leases; `release` returns the newest.
     private static final Deque<Lease> leases = new ArrayDeque<>();
 
@@ -99,6 +126,9 @@ public class CuratorPeer {
         } else if (kind.equals("atomic")) {
             // No retry of its own: a conflict comes back as succeeded() == false, counted below.
             atomicLong = new DistributedAtomicLong(client, lockPath, new RetryNTimes(0, 0));
+        } else if (kind.equals("discovery")) {
+            discovery = ServiceDiscoveryBuilder.builder(Object.class).client(client).basePath(lockPath)
+                    .serializer(new JsonInstanceSerializer<>(Object.class)).build();
         } else if (kind.startsWith("count:")) {
             count = new SharedCount(client, lockPath, Integer.parseInt(kind.substring("count:".length())));
         } else {
@@ -109,6 +139,9 @@ public class CuratorPeer {
         if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
             reply("ERROR not connected to " + args[0] + " after 30 s");
             System.exit(1);
+        }
+        if (discovery != null) {
+            discovery.start();
         }
         if (count != null) {
             // Creates the node with the seed if it is missing, then reads and watches it.
@@ -169,6 +202,10 @@ public class CuratorPeer {
         }
         if (atomicLong != null) {
             handleAtomic(command);
+            return;
+        }
+        if (discovery != null) {
+            handleDiscovery(command);
             return;
         }
         String[] words = command.split("\\s+");
@@ -304,6 +341,71 @@ public class CuratorPeer {
             });
         } else {
             reply("ERROR unknown atomic command: " + command);
+        }
+    }
+
+    private static void handleDiscovery(String command) throws Exception {
+        String[] words = command.split("\\s+", 7);
+        if (words[0].equals("register") && words.length == 7) {
+            Object payload = words[6].equals("-") ? null : mapper.readValue(words[6], LinkedHashMap.class);
+            ServiceInstance<Object> instance = ServiceInstance.<Object>builder().name(words[1]).id(words[2])
+                    .address(words[3]).port(Integer.parseInt(words[4])).serviceType(ServiceType.valueOf(words[5]))
+                    .payload(payload).build();
+            discovery.registerService(instance);
+            registered.put(words[1] + "/" + words[2], instance);
+            reply("REGISTERED");
+        } else if (words[0].equals("update") && words.length == 5) {
+            ServiceInstance<Object> old = registered.get(words[1] + "/" + words[2]);
+            ServiceInstance<Object> instance = ServiceInstance.<Object>builder().name(words[1]).id(words[2])
+                    .address(words[3]).port(Integer.parseInt(words[4])).serviceType(old.getServiceType())
+                    .payload(old.getPayload()).registrationTimeUTC(old.getRegistrationTimeUTC()).build();
+            discovery.updateService(instance);
+            registered.put(words[1] + "/" + words[2], instance);
+            reply("UPDATED");
+        } else if (words[0].equals("unregister") && words.length == 3) {
+            discovery.unregisterService(registered.remove(words[1] + "/" + words[2]));
+            reply("UNREGISTERED");
+        } else if (words[0].equals("query") && words.length == 2) {
+            List<Map<String, Object>> described = new ArrayList<>();
+            for (ServiceInstance<Object> instance : discovery.queryForInstances(words[1])) {
+                Map<String, Object> one = new LinkedHashMap<>();
+                one.put("id", instance.getId());
+                one.put("address", instance.getAddress());
+                one.put("port", instance.getPort());
+                one.put("sslPort", instance.getSslPort());
+                one.put("serviceType", instance.getServiceType().name());
+                one.put("enabled", instance.isEnabled());
+                one.put("payloadClass", instance.getPayload() == null ? null : instance.getPayload().getClass().getName());
+                one.put("payload", instance.getPayload());
+                one.put("uri", instance.getUriSpec() == null ? null : instance.buildUriSpec());
+                described.add(one);
+            }
+            described.sort((a, b) -> ((String) a.get("id")).compareTo((String) b.get("id")));
+            reply("INSTANCES " + mapper.writeValueAsString(described));
+        } else if (words[0].equals("raw") && words.length == 3) {
+            byte[] bytes = client.getData().forPath(lockPath + "/" + words[1] + "/" + words[2]);
+            reply("RAW " + new String(bytes, StandardCharsets.UTF_8));
+        } else if (words[0].equals("cache") && words.length == 2) {
+            ServiceCache<Object> cache = discovery.serviceCacheBuilder().name(words[1]).build();
+            cache.addListener(new ServiceCacheListener() {
+                @Override
+                public void cacheChanged() {
+                    List<String> seen = new ArrayList<>();
+                    for (ServiceInstance<Object> instance : cache.getInstances()) {
+                        seen.add(instance.getId() + ":" + instance.getPort());
+                    }
+                    java.util.Collections.sort(seen);
+                    reply("EVENT CACHE " + String.join(",", seen));
+                }
+
+                @Override
+                public void stateChanged(CuratorFramework changed, ConnectionState state) {}
+            });
+            cache.start();
+            caches.add(cache);
+            reply("CACHING");
+        } else {
+            reply("ERROR unknown discovery command: " + command);
         }
     }
 
