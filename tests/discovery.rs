@@ -106,7 +106,10 @@ async fn a_taken_id_is_refused_and_the_other_sessions_instance_is_left_alone() {
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let first = discovery(&a).register(instance("a1", 1)).await.expect("registered");
     let taken = discovery(&b).register(instance("a1", 2)).await;
-    assert!(matches!(&taken, Err(DiscoveryError::IdTaken { name, id }) if name == "billing" && id == "a1"), "{taken:?}");
+    assert!(
+        matches!(&taken, Err(DiscoveryError::IdTaken { name, id }) if name == "billing" && id == "a1"),
+        "{taken:?}"
+    );
     wait_owned(&b, first.path(), session_id(&a).await).await;
     let still = discovery(&b).query_for_instance("billing", "a1").await.expect("read").expect("there");
     assert_eq!(still.port, Some(1));
@@ -227,8 +230,9 @@ async fn a_node_that_is_not_an_instance_is_skipped_and_the_others_are_served() {
     let why = d.query_for_instance("billing", "junk").await;
     assert!(matches!(why, Err(DiscoveryError::Unreadable { .. })), "{why:?}");
 
-    let fixed = String::from_utf8(serde_json::to_vec(&serde_json::json!({"name": "billing", "id": "junk"})).expect("json"))
-        .expect("utf-8");
+    let fixed =
+        String::from_utf8(serde_json::to_vec(&serde_json::json!({"name": "billing", "id": "junk"})).expect("json"))
+            .expect("utf-8");
     s.set_data("/services/billing/junk", fixed.into_bytes(), None).await.expect("fixed");
     seen.wait_for(0, WAIT, added("junk")).await;
     good.unregister().await;
@@ -249,7 +253,8 @@ async fn a_provider_round_robins_over_enabled_instances_and_skips_those_noted_do
     }
     kept.push(d.register(instance("off", 4).with_enabled(false)).await.expect("registered"));
     let policy = DownInstancePolicy::new(Duration::from_millis(1500), 2);
-    let provider = d.provider("billing", ProviderConfig::new().with_down_instance_policy(policy)).await.expect("loaded");
+    let provider =
+        d.provider("billing", ProviderConfig::new().with_down_instance_policy(policy)).await.expect("loaded");
     let mut picks = Vec::new();
     for _ in 0..6 {
         picks.push(provider.get_instance().await.expect("picked").expect("one").id);
@@ -346,7 +351,10 @@ async fn bad_input_dropped_registrations_and_a_closed_session() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("discovery-bad");
     let s = session_at(&zk.connect_string(), &root).await;
-    assert!(matches!(ServiceDiscovery::new(s.clone(), DiscoveryConfig::new("services")), Err(DiscoveryError::ZooKeeper(_))));
+    assert!(matches!(
+        ServiceDiscovery::new(s.clone(), DiscoveryConfig::new("services")),
+        Err(DiscoveryError::ZooKeeper(_))
+    ));
     let d = discovery(&s);
     let mut typed = serde_json::Map::new();
     typed.insert("@class".into(), "x.Y".into());
@@ -355,15 +363,24 @@ async fn bad_input_dropped_registrations_and_a_closed_session() {
         (ServiceInstance::new("billing", ""), "id"),
         (ServiceInstance::new("billing", ".."), "id"),
         (ServiceInstance::new("billing", "i").with_payload(Payload::map(typed)), "payload"),
-        (ServiceInstance::new("billing", "i").with_payload(Payload::object("not a class", Default::default())), "payload"),
+        (
+            ServiceInstance::new("billing", "i").with_payload(Payload::object("not a class", Default::default())),
+            "payload",
+        ),
         (ServiceInstance::new("billing", "i").with_payload(Payload::Other(serde_json::json!(3))), "payload"),
     ] {
         let refused = d.register(bad.clone()).await;
-        assert!(matches!(&refused, Err(DiscoveryError::InvalidInstance { field: f, .. }) if *f == field), "{bad:?}: {refused:?}");
+        assert!(
+            matches!(&refused, Err(DiscoveryError::InvalidInstance { field: f, .. }) if *f == field),
+            "{bad:?}: {refused:?}"
+        );
     }
     assert!(UriSpec::parse("{open").is_err());
     assert!(matches!(d.cache("a/b"), Err(DiscoveryError::InvalidInstance { field: "name", .. })));
-    assert!(matches!(d.query_for_instance("billing", "a/b").await, Err(DiscoveryError::InvalidInstance { field: "id", .. })));
+    assert!(matches!(
+        d.query_for_instance("billing", "a/b").await,
+        Err(DiscoveryError::InvalidInstance { field: "id", .. })
+    ));
     assert_eq!(s.exists("/services/billing").await.expect("exists"), None, "nothing was written");
 
     // Dropped at a moment within the first few round trips: nothing stays.
@@ -401,7 +418,8 @@ async fn an_instance_goes_when_its_process_is_killed() {
     let root = unique_root("discovery-killed");
     let s = session_at(&zk.connect_string(), &root).await;
     let connect = zk.connect_string();
-    let args = ["service", "--connect", &connect, "--chroot", &root, "--id", "victim", "--name", "billing", "--port", "9000"];
+    let args =
+        ["service", "--connect", &connect, "--chroot", &root, "--id", "victim", "--name", "billing", "--port", "9000"];
     let process = actix_zookeeper::testkit::RoleProcess::spawn(env!("CARGO_BIN_EXE_zk-role"), args).expect("zk-role");
     let (cache, seen) = cache_of(&discovery(&s));
     wait_until("the victim registered", || process.lines().iter().any(|l| l.kind == "registered")).await;

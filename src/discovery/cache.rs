@@ -125,7 +125,9 @@ impl Handler<CacheEvent> for ServiceCache {
 
     fn handle(&mut self, event: CacheEvent, ctx: &mut Context<Self>) {
         match event {
-            CacheEvent::NodeAdded { path, data, .. } | CacheEvent::NodeUpdated { path, data, .. } => self.read(&path, data),
+            CacheEvent::NodeAdded { path, data, .. } | CacheEvent::NodeUpdated { path, data, .. } => {
+                self.read(&path, data)
+            }
             CacheEvent::NodeRemoved { path } => {
                 let removed = self.instance_node(&path).and_then(|name| self.instances.remove(name));
                 if let Some(instance) = removed {

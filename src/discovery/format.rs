@@ -76,7 +76,9 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<ServiceInstance, String> {
     };
     let port = |field: &str, value: Value| match value {
         Value::Null => Ok(None),
-        Value::Number(n) => n.as_u64().and_then(|p| u16::try_from(p).ok()).map(Some).ok_or(format!("{field} {n} is not a port")),
+        Value::Number(n) => {
+            n.as_u64().and_then(|p| u16::try_from(p).ok()).map(Some).ok_or(format!("{field} {n} is not a port"))
+        }
         other => Err(format!("{field} is not a number: {other}")),
     };
     let name = text("name", take("name"))?.ok_or("name is missing")?;
@@ -186,7 +188,10 @@ mod tests {
     #[test]
     fn what_curator_may_write_is_read_and_what_it_cannot_is_said() {
         let minimal = decode(br#"{"name":"s","id":"i","extra":1}"#).unwrap();
-        assert_eq!((minimal.service_type, minimal.registration_time_utc, minimal.payload), (ServiceType::Dynamic, 0, Payload::None));
+        assert_eq!(
+            (minimal.service_type, minimal.registration_time_utc, minimal.payload),
+            (ServiceType::Dynamic, 0, Payload::None)
+        );
         let bare = decode(br#"{"name":"s","id":"i","payload":{"a":"b"}}"#).unwrap();
         assert!(matches!(bare.payload, Payload::Object { ref class, .. } if class == DEFAULT_PAYLOAD_CLASS));
         let wrapped = decode(br#"{"name":"s","id":"i","payload":["java.util.ArrayList",[1]]}"#).unwrap();

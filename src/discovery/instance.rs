@@ -363,7 +363,10 @@ mod tests {
             [("scheme", true), ("://", false), ("address", true), (":", false), ("port", true), ("/x", false)]
         );
         for bad in ["{a", "a}", "{a{b}}"] {
-            assert!(matches!(UriSpec::parse(bad), Err(DiscoveryError::InvalidInstance { field: "uri_spec", .. })), "{bad}");
+            assert!(
+                matches!(UriSpec::parse(bad), Err(DiscoveryError::InvalidInstance { field: "uri_spec", .. })),
+                "{bad}"
+            );
         }
         let instance = ServiceInstance::new("s", "i").with_address("h").with_port(1).with_ssl_port(2);
         let spec = UriSpec::parse("{scheme}://{address}:{ssl-port}{[}{unknown}{]}").unwrap();
@@ -374,7 +377,8 @@ mod tests {
     fn only_payloads_a_curator_reader_takes_are_valid() {
         let mut fields = Map::new();
         fields.insert("a".into(), Value::from(1));
-        let ok = [Payload::None, Payload::text("x"), Payload::map(fields.clone()), Payload::object("a.B$C", fields.clone())];
+        let ok =
+            [Payload::None, Payload::text("x"), Payload::map(fields.clone()), Payload::object("a.B$C", fields.clone())];
         for payload in ok {
             assert!(ServiceInstance::new("s", "i").with_payload(payload.clone()).validate().is_ok(), "{payload:?}");
         }

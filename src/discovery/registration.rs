@@ -48,7 +48,8 @@ impl Registration {
         let span = tracing::info_span!("zk.discovery.register", service = %name, %id);
         let node = PersistentNodeHandle::start(session, config)?;
         let events = node.events();
-        let made = tokio::time::timeout(timeout, first_create(&node, events, &name, &id)).instrument(span.clone()).await;
+        let made =
+            tokio::time::timeout(timeout, first_create(&node, events, &name, &id)).instrument(span.clone()).await;
         let path = match made {
             Ok(Ok(path)) => path,
             Ok(Err(error)) => {

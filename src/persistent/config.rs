@@ -22,7 +22,14 @@ impl PersistentNodeConfig {
     /// `mode`, with no data. Sequential modes are protected (see
     /// [`with_protection`](Self::with_protection)).
     pub fn new(path: impl Into<String>, mode: CreateMode) -> Self {
-        PersistentNodeConfig { path: path.into(), mode, data: Vec::new(), protected: mode.is_sequential(), retry: None, replace_persistent: false }
+        PersistentNodeConfig {
+            path: path.into(),
+            mode,
+            data: Vec::new(),
+            protected: mode.is_sequential(),
+            retry: None,
+            replace_persistent: false,
+        }
     }
 
     /// The node's data.

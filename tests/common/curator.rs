@@ -211,8 +211,7 @@ impl CuratorPeer {
                 format!("spawning stdout reader for {description}: {e}")
             })?;
 
-        let mut peer =
-            CuratorPeer {
+        let mut peer = CuratorPeer {
             child,
             stdin,
             lines,

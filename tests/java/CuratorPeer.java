@@ -23,7 +23,7 @@
 //   array of {id, address, port, sslPort, serviceType, enabled, payloadClass, payload, uri},
 //   sorted by id, or `ERROR` if Curator cannot read the service), `raw <name> <id>` (the node's
 //   bytes as Curator wrote them; reply `RAW <json>`), `cache <name>` (a started ServiceCache
-//   whose listener prints `EVENT CACHE <id:port,...>` (sorted) at every change; reply `CACHING`).
+//   whose listener prints `EVENT CACHE <id:port,...>` (sorted; `-` for none) at every change; reply `CACHING`).
 // Every kind takes `revoke <path>` (Revoker.attemptRevoke on that node; reply `REVOKE_SENT`).
 // count:SEED (a SharedCount started with seed SEED once connected): commands `get` (Curator's
 //   local, watched value), `set <n>` (setCount), `increment <n> <threads>` (n increments spread
@@ -395,7 +395,7 @@ public class CuratorPeer {
                         seen.add(instance.getId() + ":" + instance.getPort());
                     }
                     java.util.Collections.sort(seen);
-                    reply("EVENT CACHE " + String.join(",", seen));
+                    reply("EVENT CACHE " + (seen.isEmpty() ? "-" : String.join(",", seen)));
                 }
 
                 @Override
