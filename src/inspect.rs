@@ -1,9 +1,9 @@
 //! What the recipes' nodes say, read once (feature `cli`): who holds a lock and who waits, who
 //! leads an election, what a queue holds and who claimed it, how a master–worker installation
-//! stands. The `zk-inspect` binary prints these; they work on layouts written by Curator too.
+//! stands, which instances each service has, what a kept (persistent) node is. The `zk-inspect` binary prints these; they work on layouts written by Curator too.
 //!
 //! Owns: reading a recipe's directory into a report ([`locks`], [`election`], [`queue`],
-//! [`tasks`]), in the recipes' own order. Does not own any recipe's rules beyond what the
+//! [`tasks`], [`services`], [`node`]), in the recipes' own order. Does not own any recipe's rules beyond what the
 //! layouts say (the grant rules are [`crate::recipe::naming`]'s), nor printing (the binary's).
 //!
 //! A report is a snapshot made of several reads: a line that moves while it is read may show a
@@ -106,6 +106,64 @@ pub struct WorkerLoad {
     pub capacity: Option<u32>,
     /// How many it has now.
     pub load: usize,
+}
+
+/// The services under a discovery base path, and their instances.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServicesReport {
+    /// The base path.
+    pub path: String,
+    /// Each service, by name.
+    pub services: Vec<ServiceReport>,
+}
+
+/// One service and its instances.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServiceReport {
+    /// The service's name.
+    pub name: String,
+    /// Its instances, by node name.
+    pub instances: Vec<InstanceReport>,
+}
+
+/// One registered instance (or a node that cannot be read as one).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InstanceReport {
+    /// The node's name.
+    pub node: String,
+    /// The instance's id (empty when unreadable).
+    pub id: String,
+    /// `address:port` (or `address:-`), `-` without an address.
+    pub address: String,
+    /// Its TLS port.
+    pub ssl_port: Option<u16>,
+    /// `DYNAMIC`, `STATIC`, `PERMANENT` or `DYNAMIC_SEQUENTIAL`.
+    pub service_type: String,
+    /// Whether providers may pick it.
+    pub enabled: bool,
+    /// How long ago it was registered (its `registrationTimeUTC`), in milliseconds.
+    pub age_ms: u64,
+    /// The session owning its node (hex); `0x0` for a persistent node.
+    pub session_id: String,
+    /// Why the node cannot be read as an instance, if it cannot.
+    pub unreadable: Option<String>,
+}
+
+/// One node, as a kept (persistent) node is checked: whether it is there, in which mode, whose.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeReport {
+    /// Its path: the one given, or the protected sequential name found for it.
+    pub path: String,
+    /// `ephemeral`, `persistent`, `container` or `ttl` (as far as the server shows it).
+    pub kind: String,
+    /// The session owning it (hex) for an ephemeral.
+    pub session_id: String,
+    /// How long it has existed (since it was last created), in milliseconds.
+    pub age_ms: u64,
+    /// Its data version: how often it was written since.
+    pub version: i32,
+    /// Its data, as text (lossy), at most 200 bytes of it.
+    pub data: String,
 }
 
 /// The children of `dir`; a missing directory is empty.
@@ -261,4 +319,112 @@ pub async fn tasks(session: &SessionHandle, root: &str) -> Result<TasksReport, E
         assigned,
         finished,
     })
+}
+
+/// Reads the services under `base` (curator-x-discovery's layout): each service's instances,
+/// each read as an instance (a node that cannot be is reported, not skipped).
+///
+/// # Cancel safety
+/// Cancel-safe: it only reads; dropping the future loses nothing but the report.
+pub async fn services(session: &SessionHandle, base: &str) -> Result<ServicesReport, Error> {
+    let mut names = children(session, base).await?;
+    names.sort();
+    let mut services = Vec::with_capacity(names.len());
+    for name in names {
+        let dir = path::join(base, &name);
+        let mut nodes = children(session, &dir).await?;
+        nodes.sort();
+        let reads: Vec<_> = nodes.iter().map(|node| session.get_data(&path::join(&dir, node))).collect();
+        let mut instances = Vec::with_capacity(nodes.len());
+        for (node, read) in nodes.into_iter().zip(reads) {
+            let read = match read.await {
+                Ok(read) => read,
+                Err(Error::NoNode { .. }) => continue,
+                Err(error) => return Err(error),
+            };
+            let session_id = format!("0x{:x}", read.stat.ephemeral_owner.max(0));
+            instances.push(match crate::discovery::decode(&read.data) {
+                Ok(i) => InstanceReport {
+                    node,
+                    id: i.id,
+                    address: match (i.address, i.port) {
+                        (Some(address), Some(port)) => format!("{address}:{port}"),
+                        (Some(address), None) => format!("{address}:-"),
+                        (None, _) => "-".into(),
+                    },
+                    ssl_port: i.ssl_port,
+                    service_type: i.service_type.as_str().into(),
+                    enabled: i.enabled,
+                    age_ms: age_ms(i.registration_time_utc),
+                    session_id,
+                    unreadable: None,
+                },
+                Err(reason) => InstanceReport {
+                    node,
+                    id: String::new(),
+                    address: "-".into(),
+                    ssl_port: None,
+                    service_type: String::new(),
+                    enabled: false,
+                    age_ms: age_ms(read.stat.ctime),
+                    session_id,
+                    unreadable: Some(reason),
+                },
+            });
+        }
+        services.push(ServiceReport { name, instances });
+    }
+    Ok(ServicesReport { path: base.to_owned(), services })
+}
+
+/// Reads the node at `path`, as a [`PersistentNode`](crate::persistent::PersistentNode) keeps
+/// it: the node itself, or, when it is not there, the protected node made for it
+/// (`_c_<guid>-<name>...` beside it). `None` when neither exists.
+///
+/// # Cancel safety
+/// Cancel-safe: it only reads; dropping the future loses nothing but the report.
+pub async fn node(session: &SessionHandle, path: &str) -> Result<Option<NodeReport>, Error> {
+    let mut found = path.to_owned();
+    let mut read = match session.get_data(path).await {
+        Ok(read) => Some(read),
+        Err(Error::NoNode { .. }) => None,
+        Err(error) => return Err(error),
+    };
+    if read.is_none() {
+        let (parent, name) = (path::parent(path).unwrap_or("/"), path::name(path));
+        let mut protected: Vec<_> = children(session, parent)
+            .await?
+            .into_iter()
+            .filter(|child| naming::strip_protection(child).is_some_and(|rest| rest.starts_with(name)))
+            .collect();
+        protected.sort();
+        for child in protected {
+            let candidate = path::join(parent, &child);
+            match session.get_data(&candidate).await {
+                Ok(data) => {
+                    (found, read) = (candidate, Some(data));
+                    break;
+                }
+                Err(Error::NoNode { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+    }
+    let Some(read) = read else { return Ok(None) };
+    let owner = read.stat.ephemeral_owner;
+    let kind = match owner {
+        0 => "persistent",
+        i64::MIN => "container",
+        owner if owner >> 56 == -1 => "ttl",
+        _ => "ephemeral",
+    };
+    let shown = &read.data[..read.data.len().min(200)];
+    Ok(Some(NodeReport {
+        path: found,
+        kind: kind.into(),
+        session_id: if kind == "ephemeral" { format!("0x{owner:x}") } else { "-".into() },
+        age_ms: age_ms(read.stat.ctime),
+        version: read.stat.version,
+        data: String::from_utf8_lossy(shown).into_owned(),
+    }))
 }

@@ -285,3 +285,50 @@ async fn read_write_locks_and_semaphores_show_every_holder() {
     let plain = inspect(&connect, &["locks", &sem]);
     assert!(plain.starts_with(&format!("semaphore {sem}: 2 holding, 0 waiting")), "{plain}");
 }
+
+/// `services` shows each service's instances (ours and a node that is not one), with address,
+/// type, enabled and owner; `node` shows a kept node's mode and owner, also under its protected
+/// name, and says `missing` for none.
+#[actix_rt::test]
+async fn services_and_kept_nodes_are_shown() {
+    use actix_zookeeper::discovery::{DiscoveryConfig, ServiceDiscovery, ServiceInstance};
+    use actix_zookeeper::persistent::{PersistentNodeConfig, PersistentNodeHandle};
+
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let connect = zk.connect_string();
+    let root = unique_root("inspect-services");
+    let (s, _) = connected(SessionConfig::new(&connect)).await;
+    let base = format!("{root}/services");
+    let d = ServiceDiscovery::new(s.clone(), DiscoveryConfig::new(&base)).expect("discovery");
+    let a = d.register(ServiceInstance::new("billing", "a").with_address("10.0.0.1").with_port(80)).await.expect("a");
+    let b = d.register(ServiceInstance::new("billing", "b").with_enabled(false)).await.expect("b");
+    s.create(&format!("{base}/billing/junk"), b"not json".to_vec(), CreateMode::Persistent).await.expect("junk");
+    let session_id = format!("0x{:x}", s.session().await.expect("session").session_id.0);
+
+    let report = json(&connect, &["services", &base]);
+    let instances = report["services"][0]["instances"].as_array().expect("instances").clone();
+    assert_eq!(report["services"][0]["name"], "billing", "{report}");
+    assert_eq!(instances.len(), 3, "{report}");
+    assert_eq!((&instances[0]["id"], &instances[0]["address"]), (&"a".into(), &"10.0.0.1:80".into()), "{report}");
+    assert_eq!((&instances[0]["enabled"], &instances[0]["session_id"]), (&true.into(), &session_id.as_str().into()));
+    assert_eq!((&instances[1]["id"], &instances[1]["enabled"]), (&"b".into(), &false.into()), "{report}");
+    assert!(instances[2]["unreadable"].as_str().is_some_and(|why| why.contains("not JSON")), "{report}");
+    let plain = inspect(&connect, &["services", &base]);
+    assert!(plain.starts_with(&format!("services {base}: 1\n  billing: 3 instances")), "{plain}");
+    assert!(plain.contains("10.0.0.1:80") && plain.contains("disabled") && plain.contains("junk"), "{plain}");
+
+    let kept = format!("{root}/kept/host");
+    let config = PersistentNodeConfig::new(&kept, CreateMode::Ephemeral).with_data("hello").with_protection(true);
+    let node = PersistentNodeHandle::start(s.clone(), config).expect("node");
+    let actual = node.wait_for_initial_create(Some(Duration::from_secs(20))).await.expect("created");
+    assert_ne!(actual, kept, "protected");
+    let report = json(&connect, &["node", &kept]);
+    assert_eq!((&report["path"], &report["kind"]), (&actual.as_str().into(), &"ephemeral".into()), "{report}");
+    assert_eq!((&report["session_id"], &report["data"]), (&session_id.as_str().into(), &"hello".into()), "{report}");
+    let plain = inspect(&connect, &["node", &format!("{root}/nothing")]);
+    assert_eq!(plain.trim(), format!("node {root}/nothing: missing"));
+    node.stop().await;
+    a.unregister().await;
+    b.unregister().await;
+}

@@ -5,6 +5,8 @@
 //! zk-inspect --server zk1:2181 election /services/billing/leader
 //! zk-inspect --server zk1:2181 queue /jobs --dead-letter /jobs-dead
 //! zk-inspect --server zk1:2181 tasks /render
+//! zk-inspect --server zk1:2181 services /services
+//! zk-inspect --server zk1:2181 node /services/billing/host-a
 //! zk-inspect --server zk1:2181 --watch --json locks /locks/ledger
 //! ```
 //!
@@ -16,7 +18,9 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use actix_zookeeper::inspect::{self, ElectionReport, LockReport, Member, QueueReport, TasksReport};
+use actix_zookeeper::inspect::{
+    self, ElectionReport, LockReport, Member, NodeReport, QueueReport, ServicesReport, TasksReport,
+};
 use actix_zookeeper::{SessionConfig, SessionHandle};
 use clap::{Parser, Subcommand};
 
@@ -63,6 +67,18 @@ enum What {
     Tasks {
         /// The installation's root.
         root: String,
+    },
+    /// Service discovery (curator-x-discovery's layout): each service's instances, their
+    /// address, age and whether they are enabled.
+    Services {
+        /// The base path.
+        path: String,
+    },
+    /// A kept node (a PersistentNode, or any node): its mode, owner, age and data; a protected
+    /// name made for the path is found too.
+    Node {
+        /// The node's path.
+        path: String,
     },
 }
 
@@ -120,6 +136,14 @@ async fn report(session: &SessionHandle, what: &What, json: bool) -> Result<Stri
         What::Tasks { root } => {
             let report = inspect::tasks(session, root).await?;
             text(&report, plain_tasks(&report))
+        }
+        What::Services { path } => {
+            let report = inspect::services(session, path).await?;
+            text(&report, plain_services(&report))
+        }
+        What::Node { path } => {
+            let report = inspect::node(session, path).await?;
+            text(&report, plain_node(path, report.as_ref()))
         }
     })
 }
@@ -207,4 +231,41 @@ fn plain_tasks(r: &TasksReport) -> String {
         out.push_str(&format!("\n  worker   {:<20} load {}/{capacity}", w.id, w.load));
     }
     out
+}
+
+fn plain_services(r: &ServicesReport) -> String {
+    let mut out = format!("services {}: {}", r.path, r.services.len());
+    for service in &r.services {
+        out.push_str(&format!("\n  {}: {} instances", service.name, service.instances.len()));
+        for i in &service.instances {
+            match &i.unreadable {
+                None => out.push_str(&format!(
+                    "\n    {:<20} {:<22} {:<18} {} for {}  session {}",
+                    i.id,
+                    i.address,
+                    i.service_type,
+                    if i.enabled { "enabled " } else { "disabled" },
+                    seconds(i.age_ms),
+                    i.session_id
+                )),
+                Some(reason) => out.push_str(&format!("\n    {:<20} unreadable: {reason}", i.node)),
+            }
+        }
+    }
+    out
+}
+
+fn plain_node(path: &str, r: Option<&NodeReport>) -> String {
+    match r {
+        None => format!("node {path}: missing"),
+        Some(r) => format!(
+            "node {}: {}{} for {}, version {}, data {:?}",
+            r.path,
+            r.kind,
+            if r.kind == "ephemeral" { format!(" of session {}", r.session_id) } else { String::new() },
+            seconds(r.age_ms),
+            r.version,
+            r.data
+        ),
+    }
 }

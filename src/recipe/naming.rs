@@ -144,6 +144,13 @@ pub fn protected_name(guid: &str, name: &str) -> String {
     format!("{PROTECTED_PREFIX}{guid}-{name}")
 }
 
+/// The name after a protected node's `_c_<guid>-`, `None` for a name that is not protected.
+pub fn strip_protection(child: &str) -> Option<&str> {
+    let rest = child.strip_prefix(PROTECTED_PREFIX)?;
+    // The GUID's text form is 36 characters, then `-`.
+    rest.get(36..).and_then(|rest| rest.strip_prefix('-'))
+}
+
 /// True when `child` was created by the attempt with this GUID.
 pub fn belongs_to(child: &str, guid: &str) -> bool {
     child.strip_prefix(PROTECTED_PREFIX).is_some_and(|rest| rest.starts_with(guid))
@@ -165,6 +172,17 @@ pub fn default_participant_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_protected_name_is_stripped_back_to_the_name_given() {
+        let guid = new_guid();
+        assert_eq!(
+            strip_protection(&format!("{}0000000007", protected_name(&guid, "host-a"))),
+            Some("host-a0000000007")
+        );
+        assert_eq!(strip_protection("host-a"), None);
+        assert_eq!(strip_protection("_c_short-x"), None);
+    }
 
     /// The definition `standing` must agree with: sort the line, find ours, look ahead.
     fn standing_by_sorting(children: &[String], ours: &str, rule: Rule) -> Standing {
