@@ -2,7 +2,7 @@
 //! (see `docs/performance.md`).
 //!
 //! ```text
-//! cargo bench --features testkit --bench recipes -- [W1|W2|W3|W4|W5|W6|W7|all]...
+//! cargo bench --features testkit --bench recipes -- [W1|W2|W3|W4|W5|W6|W7|W8|W9|all]...
 //! ```
 //!
 //! This file only selects and runs workloads; each workload is a file of its own under
@@ -72,6 +72,14 @@
 //!   rounds (`increment_p50_us`, `raw_increment_p50_us`, `ratio_to_raw`); and 8 clients
 //!   incrementing one value 1,000 times in all, ours against bare (`contended_ratio_to_raw`).
 //!
+//! - **W9**: service discovery: 300 × 3 alternated rounds of register then unregister against a
+//!   raw ephemeral create then delete of the same JSON (`register_ratio_to_raw`,
+//!   `unregister_ratio_to_raw`); a service of 1,000 instances: a cache's first load against the
+//!   raw listing (getChildren, every getData pipelined; `load_ratio_to_listing`), the resident
+//!   memory 5 such caches add per instance (`cache_bytes_per_instance`), and 200 updates timed to
+//!   the cache's `InstanceUpdated` against the raw setData → notification → getData floor
+//!   (`update_ratio_to_raw`).
+//!
 //! `ZK_ENSEMBLE=3` runs the workloads on a 3-member testkit ensemble (every member with the
 //! benchmark's server options) instead of a standalone server; a first JSON line names the
 //! server (`"workload":"server"`). On an ensemble the raw create/delete are quorum writes (the
@@ -94,6 +102,7 @@ mod w5_cache;
 mod w6_master_worker;
 mod w7_many_waiters;
 mod w8_atomic;
+mod w9_discovery;
 
 // Only its Curator classpath is used (by W4; the file allows its own dead code).
 #[path = "../../tests/common/curator.rs"]
@@ -120,6 +129,7 @@ const WORKLOADS: &[(&str, Run)] = &[
     ("W6", |c| Box::pin(async move { vec![w6_master_worker::w6(&c).await, w6_master_worker::w6_backlog(&c).await] })),
     ("W7", |c| Box::pin(async move { w7_many_waiters::w7(&c).await })),
     ("W8", |c| Box::pin(async move { w8_atomic::w8(&c).await })),
+    ("W9", |c| Box::pin(async move { w9_discovery::w9(&c).await })),
 ];
 
 /// The server the workloads run against, kept (and stopped) by `main`.

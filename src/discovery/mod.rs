@@ -42,6 +42,7 @@ pub use config::{DiscoveryConfig, ProviderConfig};
 pub use discovery::ServiceDiscovery;
 pub use down::DownInstancePolicy;
 pub use error::DiscoveryError;
+#[cfg(feature = "cli")]
 pub(crate) use format::decode;
 pub use instance::{DEFAULT_PAYLOAD_CLASS, Payload, ServiceInstance, ServiceType, UriPart, UriSpec};
 pub use messages::{Instances, ServiceCacheEvent, Stop, Subscribe, WaitInitialized};

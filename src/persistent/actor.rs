@@ -41,6 +41,8 @@ pub struct PersistentNode {
     backoff: Backoff,
     waiters: Vec<oneshot::Sender<Result<String, PersistentNodeError>>>,
     subscribers: Subscribers<PersistentNodeEvent>,
+    /// Callers of `stop()`: dropped with the actor, which is what their futures wait for.
+    stopping: Vec<oneshot::Sender<()>>,
     span: tracing::Span,
 }
 
@@ -95,6 +97,7 @@ impl PersistentNode {
             backoff,
             waiters: Vec::new(),
             subscribers: Subscribers::new(),
+            stopping: Vec::new(),
             span,
         })
     }
@@ -515,15 +518,19 @@ impl Handler<Listen<PersistentNodeEvent>> for PersistentNode {
     }
 }
 
-/// Deletes the node (retried until it is gone or its session is), then stops the actor.
-#[derive(Message, Debug, Clone, Copy)]
+/// Deletes the node (retried until it is gone or its session is), then stops the actor; `stopped`
+/// is dropped with the actor (actix has no future for an actor's end).
+#[derive(Message, Debug)]
 #[rtype(result = "()")]
-pub(crate) struct DeleteAndStop;
+pub(crate) struct DeleteAndStop {
+    pub(crate) stopped: oneshot::Sender<()>,
+}
 
 impl Handler<DeleteAndStop> for PersistentNode {
     type Result = ();
 
-    fn handle(&mut self, _: DeleteAndStop, ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: DeleteAndStop, ctx: &mut Context<Self>) {
+        self.stopping.push(msg.stopped);
         if self.state == State::Stopping {
             return;
         }

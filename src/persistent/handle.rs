@@ -107,7 +107,11 @@ impl PersistentNodeHandle {
     /// # Cancel safety
     /// The stop is sent when this is called: dropping the future loses only the wait.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
-        self.addr.do_send(DeleteAndStop);
-        crate::reply::stopped(self.addr.clone())
+        let (stopped, dropped) = futures::channel::oneshot::channel();
+        // Sent to a stopped actor, the message and its sender are dropped at once.
+        self.addr.do_send(DeleteAndStop { stopped });
+        async move {
+            let _ = dropped.await;
+        }
     }
 }
