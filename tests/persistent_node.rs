@@ -280,3 +280,67 @@ async fn container_and_ttl_nodes_are_ours_again_after_a_new_session() {
         node.stop().await;
     }
 }
+
+/// Row "a TTL node's owner runs / stops": kept past many TTLs while its child is touched (the
+/// control, a TTL node nobody touches, is reaped on the same server), made again after a
+/// deletion, and left to its TTL at stop: child then node reaped.
+#[actix_rt::test]
+async fn a_ttl_node_lives_while_touched_and_goes_after_its_ttl_once_stopped() {
+    use actix_zookeeper::testkit::{ServerOptions, ZkServer};
+    init_tracing();
+    let server =
+        ZkServer::start_with(ServerOptions::default().with_container_check_interval(Duration::from_millis(100)))
+            .expect("a ZooKeeper server");
+    let s = session_at(&server.connect_string(), "/ttl").await;
+    let ttl = Duration::from_millis(600);
+    s.create("/control", "", CreateMode::PersistentWithTtl(ttl)).await.expect("the control");
+    let node = PersistentTtlNode::start(s.clone(), "/kept/node", ttl, "data").expect("a valid node");
+    assert_eq!(node.wait_for_initial_create(Some(WAIT)).await.expect("created"), "/kept/node");
+    assert_eq!((node.ttl(), node.child_path()), (ttl, "/kept/node/touch".to_owned()));
+    wait_until_async("the control reaped", || {
+        let s = s.clone();
+        async move { matches!(s.exists("/control").await, Ok(None)) }
+    })
+    .await;
+    // Five TTLs, with the reaper looking every 100 ms: kept all along.
+    let until = Instant::now() + ttl * 5;
+    let mut touches = std::collections::BTreeSet::new();
+    while Instant::now() < until {
+        assert!(s.exists("/kept/node").await.expect("exists").is_some(), "a kept TTL node was reaped");
+        if let Some(stat) = s.exists("/kept/node/touch").await.expect("exists") {
+            touches.insert(stat.mtime);
+        }
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(touches.len() >= 4, "the child is touched every half TTL: {touches:?}");
+    assert_eq!(s.get_data("/kept/node").await.expect("read").data, b"data");
+
+    let mut events = node.events();
+    s.delete_recursive("/kept/node").await.expect("someone deletes it");
+    let again = bounded("made again", async {
+        loop {
+            if let Some(Ok(PersistentNodeEvent::Created { path })) = futures::StreamExt::next(&mut events).await {
+                return path;
+            }
+        }
+    })
+    .await;
+    assert_eq!(again, "/kept/node");
+
+    node.stop().await;
+    assert!(s.exists("/kept/node").await.expect("exists").is_some(), "kept at stop");
+    wait_until_async("the child, then the node, reaped", || {
+        let s = s.clone();
+        async move { matches!(s.exists("/kept/node").await, Ok(None)) }
+    })
+    .await;
+
+    for bad in [Duration::ZERO, MAX_TTL + Duration::from_millis(1)] {
+        let refused = PersistentTtlNode::start(s.clone(), "/bad", bad, "");
+        assert!(
+            matches!(refused, Err(PersistentNodeError::Failed { source: Error::BadArguments { .. }, .. })),
+            "{bad:?}"
+        );
+    }
+    s.close().await;
+}

@@ -249,8 +249,32 @@ impl PersistentNode {
         }));
     }
 
+    /// Touches a TTL node's child (`touch`), creating it when missing: a TTL node with a child
+    /// is never expired, and the child lives while it is written within its TTL (Curator's
+    /// `PersistentTtlNode`).
+    fn touch(&mut self) {
+        let (State::Live, Some(path), Some(ttl)) = (&self.state, &self.path, self.config.touched) else { return };
+        let child = path::join(path, TOUCHED_CHILD);
+        let (session, span) = (self.session.clone(), self.span.clone());
+        actix::spawn(async move {
+            let touched = match session.set_data(&child, Vec::new(), None).await {
+                Err(Error::NoNode { .. }) => {
+                    session.create(&child, Vec::new(), CreateMode::PersistentWithTtl(ttl)).await.map(drop)
+                }
+                other => other.map(drop),
+            };
+            match touched {
+                // The node itself is gone: its watch makes it again, and the next touch its child.
+                Ok(()) | Err(Error::NoNode { .. } | Error::NodeExists { .. }) => {}
+                Err(error) => debug!(parent: &span, %error, "could not touch the TTL node's child"),
+            }
+        });
+    }
+
     /// Deletes `node` (the node we made, and the session generation it was made on), then stops.
+    /// A TTL node is kept: its TTL ends it once nothing touches it.
     fn finish_stop(&mut self, node: Option<(String, u64)>, ctx: &mut Context<Self>) {
+        let node = node.filter(|_| self.config.touched.is_none());
         let (session, mode) = (self.session.clone(), self.config.mode);
         ctx.wait(
             async move {
@@ -378,6 +402,9 @@ fn is_ephemeral(mode: CreateMode) -> bool {
     matches!(mode, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
 }
 
+/// The child a TTL node's upkeep touches (Curator's `PersistentTtlNode.DEFAULT_CHILD_NODE_NAME`).
+pub(crate) const TOUCHED_CHILD: &str = "touch";
+
 /// `mode` without its sequence number: a node made before is made again under its own name.
 fn without_sequence(mode: CreateMode) -> CreateMode {
     match mode {
@@ -393,11 +420,16 @@ impl Actor for PersistentNode {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         self.session.subscribe(ctx.address().recipient());
+        if let Some(ttl) = self.config.touched {
+            ctx.run_interval(ttl / 2, |act, _| act.touch());
+        }
     }
 
     fn stopped(&mut self, _: &mut Self::Context) {
-        // Stopped without a `Stop` (its last address dropped): the node goes all the same.
-        if let (State::Live, Some(path)) = (&self.state, self.path.take()) {
+        // Stopped without a `Stop` (its last address dropped): the node goes all the same (a TTL
+        // node is left to its TTL).
+        let kept = self.config.touched.is_some();
+        if let (State::Live, Some(path), false) = (&self.state, self.path.take(), kept) {
             let (session, generation, mode) = (self.session.clone(), self.made_on, self.config.mode);
             actix::spawn(async move {
                 let _ = delete_ours(&session, path, generation, mode).await;

@@ -15,6 +15,9 @@ pub struct PersistentNodeConfig {
     /// Whether a persistent node in the way of an ephemeral one is deleted and made again in
     /// our mode (service discovery, as Curator's registration) rather than taken over.
     pub(super) replace_persistent: bool,
+    /// A TTL node's upkeep (`PersistentTtlNode`): its TTL, for the child touched every half of it;
+    /// the node is kept at stop, left to its TTL.
+    pub(super) touched: Option<std::time::Duration>,
 }
 
 impl PersistentNodeConfig {
@@ -29,6 +32,7 @@ impl PersistentNodeConfig {
             protected: mode.is_sequential(),
             retry: None,
             replace_persistent: false,
+            touched: None,
         }
     }
 

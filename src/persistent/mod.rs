@@ -2,6 +2,7 @@
 //!
 //! Owns: [`PersistentNode`] (one node of any create mode, created at start, created again after
 //! someone deletes it and after a new session, its data kept and updatable, deleted at stop),
+//! [`PersistentTtlNode`] (a TTL node kept alive by a touched child, left to its TTL at stop),
 //! its messages and [`PersistentNodeEvent`]s, and [`PersistentNodeError`]. Does not own the
 //! session, or the registration of a name that must be unique among live sessions (the group
 //! member's and the task worker's, `recipe/registration.rs`): a persistent node waits for
@@ -15,7 +16,8 @@
 //! `docs/recipes/persistent-node.md`, in the repository and the published package and
 //! reproduced below, gives the protocol and the failure table, each row naming its test.
 //!
-//! Files: `config.rs`, `messages.rs` (requests and events), `error.rs`, `actor.rs`, `handle.rs`.
+//! Files: `config.rs`, `messages.rs` (requests and events), `error.rs`, `actor.rs`, `handle.rs`,
+//! `ttl.rs`.
 //!
 #![doc = include_str!("../../docs/recipes/persistent-node.md")]
 
@@ -24,9 +26,11 @@ mod config;
 mod error;
 mod handle;
 mod messages;
+mod ttl;
 
 pub use actor::PersistentNode;
 pub use config::PersistentNodeConfig;
 pub use error::PersistentNodeError;
 pub use handle::PersistentNodeHandle;
 pub use messages::{ActualPath, PersistentNodeEvent, SetData, Subscribe, WaitForInitialCreate};
+pub use ttl::{MAX_TTL, PersistentTtlNode};
