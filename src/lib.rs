@@ -102,6 +102,7 @@ pub mod recipe;
 pub mod reply;
 pub mod retry;
 pub mod session;
+pub mod shared;
 pub mod tasks;
 #[cfg(feature = "testkit")]
 pub mod testkit;

@@ -44,6 +44,7 @@ mod scenarios_election;
 mod scenarios_lock;
 mod scenarios_queue;
 mod scenarios_tasks;
+mod shared_value;
 mod tasks;
 mod testkit;
 mod testkit_proxy;

@@ -64,15 +64,4 @@ impl CounterError {
             CounterError::ZooKeeper(err) => err.path(),
         }
     }
-
-    /// The error for a write to `path` that failed with `err`: a lost connection or session
-    /// leaves its outcome unknown; a write that never left (`Timeout`) or that the server
-    /// refused did not apply.
-    pub(crate) fn of_write(path: &str, err: Error) -> CounterError {
-        if err.outcome_unknown() {
-            CounterError::OutcomeUnknown { path: path.to_owned(), source: err }
-        } else {
-            CounterError::ZooKeeper(err)
-        }
-    }
 }

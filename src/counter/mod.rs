@@ -3,7 +3,9 @@
 //! Owns: [`SharedCount`] (one counter node: created with a seed when missing, a watched copy of
 //! the count, versioned compare-and-set, unconditional set, add-with-retry, change
 //! notifications), its messages, [`CountChanged`], the stored format ([`encode_count`],
-//! [`decode_count`]) and [`CounterError`]. Does not own the session.
+//! [`decode_count`], [`CountFormat`]) and [`CounterError`]. Does not own the watching, reading
+//! and writing: that is the shared-node core ([`crate::shared::SharedNode`]), the same under
+//! [`SharedValue`](crate::shared::SharedValue). Does not own the session.
 //!
 //! Layout and format = Curator's `SharedCount` and kazoo's `Counter(support_curator=True)`:
 //!
@@ -30,7 +32,7 @@ mod format;
 mod handle;
 mod messages;
 
-pub use actor::{SharedCount, add};
+pub use actor::{CountFormat, SharedCount, add};
 pub use config::SharedCountConfig;
 pub use error::CounterError;
 pub use format::{COUNT_LEN, decode_count, encode_count};

@@ -1,0 +1,38 @@
+//! Where a shared value lives: [`SharedValueConfig`].
+
+use crate::retry::RetryPolicy;
+
+/// The node of a [`SharedValue`](super::SharedValue), the value it is created with when
+/// missing, and how failed reads are retried.
+#[derive(Debug, Clone, PartialEq)]
+#[must_use]
+pub struct SharedValueConfig {
+    pub(super) path: String,
+    pub(super) seed: Vec<u8>,
+    pub(super) retry: Option<RetryPolicy>,
+}
+
+impl SharedValueConfig {
+    /// The value at `path`, created empty when missing (Curator's `SharedValue(client, path,
+    /// seedValue)`).
+    pub fn new(path: impl Into<String>) -> Self {
+        SharedValueConfig { path: path.into(), seed: Vec::new(), retry: None }
+    }
+
+    /// The bytes the node is created with when it is missing (at start, and after a deletion).
+    pub fn with_seed(mut self, seed: impl Into<Vec<u8>>) -> Self {
+        self.seed = seed.into();
+        self
+    }
+
+    /// How failed reads are retried; default: the session's policy.
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+
+    /// The node's path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+}
