@@ -35,6 +35,7 @@ mod lock_curator;
 mod multi_lock;
 mod persistent_node;
 mod queue;
+mod queue_delayed;
 mod recipe_handles;
 mod requests;
 mod retry;

@@ -23,7 +23,7 @@ use tracing::{debug, info, warn};
 use super::QueueError;
 use super::config::{ConsumerConfig, DeliveryMode};
 use super::messages::{Delivery, Outcome, Released, Revoked, Settle, SettleAnswering, Stop, WaitIdle};
-use super::plan;
+use super::{item, plan};
 use crate::error::Error;
 use crate::metrics;
 use crate::path;
@@ -104,6 +104,8 @@ pub struct QueueConsumerActor {
     /// Callers waiting until the consumer is idle ([`WaitIdle`]).
     idle_waiters: Vec<Pending<Result<(), QueueError>>>,
     relist: bool,
+    /// The timer that lists again when the first item not yet due is due, and when.
+    wake: Option<(u64, SpawnHandle)>,
     generation: u64,
     next_worker: usize,
     /// Malformed names already reported (so a foreign node is logged once, not on every listing).
@@ -142,6 +144,7 @@ impl QueueConsumerActor {
             releases: Vec::new(),
             released: Some(tokio::sync::watch::channel(false).0),
             relist: false,
+            wake: None,
             generation: 0,
             next_worker: 0,
             reported: HashSet::new(),
@@ -259,6 +262,7 @@ impl QueueConsumerActor {
                     act.set_aside.retain(|id| listed.contains(id));
                     let plan = act.plan(children.names, &claimed);
                     act.candidates = plan.candidates;
+                    act.wake_when_due(plan.next_due_ms, ctx);
                     if plan.held_elsewhere {
                         // Items held by other consumers come back when their claims go: watch
                         // the claims.
@@ -290,6 +294,25 @@ impl QueueConsumerActor {
         }));
     }
 
+    /// Lists again when the first item not yet due is due: no listing in between (a new item
+    /// fires the queue's watch), and one timer at a time, for the earliest due time seen.
+    fn wake_when_due(&mut self, next_due_ms: Option<u64>, ctx: &mut Context<Self>) {
+        let Some(due) = next_due_ms else { return };
+        if self.wake.as_ref().is_some_and(|(at, _)| *at <= due) {
+            return;
+        }
+        if let Some((_, timer)) = self.wake.take() {
+            ctx.cancel_future(timer);
+        }
+        let after = std::time::Duration::from_millis(due.saturating_sub(item::now_ms()));
+        debug!(parent: &self.span, ?after, "the next item is not due yet; listing again then");
+        let timer = ctx.run_later(after, |act, ctx| {
+            act.wake = None;
+            act.list(ctx);
+        });
+        self.wake = Some((due, timer));
+    }
+
     /// Claims from the plan without listing again (right after a listing).
     fn claim_candidates(&mut self, ctx: &mut Context<Self>) {
         while self.free() > 0 {
@@ -313,7 +336,7 @@ impl QueueConsumerActor {
         let keep = (limit * PLAN_PER_SLOT).max(PLAN_MIN);
         // A consumer that works on one item at a time keeps strict queue order.
         let spread = if limit > 1 { keep } else { 1 };
-        let shape = plan::Shape { keep, spread, offset: hasher.finish() };
+        let shape = plan::Shape { keep, spread, offset: hasher.finish(), now_ms: item::now_ms() };
         let (in_flight, claiming) = (&self.in_flight, &self.claiming);
         plan::plan(names, claimed, |id| in_flight.contains_key(id) || claiming.contains(id), shape)
     }
@@ -321,9 +344,9 @@ impl QueueConsumerActor {
     /// Foreign nodes in the queue directory are reported once and skipped.
     fn report_strays(&mut self, names: &[String]) {
         for name in names {
-            let item = name.starts_with(super::ITEM_PREFIX) && path::sequence(name).is_some();
-            if !item && name != "claims" && self.reported.insert(name.clone()) {
-                warn!(parent: &self.span, node = %name, "not a queue item (expected qn-<10 digits>); skipping it");
+            let is_item = item::parse(name).is_some();
+            if !is_item && name != "claims" && self.reported.insert(name.clone()) {
+                warn!(parent: &self.span, node = %name, "not a queue item (expected qn-<10 digits>, see docs/recipes/queue.md); skipping it");
             }
         }
     }

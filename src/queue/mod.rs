@@ -1,7 +1,7 @@
 //! Distributed queues: a producer API and a consumer actor that feeds a pool of workers.
 //!
-//! Owns: the queue layout (`<queue>/qn-<seq>` items, `<queue>/claims/qn-<seq>` ephemeral
-//! claims), [`Queue`] (plain async `put`, `put_all`, and the official recipe's `peek`,
+//! Owns: the queue layout (`<queue>/qn-<seq>` items, with a priority or a due time in their
+//! names, `<queue>/claims/qn-<seq>` ephemeral claims), [`Queue`] (plain async `put`, `put_all`, and the official recipe's `peek`,
 //! `element`, `poll`, `remove`, `take`), and [`QueueConsumerActor`] (claims, deliveries, acks,
 //! redelivery, dead letters).
 //!
@@ -12,6 +12,7 @@
 //!
 //! Files: `config.rs` (how a consumer consumes), `messages.rs` (deliveries, settlements, `Stop`),
 //! `error.rs`, `consumer.rs` (the consumer actor), `plan.rs` (which items a consumer tries next),
+//! `item.rs` (what an item's name says: its priority and due time),
 //! `producer.rs` ([`Queue`]).
 //!
 #![doc = include_str!("../../docs/recipes/queue.md")]
@@ -20,6 +21,7 @@ mod config;
 mod consumer;
 mod error;
 mod handle;
+mod item;
 mod messages;
 mod plan;
 mod producer;
@@ -29,4 +31,4 @@ pub use consumer::QueueConsumerActor;
 pub use error::QueueError;
 pub use handle::QueueConsumerHandle;
 pub use messages::{Delivery, Outcome, Revoked, Settle, Stop, WaitIdle};
-pub use producer::{ITEM_PREFIX, Queue};
+pub use producer::{ITEM_PREFIX, ItemOptions, Queue};

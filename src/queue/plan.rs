@@ -2,7 +2,7 @@
 //!
 //! Owns: choosing, from one listing, the items a consumer will try to claim and the order it
 //! tries them in, and how many of them it remembers. Does not own listing or claiming (that is
-//! the consumer's), nor what an item is (the producer's [`ITEM_PREFIX`](super::ITEM_PREFIX)).
+//! the consumer's), nor what an item's name says (`item.rs`: its priority and due time).
 //!
 //! A consumer lists the queue once and works through the plan; it lists again only when the
 //! plan is used up, so its cost per item does not grow with the backlog (a listing per item
@@ -12,7 +12,7 @@
 
 use std::collections::{HashSet, VecDeque};
 
-use crate::path;
+use super::item;
 
 /// What one listing says to try next.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -21,6 +21,8 @@ pub(crate) struct Plan {
     pub(crate) candidates: VecDeque<String>,
     /// Some items are claimed by other consumers: they come back if those claims go.
     pub(crate) held_elsewhere: bool,
+    /// When the first item not yet due is due (Unix ms): list again then.
+    pub(crate) next_due_ms: Option<u64>,
 }
 
 /// How a plan is made.
@@ -33,11 +35,13 @@ pub(crate) struct Shape {
     pub(crate) spread: usize,
     /// Where in that window to start (any number; taken modulo the window).
     pub(crate) offset: u64,
+    /// Now, in Unix ms: items due later are not in line yet.
+    pub(crate) now_ms: u64,
 }
 
-/// The plan for a listing of `names`: items (by [`super::ITEM_PREFIX`] and sequence number)
-/// that are not `claimed` and not to be `skipped`, oldest first, at most `shape.keep` of them,
-/// the first `shape.spread` rotated to start at `shape.offset`.
+/// The plan for a listing of `names`: items due at `shape.now_ms` that are not `claimed` and not
+/// to be `skipped`, in line order (priority, then sequence), at most `shape.keep` of them, the
+/// first `shape.spread` rotated to start at `shape.offset`.
 pub(crate) fn plan(
     names: Vec<String>,
     claimed: &HashSet<String>,
@@ -45,10 +49,18 @@ pub(crate) fn plan(
     shape: Shape,
 ) -> Plan {
     let mut held_elsewhere = false;
-    let mut items: Vec<(u64, String)> = names
+    let mut next_due_ms: Option<u64> = None;
+    let mut items: Vec<((i32, u64), String)> = names
         .into_iter()
-        .filter(|name| name.starts_with(super::ITEM_PREFIX))
-        .filter_map(|name| path::sequence(&name).map(|seq| (seq, name)))
+        .filter_map(|name| item::parse(&name).map(|item| (item, name)))
+        .filter(|(item, _)| {
+            let due = item.is_due(shape.now_ms);
+            if !due {
+                next_due_ms = next_due_ms.into_iter().chain(item.due_ms).min();
+            }
+            due
+        })
+        .map(|(item, name)| (item.key(), name))
         .filter(|(_, name)| {
             let taken = claimed.contains(name);
             held_elsewhere |= taken;
@@ -57,7 +69,7 @@ pub(crate) fn plan(
         .collect();
     let keep = shape.keep.max(1);
     if items.len() > keep {
-        // The oldest `keep`, without sorting the whole backlog.
+        // The first `keep` in line, without sorting the whole backlog.
         items.select_nth_unstable(keep - 1);
         items.truncate(keep);
     }
@@ -67,7 +79,7 @@ pub(crate) fn plan(
         let start = usize::try_from(shape.offset % window as u64).unwrap_or(0);
         items[..window].rotate_left(start);
     }
-    Plan { candidates: items.into_iter().map(|(_, name)| name).collect(), held_elsewhere }
+    Plan { candidates: items.into_iter().map(|(_, name)| name).collect(), held_elsewhere, next_due_ms }
 }
 
 #[cfg(test)]
@@ -79,7 +91,23 @@ mod tests {
     }
 
     fn shape(keep: usize, spread: usize, offset: u64) -> Shape {
-        Shape { keep, spread, offset }
+        Shape { keep, spread, offset, now_ms: 1_000 }
+    }
+
+    #[test]
+    fn items_not_yet_due_wait_and_say_when_and_priorities_go_first() {
+        let later = format!("{}0000000001", item::prefix(None, Some(5_000), 0));
+        let sooner = format!("{}0000000002", item::prefix(None, Some(3_000), 0));
+        let ready = format!("{}0000000003", item::prefix(None, Some(500), 0));
+        let urgent = format!("{}0000000009", item::prefix(None, None, -1));
+        let plan = plan(
+            vec![later, sooner, item(4), ready.clone(), urgent.clone()],
+            &HashSet::new(),
+            |_| false,
+            shape(10, 1, 0),
+        );
+        assert_eq!(plan.candidates, [urgent, ready, item(4)]);
+        assert_eq!(plan.next_due_ms, Some(3_000));
     }
 
     #[test]

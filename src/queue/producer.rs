@@ -1,13 +1,14 @@
 //! [`Queue`]: put items, and the official recipe's `peek` / `element` / `remove` / `take`.
 //!
-//! Owns: the item layout (`<queue>/qn-<seq>`, persistent sequential, data = the item) and the
-//! plain-async producer API. Does not own consuming with claims and workers: see
+//! Owns: putting items (`<queue>/qn-<seq>`, persistent sequential, data = the item; their names
+//! with an id, a priority or a due time are `item.rs`'s) and the plain-async producer API. Does not own consuming with claims and workers: see
 //! [`QueueConsumerActor`](super::QueueConsumerActor).
 
 use std::collections::HashSet;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::QueueError;
+use super::item;
 use crate::error::Error;
 use crate::path;
 use crate::recipe::fencing::delete_own_ephemeral_holding;
@@ -33,6 +34,8 @@ fn check_item_id(id: &str) -> Result<(), QueueError> {
         Some("it contains '/'")
     } else if id.len() > 200 {
         Some("it is longer than 200 bytes")
+    } else if id.starts_with('|') {
+        Some("it starts with '|', which marks an item's due time")
     } else {
         None
     };
@@ -42,9 +45,43 @@ fn check_item_id(id: &str) -> Result<(), QueueError> {
     }
 }
 
-/// Items of `names` in queue order (by sequence number), skipping names that are not items.
+/// Items of `names` in line order (priority, then sequence; due or not), skipping names that
+/// are not items.
 pub(crate) fn items_in_order(names: Vec<String>) -> Vec<String> {
-    path::sequential_in_order(names.into_iter().filter(|n| n.starts_with(ITEM_PREFIX)).collect())
+    item::in_order(names).into_iter().map(|(name, _)| name).collect()
+}
+
+/// When an item goes and in which order: not before a time, and before or after others.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[must_use]
+pub struct ItemOptions {
+    not_before: Option<SystemTime>,
+    priority: i32,
+}
+
+impl ItemOptions {
+    /// A plain item: due now, priority 0.
+    pub fn new() -> Self {
+        ItemOptions::default()
+    }
+
+    /// Delivered (and taken) not before `when`, by this machine's clock and the consumer's
+    /// (Curator's `DistributedDelayQueue`). A time in the past is due at once.
+    pub fn not_before(mut self, when: SystemTime) -> Self {
+        self.not_before = Some(when);
+        self
+    }
+
+    /// Lower priorities go first among due items, then the order they were put in (Curator's
+    /// `DistributedPriorityQueue`: "lower numbers come out of the queue first"). Default 0.
+    pub fn with_priority(mut self, priority: i32) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    fn due_ms(&self) -> Option<u64> {
+        self.not_before.map(|when| when.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64))
+    }
 }
 
 /// A distributed FIFO queue at one path; cheap to clone.
@@ -69,6 +106,43 @@ impl Queue {
         path::join(&self.path, ITEM_PREFIX)
     }
 
+    /// Appends an item that goes not before a time, or before or after others
+    /// ([`ItemOptions`]); returns its node name, which says both (`docs/recipes/queue.md`, "Item
+    /// names"). Consumers sleep until the earliest due item or a new one; they never poll.
+    ///
+    /// # Cancel safety
+    /// As [`put`](Self::put).
+    pub async fn put_with(&self, data: impl Into<Vec<u8>>, options: ItemOptions) -> Result<String, QueueError> {
+        let prefix = path::join(&self.path, &item::prefix(None, options.due_ms(), options.priority));
+        self.create_item(prefix, data.into()).await
+    }
+
+    /// Appends an item delivered not before `when` ([`put_with`](Self::put_with)).
+    ///
+    /// # Cancel safety
+    /// As [`put`](Self::put).
+    pub async fn put_at(&self, data: impl Into<Vec<u8>>, when: SystemTime) -> Result<String, QueueError> {
+        self.put_with(data, ItemOptions::new().not_before(when)).await
+    }
+
+    /// Appends an item with a priority: lower goes first ([`put_with`](Self::put_with)).
+    ///
+    /// # Cancel safety
+    /// As [`put`](Self::put).
+    pub async fn put_with_priority(&self, data: impl Into<Vec<u8>>, priority: i32) -> Result<String, QueueError> {
+        self.put_with(data, ItemOptions::new().with_priority(priority)).await
+    }
+
+    async fn create_item(&self, prefix: String, data: Vec<u8>) -> Result<String, QueueError> {
+        loop {
+            match self.session.create(&prefix, data.clone(), CreateMode::PersistentSequential).await {
+                Ok(created) => return Ok(path::name(&created.path).to_string()),
+                Err(Error::NoNode { .. }) => self.session.ensure_path(&self.path).await?,
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+
     /// Appends an item; returns its node name (`qn-<seq>`). Over the size limit: a typed error,
     /// nothing written.
     ///
@@ -77,14 +151,7 @@ impl Queue {
     /// been queued (never in part), and calling `put` again may queue it twice: use
     /// [`put_with_id`](Self::put_with_id) to retry without queuing twice.
     pub async fn put(&self, data: impl Into<Vec<u8>>) -> Result<String, QueueError> {
-        let data = data.into();
-        loop {
-            match self.session.create(&self.item_prefix(), data.clone(), CreateMode::PersistentSequential).await {
-                Ok(created) => return Ok(path::name(&created.path).to_string()),
-                Err(Error::NoNode { .. }) => self.session.ensure_path(&self.path).await?,
-                Err(err) => return Err(err.into()),
-            }
-        }
+        self.create_item(self.item_prefix(), data.into()).await
     }
 
     /// Appends an item under an id of the caller's (a request id, a message key), as
@@ -104,7 +171,7 @@ impl Queue {
     pub async fn put_with_id(&self, id: &str, data: impl Into<Vec<u8>>) -> Result<String, QueueError> {
         check_item_id(id)?;
         let data = data.into();
-        let prefix = path::join(&self.path, &format!("{ITEM_PREFIX}{id}-"));
+        let prefix = path::join(&self.path, &item::prefix(Some(id), None, 0));
         let mut backoff = self.session.retry_policy().backoff();
         loop {
             // Synced first: the member serving us may not have applied a create whose reply was
@@ -176,13 +243,14 @@ impl Queue {
         }
     }
 
-    /// The head item's data without removing it; `None` when empty (the recipe's `peek`).
+    /// The head item's data without removing it; `None` when empty (the recipe's `peek`). The
+    /// head is the first due item in line: by priority, then in the order put.
     ///
     /// # Cancel safety
     /// Cancel-safe: reads only; dropping the future loses only the answer.
     pub async fn peek(&self) -> Result<Option<Vec<u8>>, QueueError> {
         loop {
-            let Some(head) = self.items().await?.into_iter().next() else { return Ok(None) };
+            let Some(head) = self.due_items().await?.into_iter().next() else { return Ok(None) };
             match self.session.get_data(&path::join(&self.path, &head)).await {
                 Ok(node) => return Ok(Some(node.data)),
                 Err(Error::NoNode { .. }) => continue, // taken meanwhile: look again
@@ -213,7 +281,7 @@ impl Queue {
     /// its own name (its place in line kept); no item is lost.
     pub async fn poll(&self) -> Result<Option<Vec<u8>>, QueueError> {
         loop {
-            let (items, claimed) = futures::future::join(self.items(), self.claimed()).await;
+            let (items, claimed) = futures::future::join(self.due_items(), self.claimed()).await;
             let (items, claimed) = (items?, claimed?);
             let mut raced = false;
             for name in items.into_iter().filter(|name| !claimed.contains(name)) {
@@ -259,8 +327,8 @@ impl Queue {
                 let (listing, changed) = self.session.children_until_dropped(&self.path);
                 let (claims, released) = self.session.children_until_dropped(&self.claims());
                 let (listing, claims) = futures::future::join(listing, claims).await;
-                let names = match listing {
-                    Ok(children) => items_in_order(children.names),
+                let (names, next_due_ms) = match listing {
+                    Ok(children) => item::due(children.names, item::now_ms()),
                     Err(Error::NoNode { .. }) => {
                         self.session.ensure_path(&self.path).await?;
                         continue;
@@ -284,11 +352,21 @@ impl Queue {
                         Taken::Gone => {}
                     }
                 }
+                // An item not yet due wakes us when it is (no listing in between).
+                let due = async move {
+                    match next_due_ms {
+                        Some(due) => {
+                            tokio::time::sleep(Duration::from_millis(due.saturating_sub(item::now_ms()))).await
+                        }
+                        None => futures::future::pending().await,
+                    }
+                };
+                futures::pin_mut!(due);
                 if held {
-                    let _ = futures::future::select(changed, released).await;
+                    let _ = futures::future::select(futures::future::select(changed, released), due).await;
                 } else {
                     drop(released);
-                    let _ = changed.await;
+                    let _ = futures::future::select(changed, due).await;
                 }
             }
         };
@@ -339,6 +417,15 @@ impl Queue {
     /// Cancel-safe: a read; dropping the future loses only the answer.
     pub async fn is_empty(&self) -> Result<bool, QueueError> {
         Ok(self.len().await? == 0)
+    }
+
+    /// The items due now, in line order.
+    async fn due_items(&self) -> Result<Vec<String>, QueueError> {
+        match self.session.children(&self.path).await {
+            Ok(children) => Ok(item::due(children.names, item::now_ms()).0),
+            Err(Error::NoNode { .. }) => Ok(Vec::new()),
+            Err(err) => Err(err.into()),
+        }
     }
 
     async fn items(&self) -> Result<Vec<String>, QueueError> {
