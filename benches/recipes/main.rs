@@ -2,7 +2,7 @@
 //! (see `docs/performance.md`).
 //!
 //! ```text
-//! cargo bench --features testkit --bench recipes -- [W1|W2|W3|W4|W5|W6|W7|W8|W9|all]...
+//! cargo bench --features testkit --bench recipes -- [W1|W2|W3|W4|W5|W6|W7|W8|W9|W10|all]...
 //! ```
 //!
 //! This file only selects and runs workloads; each workload is a file of its own under
@@ -80,6 +80,10 @@
 //!   the cache's `InstanceUpdated` against the raw setData → notification → getData floor
 //!   (`update_ratio_to_raw`).
 //!
+//! - **W10**: delayed queue items: 200 items due 300–1,500 ms after they are put, one consumer
+//!   (concurrency 8): lateness after the due time (p50, p99) against a bare client that sleeps
+//!   until each due time, then lists and reads (`ratio_to_bare_p50`, `ratio_to_bare_p99`).
+//!
 //! `ZK_ENSEMBLE=3` runs the workloads on a 3-member testkit ensemble (every member with the
 //! benchmark's server options) instead of a standalone server; a first JSON line names the
 //! server (`"workload":"server"`). On an ensemble the raw create/delete are quorum writes (the
@@ -103,6 +107,7 @@ mod w6_master_worker;
 mod w7_many_waiters;
 mod w8_atomic;
 mod w9_discovery;
+mod w10_delayed;
 
 // Only its Curator classpath is used (by W4; the file allows its own dead code).
 #[path = "../../tests/common/curator.rs"]
@@ -130,6 +135,7 @@ const WORKLOADS: &[(&str, Run)] = &[
     ("W7", |c| Box::pin(async move { w7_many_waiters::w7(&c).await })),
     ("W8", |c| Box::pin(async move { w8_atomic::w8(&c).await })),
     ("W9", |c| Box::pin(async move { w9_discovery::w9(&c).await })),
+    ("W10", |c| Box::pin(async move { w10_delayed::w10(&c).await })),
 ];
 
 /// The server the workloads run against, kept (and stopped) by `main`.
