@@ -327,6 +327,16 @@ async fn a_ttl_node_lives_while_touched_and_goes_after_its_ttl_once_stopped() {
     .await;
     assert_eq!(again, "/kept/node");
 
+    // Its session expires: a TTL node is no session's, so it stays, and the new session touches.
+    let info = s.session().await.expect("session").info;
+    expire_session(&server.connect_string(), &info).await.expect("expired");
+    let until = Instant::now() + ttl * 4;
+    while Instant::now() < until {
+        assert!(s.exists("/kept/node").await.is_ok_and(|n| n.is_some()) || s.session().await.is_none(), "reaped");
+        actix_rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(s.exists("/kept/node/touch").await.expect("exists").is_some(), "touched on the new session");
+
     node.stop().await;
     assert!(s.exists("/kept/node").await.expect("exists").is_some(), "kept at stop");
     wait_until_async("the child, then the node, reaped", || {

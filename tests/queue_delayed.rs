@@ -183,3 +183,30 @@ async fn an_item_id_that_reads_as_a_due_time_is_refused() {
     assert!(matches!(refused, Err(QueueError::InvalidItemId { .. })), "{refused:?}");
     s.close().await;
 }
+
+/// Row "the consumer is cut off at the item's due time": once back (same session), its timer's
+/// listing (failed while cut off, retried) or the watch delivers the item, once.
+#[actix_rt::test]
+async fn a_consumer_cut_off_at_an_items_due_time_delivers_it_once_back() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("queue-delayed-cut");
+    let consumer_side = proxied(&zk.connect_string(), &root, Duration::from_secs(6)).await;
+    let producer = session_at(&zk.connect_string(), &root).await;
+    let seen: Seen = Default::default();
+    let _consumer = consumer(&consumer_side.session, &seen);
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    let due = SystemTime::now() + Duration::from_millis(800);
+    Queue::new(producer.clone(), "/q").put_at("cut", due).await.expect("put");
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    let before = consumer_side.session.session().await.expect("session").session_id;
+    consumer_side.proxy.blackhole();
+    actix_rt::time::sleep(Duration::from_millis(2500)).await;
+    assert!(data(&seen).is_empty(), "delivered while cut off");
+    consumer_side.proxy.heal();
+    wait_until("delivered once back", || data(&seen) == [b"cut".to_vec()]).await;
+    assert_eq!(consumer_side.session.session().await.expect("session").session_id, before, "the same session");
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(data(&seen).len(), 1, "once");
+    producer.close().await;
+}

@@ -98,6 +98,7 @@
 mod bare_lock;
 mod floor_lock;
 mod harness;
+mod w10_delayed;
 mod w1_lock_cycle;
 mod w2_lock_contention;
 mod w3_election_handoff;
@@ -107,7 +108,6 @@ mod w6_master_worker;
 mod w7_many_waiters;
 mod w8_atomic;
 mod w9_discovery;
-mod w10_delayed;
 
 // Only its Curator classpath is used (by W4; the file allows its own dead code).
 #[path = "../../tests/common/curator.rs"]
