@@ -149,12 +149,18 @@ async fn election_ensemble_leader_isolated_from_its_followers() {
 }
 
 /// The control: without fencing, a paused leader writes in its old term after a new leader
-/// has written in a newer one.
+/// has written in a newer one. Whether the resumed leader writes before it hears that its
+/// session ended is a race (on a loaded machine it may hear first, and write nothing): the
+/// control has three runs to show the violation.
 #[actix_rt::test]
 async fn control_without_fencing_a_paused_leader_writes_into_a_later_term() {
-    let violations = within_limit(run("election-control", Fault::Pause, false)).await;
-    assert!(
-        violations.iter().any(|v| matches!(v.kind, ViolationKind::TermWentBack | ViolationKind::TwoLeadersInTerm)),
-        "the unfenced workload must break the term order under the pause; violations: {violations:#?}"
-    );
+    let mut seen = Vec::new();
+    for attempt in 0..3 {
+        let violations = within_limit(run(&format!("election-control-{attempt}"), Fault::Pause, false)).await;
+        if violations.iter().any(|v| matches!(v.kind, ViolationKind::TermWentBack | ViolationKind::TwoLeadersInTerm)) {
+            return;
+        }
+        seen.push(violations);
+    }
+    panic!("the unfenced workload must break the term order under the pause; violations: {seen:#?}");
 }
