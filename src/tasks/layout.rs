@@ -40,7 +40,7 @@ impl TaskId {
         if !id.starts_with("task-") || id.len() == "task-".len() {
             return Err(TaskError::InvalidTaskId { id, reason: "a task id is \"task-\" followed by a name" });
         }
-        check_name(&id).map_err(|reason| TaskError::InvalidTaskId { id: id.clone(), reason })?;
+        path::validate_name(&id).map_err(|reason| TaskError::InvalidTaskId { id: id.clone(), reason })?;
         Ok(TaskId(id))
     }
 
@@ -56,23 +56,10 @@ impl fmt::Display for TaskId {
     }
 }
 
-/// A node name must be one path segment that ZooKeeper accepts.
-fn check_name(name: &str) -> Result<(), &'static str> {
-    if name.is_empty() {
-        return Err("it is empty");
-    }
-    if name.contains('/') {
-        return Err("it contains '/'");
-    }
-    if name == "." || name == ".." {
-        return Err("it is a relative name");
-    }
-    path::validate(&format!("/{name}"), false).map_err(|_| "it contains a character ZooKeeper does not allow")
-}
 
 /// Checks a worker id (it becomes a node name under `workers/` and `assign/`).
 pub(crate) fn check_worker_id(id: &str) -> Result<(), TaskError> {
-    check_name(id).map_err(|reason| TaskError::InvalidWorkerId { id: id.to_owned(), reason })
+    path::validate_name(id).map_err(|reason| TaskError::InvalidWorkerId { id: id.to_owned(), reason })
 }
 
 /// The paths of one master–worker installation.
