@@ -424,17 +424,20 @@ fn stop_one<A: actix::Actor>(addr: actix::Addr<A>, by_message: bool, stop: impl 
 async fn recipe_actors_stopped_at_random_moments_leave_nothing_behind() {
     use actix::Actor;
     use actix_zookeeper::cache::{CacheActor, CacheConfig, Stop as StopCache};
+    use actix_zookeeper::discovery::{DiscoveryConfig, ServiceDiscovery, ServiceInstance};
     use actix_zookeeper::election::{ElectionActor, ElectionConfig, ElectionHandle, Stop as StopElection};
     use actix_zookeeper::group::{GroupConfig, GroupEvent, GroupMember, Leave};
+    use actix_zookeeper::persistent::{PersistentNodeConfig, PersistentNodeHandle};
     init_tracing();
     let zk = TestZooKeeper::from_env().expect("ZooKeeper");
     let root = unique_root("stop-random");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
-    for dir in ["/l", "/s", "/e", "/g", "/c"] {
+    for dir in ["/l", "/s", "/e", "/g", "/c", "/p", "/d/svc"] {
         a.ensure_path(dir).await.expect("dir");
     }
     let before = watch_count(&zk);
     let mut rng = Rng::seeded("stop-random");
+    let discovery = |s: &SessionHandle| ServiceDiscovery::new(s.clone(), DiscoveryConfig::new("/d")).expect("base");
     let other_lock = LockHandle::start(b.clone(), LockConfig::new("/l"));
     let other_pool = SemaphoreHandle::start(b.clone(), SemaphoreConfig::new("/s", 1));
     let other_leader = ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("other"));
@@ -459,7 +462,18 @@ async fn recipe_actors_stopped_at_random_moments_leave_nothing_behind() {
         // A cache setting its watch.
         let cache = CacheActor::new(a.clone(), CacheConfig::new("/c")).expect("config");
         let cache = cache.start();
+        // A kept node being created, and a service registration whose `register` is dropped
+        // (or its registration, when it was made in time).
+        let kept = PersistentNodeHandle::start(a.clone(), PersistentNodeConfig::new("/p/me", CreateMode::Ephemeral))
+            .expect("config");
+        let registering = actix_rt::spawn(discovery(&a).register(ServiceInstance::new("svc", "me")));
         actix_rt::time::sleep(rng.drop_delay() * 4).await;
+        if by_message {
+            drop(kept.stop());
+        }
+        drop(kept);
+        registering.abort();
+        drop(registering);
         stop_one(lock, by_message, |l| l.do_send(Release));
         stop_one(pool, by_message, |p| p.do_send(Release));
         stop_one(election, by_message, |e| e.do_send(StopElection));
@@ -480,7 +494,7 @@ async fn recipe_actors_stopped_at_random_moments_leave_nothing_behind() {
             let deadline = Instant::now() + Duration::from_secs(5);
             loop {
                 let mut left = Vec::new();
-                for dir in ["/l", "/s", "/e", "/g"] {
+                for dir in ["/l", "/s", "/e", "/g", "/p", "/d"] {
                     for node in ephemerals_under(&a, dir).await {
                         let owner = a.exists(&node).await.ok().flatten().map(|s| s.ephemeral_owner);
                         let ours = a.session().await.map(|s| s.session_id.0);
@@ -513,6 +527,11 @@ async fn recipe_actors_stopped_at_random_moments_leave_nothing_behind() {
         elsewhere.do_send(actix_zookeeper::group::Subscribe { recipient: joined.recipient.clone() });
         joined.wait_for(0, Duration::from_secs(10), |e| matches!(e, GroupEvent::Joined { .. })).await;
         elsewhere.send(Leave).await.expect("member").expect("leave");
+        let registered =
+            bounded("the id registers elsewhere", discovery(&b).register(ServiceInstance::new("svc", "me")))
+                .await
+                .expect("the id was left taken");
+        registered.unregister().await;
     }
     other_leader.stop().await;
     settled(&a, &zk, "/", &[], before).await.unwrap_or_else(|e| panic!("after the rounds: {e}"));

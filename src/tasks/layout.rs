@@ -56,7 +56,6 @@ impl fmt::Display for TaskId {
     }
 }
 
-
 /// Checks a worker id (it becomes a node name under `workers/` and `assign/`).
 pub(crate) fn check_worker_id(id: &str) -> Result<(), TaskError> {
     path::validate_name(id).map_err(|reason| TaskError::InvalidWorkerId { id: id.to_owned(), reason })
