@@ -1,4 +1,4 @@
-//! The metrics a lock cycle and a queue delivery record (see `docs/metrics.md`), read
+//! The metrics a lock cycle, a queue delivery and a service registration record (see `docs/metrics.md`), read
 //! from a recorder installed for this test binary. One test: the recorder is process-wide.
 #![cfg(all(feature = "testkit", feature = "metrics"))]
 
@@ -134,6 +134,20 @@ async fn a_lock_cycle_and_a_queue_delivery_move_their_series() {
     assert_eq!(seen.count("zk_queue_items_total", &queue_labels("redelivered")), 0);
     assert_eq!(seen.count("zk_queue_items_total", &queue_labels("nacked")), 0);
     assert_eq!(seen.gauge("zk_queue_in_flight", &[("path", "/q")]), Some(0.0));
+
+    // A service registration, registered again after someone deletes it, then unregistered.
+    use actix_zookeeper::discovery::{DiscoveryConfig, ServiceDiscovery, ServiceInstance};
+    let registrations = |event| [("service", "billing"), ("event", event)];
+    let discovery = ServiceDiscovery::new(session.clone(), DiscoveryConfig::new("/services")).expect("discovery");
+    let registration = discovery.register(ServiceInstance::new("billing", "a1")).await.expect("registered");
+    assert_eq!(seen.count("zk_discovery_registrations_total", &registrations("registered")), 1);
+    session.delete(registration.path(), None).await.expect("someone deletes it");
+    wait_until("the registration is made again", || {
+        seen.count("zk_discovery_registrations_total", &registrations("reregistered")) == 1
+    })
+    .await;
+    registration.unregister().await;
+    assert_eq!(seen.count("zk_discovery_registrations_total", &registrations("unregistered")), 1);
     actix_rt::time::sleep(Duration::from_millis(100)).await;
     session.close().await;
 }
