@@ -8,7 +8,7 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use actix_zookeeper::discovery::*;
-use actix_zookeeper::persistent::PersistentNodeEvent;
+use actix_zookeeper::persistent::{PersistentNodeError, PersistentNodeEvent};
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::testkit::{ClientLinks, TestZooKeeper, expire_session, unique_root};
 use common::*;
@@ -252,7 +252,8 @@ async fn a_provider_round_robins_over_enabled_instances_and_skips_those_noted_do
         kept.push(d.register(instance(id, port)).await.expect("registered"));
     }
     kept.push(d.register(instance("off", 4).with_enabled(false)).await.expect("registered"));
-    let policy = DownInstancePolicy::new(Duration::from_millis(1500), 2);
+    // A long window: the test must not depend on when it ends (the unit test in `down.rs` does).
+    let policy = DownInstancePolicy::new(Duration::from_secs(60), 2);
     let provider =
         d.provider("billing", ProviderConfig::new().with_down_instance_policy(policy)).await.expect("loaded");
     let mut picks = Vec::new();
@@ -270,11 +271,6 @@ async fn a_provider_round_robins_over_enabled_instances_and_skips_those_noted_do
     for _ in 0..4 {
         assert_ne!(provider.get_instance().await.expect("picked").expect("one").id, "b");
     }
-    wait_until_async("b is back after the policy's timeout", || {
-        let provider = provider.clone();
-        async move { provider.all_instances().await.map(|all| all.len() == 3).unwrap_or(false) }
-    })
-    .await;
 
     let sticky = ProviderConfig::new().with_strategy(ProviderStrategy::Sticky(Box::new(ProviderStrategy::Random)));
     let sticky = d.provider("billing", sticky).await.expect("loaded");
@@ -311,8 +307,8 @@ async fn a_cut_off_registration_stays_and_a_cut_off_cache_resyncs() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("discovery-cut");
-    let registrant = proxied(&zk.connect_string(), &root, Duration::from_secs(4)).await;
-    let watcher = proxied(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let registrant = proxied(&zk.connect_string(), &root, Duration::from_secs(6)).await;
+    let watcher = proxied(&zk.connect_string(), &root, Duration::from_secs(6)).await;
     let observer = session_at(&zk.connect_string(), &root).await;
     let stays = discovery(&registrant.session).register(instance("stays", 1)).await.expect("registered");
     let goes = discovery(&observer).register(instance("goes", 2)).await.expect("registered");
@@ -324,9 +320,9 @@ async fn a_cut_off_registration_stays_and_a_cut_off_cache_resyncs() {
     watcher.proxy.blackhole();
     goes.unregister().await;
     let comes = discovery(&observer).register(instance("comes", 3)).await.expect("registered");
-    // Past the 8/20 of the session timeout after which the client gives a silent connection
-    // up, within the timeout itself: the same sessions, with events missed.
-    actix_rt::time::sleep(Duration::from_millis(2500)).await;
+    // Past the 8/20 of the session timeout (2.4 s) after which the client gives a silent
+    // connection up, well within the timeout itself (6 s): the same sessions, events missed.
+    actix_rt::time::sleep(Duration::from_millis(3800)).await;
     let from = seen.snapshot().len();
     registrant.proxy.heal();
     watcher.proxy.heal();
@@ -400,8 +396,8 @@ async fn bad_input_dropped_registrations_and_a_closed_session() {
     let (cache, _seen) = cache_of(&d);
     cache.wait_initialized(Some(WAIT)).await.expect("loaded");
     s.close().await;
-    let after = d.register(instance("late", 1)).await;
-    assert!(after.is_err(), "{after:?}");
+    let after = bounded("register on a closed session", d.register(instance("late", 1))).await;
+    assert!(matches!(after, Err(DiscoveryError::ZooKeeper(Error::Closed))), "{after:?}");
     assert!(d.query_for_names().await.is_err());
     let observer = session_at(&zk.connect_string(), "/").await;
     let path = format!("{root}{}", kept.path());
@@ -425,9 +421,69 @@ async fn an_instance_goes_when_its_process_is_killed() {
     wait_until("the victim registered", || process.lines().iter().any(|l| l.kind == "registered")).await;
     seen.wait_for(0, WAIT, added("victim")).await;
     process.kill().expect("killed");
-    let killed = Instant::now();
     seen.wait_for(0, WAIT, removed("victim")).await;
-    assert!(killed.elapsed() < WAIT);
     assert_eq!(cache.instances().await.expect("held"), vec![]);
+    s.close().await;
+}
+
+/// Row "a create whose reply was lost, then the registration stopped": a regression test (the
+/// node was left, owned by our live session: a ghost instance, and the id taken). The create
+/// applies while its reply is held; the register is dropped; the reply is lost with the
+/// connection: our node is found and deleted.
+#[actix_rt::test]
+async fn a_registration_stopped_after_its_create_reply_was_lost_leaves_no_instance() {
+    use actix_zookeeper::testkit::Direction;
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("discovery-lost-reply");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let s = session_at(&links.connect_string(), &root).await;
+    let observer = session_at(&zk.connect_string(), &root).await;
+    observer.ensure_path("/services/billing").await.expect("dir");
+    links.proxy(0).set_latency(Direction::Downstream, Duration::from_secs(60));
+    let registering = actix_rt::spawn(discovery(&s).register(instance("ghost", 1)));
+    wait_until_async("the create applied", || {
+        let observer = observer.clone();
+        async move { matches!(observer.exists("/services/billing/ghost").await, Ok(Some(_))) }
+    })
+    .await;
+    registering.abort();
+    let _ = registering.await;
+    links.reset();
+    links.heal();
+    wait_until_async("the ghost instance is deleted", || {
+        let observer = observer.clone();
+        async move { matches!(observer.exists("/services/billing/ghost").await, Ok(None)) }
+    })
+    .await;
+    let again = discovery(&observer).register(instance("ghost", 2)).await.expect("the id is free");
+    again.unregister().await;
+    s.close().await;
+    observer.close().await;
+}
+
+/// Row "a node no session owns at a dynamic id": a container is replaced by our ephemeral; one
+/// with children cannot be, and the registration fails with `NotEmpty` (it would never go with
+/// our session).
+#[actix_rt::test]
+async fn a_dynamic_registration_never_takes_over_a_node_that_would_outlive_it() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let s = session_at(&zk.connect_string(), &unique_root("discovery-outlive")).await;
+    s.ensure_path("/services/billing").await.expect("dir");
+    s.create("/services/billing/box", Vec::new(), CreateMode::Container).await.expect("container");
+    s.create("/services/billing/box/keep", Vec::new(), CreateMode::Persistent).await.expect("child");
+    let refused = discovery(&s).register(instance("box", 1)).await;
+    assert!(
+        matches!(
+            &refused,
+            Err(DiscoveryError::Registration(PersistentNodeError::Failed { source: Error::NotEmpty { .. }, .. }))
+        ),
+        "{refused:?}"
+    );
+    s.delete("/services/billing/box/keep", None).await.expect("emptied");
+    let registration = discovery(&s).register(instance("box", 1)).await.expect("replaced");
+    wait_owned(&s, registration.path(), session_id(&s).await).await;
+    registration.unregister().await;
     s.close().await;
 }

@@ -180,7 +180,11 @@ async fn we_discover_curators_instances_and_see_them_change_and_go() {
         |e| matches!(e, ServiceCacheEvent::InstanceRemoved { instance } if instance.id == "j1"),
     )
     .await;
-    assert_eq!(provider.get_instance().await.expect("answered"), None);
+    wait_until_async("the provider's own cache sees it go", || {
+        let provider = provider.clone();
+        async move { matches!(provider.get_instance().await, Ok(None)) }
+    })
+    .await;
     s.close().await;
 }
 

@@ -28,6 +28,8 @@ pub struct ServiceCache {
     view: Option<Addr<CacheActor>>,
     /// Readable instances by node name.
     instances: BTreeMap<String, ServiceInstance>,
+    /// Nodes that are not instances, by node name, with why (told to late subscribers too).
+    unreadable: BTreeMap<String, DiscoveryError>,
     initialized: bool,
     failed: Option<Error>,
     waiters: Vec<oneshot::Sender<Result<(), DiscoveryError>>>,
@@ -48,6 +50,7 @@ impl ServiceCache {
             dir,
             view: None,
             instances: BTreeMap::new(),
+            unreadable: BTreeMap::new(),
             initialized: false,
             failed: None,
             waiters: Vec::new(),
@@ -67,6 +70,7 @@ impl ServiceCache {
         let _span = self.span.enter();
         match decoded {
             Ok(instance) => {
+                self.unreadable.remove(name);
                 let event = match self.instances.insert(name.to_owned(), instance.clone()) {
                     None => ServiceCacheEvent::InstanceAdded { instance },
                     Some(old) if old == instance => return,
@@ -81,6 +85,7 @@ impl ServiceCache {
                     self.subscribers.tell(ServiceCacheEvent::InstanceRemoved { instance });
                 }
                 let error = DiscoveryError::Unreadable { path: node.to_owned(), reason };
+                self.unreadable.insert(name.to_owned(), error.clone());
                 self.subscribers.tell(ServiceCacheEvent::InstanceUnreadable { error });
             }
         }
@@ -129,14 +134,18 @@ impl Handler<CacheEvent> for ServiceCache {
                 self.read(&path, data)
             }
             CacheEvent::NodeRemoved { path } => {
+                if let Some(name) = self.instance_node(&path) {
+                    self.unreadable.remove(name);
+                }
                 let removed = self.instance_node(&path).and_then(|name| self.instances.remove(name));
                 if let Some(instance) = removed {
                     self.subscribers.tell(ServiceCacheEvent::InstanceRemoved { instance });
                 }
             }
             CacheEvent::NodeSkipped { path, error } => {
-                if self.instance_node(&path).is_some() {
+                if let Some(name) = self.instance_node(&path).map(str::to_owned) {
                     let error = DiscoveryError::Unreadable { path, reason: error.to_string() };
+                    self.unreadable.insert(name, error.clone());
                     self.subscribers.tell(ServiceCacheEvent::InstanceUnreadable { error });
                 }
             }
@@ -196,6 +205,9 @@ impl Handler<Subscribe> for ServiceCache {
         // What is held now, then live events: the same story a first subscriber heard.
         for instance in self.instances.values() {
             msg.recipient.do_send(ServiceCacheEvent::InstanceAdded { instance: instance.clone() });
+        }
+        for error in self.unreadable.values() {
+            msg.recipient.do_send(ServiceCacheEvent::InstanceUnreadable { error: error.clone() });
         }
         if self.initialized {
             msg.recipient.do_send(ServiceCacheEvent::CacheInitialized);

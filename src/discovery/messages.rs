@@ -63,7 +63,8 @@ pub struct WaitInitialized {
 }
 
 /// Sends every [`ServiceCacheEvent`] to `recipient` (held weakly). A subscriber that comes after
-/// the first load first gets `InstanceAdded` for every instance held and `CacheInitialized`.
+/// the first load first gets `InstanceAdded` for every instance held, `InstanceUnreadable` for
+/// every node that is not one, and `CacheInitialized`.
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "()")]
 pub struct Subscribe {

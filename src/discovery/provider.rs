@@ -63,14 +63,15 @@ impl ServiceProvider {
         let mut instances = self.cache.instances().await?;
         let now = Instant::now();
         let mut state = self.state();
-        instances.retain(|instance| instance.enabled && !state.down.is_down(&instance.id, now));
+        instances.retain(|instance| instance.enabled && !state.down.is_down(instance, now));
         Ok(instances)
     }
 
-    /// `instance` failed a caller: after the policy's threshold of errors it is skipped for the
-    /// policy's timeout.
+    /// `instance` failed a caller: after the policy's threshold of errors it is skipped until the
+    /// policy's timeout after its first error (an instance is known by all its fields, as in
+    /// Curator: an update makes it another).
     pub fn note_error(&self, instance: &ServiceInstance) {
-        self.state().down.note_error(&instance.id, Instant::now());
+        self.state().down.note_error(instance, Instant::now());
     }
 
     /// The cache the provider picks from.

@@ -41,6 +41,10 @@ impl Registration {
         timeout: Duration,
     ) -> Result<Registration, DiscoveryError> {
         let data = format::encode(&instance)?;
+        // A closed session never connects again: say so now, not at the timeout.
+        if !session.is_running() {
+            return Err(DiscoveryError::ZooKeeper(crate::Error::Closed));
+        }
         let target = path::join(&path::join(base_path, &instance.name), &instance.id);
         let mode = instance.service_type.create_mode();
         let config = PersistentNodeConfig::new(target, mode).with_data(data).replacing_persistent();
@@ -52,13 +56,14 @@ impl Registration {
             tokio::time::timeout(timeout, first_create(&node, events, &name, &id)).instrument(span.clone()).await;
         let path = match made {
             Ok(Ok(path)) => path,
+            // The stop is sent, not awaited (its delete may wait for a connection): whatever was
+            // made meanwhile goes with it.
             Ok(Err(error)) => {
-                node.stop().await;
+                drop(node.stop());
                 return Err(error);
             }
             Err(_) => {
-                // Whatever was made meanwhile goes with the node's stop.
-                node.stop().await;
+                drop(node.stop());
                 return Err(DiscoveryError::Timeout { what: format!("registering {name}/{id}"), after: timeout });
             }
         };

@@ -17,8 +17,8 @@ pub enum ProviderStrategy {
     RoundRobin,
     /// Any, at random (Curator's `RandomStrategy`).
     Random,
-    /// The same instance as last time while it is a candidate (the same id); else one picked
-    /// by the inner strategy (Curator's `StickyStrategy`).
+    /// The same instance as last time while it is a candidate (equal in every field, as
+    /// Curator's); else one picked by the inner strategy (Curator's `StickyStrategy`).
     Sticky(Box<ProviderStrategy>),
 }
 
@@ -29,7 +29,7 @@ pub(crate) struct Picker {
     next: usize,
     random: u64,
     inner: Option<Box<Picker>>,
-    stuck: Option<String>,
+    stuck: Option<ServiceInstance>,
 }
 
 impl Picker {
@@ -62,11 +62,11 @@ impl Picker {
                 Some(candidates[(self.random % candidates.len() as u64) as usize].clone())
             }
             ProviderStrategy::Sticky(_) => {
-                if let Some(stuck) = self.stuck.as_deref().and_then(|id| candidates.iter().find(|i| i.id == id)) {
+                if let Some(stuck) = self.stuck.as_ref().filter(|stuck| candidates.contains(stuck)) {
                     return Some(stuck.clone());
                 }
                 let picked = self.inner.as_mut()?.pick(candidates)?;
-                self.stuck = Some(picked.id.clone());
+                self.stuck = Some(picked.clone());
                 Some(picked)
             }
         }

@@ -43,6 +43,9 @@ pub struct PersistentNode {
     subscribers: Subscribers<PersistentNodeEvent>,
     /// Callers of `stop()`: dropped with the actor, which is what their futures wait for.
     stopping: Vec<oneshot::Sender<()>>,
+    /// Where the last create whose outcome is unknown aimed (its reply was lost, and no create
+    /// has made the node since): a stop looks for our node there.
+    maybe_made: Option<String>,
     span: tracing::Span,
 }
 
@@ -72,7 +75,7 @@ enum Made {
 /// A create's outcome, back at the actor (the create runs detached: a stop waits for it).
 #[derive(Message)]
 #[rtype(result = "()")]
-struct MadeReport(Result<Made, Error>);
+struct MadeReport(Result<Made, Error>, String);
 
 impl PersistentNode {
     /// A persistent node for `config` on `session`; start it with `.start()`. A path that can
@@ -98,6 +101,7 @@ impl PersistentNode {
             waiters: Vec::new(),
             subscribers: Subscribers::new(),
             stopping: Vec::new(),
+            maybe_made: None,
             span,
         })
     }
@@ -132,7 +136,7 @@ impl PersistentNode {
         debug!(parent: &self.span, %target, "creating");
         self.writing = self.config.data.clone();
         let replace = self.config.replace_persistent && is_ephemeral(mode);
-        let made = make(self.session.clone(), target, mode, self.writing.clone(), self.guid.clone(), replace);
+        let made = make(self.session.clone(), target.clone(), mode, self.writing.clone(), self.guid.clone(), replace);
         let (me, session) = (ctx.address(), self.session.clone());
         // Detached, so that a stop cannot drop it half way: an actor gone by the time it is made
         // has nobody to keep the node, which is deleted again.
@@ -142,7 +146,7 @@ impl PersistentNode {
                 Ok(Made::Ours(path, generation)) => Some((path.clone(), *generation)),
                 _ => None,
             };
-            if me.send(MadeReport(made)).await.is_err() {
+            if me.send(MadeReport(made, target)).await.is_err() {
                 if let Some((path, generation)) = orphan {
                     let _ = delete_ours(&session, path, generation, mode).await;
                 }
@@ -150,9 +154,15 @@ impl PersistentNode {
         });
     }
 
-    fn on_made(&mut self, made: Result<Made, Error>, ctx: &mut Context<Self>) {
+    fn on_made(&mut self, made: Result<Made, Error>, target: String, ctx: &mut Context<Self>) {
         let _span = self.span.clone().entered();
         self.in_flight = false;
+        match &made {
+            Ok(Made::Ours(..)) => self.maybe_made = None,
+            // Its reply lost: the create may have made the node. A stop deletes it if so.
+            Err(error) if !error.was_not_applied() => self.maybe_made = Some(target),
+            _ => {}
+        }
         if self.state == State::Stopping {
             // A stop waited for this create: it deletes what it made.
             let made = match made {
@@ -204,7 +214,10 @@ impl PersistentNode {
                     _ => {}
                 }));
             }
-            Err(error) if cannot_be_made(&error) => {
+            Err(error)
+                if cannot_be_made(&error)
+                    || (self.config.replace_persistent && matches!(error, Error::NotEmpty { .. })) =>
+            {
                 warn!(%error, "cannot create the node; giving up");
                 let failed = PersistentNodeError::Failed { path: self.config.path.clone(), source: error };
                 self.state = State::Failed(failed.clone());
@@ -274,12 +287,19 @@ impl PersistentNode {
     /// Deletes `node` (the node we made, and the session generation it was made on), then stops.
     /// A TTL node is kept: its TTL ends it once nothing touches it.
     fn finish_stop(&mut self, node: Option<(String, u64)>, ctx: &mut Context<Self>) {
-        let node = node.filter(|_| self.config.touched.is_none());
-        let (session, mode) = (self.session.clone(), self.config.mode);
+        let kept = self.config.touched.is_some();
+        let node = node.filter(|_| !kept);
+        // No node known, but a create whose reply was lost may have made one: an ephemeral of
+        // ours there goes too (found by its GUID when protected; checked by its owner).
+        let maybe = self.maybe_made.take().filter(|_| node.is_none() && !kept && is_ephemeral(self.config.mode));
+        let (session, mode, guid, generation) =
+            (self.session.clone(), self.config.mode, self.guid.clone(), self.generation);
         ctx.wait(
             async move {
                 if let Some((path, generation)) = node {
                     let _ = delete_ours(&session, path, generation, mode).await;
+                } else if let Some(target) = maybe {
+                    let _ = delete_if_made(&session, target, guid, generation).await;
                 }
             }
             .into_actor(self)
@@ -331,7 +351,13 @@ async fn make(
                 Some(stat) if is_session_owner(stat.ephemeral_owner) && Some(stat.ephemeral_owner) != owner => {
                     return Ok(Made::Blocked(target));
                 }
-                Some(stat) if replace && stat.ephemeral_owner == 0 && stat.num_children == 0 => {
+                // A node no session owns (persistent, container, TTL) where an ephemeral is wanted:
+                // taken over, it would outlive us. Deleted and made again; one with children cannot
+                // be, and the create fails for good.
+                Some(stat) if replace && !is_session_owner(stat.ephemeral_owner) => {
+                    if stat.num_children > 0 {
+                        return Err(Error::NotEmpty { path: target });
+                    }
                     match session.delete(&target, Some(stat.version)).await {
                         Ok(()) | Err(Error::NoNode { .. } | Error::BadVersion { .. }) => {}
                         Err(error) => return Err(error),
@@ -374,6 +400,29 @@ async fn find_by_guid(
         }
     }
     Ok(None)
+}
+
+/// Deletes the ephemeral a create aimed at `target` may have made on the session of
+/// `generation`: looked for by `guid` when protected, deleted only if that session owns it.
+async fn delete_if_made(
+    session: &SessionHandle,
+    target: String,
+    guid: Option<String>,
+    generation: u64,
+) -> Result<(), Error> {
+    let pinned = session.pinned(generation);
+    let path = match guid {
+        Some(_) => {
+            let owner = session.session().await.filter(|s| s.generation == generation).map(|s| s.session_id.0);
+            let Some(owner) = owner else { return Ok(()) };
+            match find_by_guid(session, &target, guid.as_deref(), Some(owner)).await? {
+                Some(found) => found,
+                None => return Ok(()),
+            }
+        }
+        None => target,
+    };
+    crate::recipe::fencing::delete_own_ephemeral(pinned, path).await
 }
 
 /// Whether a node's `ephemeralOwner` is a session: not 0 (persistent) and not the markers
@@ -515,7 +564,13 @@ impl Handler<SetData> for PersistentNode {
         self.config.data = msg.data.clone();
         match (&self.state, &self.path) {
             (State::Live, Some(path)) => {
-                let written = self.session.set_data(path, msg.data, None);
+                // An ephemeral is written on the session that made it only: on a later one the
+                // path may hold another process's node already.
+                let written: futures::future::BoxFuture<'static, Result<_, Error>> = if is_ephemeral(self.config.mode) {
+                    Box::pin(self.session.pinned(self.made_on).set_data(path, msg.data, None))
+                } else {
+                    Box::pin(self.session.set_data(path, msg.data, None))
+                };
                 Box::pin(async move { written.await.map(drop).map_err(PersistentNodeError::from) })
             }
             _ => {
@@ -580,6 +635,6 @@ impl Handler<MadeReport> for PersistentNode {
     type Result = ();
 
     fn handle(&mut self, report: MadeReport, ctx: &mut Context<Self>) {
-        self.on_made(report.0, ctx);
+        self.on_made(report.0, report.1, ctx);
     }
 }

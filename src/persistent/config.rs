@@ -57,9 +57,10 @@ impl PersistentNodeConfig {
         self
     }
 
-    /// An ephemeral node that finds a persistent node without children at its path deletes it
-    /// (by its version) and is created in its own mode, as Curator's service registration does:
-    /// taken over, it would stay after our session.
+    /// An ephemeral node that finds a node no session owns (persistent, container, TTL) at its
+    /// path deletes it (by its version) and is created in its own mode, as Curator's service
+    /// registration does: taken over, it would stay after our session. One with children
+    /// cannot be deleted: the node fails (`NotEmpty`).
     pub(crate) fn replacing_persistent(mut self) -> Self {
         self.replace_persistent = true;
         self

@@ -308,7 +308,11 @@ impl QueueConsumerActor {
         debug!(parent: &self.span, ?after, "the next item is not due yet; listing again then");
         let timer = ctx.run_later(after, |act, ctx| {
             act.wake = None;
-            act.list(ctx);
+            // The guards of `fill` (a session, not stopping), but a listing even with candidates
+            // left: the item now due may go before them.
+            if act.generation != 0 && !ctx.state().stopping() {
+                act.list(ctx);
+            }
         });
         self.wake = Some((due, timer));
     }
@@ -1066,6 +1070,10 @@ impl Handler<SessionEvent> for QueueConsumerActor {
             SessionEvent::Expired { .. } => {
                 warn!(parent: &self.span, in_flight = self.in_flight.len(), "session expired; revoking deliveries");
                 self.revoke_all();
+                // The new session's first listing sets the timer again.
+                if let Some((_, timer)) = self.wake.take() {
+                    ctx.cancel_future(timer);
+                }
                 // Nothing is claimed until the next session is up; replies from the old one
                 // are recognised by their generation.
                 self.generation = 0;

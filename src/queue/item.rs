@@ -69,7 +69,31 @@ pub(crate) fn prefix(id: Option<&str>, due_ms: Option<u64>, priority: i32) -> St
 
 /// What `name` says, `None` when it is not an item's name.
 pub(crate) fn parse(name: &str) -> Option<ItemName> {
-    let mut rest = name.strip_prefix(ITEM_PREFIX)?;
+    let rest = name.strip_prefix(ITEM_PREFIX)?;
+    // An id item of an older version may have an id that starts with the due mark: read as an
+    // id item whatever else does not parse.
+    parse_laid_out(rest).or_else(|| id_item(rest))
+}
+
+/// `<id>-<seq>`: an id item (no due time, priority 0).
+fn id_item(rest: &str) -> Option<ItemName> {
+    let (head, seq) = split_sequence(rest)?;
+    (head.len() > 1 && head.ends_with('-')).then_some(ItemName { due_ms: None, priority: 0, seq })
+}
+
+/// The name without its sequence number, and the number.
+fn split_sequence(rest: &str) -> Option<(&str, u64)> {
+    if rest.len() < SEQUENCE_DIGITS || !rest.is_char_boundary(rest.len() - SEQUENCE_DIGITS) {
+        return None;
+    }
+    let (head, digits) = rest.split_at(rest.len() - SEQUENCE_DIGITS);
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((head, digits.parse().ok()?))
+}
+
+fn parse_laid_out(mut rest: &str) -> Option<ItemName> {
     let mut due_ms = None;
     if let Some(after) = rest.strip_prefix(DUE_MARK) {
         let (hex, tail) = after.split_once(DUE_MARK)?;
@@ -79,24 +103,21 @@ pub(crate) fn parse(name: &str) -> Option<ItemName> {
         due_ms = Some(u64::from_str_radix(hex, 16).ok()?);
         rest = tail;
     }
-    if rest.len() < SEQUENCE_DIGITS || !rest.is_char_boundary(rest.len() - SEQUENCE_DIGITS) {
-        return None;
-    }
-    let (head, digits) = rest.split_at(rest.len() - SEQUENCE_DIGITS);
-    if !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let seq = digits.parse().ok()?;
-    let priority = match head {
-        "" => 0,
+    let (head, seq) = split_sequence(rest)?;
+    let priority = match head.as_bytes() {
+        [] => 0,
         // An id item (never delayed): `<id>-`.
-        id if due_ms.is_none() && id.len() > 1 && id.ends_with('-') => 0,
-        prio if prio.len() == 9 && matches!(&prio[..1], "0" | "1") => {
-            let bits = &prio[1..];
-            if !bits.bytes().all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b)) {
+        [.., b'-'] if due_ms.is_none() && head.len() > 1 => 0,
+        // Curator's layout: the sign digit, then 8 upper-case hex digits; the sign digit must
+        // agree with the value.
+        [sign @ (b'0' | b'1'), bits @ ..]
+            if bits.len() == 8 && bits.iter().all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(b)) =>
+        {
+            let value = u32::from_str_radix(&head[1..], 16).ok()? as i32;
+            if (*sign == b'1') != (value >= 0) {
                 return None;
             }
-            u32::from_str_radix(bits, 16).ok()? as i32
+            value
         }
         _ => return None,
     };

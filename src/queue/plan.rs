@@ -74,7 +74,11 @@ pub(crate) fn plan(
         items.truncate(keep);
     }
     items.sort_unstable();
-    let window = items.len().min(shape.spread.max(1));
+    // Only among the first items of the head's priority: a rotation must not put an item of a
+    // later priority before one of an earlier.
+    let head_priority = items.first().map(|((priority, _), _)| *priority);
+    let same_priority = items.iter().take_while(|((priority, _), _)| Some(*priority) == head_priority).count();
+    let window = same_priority.min(shape.spread.max(1));
     if window > 1 {
         let start = usize::try_from(shape.offset % window as u64).unwrap_or(0);
         items[..window].rotate_left(start);
@@ -92,6 +96,20 @@ mod tests {
 
     fn shape(keep: usize, spread: usize, offset: u64) -> Shape {
         Shape { keep, spread, offset, now_ms: 1_000 }
+    }
+
+    #[test]
+    fn the_start_is_spread_only_among_items_of_the_head_priority() {
+        let urgent = format!("{}0000000100", item::prefix(None, None, -5));
+        let names: Vec<String> = (0..10).map(item).chain([urgent.clone()]).collect();
+        for offset in 0..10 {
+            let plan = plan(names.clone(), &HashSet::new(), |_| false, shape(20, 20, offset));
+            assert_eq!(plan.candidates[0], urgent, "offset {offset}");
+        }
+        let two_urgent = format!("{}0000000101", item::prefix(None, None, -5));
+        let plan =
+            plan(vec![item(1), urgent.clone(), two_urgent.clone()], &HashSet::new(), |_| false, shape(20, 20, 1));
+        assert_eq!(plan.candidates, [two_urgent, urgent, item(1)], "rotated among the two urgent ones");
     }
 
     #[test]

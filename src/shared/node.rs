@@ -35,6 +35,7 @@ const ATTEMPTS: usize = 5;
 
 /// Why a request to a shared node failed, before a front names it in its own error type.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Failure {
     /// The node's data is not a value of this format (`len` bytes).
     NotOfFormat {
