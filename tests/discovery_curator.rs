@@ -82,7 +82,7 @@ async fn curator_reads_every_instance_shape_we_write() {
     let java = start_peer(format!("{}{root}", zk.connect_string())).await;
     let (java, control) = peer(java, |p| p.query_instances("control")).await;
     assert!(control.is_err(), "Curator read a node it cannot read: {control:?}");
-    let (_java, read) = peer(java, |p| p.query_instances("shapes")).await;
+    let (java, read) = peer(java, |p| p.query_instances("shapes")).await;
     let read = read.expect("Curator reads every instance of the service");
     let by_id = |id: &str| read.as_array().expect("a list").iter().find(|i| i["id"] == id).cloned().expect(id);
     assert_eq!(read.as_array().expect("a list").len(), shapes.len(), "{read}");
@@ -105,7 +105,26 @@ async fn curator_reads_every_instance_shape_we_write() {
     assert_eq!(full["uri"], shapes[5].uri().expect("a spec").as_str());
     assert_eq!((&by_id("permanent")["serviceType"], &by_id("permanent")["port"]), (&json!("PERMANENT"), &json!(0)));
     assert_eq!((&by_id("seq")["serviceType"], &by_id("seq")["enabled"]), (&json!("DYNAMIC_SEQUENTIAL"), &json!(true)));
-    for r in &kept {
+
+    // Read as a Java service that knows its payload type reads: by a reader for that class.
+    // Every map-shaped payload (and none) under one service, the text under another.
+    let maps = ["none", "map", "tree", "empty"].map(|id| shapes.iter().find(|i| i.id == id).expect("a shape").clone());
+    let mut typed = Vec::new();
+    for mut shape in maps {
+        shape.name = "maps".into();
+        typed.push(d.register(shape).await.expect("registered"));
+    }
+    let mut text = shapes[4].clone();
+    text.name = "texts".into();
+    typed.push(d.register(text).await.expect("registered"));
+    let (java, as_map) = peer(java, |p| p.query_instances_as("maps", "java.util.Map")).await;
+    assert_eq!(as_map.expect("a Map reader reads every map payload").as_array().map(Vec::len), Some(4));
+    let (java, as_text) = peer(java, |p| p.query_instances_as("texts", "java.lang.String")).await;
+    assert_eq!(as_text.expect("a String reader reads the text payload")[0]["payload"], "plain text");
+    // The control: a Map reader fails on the text payload (for the whole service).
+    let (_java, mismatch) = peer(java, |p| p.query_instances_as("texts", "java.util.Map")).await;
+    assert!(mismatch.is_err(), "a Map reader read a text payload: {mismatch:?}");
+    for r in kept.iter().chain(&typed) {
         r.unregister().await;
     }
     s.close().await;

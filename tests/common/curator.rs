@@ -271,7 +271,13 @@ impl CuratorPeer {
     /// What Curator's `queryForInstances(name)` returns, described as a JSON array sorted by id;
     /// `Err` with Curator's error when it cannot read the service.
     pub fn query_instances(&mut self, name: &str) -> Result<serde_json::Value, String> {
-        self.send(&format!("query {name}"))?;
+        self.query_instances_as(name, "")
+    }
+
+    /// [`query_instances`](Self::query_instances) by a reader built for `payload_class` (a Java
+    /// class name; empty: `Object`), as a Java service that knows its payload type reads.
+    pub fn query_instances_as(&mut self, name: &str, payload_class: &str) -> Result<serde_json::Value, String> {
+        self.send(format!("query {name} {payload_class}").trim_end())?;
         let line = self.next_line(Duration::from_secs(20))?;
         match line.strip_prefix("INSTANCES ") {
             Some(json) => serde_json::from_str(json).map_err(|e| format!("{e}: {json}")),

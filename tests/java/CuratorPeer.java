@@ -19,7 +19,8 @@
 //   default JsonInstanceSerializer): `register <name> <id> <address> <port> <TYPE> <payload>`
 //   (payload `-` for none, else a JSON object, registered as a LinkedHashMap; reply
 //   `REGISTERED`), `update <name> <id> <address> <port>` (reply `UPDATED`), `unregister <name>
-//   <id>` (reply `UNREGISTERED`), `query <name>` (queryForInstances; reply `INSTANCES <json>`: an
+//   <id>` (reply `UNREGISTERED`), `query <name> [<payload class>]` (queryForInstances, by a reader
+//   built for that payload class if given; reply `INSTANCES <json>`: an
 //   array of {id, address, port, sslPort, serviceType, enabled, payloadClass, payload, uri},
 //   sorted by id, or `ERROR` if Curator cannot read the service), `raw <name> <id>` (the node's
 //   bytes as Curator wrote them; reply `RAW <json>`), `cache <name>` (a started ServiceCache
@@ -365,9 +366,20 @@ public class CuratorPeer {
         } else if (words[0].equals("unregister") && words.length == 3) {
             discovery.unregisterService(registered.remove(words[1] + "/" + words[2]));
             reply("UNREGISTERED");
-        } else if (words[0].equals("query") && words.length == 2) {
+        } else if (words[0].equals("query") && (words.length == 2 || words.length == 3)) {
+            // With a class: a second ServiceDiscovery whose serializer is built for that payload
+            // class, as a Java service that knows its payload type reads (Curator checks each
+            // payload against it, and fails the whole query on one that is not of it).
+            ServiceDiscovery<Object> reader = discovery;
+            if (words.length == 3) {
+                @SuppressWarnings("unchecked")
+                Class<Object> payloadClass = (Class<Object>) Class.forName(words[2]);
+                reader = ServiceDiscoveryBuilder.builder(payloadClass).client(client).basePath(lockPath)
+                        .serializer(new JsonInstanceSerializer<>(payloadClass)).build();
+                reader.start();
+            }
             List<Map<String, Object>> described = new ArrayList<>();
-            for (ServiceInstance<Object> instance : discovery.queryForInstances(words[1])) {
+            for (ServiceInstance<Object> instance : reader.queryForInstances(words[1])) {
                 Map<String, Object> one = new LinkedHashMap<>();
                 one.put("id", instance.getId());
                 one.put("address", instance.getAddress());
@@ -381,6 +393,9 @@ public class CuratorPeer {
                 described.add(one);
             }
             described.sort((a, b) -> ((String) a.get("id")).compareTo((String) b.get("id")));
+            if (reader != discovery) {
+                reader.close();
+            }
             reply("INSTANCES " + mapper.writeValueAsString(described));
         } else if (words[0].equals("raw") && words.length == 3) {
             byte[] bytes = client.getData().forPath(lockPath + "/" + words[1] + "/" + words[2]);
