@@ -487,3 +487,29 @@ async fn a_dynamic_registration_never_takes_over_a_node_that_would_outlive_it() 
     registration.unregister().await;
     s.close().await;
 }
+
+/// Row "a `Static` registration unregistered after someone else registered the id there": a
+/// regression test (the delete was unconditional, and took the other's node). Our node is
+/// deleted by another process, which registers its own at the id; our unregister, sent before
+/// we hear of it, leaves theirs.
+#[actix_rt::test]
+async fn unregistering_a_static_instance_never_deletes_the_registration_that_replaced_it() {
+    use actix_zookeeper::testkit::Direction;
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("discovery-static-fence");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let s = session_at(&links.connect_string(), &root).await;
+    let other = session_at(&zk.connect_string(), &root).await;
+    let ours = discovery(&s).register(instance("fixed", 1).with_service_type(ServiceType::Static)).await.expect("ours");
+    // We hear nothing for a while: the other's delete and create reach us only after our stop.
+    links.proxy(0).set_latency(Direction::Downstream, Duration::from_millis(1500));
+    other.delete(ours.path(), None).await.expect("the other deletes ours");
+    let theirs = other.create(ours.path(), b"theirs".to_vec(), CreateMode::Persistent).await.expect("theirs");
+    bounded("unregister", ours.unregister()).await;
+    links.reset();
+    let left = other.get_data(&theirs.path).await.expect("their registration stays");
+    assert_eq!((left.data.as_slice(), left.stat.czxid), (&b"theirs"[..], theirs.stat.czxid));
+    s.close().await;
+    other.close().await;
+}

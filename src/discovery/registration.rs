@@ -41,19 +41,31 @@ impl Registration {
         timeout: Duration,
     ) -> Result<Registration, DiscoveryError> {
         let data = format::encode(&instance)?;
-        // A closed session never connects again: say so now, not at the timeout.
-        if !session.is_running() {
-            return Err(DiscoveryError::ZooKeeper(crate::Error::Closed));
-        }
         let target = path::join(&path::join(base_path, &instance.name), &instance.id);
         let mode = instance.service_type.create_mode();
         let config = PersistentNodeConfig::new(target, mode).with_data(data).replacing_persistent();
         let (name, id) = (instance.name.clone(), instance.id.clone());
         let span = tracing::info_span!("zk.discovery.register", service = %name, %id);
+        // A closed session never connects again: say so, not at the timeout. (The node's actor
+        // may never hear it: a closing session drops new subscribers.)
+        let closed = session.connected();
         let node = PersistentNodeHandle::start(session, config)?;
         let events = node.events();
-        let made =
-            tokio::time::timeout(timeout, first_create(&node, events, &name, &id)).instrument(span.clone()).await;
+        let created = first_create(&node, events, &name, &id);
+        let refused = async move {
+            match closed.await {
+                Err(error) => DiscoveryError::ZooKeeper(error),
+                Ok(_) => futures::future::pending().await,
+            }
+        };
+        let either = async move {
+            futures::pin_mut!(created, refused);
+            match futures::future::select(created, refused).await {
+                futures::future::Either::Left((created, _)) => created,
+                futures::future::Either::Right((refused, _)) => Err(refused),
+            }
+        };
+        let made = tokio::time::timeout(timeout, either).instrument(span.clone()).await;
         let path = match made {
             Ok(Ok(path)) => path,
             // The stop is sent, not awaited (its delete may wait for a connection): whatever was

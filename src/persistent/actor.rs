@@ -31,6 +31,8 @@ pub struct PersistentNode {
     path: Option<String>,
     /// The session generation the node was made (or taken over) on.
     made_on: u64,
+    /// Its `czxid`: a persistent node is deleted only while it is still this one.
+    made_czxid: i64,
     /// A create is on its way (one at a time: its outcome decides the next step).
     in_flight: bool,
     /// Another create is wanted once the one on its way is done (a new session meanwhile).
@@ -66,8 +68,8 @@ enum State {
 /// What a create found.
 enum Made {
     /// Ours at this path (created, found by its GUID, or taken over), on the session of this
-    /// generation.
-    Ours(String, u64),
+    /// generation, with its `czxid` (which node it is: a delete is fenced by it).
+    Ours(String, u64, i64),
     /// Another live session's ephemeral node is at this path.
     Blocked(String),
 }
@@ -93,6 +95,7 @@ impl PersistentNode {
             state: State::Creating,
             path: None,
             made_on: 0,
+            made_czxid: 0,
             in_flight: false,
             again: false,
             writing: Vec::new(),
@@ -143,12 +146,12 @@ impl PersistentNode {
         actix::spawn(async move {
             let made = made.await;
             let orphan = match &made {
-                Ok(Made::Ours(path, generation)) => Some((path.clone(), *generation)),
+                Ok(Made::Ours(path, generation, czxid)) => Some((path.clone(), *generation, *czxid)),
                 _ => None,
             };
             if me.send(MadeReport(made, target)).await.is_err() {
-                if let Some((path, generation)) = orphan {
-                    let _ = delete_ours(&session, path, generation, mode).await;
+                if let Some((path, generation, czxid)) = orphan {
+                    let _ = delete_ours(&session, path, generation, czxid, mode).await;
                 }
             }
         });
@@ -166,26 +169,28 @@ impl PersistentNode {
         if self.state == State::Stopping {
             // A stop waited for this create: it deletes what it made.
             let made = match made {
-                Ok(Made::Ours(path, generation)) => Some((path, generation)),
+                Ok(Made::Ours(path, generation, czxid)) => Some((path, generation, czxid)),
                 _ => None,
             };
             self.finish_stop(made, ctx);
             return;
         }
         if std::mem::take(&mut self.again) {
-            if let Ok(Made::Ours(path, generation)) = &made {
+            if let Ok(Made::Ours(path, generation, czxid)) = &made {
                 self.path = Some(path.clone());
                 self.made_on = *generation;
+                self.made_czxid = *czxid;
             }
             self.ensure(ctx);
             return;
         }
         match made {
-            Ok(Made::Ours(path, generation)) => {
+            Ok(Made::Ours(path, generation, czxid)) => {
                 info!(%path, "created");
                 self.backoff.reset();
                 self.path = Some(path.clone());
                 self.made_on = generation;
+                self.made_czxid = czxid;
                 self.state = State::Live;
                 if self.writing != self.config.data {
                     // Set while the create was on its way: the node has the data before.
@@ -286,7 +291,7 @@ impl PersistentNode {
 
     /// Deletes `node` (the node we made, and the session generation it was made on), then stops.
     /// A TTL node is kept: its TTL ends it once nothing touches it.
-    fn finish_stop(&mut self, node: Option<(String, u64)>, ctx: &mut Context<Self>) {
+    fn finish_stop(&mut self, node: Option<(String, u64, i64)>, ctx: &mut Context<Self>) {
         let kept = self.config.touched.is_some();
         let node = node.filter(|_| !kept);
         // No node known, but a create whose reply was lost may have made one: an ephemeral of
@@ -296,8 +301,8 @@ impl PersistentNode {
             (self.session.clone(), self.config.mode, self.guid.clone(), self.generation);
         ctx.wait(
             async move {
-                if let Some((path, generation)) = node {
-                    let _ = delete_ours(&session, path, generation, mode).await;
+                if let Some((path, generation, czxid)) = node {
+                    let _ = delete_ours(&session, path, generation, czxid, mode).await;
                 } else if let Some(target) = maybe {
                     let _ = delete_if_made(&session, target, guid, generation).await;
                 }
@@ -335,13 +340,13 @@ async fn make(
     // A protected sequential create is looked for before it is made (again): an earlier create
     // whose reply was lost may have made it, on this session or before it.
     if mode.is_sequential() {
-        if let Some(found) = find_by_guid(&session, &target, guid.as_deref(), owner).await? {
-            return Ok(Made::Ours(found, generation));
+        if let Some((found, czxid)) = find_by_guid(&session, &target, guid.as_deref(), owner).await? {
+            return Ok(Made::Ours(found, generation, czxid));
         }
     }
     for _ in 0..3 {
         let failed = match session.create(&target, data.clone(), mode).await {
-            Ok(created) => return Ok(Made::Ours(created.path, generation)),
+            Ok(created) => return Ok(Made::Ours(created.path, generation, created.stat.czxid)),
             Err(error) => error,
         };
         match failed {
@@ -364,7 +369,7 @@ async fn make(
                     }
                 }
                 Some(stat) => match session.set_data(&target, data.clone(), Some(stat.version)).await {
-                    Ok(_) => return Ok(Made::Ours(target, generation)),
+                    Ok(written) => return Ok(Made::Ours(target, generation, written.czxid)),
                     Err(Error::NoNode { .. } | Error::BadVersion { .. }) => {}
                     Err(error) => return Err(error),
                 },
@@ -383,7 +388,7 @@ async fn find_by_guid(
     target: &str,
     guid: Option<&str>,
     owner: Option<i64>,
-) -> Result<Option<String>, Error> {
+) -> Result<Option<(String, i64)>, Error> {
     let (Some(guid), Some(parent)) = (guid, path::parent(target)) else { return Ok(None) };
     session.sync(parent).await?;
     let children = match session.children(parent).await {
@@ -395,7 +400,7 @@ async fn find_by_guid(
         let found = path::join(parent, &name);
         if let Some(stat) = session.exists(&found).await? {
             if !is_session_owner(stat.ephemeral_owner) || Some(stat.ephemeral_owner) == owner {
-                return Ok(Some(found));
+                return Ok(Some((found, stat.czxid)));
             }
         }
     }
@@ -416,7 +421,7 @@ async fn delete_if_made(
             let owner = session.session().await.filter(|s| s.generation == generation).map(|s| s.session_id.0);
             let Some(owner) = owner else { return Ok(()) };
             match find_by_guid(session, &target, guid.as_deref(), Some(owner)).await? {
-                Some(found) => found,
+                Some((found, _)) => found,
                 None => return Ok(()),
             }
         }
@@ -438,12 +443,34 @@ fn cannot_be_made(error: &Error) -> bool {
 }
 
 /// Deletes our node at `path`, made on the session of `generation`: an ephemeral only on that
-/// session (on a later one the path may be another's node by then), any other node wherever.
-async fn delete_ours(session: &SessionHandle, path: String, generation: u64, mode: CreateMode) -> Result<(), Error> {
+/// session (on a later one the path may be another's node by then), any other node only while
+/// it is still the one we made or took over (`czxid`: someone may have deleted it and made
+/// another there, a registration of another process, say), on whatever session.
+async fn delete_ours(
+    session: &SessionHandle,
+    path: String,
+    generation: u64,
+    czxid: i64,
+    mode: CreateMode,
+) -> Result<(), Error> {
     if is_ephemeral(mode) {
-        crate::recipe::fencing::delete_own_ephemeral(session.pinned(generation), path).await
-    } else {
-        crate::recipe::delete_until_gone(session.clone(), path).await
+        return crate::recipe::fencing::delete_own_ephemeral(session.pinned(generation), path).await;
+    }
+    // Without the attempt limit: a node left behind stays for good.
+    let mut backoff = session.retry_policy().without_attempt_limit().backoff();
+    loop {
+        let deleted = match session.exists(&path).await {
+            Ok(Some(stat)) if stat.czxid == czxid => session.delete(&path, Some(stat.version)).await,
+            Ok(_) => return Ok(()),
+            Err(error) => Err(error),
+        };
+        match deleted {
+            Ok(()) | Err(Error::NoNode { .. }) => return Ok(()),
+            // Written meanwhile (our own set, say): look again.
+            Err(Error::BadVersion { .. }) => {}
+            Err(error) if error.is_final() => return Err(error),
+            Err(error) => backoff.retry_after(error).await?,
+        }
     }
 }
 
@@ -479,9 +506,10 @@ impl Actor for PersistentNode {
         // node is left to its TTL).
         let kept = self.config.touched.is_some();
         if let (State::Live, Some(path), false) = (&self.state, self.path.take(), kept) {
-            let (session, generation, mode) = (self.session.clone(), self.made_on, self.config.mode);
+            let (session, generation, czxid, mode) =
+                (self.session.clone(), self.made_on, self.made_czxid, self.config.mode);
             actix::spawn(async move {
-                let _ = delete_ours(&session, path, generation, mode).await;
+                let _ = delete_ours(&session, path, generation, czxid, mode).await;
             });
         }
         for waiter in self.waiters.drain(..) {
@@ -623,7 +651,7 @@ impl Handler<DeleteAndStop> for PersistentNode {
         }
         let live = self.state == State::Live;
         self.state = State::Stopping;
-        let node = self.path.take().filter(|_| live).map(|path| (path, self.made_on));
+        let node = self.path.take().filter(|_| live).map(|path| (path, self.made_on, self.made_czxid));
         // A create on its way reports back first, and `on_made` finishes the stop.
         if !self.in_flight {
             self.finish_stop(node, ctx);
