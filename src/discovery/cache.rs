@@ -134,11 +134,9 @@ impl Handler<CacheEvent> for ServiceCache {
                 self.read(&path, data)
             }
             CacheEvent::NodeRemoved { path } => {
-                if let Some(name) = self.instance_node(&path) {
-                    self.unreadable.remove(name);
-                }
-                let removed = self.instance_node(&path).and_then(|name| self.instances.remove(name));
-                if let Some(instance) = removed {
+                let Some(name) = self.instance_node(&path) else { return };
+                self.unreadable.remove(name);
+                if let Some(instance) = self.instances.remove(name) {
                     self.subscribers.tell(ServiceCacheEvent::InstanceRemoved { instance });
                 }
             }

@@ -92,9 +92,11 @@ impl ServiceDiscovery {
             Err(Error::NoNode { .. }) => return Ok(Vec::new()),
             Err(error) => return Err(error.into()),
         };
+        // Every read is sent before the first is awaited: one round trip, not one per instance.
+        let reads: Vec<_> = ids.iter().map(|id| self.read(&path::join(&dir, id))).collect();
         let mut instances = Vec::with_capacity(ids.len());
-        for id in ids {
-            match self.read(&path::join(&dir, &id)).await {
+        for read in reads {
+            match read.await {
                 Ok(Some(instance)) => instances.push(instance),
                 Ok(None) | Err(DiscoveryError::Unreadable { .. }) => {}
                 Err(error) => return Err(error),
@@ -111,13 +113,20 @@ impl ServiceDiscovery {
         self.read(&path::join(&dir, id)).await
     }
 
-    async fn read(&self, node: &str) -> Result<Option<ServiceInstance>, DiscoveryError> {
-        match self.session.get_data(node).await {
-            Ok(read) => format::decode(&read.data)
-                .map(Some)
-                .map_err(|reason| DiscoveryError::Unreadable { path: node.to_owned(), reason }),
-            Err(Error::NoNode { .. }) => Ok(None),
-            Err(error) => Err(error.into()),
+    /// Reads `node` as an instance; the request is sent when this is called.
+    fn read(
+        &self,
+        node: &str,
+    ) -> impl Future<Output = Result<Option<ServiceInstance>, DiscoveryError>> + 'static + use<> {
+        let (sent, node) = (self.session.get_data(node), node.to_owned());
+        async move {
+            match sent.await {
+                Ok(read) => format::decode(&read.data)
+                    .map(Some)
+                    .map_err(|reason| DiscoveryError::Unreadable { path: node, reason }),
+                Err(Error::NoNode { .. }) => Ok(None),
+                Err(error) => Err(error.into()),
+            }
         }
     }
 
