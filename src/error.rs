@@ -263,6 +263,24 @@ impl Error {
         !self.was_not_applied()
     }
 
+    /// True when the error is the server's answer to the request (so the server received it
+    /// while the session was alive): what renews a [`Lease`](crate::session::Lease).
+    pub(crate) fn answered_by_server(&self) -> bool {
+        match self {
+            Error::Multi { source, .. } => source.answered_by_server(),
+            error => matches!(
+                error,
+                Error::NoNode { .. }
+                    | Error::NodeExists { .. }
+                    | Error::BadVersion { .. }
+                    | Error::NotEmpty { .. }
+                    | Error::NoChildrenForEphemerals { .. }
+                    | Error::NoAuth { .. }
+                    | Error::InvalidAcl { .. }
+            ),
+        }
+    }
+
     /// True when the same request may succeed later without any change: the connection or the
     /// session is the problem ([`Error::ConnectionLoss`], [`Error::SessionLost`],
     /// [`Error::Timeout`]), not the request. Whether to read back first is a separate question:

@@ -39,6 +39,7 @@ mod queue_delayed;
 mod recipe_handles;
 mod requests;
 mod retry;
+mod safe_until;
 mod sasl;
 mod scenarios_cache;
 mod scenarios_election;

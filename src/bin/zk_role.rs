@@ -53,7 +53,7 @@ roles and their options (defaults in brackets):
   lock            [--dir /lock] [--counter /counter] [--history /history] [--rounds 1]
                   [--hold-ms 100] [--unfenced]
   election        [--path /election] [--history /history] [--writes 10] [--interval-ms 100]
-                  [--unfenced]
+                  [--unfenced] [--guarded]   (guarded: each write only while the term is current)
   queue-consumer  [--queue /queue] [--concurrency 1] [--work-ms 50]
   task-worker     [--root /tasks] [--concurrency 1] [--work-ms 50]
   task-master     [--root /tasks]
@@ -188,7 +188,7 @@ struct Args {
 }
 
 /// Options without a value.
-const SWITCHES: &[&str] = &["unfenced"];
+const SWITCHES: &[&str] = &["unfenced", "guarded"];
 
 impl Args {
     fn parse(argv: impl IntoIterator<Item = String>) -> Result<Args, String> {
@@ -286,6 +286,7 @@ fn parse(argv: impl IntoIterator<Item = String>) -> Result<(Common, Role), Strin
             writes: args.number("writes", 10)?,
             interval: ms(&mut args, "interval-ms", 100)?,
             unfenced: args.switch("unfenced"),
+            guarded: args.switch("guarded"),
         }),
         "queue-consumer" => Role::QueueConsumer {
             queue: args.text("queue", Some("/queue"))?,
@@ -584,6 +585,9 @@ struct ElectionPlan {
     writes: u64,
     interval: Duration,
     unfenced: bool,
+    /// Start each write only while the term is certainly held (`Fence::check_current`), and
+    /// print `current term=<t> until=<unix ms>` before it, or `refused term=<t>` instead of it.
+    guarded: bool,
 }
 
 /// Counts shared by every term's leader actor (all on this thread).
@@ -604,7 +608,7 @@ async fn election_role(session: &SessionHandle, id: &str, plan: ElectionPlan) ->
     let (enough, mut enough_rx) = mpsc::unbounded();
     let leader = {
         let (session, id, history) = (session.clone(), id.to_owned(), plan.history.clone());
-        let (writes, interval, unfenced) = (plan.writes, plan.interval, plan.unfenced);
+        let (writes, interval, unfenced, guarded) = (plan.writes, plan.interval, plan.unfenced, plan.guarded);
         move |term: LeaderTerm| TermWriter {
             session: session.clone(),
             id: id.clone(),
@@ -613,6 +617,7 @@ async fn election_role(session: &SessionHandle, id: &str, plan: ElectionPlan) ->
             writes,
             interval,
             unfenced,
+            guarded,
             tally: Rc::clone(&tally),
             enough: enough.clone(),
         }
@@ -644,6 +649,7 @@ struct TermWriter {
     writes: u64,
     interval: Duration,
     unfenced: bool,
+    guarded: bool,
     tally: Rc<Tally>,
     enough: mpsc::UnboundedSender<()>,
 }
@@ -662,10 +668,22 @@ impl TermWriter {
         if tally.busy.get() || tally.ok.get() >= self.writes {
             return;
         }
+        let term = self.term.token.0;
+        if self.guarded {
+            match self.term.check_current() {
+                Ok(left) => {
+                    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+                    emit!("current", term = term, until = (now + left).as_millis());
+                }
+                Err(_) => {
+                    emit!("refused", term = term);
+                    return;
+                }
+            }
+        }
         tally.busy.set(true);
         let n = tally.attempts.get() + 1;
         tally.attempts.set(n);
-        let term = self.term.token.0;
         let create = Op::Create {
             path: path::join(&self.history, &format!("e-{term}-{n}")),
             data: format!("term={term} writer={} n={n}", self.id).into_bytes(),

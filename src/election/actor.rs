@@ -448,13 +448,7 @@ impl Handler<ContenderReport> for ElectionActor {
                 }
             }
         }
-        holder::report(
-            self,
-            report.tag,
-            report.event,
-            |node, token, version| LeaderTerm { token, node: node.to_owned(), version },
-            ctx,
-        );
+        holder::report(self, report.tag, report.event, ctx);
     }
 }
 

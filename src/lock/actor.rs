@@ -214,13 +214,7 @@ impl Handler<ContenderReport> for LockActor {
             }
             return;
         }
-        holder::report(
-            self,
-            report.tag,
-            report.event,
-            |node, token, version| LockGrant { node: node.to_owned(), token, version },
-            ctx,
-        );
+        holder::report(self, report.tag, report.event, ctx);
     }
 }
 

@@ -102,13 +102,7 @@ impl SemaphoreActor {
             self.guard.let_go(self.attempt);
         }
         let attempt = self.attempt;
-        holder::report(
-            self,
-            attempt,
-            event,
-            |node, token, version| LockGrant { node: node.to_owned(), token, version },
-            ctx,
-        );
+        holder::report(self, attempt, event, ctx);
     }
 }
 

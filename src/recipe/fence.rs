@@ -1,20 +1,39 @@
 //! [`Fence`]: a node we won (a lock grant, a leader's term, a master's term) and its fencing
-//! token, with the writes it guards; [`FenceError`], why a guarded write did not apply.
+//! token, with the writes it guards and the moment it may no longer be held; [`FenceError`],
+//! why a guarded write did not apply; [`NotCurrent`], why guarded work did not run.
 //!
 //! Owns: the one type every recipe hands out for "ours while this node stands" (`LockGrant`,
-//! `LeaderTerm` and `MasterFence` are names for it) and the guarded write. Does not own how the
-//! node was won (the contender) or what a recipe does when it is lost.
+//! `LeaderTerm` and `MasterFence` are names for it), the guarded write, and "safe until"
+//! ([`Fence::valid_until`], [`Fence::is_current`], [`Fence::while_current`]). Does not own how
+//! the node was won (the contender), what a recipe does when it is lost, or how long the session
+//! is alive (the session's [`Lease`]).
+//!
+//! # Safe until
+//! A write guarded by the node is refused by the server once the grant has ended. Work that is
+//! not a ZooKeeper write (a file, a payment, a message to another system) has no such guard:
+//! for it, a grant also carries the moment after which it may no longer be held, computed on
+//! this process's monotonic clock from the session's [`Lease`] (the last request the server
+//! answered, plus the session timeout, less a margin). Until that moment the server cannot have
+//! expired the session, so no other participant can have been granted what our node holds
+//! (short of somebody deleting it by hand). A process paused past it finds it passed as soon as
+//! it runs again, before it hears anything.
 
 use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use super::FencingToken;
 use super::fencing::{GuardFailure, checked, guarded_multi};
 use crate::error::Error;
-use crate::session::SessionHandle;
 use crate::session::requests::{Op, OpResult};
+use crate::session::{Lease, SessionHandle, SessionId};
 
 /// Proof of holding something (a lock, a semaphore lease, leadership, a master's office) at the
-/// time it was won: the node that won, its version then, and its fencing token.
+/// time it was won: the node that won, its version then, its fencing token, and until when it is
+/// certainly still held ([`valid_until`](Self::valid_until)).
+///
+/// Two fences are equal when they name the same node, token and version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fence {
     /// The node that won.
@@ -24,9 +43,116 @@ pub struct Fence {
     /// The node's version when won. Guarded writes do not check it: a revocation request
     /// (Curator's `Revoker`) writes into a lock node without ending the grant.
     pub version: i32,
+    validity: Validity,
 }
 
+/// Until when a grant is certainly held: its session's lease, while the grant has not ended.
+#[derive(Clone)]
+struct Validity {
+    lease: Lease,
+    /// The session that owns the node.
+    session: SessionId,
+    /// Set once the recipe knows the grant ended (released, lost, resigned): shared by every
+    /// clone of the fence.
+    ended: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Validity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Validity")
+            .field("session", &self.session)
+            .field("ended", &self.ended.load(Ordering::SeqCst))
+            .finish()
+    }
+}
+
+/// What a fence is: node, token and version; its validity is how long, not which.
+impl PartialEq for Validity {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Validity {}
+
 impl Fence {
+    /// The fence of `node`, won by session `session` with `token` at `version`.
+    pub(crate) fn won(node: &str, token: FencingToken, version: i32, session: SessionId, lease: Lease) -> Fence {
+        Fence {
+            node: node.to_owned(),
+            token,
+            version,
+            validity: Validity { lease, session, ended: Arc::new(AtomicBool::new(false)) },
+        }
+    }
+
+    /// The recipe knows the grant ended: from now on no clone of this fence is current.
+    pub(crate) fn end(&self) {
+        self.validity.ended.store(true, Ordering::SeqCst);
+    }
+
+    /// The moment after which the grant may no longer be held, on this process's monotonic
+    /// clock: its session's lease ([`Lease::valid_until`]), renewed by every reply the session
+    /// gets. `None` once the grant is known to have ended (released, lost, resigned) or its
+    /// session to have ended. Later calls may return a later moment (the lease was renewed),
+    /// never an earlier one for the same session, except `None`.
+    pub fn valid_until(&self) -> Option<Instant> {
+        if self.validity.ended.load(Ordering::SeqCst) {
+            return None;
+        }
+        self.validity.lease.valid_until_for(self.validity.session)
+    }
+
+    /// True while the grant is certainly held: before [`valid_until`](Self::valid_until). Check
+    /// it before starting work that only the holder may do; better, let
+    /// [`while_current`](Self::while_current) start the work and cut it off.
+    pub fn is_current(&self) -> bool {
+        self.valid_until().is_some_and(|until| Instant::now() < until)
+    }
+
+    /// How much longer the grant is certainly held; `None` once it is not current.
+    pub fn remaining(&self) -> Option<Duration> {
+        let until = self.valid_until()?;
+        let now = Instant::now();
+        (now < until).then(|| until - now)
+    }
+
+    /// Runs `work` only while the grant is certainly held: refused (and `work` never polled)
+    /// when it is not current now, cut off (dropped where it stands) the moment it stops being
+    /// current. The deadline is read again each time it arrives, so a lease renewed meanwhile
+    /// lets the work go on.
+    ///
+    /// Cutting off protects what `work` does from its next `.await` on; a step between two
+    /// awaits runs to its end. Keep steps short, or check [`is_current`](Self::is_current)
+    /// inside them.
+    ///
+    /// # Cancel safety
+    /// Dropping the returned future drops `work` (as cutting it off does); nothing else is held.
+    pub async fn while_current<F: Future>(&self, work: F) -> Result<F::Output, NotCurrent> {
+        let Some(mut until) = self.valid_until().filter(|until| Instant::now() < *until) else {
+            return Err(NotCurrent { node: self.node.clone(), started: false });
+        };
+        let work = std::pin::pin!(work);
+        let mut work = work;
+        loop {
+            let deadline = tokio::time::sleep_until(until.into());
+            tokio::select! {
+                biased;
+                () = deadline => match self.valid_until().filter(|later| Instant::now() < *later) {
+                    Some(later) => until = later,
+                    None => return Err(NotCurrent { node: self.node.clone(), started: true }),
+                },
+                output = &mut work => return Ok(output),
+            }
+        }
+    }
+
+    /// Fails with [`NotCurrent`] unless the grant is certainly held now; `Ok` carries how much
+    /// longer it is. For a step that cannot be cut off: check, then do only what fits.
+    pub fn check_current(&self) -> Result<Duration, NotCurrent> {
+        self.remaining().ok_or_else(|| NotCurrent { node: self.node.clone(), started: false })
+    }
+
     /// `ops`, preceded by a check that the node still exists. The node is ephemeral and
     /// sequential: once deleted (released, or gone with its session) its name never comes back,
     /// so its existence is the grant.
@@ -63,6 +189,17 @@ impl Fence {
             })
         }
     }
+}
+
+/// Why guarded work ([`Fence::while_current`], [`Fence::check_current`]) did not run, or did
+/// not run to its end: the grant was no longer certainly held.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the grant of node {node} is no longer certainly held{}", if *.started { "; the work was cut off" } else { "; the work was not started" })]
+pub struct NotCurrent {
+    /// The node the grant was won with.
+    pub node: String,
+    /// True when the work had started and was cut off; false when it was refused before.
+    pub started: bool,
 }
 
 /// Why a guarded write did not apply, or may not have.

@@ -21,7 +21,7 @@ pub use crate::reply;
 pub use crate::reply::Reply;
 pub(crate) use contender::delete_until_gone;
 pub(crate) use contender::{ContenderEvent, ContenderReport, ContenderSpec, REVOKE_MESSAGE};
-pub use fence::{Fence, FenceError};
+pub use fence::{Fence, FenceError, NotCurrent};
 pub use fencing::FencingToken;
 pub use holder::ConnectionPolicy;
 pub use naming::Rule;

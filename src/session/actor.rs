@@ -32,6 +32,7 @@ use zookeeper_client::{
 
 use super::config::SessionConfig;
 use super::events::{SessionEvent, SessionId, WatchEvent, WatchEventKind, WatchId};
+use super::lease::Lease;
 use super::requests::*;
 use super::sizing;
 use super::watch::{PersistentWatch, ReconnectGate, WatchRegistry, WatchSink, deliver_once};
@@ -53,6 +54,8 @@ const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
 /// The longest `Reconnected` waits for the persistent watches to be added again.
+/// The shortest period at which the lease heartbeat looks whether one is due.
+const MIN_HEARTBEAT_TICK: Duration = Duration::from_millis(20);
 const RECONNECT_HOLD: Duration = Duration::from_secs(2);
 
 /// The session's state machine.
@@ -130,6 +133,8 @@ pub struct SessionActor {
     /// another thread can tell, without a message, whether a session it got a reply from has
     /// ended since.
     live: Arc<AtomicI64>,
+    /// Until when the live session is certainly alive on the server, shared with every handle.
+    lease: Lease,
 }
 
 impl SessionActor {
@@ -151,12 +156,19 @@ impl SessionActor {
             ended_by: None,
             suspended_at: None,
             live: Arc::new(AtomicI64::new(0)),
+            lease: Lease::new(),
         }
     }
 
     /// Keeps the live session's id in `cell` (see the field).
     pub(crate) fn with_live_cell(mut self, cell: Arc<AtomicI64>) -> Self {
         self.live = cell;
+        self
+    }
+
+    /// Keeps the lease in `lease` (shared with the handles).
+    pub(crate) fn with_lease(mut self, lease: Lease) -> Self {
+        self.lease = lease;
         self
     }
 
@@ -236,6 +248,8 @@ impl SessionActor {
                 tokio::time::sleep(delay).await;
             }
             let connector = connector?;
+            // The lease counts from here: the server created the session after this.
+            let sent = Instant::now();
             #[cfg(feature = "tls")]
             let client = match tls {
                 Some(tls) => {
@@ -247,11 +261,12 @@ impl SessionActor {
             #[cfg(not(feature = "tls"))]
             let client = connector.connect(&hosts).await;
             let client = client.map_err(|e| Error::from_zk("/", e))?;
-            let Some(root) = chroot else { return Ok(client) };
+            let Some(root) = chroot else { return Ok((client, sent)) };
             // Curator creates its namespace on demand; so do we, with the default ACL.
             client.mkdir(&root, &CreateMode::Persistent.options(&acl)).await.map_err(|e| Error::from_zk(&root, e))?;
             client
                 .chroot(root.clone())
+                .map(|client| (client, sent))
                 .map_err(|_| Error::InvalidPath { path: root, reason: "rejected as a chroot".into() })
         };
         let task = ctx.spawn(
@@ -262,7 +277,7 @@ impl SessionActor {
                         return; // closed meanwhile; dropping the client closes the session
                     }
                     match outcome {
-                        Ok(client) => act.on_session(client, ctx),
+                        Ok((client, sent)) => act.on_session(client, sent, ctx),
                         Err(Error::AuthFailed) => act.auth_failed(ctx),
                         Err(error @ Error::Tls { .. }) => act.cannot_connect(error, ctx),
                         Err(err) => {
@@ -275,10 +290,12 @@ impl SessionActor {
         self.state = State::Connecting { task };
     }
 
-    fn on_session(&mut self, client: Client, ctx: &mut Context<Self>) {
+    fn on_session(&mut self, client: Client, sent: Instant, ctx: &mut Context<Self>) {
         self.generation += 1;
         let generation = self.generation;
         let session_id = client.session_id();
+        let timeout = client.session_timeout();
+        self.lease.began(session_id, sent, timeout, self.config.lease_margin(timeout));
         let state_task = Self::watch_state(client.state_watcher(), generation, ctx);
         info!(session = %session_id, generation, timeout = ?client.session_timeout(), "session established");
         self.state = State::Live(Live { client: client.clone(), session_id, link: Link::Up, state_task });
@@ -355,10 +372,13 @@ impl SessionActor {
                         }
                     }
                 }
+                // The outage may have outlasted the lease's renewals: renew it now.
+                self.heartbeat(ctx);
             }
             SessionState::Expired => {
                 warn!("session expired");
                 self.live.store(0, Ordering::SeqCst);
+                self.lease.ended(session_id);
                 let _ = self.gate.release();
                 for task in self.watches.take_tasks() {
                     ctx.cancel_future(task);
@@ -398,6 +418,7 @@ impl SessionActor {
     /// subscribers hear `Closed`.
     fn finish(&mut self, ctx: &mut Context<Self>) {
         self.live.store(0, Ordering::SeqCst);
+        self.lease.closed();
         match std::mem::replace(&mut self.state, State::Closed) {
             State::Connecting { task, .. } => {
                 ctx.cancel_future(task);
@@ -469,9 +490,14 @@ impl SessionActor {
     ) -> BoxFuture<Result<T>> {
         let Traced { op: name, span } = traced;
         let started = std::time::Instant::now();
-        let op = move |client, generation| -> BoxFuture<Result<T>> {
+        let lease = self.lease.clone();
+        let op = move |client: Client, generation| -> BoxFuture<Result<T>> {
+            let (session, sent) = (client.session_id(), Instant::now());
             Box::pin(futures::FutureExt::map(op(client, generation), move |outcome| {
                 metrics::request(name, outcome.is_ok(), started.elapsed());
+                if outcome.as_ref().map_or_else(Error::answered_by_server, |_| true) {
+                    lease.heard(session, sent);
+                }
                 outcome
             }))
         };
@@ -501,6 +527,23 @@ impl SessionActor {
                 })
             }
         }
+    }
+
+    /// Keeps a wanted lease fresh: when no request has renewed it for a third of the session
+    /// timeout, sends the cheapest request there is (whether the chroot's root exists). The
+    /// client's own pings renew the session on the server too, but their replies are not told
+    /// to us, so they cannot renew the lease.
+    fn heartbeat(&mut self, ctx: &mut Context<Self>) {
+        let State::Live(live) = &self.state else { return };
+        if !matches!(live.link, Link::Up) || !self.lease.is_wanted() {
+            return;
+        }
+        let quiet_for = self.lease.last_heard().map_or(Duration::MAX, |heard| heard.elapsed());
+        if quiet_for < live.client.session_timeout() / 3 {
+            return;
+        }
+        let reply = self.exists("/".to_owned(), None);
+        ctx.spawn(reply.into_actor_free().map(|_, _: &mut Self, _| ()));
     }
 
     fn span(&self, op: &'static str, path: &str) -> Traced {
@@ -549,6 +592,8 @@ impl Actor for SessionActor {
         // later than ones sent after it, and request order is what pipelining relies on.
         ctx.set_mailbox_capacity(1 << 20);
         ctx.run_interval(SWEEP_INTERVAL, |act, ctx| act.sweep(ctx));
+        let beat = (self.config.session_timeout() / 6).max(MIN_HEARTBEAT_TICK);
+        ctx.run_interval(beat, |act, ctx| act.heartbeat(ctx));
         self.connect(ctx, 0);
     }
 

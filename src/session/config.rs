@@ -47,6 +47,7 @@ pub struct SessionConfig {
     rebuild: RebuildPolicy,
     retry: RetryPolicy,
     max_request_size: usize,
+    lease_margin: Option<Duration>,
     #[cfg(feature = "tls")]
     tls: Option<super::TlsConfig>,
     #[cfg(feature = "sasl")]
@@ -90,6 +91,7 @@ impl SessionConfig {
             rebuild: RebuildPolicy::forever(),
             retry: RetryPolicy::default(),
             max_request_size: DEFAULT_MAX_REQUEST_SIZE,
+            lease_margin: None,
             #[cfg(feature = "tls")]
             tls: None,
             #[cfg(feature = "sasl")]
@@ -201,6 +203,22 @@ impl SessionConfig {
         self
     }
 
+    /// How much earlier than the server could expire the session its [`Lease`](super::Lease)
+    /// (and with it every grant's and term's `valid_until`) ends: the allowance for the two
+    /// machines' clocks running at different rates and for the time between a check and the
+    /// work it guards. Default: a tenth of the negotiated session timeout. A margin as long as
+    /// the timeout leaves no time at all (every `is_current` is false); longer is refused by
+    /// [`validate`](Self::validate).
+    pub fn with_lease_margin(mut self, margin: Duration) -> Self {
+        self.lease_margin = Some(margin);
+        self
+    }
+
+    /// The lease margin for a session whose negotiated timeout is `negotiated`.
+    pub(crate) fn lease_margin(&self, negotiated: Duration) -> Duration {
+        self.lease_margin.unwrap_or(negotiated / 10)
+    }
+
     /// The host list, without the chroot.
     pub fn hosts(&self) -> &str {
         &self.hosts
@@ -243,6 +261,15 @@ impl SessionConfig {
         }
         if let Some(chroot) = &self.chroot {
             path::validate(chroot, false)?;
+        }
+        if let Some(margin) = self.lease_margin.filter(|margin| *margin > self.session_timeout) {
+            return Err(Error::BadArguments {
+                path: "SessionConfig::with_lease_margin".into(),
+                reason: format!(
+                    "the lease margin ({margin:?}) is longer than the session timeout ({:?})",
+                    self.session_timeout
+                ),
+            });
         }
         #[cfg(feature = "tls")]
         if let Some(tls) = &self.tls {

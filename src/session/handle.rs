@@ -24,6 +24,7 @@ use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Recipient};
 use super::actor::SessionActor;
 use super::config::SessionConfig;
 use super::events::{SessionEvent, SessionId, WatchEvent, WatchId};
+use super::lease::Lease;
 use super::requests::*;
 use crate::error::{Error, Result};
 use crate::events::EventStream;
@@ -40,6 +41,8 @@ pub struct SessionHandle {
     live: Arc<AtomicI64>,
     /// How the recipes on this session retry, unless their own config says otherwise.
     retry: RetryPolicy,
+    /// Until when the live session is certainly alive (kept by the actor).
+    lease: Lease,
 }
 
 impl SessionHandle {
@@ -54,10 +57,12 @@ impl SessionHandle {
         let live = Arc::new(AtomicI64::new(0));
         let cell = live.clone();
         let retry = config.retry();
+        let lease = Lease::new();
+        let kept = lease.clone();
         let addr = SessionActor::start_in_arbiter(&arbiter.handle(), move |_| {
-            SessionActor::new(config, true).with_live_cell(cell)
+            SessionActor::new(config, true).with_live_cell(cell).with_lease(kept)
         });
-        Ok(SessionHandle { addr, arbiter: arbiter.handle(), live, retry })
+        Ok(SessionHandle { addr, arbiter: arbiter.handle(), live, retry, lease })
     }
 
     /// The session's own thread (its Arbiter), for a latency-sensitive program: an actor
@@ -79,6 +84,13 @@ impl SessionHandle {
     /// as the session actor knows, even if the news has not reached the caller's mailbox yet.
     pub(crate) fn has_ended(&self, id: SessionId) -> bool {
         self.live.load(Ordering::SeqCst) != id.0
+    }
+
+    /// The live session's [`Lease`]: until when it is certainly alive on the server, renewed by
+    /// every reply (and, once read, by a heartbeat when the session is otherwise quiet). Every
+    /// grant and term carries it; this is the session's own, for work not tied to a grant.
+    pub fn lease(&self) -> &Lease {
+        &self.lease
     }
 
     /// How the recipes on this session retry a failed request, unless their own config says

@@ -2,13 +2,15 @@
 //!
 //! Owns: connecting, surviving disconnects, rebuilding an expired session
 //! ([`SessionActor`]), the typed requests it serves ([`requests`]), the events it sends
-//! ([`SessionEvent`], [`WatchEvent`]), and a cloneable front door ([`SessionHandle`]).
+//! ([`SessionEvent`], [`WatchEvent`]), until when the session is certainly alive ([`Lease`]),
+//! and a cloneable front door ([`SessionHandle`]).
 //! Does not own any recipe logic.
 
 mod actor;
 mod config;
 mod events;
 mod handle;
+mod lease;
 mod pinned;
 pub mod requests;
 mod sizing;
@@ -21,6 +23,7 @@ pub use actor::SessionActor;
 pub use config::{DEFAULT_MAX_REQUEST_SIZE, RebuildPolicy, SessionConfig};
 pub use events::{SessionEvent, SessionId, WatchEvent, WatchEventKind, WatchId};
 pub use handle::SessionHandle;
+pub use lease::Lease;
 pub use pinned::PinnedSession;
 #[cfg(feature = "tls")]
 pub use tls::TlsConfig;

@@ -165,7 +165,7 @@ impl TaskMaster {
             .with_policy(self.config.policy)
             .with_retry(retry)
             .with_leader_actor(move |term| {
-                let fence = MasterFence { node: term.node, version: term.version, token: term.token };
+                let fence: MasterFence = term;
                 MasterTerm::new(session.clone(), layout.clone(), fence, strategy(), report.clone(), retry)
             });
         let election = ElectionActor::new(self.session.clone(), config).start();

@@ -17,7 +17,6 @@ use crate::metrics;
 use crate::recipe::contender::{
     Abandon, Contender, ContenderEvent, ContenderReport, ContenderSpec, Relisted, Withdraw,
 };
-use crate::recipe::fencing::FencingToken;
 use crate::retry::{Backoff, RetryPolicy, Verdict};
 use crate::session::{SessionEvent, SessionHandle};
 
@@ -25,7 +24,7 @@ use crate::session::{SessionEvent, SessionHandle};
 /// core decides the rest.
 pub(crate) trait HolderHost: Actor<Context = Context<Self>> {
     /// The recipe's grant.
-    type Grant: Clone + 'static;
+    type Grant: super::state::Grant + 'static;
     /// The recipe's waiting caller.
     type Waiter: Waiter<Self::Grant> + 'static;
     /// The core.
@@ -176,20 +175,17 @@ const CALLER_CHECK: Duration = Duration::from_millis(250);
 /// runs on the session's thread and its report can overtake the `Expired` that the session sent
 /// us (or a grant may be computed while our own thread was held up), and a
 /// grant whose session has ended must not be handed out.
-pub(crate) fn report<H: HolderHost>(
-    host: &mut H,
-    attempt: Attempt,
-    event: ContenderEvent,
-    grant: impl FnOnce(&str, FencingToken, i32) -> H::Grant,
-    ctx: &mut Context<H>,
-) {
+pub(crate) fn report<H: HolderHost>(host: &mut H, attempt: Attempt, event: ContenderEvent, ctx: &mut Context<H>) {
     if let ContenderEvent::Granted { session_id, .. } = &event {
         if host.session().has_ended(*session_id) {
             debug!(parent: host.span(), session = %session_id, "a grant from a session that has ended");
             host.holder().session_ended(*session_id);
         }
     }
-    let effects = host.holder().report(attempt, event, grant);
+    let lease = host.session().lease().clone();
+    let effects = host.holder().report(attempt, event, |node, token, version, session| {
+        <H::Grant as super::state::Grant>::won(node, token, version, session, lease)
+    });
     run(host, effects, ctx);
 }
 

@@ -67,6 +67,26 @@ pub(crate) enum InLine<W> {
     Leaves(ReleaseAnswer),
 }
 
+/// What the core needs of a recipe's grant: to be told when it has ended, so that no copy of it
+/// is current any more ([`Fence::end`](crate::recipe::Fence)).
+pub(crate) trait Grant: Clone {
+    /// The grant of `node`, won by `session` with `token` at `version`.
+    fn won(node: &str, token: FencingToken, version: i32, session: SessionId, lease: crate::session::Lease) -> Self;
+
+    /// The grant ended (released, lost, given up).
+    fn end(&self);
+}
+
+impl Grant for crate::recipe::Fence {
+    fn won(node: &str, token: FencingToken, version: i32, session: SessionId, lease: crate::session::Lease) -> Self {
+        crate::recipe::Fence::won(node, token, version, session, lease)
+    }
+
+    fn end(&self) {
+        crate::recipe::Fence::end(self);
+    }
+}
+
 /// A grant as the core keeps it: the recipe's grant plus what the core needs to judge it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Granted<G> {
@@ -237,7 +257,7 @@ pub(crate) struct Timing {
     pub(super) granted: Option<std::time::Instant>,
 }
 
-impl<G: Clone, W: Waiter<G>> Holder<G, W> {
+impl<G: Grant, W: Waiter<G>> Holder<G, W> {
     /// An idle holder.
     pub(crate) fn new(policy: ConnectionPolicy, single_caller: bool, again_after_loss: bool) -> Self {
         Holder {
@@ -422,11 +442,11 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
         &mut self,
         attempt: Attempt,
         event: ContenderEvent,
-        grant: impl FnOnce(&str, FencingToken, i32) -> G,
+        grant: impl FnOnce(&str, FencingToken, i32, SessionId) -> G,
     ) -> Vec<Effect<G>> {
         match event {
             ContenderEvent::Granted { node, token, version, session_id } => {
-                let grant = grant(&node, token, version);
+                let grant = grant(&node, token, version, session_id);
                 self.granted(attempt, Granted { grant, node, token, session: session_id })
             }
             ContenderEvent::Waiting { .. } => self.in_line(attempt),
@@ -492,6 +512,7 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
         let Phase::Held { attempt, held, link, .. } = std::mem::replace(&mut self.phase, Phase::Idle) else {
             return Vec::new();
         };
+        held.grant.end();
         self.last_loss = Some(loss);
         let mut effects = Vec::new();
         if link != Link::Up {
@@ -565,6 +586,8 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
                 vec![Effect::Withdraw { attempt, then: answer.into_iter().collect() }]
             }
             Phase::Held { attempt, held, link, .. } => {
+                // Ended from the moment it is given up, not once the delete is answered.
+                held.grant.end();
                 let mut effects = Vec::new();
                 if link != Link::Up {
                     effects.push(Effect::CancelDeadline);
@@ -587,7 +610,9 @@ impl<G: Clone, W: Waiter<G>> Holder<G, W> {
         match std::mem::replace(&mut self.phase, Phase::Idle) {
             Phase::Idle => Vec::new(),
             // The contender outlives us and deletes its node.
-            Phase::Acquiring { attempt } | Phase::Held { attempt, .. } => {
+            Phase::Acquiring { attempt } => vec![Effect::Withdraw { attempt, then: Vec::new() }],
+            Phase::Held { attempt, held, .. } => {
+                held.grant.end();
                 vec![Effect::Withdraw { attempt, then: Vec::new() }]
             }
         }
@@ -726,6 +751,14 @@ mod tests {
         log: Rc<RefCell<Vec<String>>>,
         gone: Rc<Cell<bool>>,
         try_only: bool,
+    }
+
+    impl Grant for u32 {
+        fn won(_: &str, token: FencingToken, _: i32, _: SessionId, _: crate::session::Lease) -> Self {
+            u32::try_from(token.0).unwrap_or(u32::MAX)
+        }
+
+        fn end(&self) {}
     }
 
     impl Waiter<u32> for Caller {

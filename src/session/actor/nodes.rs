@@ -145,7 +145,7 @@ impl Handler<ExistsUntilDropped> for SessionActor {
 }
 
 impl SessionActor {
-    fn exists(&mut self, path: String, sink: Option<WatchSink>) -> ResponseFuture<Result<Option<Stat>>> {
+    pub(super) fn exists(&mut self, path: String, sink: Option<WatchSink>) -> ResponseFuture<Result<Option<Stat>>> {
         if let Err(err) = self.check(&path, false) {
             return failed(err);
         }

@@ -1,0 +1,213 @@
+//! [`Lease`]: until when the live session is certainly alive on the server, as this process
+//! can prove it, on a monotonic clock.
+//!
+//! Owns: the rule that turns the session's replies into a deadline, and the deadline's reads.
+//! Does not own sending the requests (the session actor does, including the heartbeat that keeps
+//! an idle lease fresh) or what a recipe's grant means (a [`Fence`](crate::recipe::Fence) asks its
+//! lease, and adds whether the grant itself has ended).
+//!
+//! # The rule
+//! The server renews a session whenever a request from it arrives, and expires it one session
+//! timeout after the last one (later, never earlier: it rounds expiries up to its tick, and a
+//! follower forwards the renewal to the leader after it). A reply to a request proves the
+//! request arrived, and it arrived after it was *sent*. So the session lives at least until
+//!
+//! ```text
+//! valid_until = (send time of the latest request the server answered) + negotiated timeout - margin
+//! ```
+//!
+//! measured on this process's monotonic clock ([`Instant`]), which keeps running while the
+//! process is paused, so a process stopped past its deadline finds the deadline passed the
+//! moment it runs again. The `margin` (default: a tenth of the negotiated timeout,
+//! [`SessionConfig::with_lease_margin`](super::SessionConfig::with_lease_margin)) covers the
+//! difference between the two machines' clock rates and the time between a check and the work
+//! it guards. Replies that do not come from the server (a lost connection, a timeout) renew
+//! nothing, and the moment the session is known to have ended the lease is gone.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use super::events::SessionId;
+
+/// The live session's lease: until when it is certainly alive on the server. Cheap to clone
+/// (every clone reads the same lease); get it from
+/// [`SessionHandle::lease`](super::SessionHandle::lease). Every grant and term a recipe hands out
+/// carries it ([`Fence::valid_until`](crate::recipe::Fence::valid_until)).
+#[derive(Clone)]
+pub struct Lease {
+    cell: Arc<Cell>,
+}
+
+struct Cell {
+    /// What every instant is stored relative to.
+    base: Instant,
+    /// The session the lease is for; 0 while none is live.
+    session: AtomicI64,
+    /// Nanoseconds since `base` at which the latest request the server answered was sent.
+    heard: AtomicU64,
+    /// The negotiated session timeout minus the margin, in nanoseconds.
+    span: AtomicU64,
+    /// Somebody has read the lease: the session keeps it fresh from then on (a heartbeat when
+    /// no other request renews it), and only then, so that unread leases cost no requests.
+    wanted: AtomicBool,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("session", &SessionId(self.cell.session.load(Ordering::SeqCst)))
+            .field("remaining", &self.remaining())
+            .finish()
+    }
+}
+
+impl Default for Lease {
+    fn default() -> Self {
+        Lease::new()
+    }
+}
+
+impl Lease {
+    /// A lease for no session yet.
+    pub(crate) fn new() -> Lease {
+        Lease {
+            cell: Arc::new(Cell {
+                base: Instant::now(),
+                session: AtomicI64::new(0),
+                heard: AtomicU64::new(0),
+                span: AtomicU64::new(0),
+                wanted: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    fn nanos(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.cell.base).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// A new session `id` began; its connect request was sent at `sent`.
+    pub(crate) fn began(&self, id: SessionId, sent: Instant, timeout: Duration, margin: Duration) {
+        let span = timeout.saturating_sub(margin);
+        // `session` last: a reader that sees the new id sees this session's numbers.
+        self.cell.session.store(0, Ordering::SeqCst);
+        self.cell.heard.store(self.nanos(sent), Ordering::SeqCst);
+        self.cell.span.store(u64::try_from(span.as_nanos()).unwrap_or(u64::MAX), Ordering::SeqCst);
+        self.cell.session.store(id.0, Ordering::SeqCst);
+    }
+
+    /// The server answered a request of session `id` sent at `sent`.
+    pub(crate) fn heard(&self, id: SessionId, sent: Instant) {
+        if self.cell.session.load(Ordering::SeqCst) == id.0 {
+            self.cell.heard.fetch_max(self.nanos(sent), Ordering::SeqCst);
+        }
+    }
+
+    /// The session `id` ended (expired or closed): its lease is gone.
+    pub(crate) fn ended(&self, id: SessionId) {
+        let _ = self.cell.session.compare_exchange(id.0, 0, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    /// Every session ended (the session actor closed).
+    pub(crate) fn closed(&self) {
+        self.cell.session.store(0, Ordering::SeqCst);
+    }
+
+    /// True once somebody read the lease: the session keeps it fresh.
+    pub(crate) fn is_wanted(&self) -> bool {
+        self.cell.wanted.load(Ordering::Relaxed)
+    }
+
+    /// When the server last certainly heard from the live session (the send time of the latest
+    /// request it answered); `None` while no session is live.
+    pub fn last_heard(&self) -> Option<Instant> {
+        self.read(None).map(|(heard, _)| heard)
+    }
+
+    /// Until when the session `id` is certainly alive on the server; `None` once it has ended
+    /// (or before it began).
+    pub fn valid_until_for(&self, id: SessionId) -> Option<Instant> {
+        self.read(Some(id)).map(|(heard, span)| heard + span)
+    }
+
+    /// Until when the live session is certainly alive on the server; `None` while no session
+    /// is live.
+    pub fn valid_until(&self) -> Option<Instant> {
+        self.read(None).map(|(heard, span)| heard + span)
+    }
+
+    /// How long the live session is still certainly alive: zero once the deadline passed,
+    /// `None` while no session is live.
+    pub fn remaining(&self) -> Option<Duration> {
+        self.valid_until().map(|until| until.saturating_duration_since(Instant::now()))
+    }
+
+    /// When the session (`id`, or whichever is live) was last heard from, and the span; both of
+    /// one session, or `None` when no such session is live.
+    fn read(&self, id: Option<SessionId>) -> Option<(Instant, Duration)> {
+        self.cell.wanted.store(true, Ordering::Relaxed);
+        let before = self.cell.session.load(Ordering::SeqCst);
+        if before == 0 || id.is_some_and(|id| id.0 != before) {
+            return None;
+        }
+        let heard = self.cell.heard.load(Ordering::SeqCst);
+        let span = self.cell.span.load(Ordering::SeqCst);
+        // A new session stores 0 first: an unchanged id means the numbers are this session's.
+        if self.cell.session.load(Ordering::SeqCst) != before {
+            return None;
+        }
+        Some((self.cell.base + Duration::from_nanos(heard), Duration::from_nanos(span)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TIMEOUT: Duration = Duration::from_secs(10);
+    const MARGIN: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn the_deadline_is_the_latest_answered_send_plus_the_timeout_less_the_margin() {
+        let lease = Lease::new();
+        let start = Instant::now();
+        assert_eq!(lease.valid_until(), None, "no session yet");
+        lease.began(SessionId(7), start, TIMEOUT, MARGIN);
+        assert_eq!(lease.valid_until(), Some(start + Duration::from_secs(9)));
+        lease.heard(SessionId(7), start + Duration::from_secs(2));
+        assert_eq!(lease.valid_until_for(SessionId(7)), Some(start + Duration::from_secs(11)));
+        // An answer to an older request (answered late) never moves it back.
+        lease.heard(SessionId(7), start + Duration::from_secs(1));
+        assert_eq!(lease.valid_until(), Some(start + Duration::from_secs(11)));
+    }
+
+    #[test]
+    fn another_sessions_replies_and_an_ended_session_renew_nothing() {
+        let lease = Lease::new();
+        let start = Instant::now();
+        lease.began(SessionId(7), start, TIMEOUT, MARGIN);
+        lease.heard(SessionId(8), start + Duration::from_secs(5));
+        assert_eq!(lease.valid_until(), Some(start + Duration::from_secs(9)));
+        lease.ended(SessionId(8));
+        assert!(lease.valid_until().is_some(), "ending another session leaves this one");
+        lease.ended(SessionId(7));
+        assert_eq!(lease.valid_until(), None);
+        assert_eq!(lease.valid_until_for(SessionId(7)), None);
+        lease.heard(SessionId(7), start + Duration::from_secs(5));
+        assert_eq!(lease.valid_until(), None, "a late reply does not bring an ended session back");
+        lease.began(SessionId(9), start + Duration::from_secs(20), TIMEOUT, MARGIN);
+        assert_eq!(lease.valid_until_for(SessionId(7)), None, "a new session is not the old one's");
+        assert_eq!(lease.valid_until_for(SessionId(9)), Some(start + Duration::from_secs(29)));
+        lease.closed();
+        assert_eq!(lease.valid_until(), None);
+    }
+
+    #[test]
+    fn a_margin_as_long_as_the_timeout_leaves_no_time() {
+        let lease = Lease::new();
+        let start = Instant::now();
+        lease.began(SessionId(7), start, TIMEOUT, TIMEOUT * 2);
+        assert_eq!(lease.valid_until(), Some(start));
+        assert_eq!(lease.remaining(), Some(Duration::ZERO));
+    }
+}

@@ -1,0 +1,252 @@
+//! "Safe until": every grant and term carries the moment after which it may no longer be held
+//! (`Fence::valid_until`, `is_current`, `while_current`), from the session's lease. Tested with a
+//! partition and with a paused process: the holder's `is_current()` turns false before anybody
+//! else is granted, where the session's own events come too late (the controls).
+
+use crate::common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use actix_zookeeper::election::{ElectionConfig, ElectionEvent, ElectionHandle, LeaderTerm};
+use actix_zookeeper::lock::{LockConfig, LockHandle};
+use actix_zookeeper::testkit::{ClientLinks, RoleLine, RoleProcess, TestZooKeeper, unique_root};
+use common::*;
+use futures::StreamExt;
+
+const ZK_ROLE: &str = env!("CARGO_BIN_EXE_zk-role");
+const WAIT: Duration = Duration::from_secs(30);
+
+#[actix_rt::test]
+async fn a_grant_is_current_until_it_is_released_and_its_deadline_follows_the_replies() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("safe-until-grant");
+    let timeout = Duration::from_secs(4);
+    let session = session_with_timeout(&zk.connect_string(), &root, timeout).await;
+    let lock = LockHandle::start(session.clone(), LockConfig::new("/lock"));
+    let before = Instant::now();
+    let grant = bounded("acquire", lock.acquire(None)).await.expect("acquired");
+    let until = grant.valid_until().expect("a held grant has a deadline");
+    assert!(grant.is_current());
+    // Counted from a request sent before the grant was answered, less the default margin.
+    assert!(
+        until > Instant::now() && until <= before + timeout - timeout / 10 + Duration::from_millis(500),
+        "{until:?}"
+    );
+
+    // A later reply renews it.
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    session.exists("/lock").await.expect("a read");
+    let renewed = grant.valid_until().expect("still held");
+    assert!(renewed >= until + Duration::from_millis(250), "renewed by the read: {until:?} -> {renewed:?}");
+    assert_eq!(session.lease().valid_until(), Some(renewed), "the session's lease is the grant's");
+
+    let copy = grant.clone();
+    bounded("release", lock.release()).await.expect("released");
+    assert_eq!(copy.valid_until(), None, "a released grant has no deadline, in every copy");
+    assert!(!grant.is_current());
+    let refused = grant.while_current(async { panic!("never started") }).await.expect_err("refused");
+    assert!(!refused.started, "{refused}");
+    assert!(grant.check_current().is_err());
+    session.close().await;
+}
+
+#[actix_rt::test]
+async fn an_idle_sessions_lease_is_kept_fresh_once_it_is_read() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("safe-until-idle");
+    let timeout = Duration::from_secs(2);
+    let session = session_with_timeout(&zk.connect_string(), &root, timeout).await;
+    let first = session.lease().last_heard().expect("a live session was heard from");
+    // Nothing is sent for twice the session timeout; the heartbeat renews the lease.
+    actix_rt::time::sleep(timeout * 2).await;
+    let later = session.lease().last_heard().expect("still live");
+    assert!(later > first + timeout, "renewed while idle: {first:?} -> {later:?}");
+    assert!(session.lease().remaining().is_some_and(|left| left > Duration::ZERO));
+    session.close().await;
+    assert_eq!(session.lease().valid_until(), None, "a closed session has no lease");
+}
+
+/// When each event of a participant arrived.
+#[derive(Clone, Default)]
+struct Timeline(Arc<Mutex<Vec<(Instant, ElectionEvent)>>>);
+
+impl Timeline {
+    fn follow(election: &ElectionHandle) -> Timeline {
+        let timeline = Timeline::default();
+        let mut events = election.events();
+        let kept = timeline.clone();
+        actix_rt::spawn(async move {
+            while let Some(event) = events.next().await {
+                let event = event.expect("no event missed");
+                kept.0.lock().expect("timeline").push((Instant::now(), event));
+            }
+        });
+        timeline
+    }
+
+    async fn first(&self, what: &str, pred: impl Fn(&ElectionEvent) -> bool) -> (Instant, ElectionEvent) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(found) = self.0.lock().expect("timeline").iter().find(|(_, e)| pred(e)).cloned() {
+                return found;
+            }
+            assert!(Instant::now() < deadline, "no {what} within {WAIT:?}");
+            actix_rt::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+/// Polls `is_current` every millisecond; resolves with the moment it first read false.
+async fn turned_false(term: &LeaderTerm) -> Instant {
+    loop {
+        if !term.is_current() {
+            return Instant::now();
+        }
+        actix_rt::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+#[actix_rt::test]
+async fn a_partitioned_leader_stops_being_current_before_anybody_else_leads() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let timeout = Duration::from_secs(3);
+    for round in 0..3 {
+        let root = unique_root(&format!("safe-until-partition-{round}"));
+        let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+        let cut_off = session_with_timeout(&links.connect_string(), &root, timeout).await;
+        let other = session_with_timeout(&zk.connect_string(), &root, timeout).await;
+        let leader = ElectionHandle::start(cut_off.clone(), ElectionConfig::new("/leader").with_participant_id("a"));
+        let leader_events = Timeline::follow(&leader);
+        let term = bounded("first leadership", leader.leadership()).await.expect("leads");
+        let next = ElectionHandle::start(other.clone(), ElectionConfig::new("/leader").with_participant_id("b"));
+        let next_events = Timeline::follow(&next);
+        wait_until_async("b stands in line", || {
+            let next = next.clone();
+            async move { next.participants().await.is_ok_and(|ids| ids.len() == 2) }
+        })
+        .await;
+        assert!(term.is_current());
+
+        // Work guarded by the term, running when the link is cut: it must be cut off too.
+        let guarded = actix_rt::spawn({
+            let term = term.clone();
+            async move {
+                let outcome = term.while_current(futures::future::pending::<()>()).await;
+                (Instant::now(), outcome)
+            }
+        });
+        let watching = actix_rt::spawn({
+            let term = term.clone();
+            async move { turned_false(&term).await }
+        });
+        links.blackhole();
+        let (granted_seen, _) =
+            next_events.first("b's leadership", |e| matches!(e, ElectionEvent::LeadershipAcquired { .. })).await;
+        let false_at = watching.await.expect("watcher");
+        let (cut_at, outcome) = guarded.await.expect("guarded work");
+        let refused = outcome.expect_err("the guarded work was cut off");
+        assert!(refused.started, "{refused}");
+        assert!(
+            false_at < granted_seen && cut_at < granted_seen,
+            "round {round}: the cut-off leader was current until {:?} after the next was granted",
+            false_at.saturating_duration_since(granted_seen)
+        );
+        // The control: the cut-off leader's own news of its loss comes only after the next
+        // leader's grant, so believing the events instead of the deadline overlaps two leaders,
+        // and the comparison above would catch it.
+        let (lost_at, _) = leader_events.first("a's loss", |e| matches!(e, ElectionEvent::LeadershipLost { .. })).await;
+        assert!(lost_at > granted_seen, "round {round}: the control: the old leader heard of its loss in time");
+        eprintln!(
+            "round {round}: not current {:?} before the next grant was seen; the loss was heard {:?} after it",
+            granted_seen - false_at,
+            lost_at - granted_seen
+        );
+        links.heal();
+        next.stop().await;
+        leader.stop().await;
+        other.close().await;
+        cut_off.close().await;
+    }
+}
+
+fn wall_ms() -> u128 {
+    SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_millis()
+}
+
+fn lines(p: &RoleProcess, kind: &str) -> Vec<RoleLine> {
+    p.lines().into_iter().filter(|l| l.kind == kind).collect()
+}
+
+#[actix_rt::test]
+async fn a_leader_paused_past_its_deadline_starts_no_work_once_another_leads() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("safe-until-pause");
+    let connect = zk.connect_string();
+    let holder = RoleProcess::spawn(
+        ZK_ROLE,
+        [
+            "election",
+            "--connect",
+            &connect,
+            "--chroot",
+            &root,
+            "--id",
+            "paused",
+            "--session-timeout-ms",
+            "2000",
+            "--writes",
+            "1000000",
+            "--interval-ms",
+            "20",
+            "--guarded",
+        ],
+    )
+    .expect("spawn zk-role");
+    let leads = holder.wait_for(|l| l.kind == "leader", WAIT).unwrap_or_else(|e| panic!("{e}"));
+    let term: i64 = leads.num("token").expect("a token");
+    holder.wait_for(|l| l.kind == "current", WAIT).unwrap_or_else(|e| panic!("{e}"));
+    let session = session_with_timeout(&connect, &root, Duration::from_secs(4)).await;
+    let next = ElectionHandle::start(session.clone(), ElectionConfig::new("/election").with_participant_id("next"));
+    wait_until_async("next stands in line", || {
+        let next = next.clone();
+        async move { next.participants().await.is_ok_and(|ids| ids.len() == 2) }
+    })
+    .await;
+
+    holder.pause().expect("SIGSTOP");
+    let paused_at = wall_ms();
+    bounded("next leads", next.leadership()).await.expect("next leads");
+    let granted_seen = wall_ms();
+    // Paused a moment longer, then let go: what it does on waking is what is judged.
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    let resumed_from = holder.line_count();
+    holder.resume().expect("SIGCONT");
+    holder
+        .wait_for_from(resumed_from, |l| l.kind == "session" && l.get("state") == Some("expired"), WAIT)
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    let current = lines(&holder, "current");
+    assert!(!current.is_empty(), "the holder said when its term was current");
+    for line in &current {
+        let until: u128 = line.num("until").expect("until");
+        assert_eq!(line.num::<i64>("term"), Some(term));
+        assert!(until < granted_seen, "its term was promised until after the next leader: {line}");
+        assert!(u128::from(line.at_ms) < granted_seen, "work started after the next leader was granted: {line}");
+    }
+    assert!(
+        current.iter().all(|l| u128::from(l.at_ms) <= paused_at + 100),
+        "no work was started after the pause: {current:#?}"
+    );
+    // The control: the holder's session learned of the expiry only after the next leader was
+    // granted, so a holder guided by its events would have started work then.
+    let expired = lines(&holder, "session").into_iter().find(|l| l.get("state") == Some("expired")).expect("expired");
+    assert!(u128::from(expired.at_ms) > granted_seen, "the control: the expiry was heard before the next grant");
+    drop(holder);
+    next.stop().await;
+    session.close().await;
+}
