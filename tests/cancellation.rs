@@ -1320,7 +1320,18 @@ async fn a_release_resign_or_join_dropped_at_once_still_happens() {
         })
         .await;
         other.resign_and_requeue().await.expect("hand over");
-        bounded("we lead again", me.leadership()).await.expect("we lead");
+        let term = bounded("we lead again", me.leadership()).await.expect("we lead");
+        // A proclaim dropped at once is written all the same, fenced by our term.
+        drop(me.proclaim(format!("round {round}")));
+        let observer = actix_zookeeper::election::ElectionObserverHandle::start(b.clone(), "/e");
+        let wanted = Some(format!("round {round}").into_bytes());
+        wait_until_async("the dropped proclaim applied", || {
+            let (observer, wanted) = (observer.clone(), wanted.clone());
+            async move {
+                observer.current().await.ok().flatten().is_some_and(|p| p.term == term.token && p.value == wanted)
+            }
+        })
+        .await;
     }
     me.stop().await;
     other.stop().await;

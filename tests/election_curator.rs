@@ -108,3 +108,55 @@ fn token_of(events: &Recorded<ElectionEvent>) -> FencingToken {
         })
         .expect("acquired")
 }
+
+/// A proclaiming Rust leader leaves Curator's `LeaderLatch` a valid latch: Curator sees the Rust
+/// leader, waits behind it and takes over; our observer follows Curator's term, without a value
+/// (Curator proclaims none), and never shows the Rust term's value as Curator's.
+#[actix_rt::test]
+async fn a_proclaimed_value_leaves_curators_leader_latch_working() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("curator-proclaim");
+    let cfg = actix_zookeeper::SessionConfig::new(zk.connect_string()).with_chroot(root.clone());
+    let (s, _) = connected(cfg).await;
+    let connect = format!("{}{root}", zk.connect_string());
+    let rust = ElectionHandle::start(s.clone(), ElectionConfig::new("/election").with_participant_id("rust"));
+    let term = bounded("rust leads", rust.leadership()).await.expect("leads");
+    rust.proclaim("config-v7").await.expect("proclaimed");
+    let observer = ElectionObserverHandle::start(s.clone(), "/election");
+
+    let java = start_latch(connect, "java").await;
+    let (java, started) = peer(java, |p| p.latch_start(REPLY)).await;
+    started.expect("latch started beside a proclaimed value");
+    let (java, leader) = peer(java, |p| p.leader_id(REPLY)).await;
+    assert_eq!(leader.expect("peer").as_deref(), Some("rust"), "Curator sees the Rust leader");
+    let (java, has) = peer(java, |p| p.has_leadership(REPLY)).await;
+    assert!(!has.expect("peer"));
+    let seen = observer.current().await.expect("current").expect("a leader");
+    assert_eq!(
+        (seen.leader_id.as_str(), seen.term, seen.value.as_deref()),
+        ("rust", term.token, Some(&b"config-v7"[..]))
+    );
+
+    rust.resign().await.expect("resign");
+    let (java, event) = peer(java, |p| p.next_leadership_event(REPLY)).await;
+    assert_eq!(event.expect("peer"), Some(true), "Curator takes over");
+    let deadline = std::time::Instant::now() + REPLY;
+    let now = loop {
+        let now = observer.current().await.expect("current");
+        if now.as_ref().is_some_and(|p| p.leader_id == "java") {
+            break now.expect("java");
+        }
+        assert!(std::time::Instant::now() < deadline, "the observer did not follow Curator's term: {now:?}");
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(now.term > term.token);
+    assert_eq!(now.value, None, "the Rust term's value is not Curator's");
+    // A Rust participant behind the Curator leader cannot proclaim.
+    rust.join().await.expect("join");
+    assert!(matches!(rust.proclaim("x").await, Err(ElectionError::NotLeader { .. })));
+    let (_java, closed) = peer(java, |p| p.latch_close(REPLY)).await;
+    closed.expect("closed");
+    rust.stop().await;
+    s.close().await;
+}

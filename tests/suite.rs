@@ -34,6 +34,7 @@ mod lock;
 mod lock_curator;
 mod multi_lock;
 mod persistent_node;
+mod proclaim;
 mod queue;
 mod queue_delayed;
 mod recipe_handles;

@@ -570,7 +570,26 @@ impl Handler<Stop> for ElectionActor {
     }
 }
 
-crate::reply::handle_told!(ElectionActor: Resign, Join);
+crate::reply::handle_told!(ElectionActor: Resign, Join, Proclaim);
+
+impl Handler<Proclaim> for ElectionActor {
+    type Result = ResponseFuture<Result<(), ElectionError>>;
+
+    fn handle(&mut self, msg: Proclaim, _: &mut Context<Self>) -> Self::Result {
+        let _entered = self.span.enter();
+        match self.holder.held() {
+            // A resigned term is over for us even while its node stands.
+            Some(held) if !self.resigning() => {
+                debug!(token = %held.token, bytes = msg.value.len(), "proclaim");
+                Box::pin(super::proclamation::proclaim(&self.session, &held.grant, msg.value))
+            }
+            _ => {
+                let path = self.config.path.clone();
+                Box::pin(async move { Err(ElectionError::NotLeader { path }) })
+            }
+        }
+    }
+}
 
 impl Handler<ResignAndStop> for ElectionActor {
     type Result = ();

@@ -14,7 +14,8 @@ use super::actor::ElectionActor;
 use super::config::ElectionConfig;
 use super::error::ElectionError;
 use super::messages::{
-    CurrentLeader, ElectionEvent, Join, LeaderTerm, Leadership, Participants, Resign, ResignAndStop, Subscribe,
+    CurrentLeader, ElectionEvent, Join, LeaderTerm, Leadership, Participants, Proclaim, Resign, ResignAndStop,
+    Subscribe,
 };
 use crate::events::EventStream;
 use crate::reply::Told;
@@ -110,6 +111,19 @@ impl ElectionHandle {
     /// Sent when this is called: dropping the future does not stop the join.
     pub fn join(&self) -> impl Future<Output = Result<(), ElectionError>> + 'static {
         self.tell(Join)
+    }
+
+    /// Publishes `value` for this participant's current term (etcd's `Proclaim`): every
+    /// [`ElectionObserver`](super::ElectionObserver) then tells `(leader id, term, value)`.
+    /// Fenced by the term: [`ElectionError::NotLeader`] when this participant does not lead (or
+    /// was deposed; nothing is written), [`ElectionError::OutcomeUnknown`] when the connection
+    /// dropped with the write in flight. Changing the value needs no new election.
+    ///
+    /// # Cancel safety
+    /// Sent when this is called: dropping the future does not withdraw the write.
+    pub fn proclaim(&self, value: impl Into<Vec<u8>>) -> impl Future<Output = Result<(), ElectionError>> + 'static {
+        let asked = self.tell(Proclaim { value: value.into() });
+        async move { asked.await? }
     }
 
     /// The leader's participant id, read from ZooKeeper now; `None` when nobody is in line.

@@ -3,6 +3,7 @@
 use actix::{Message, Recipient};
 
 use super::error::ElectionError;
+use super::proclamation::Proclamation;
 use crate::error::Error;
 use crate::recipe::FencingToken;
 
@@ -42,6 +43,42 @@ pub struct CurrentLeader;
 #[derive(Message, Debug, Clone, Copy, Default)]
 #[rtype(result = "Result<LeaderTerm, ElectionError>")]
 pub struct Leadership;
+
+/// Publish `value` as this participant's value for its current term (etcd's `Proclaim`):
+/// answered `Ok` once written, [`ElectionError::NotLeader`] when this participant does not lead
+/// (nothing is written), [`ElectionError::OutcomeUnknown`] when the connection dropped with the
+/// write in flight. Observers see it as a [`ProclamationChanged`].
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<(), ElectionError>")]
+pub struct Proclaim {
+    /// The value.
+    pub value: Vec<u8>,
+}
+
+/// The election's leader, its term or its proclaimed value changed (or this is the first
+/// reading of an observer): what it is now, `None` when nobody leads. Changes come in order:
+/// never a term older than one told before, and a value only with the term that proclaimed it.
+/// Some changes between two readings may be skipped (the latest wins).
+#[derive(Message, Debug, Clone, PartialEq, Eq)]
+#[rtype(result = "()")]
+pub struct ProclamationChanged {
+    /// Who leads, in which term, with which value.
+    pub current: Option<Proclamation>,
+}
+
+/// The observer's latest reading of the election (waits for the first).
+#[derive(Message, Debug, Clone, Copy, Default)]
+#[rtype(result = "Result<Option<Proclamation>, ElectionError>")]
+pub struct CurrentProclamation;
+
+/// Sends every [`ProclamationChanged`] to `recipient` (held weakly); a late subscriber hears
+/// the current reading at once.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct SubscribeProclamations {
+    /// Who gets the events.
+    pub recipient: Recipient<ProclamationChanged>,
+}
 
 /// Send every [`ElectionEvent`] of this participant to `recipient`.
 #[derive(Message, Debug, Clone)]

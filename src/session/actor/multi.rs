@@ -17,7 +17,13 @@ impl Handler<Multi> for SessionActor {
         let acl = self.config.default_acl().to_vec();
         let first = msg.ops.first().map(|op| op.path().to_string()).unwrap_or_else(|| "/".into());
         // The whole request counts, not each op: a `multi` of small ops can be too large.
-        if let Err(err) = self.check_size(&first, sizing::multi(&msg.ops, &acl, self.chroot_len())) {
+        // Named by the op that weighs most: the one whose data made it too large.
+        let heaviest = msg
+            .ops
+            .iter()
+            .max_by_key(|op| sizing::multi(std::slice::from_ref(*op), &acl, self.chroot_len()))
+            .map_or("/", |op| op.path());
+        if let Err(err) = self.check_size(heaviest, sizing::multi(&msg.ops, &acl, self.chroot_len())) {
             return failed(err);
         }
         let span = self.span("multi", &first);

@@ -1,0 +1,320 @@
+//! [`ElectionObserver`]: watches one election from outside (or beside) the line and tells who
+//! leads, in which term, with which proclaimed value, as [`ProclamationChanged`] events.
+//!
+//! Owns: reading the election (the election node's data and children, then the leader node),
+//! keeping one-shot watches armed on it, reading again after every watch event, reconnect and
+//! new session (a `sync` first, so a new session's server is not behind what was told), and
+//! telling subscribers what [`Observed`] says is news. Does not own the stored format or the
+//! ordering rule (`proclamation.rs`), or taking part in the election (an observer never does).
+//!
+//! # Recovery
+//! - *Suspended*: nothing is told (the last reading stands); reads wait for the connection.
+//! - *Reconnected*: read again: ZooKeeper does not replay what changed while we were away.
+//! - *New session*: every watch is gone; `sync`, read again, and tell what changed.
+//! - The election node deleted (every participant gone): `current: None`, and an `exists` watch
+//!   waits for it to be made again.
+
+use actix::prelude::*;
+use tracing::{debug, info, warn};
+
+use super::error::ElectionError;
+use super::messages::{CurrentProclamation, ProclamationChanged, SubscribeProclamations};
+use super::proclamation::{Observed, Proclamation, Reading, Step};
+use crate::error::Error;
+use crate::events::{Listen, Subscribers};
+use crate::path;
+use crate::recipe::FencingToken;
+use crate::reply::{Pending, Reply};
+use crate::retry::Verdict;
+use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
+
+/// Why a reading did not produce a [`Reading`].
+enum Unread {
+    /// The election node does not exist.
+    Missing,
+    /// The leader read in the listing was gone by the time its node was read: read again.
+    Moved,
+    /// A request failed.
+    Failed(Error),
+}
+
+/// Which one-shot watches are set on the server (so that a reading does not set another).
+#[derive(Debug, Default, Clone, Copy)]
+struct Armed {
+    data: bool,
+    children: bool,
+    /// An `exists` watch on the missing election node (it stays until the node is made).
+    creation: bool,
+}
+
+/// Watches one election and tells [`ProclamationChanged`] to its subscribers. Start it with
+/// [`ElectionObserverHandle::start`](super::ElectionObserverHandle::start).
+pub struct ElectionObserver {
+    session: SessionHandle,
+    path: String,
+    observed: Observed,
+    subscribers: Subscribers<ProclamationChanged>,
+    /// Callers of `CurrentProclamation` before the first reading.
+    waiting: Vec<Pending<Result<Option<Proclamation>, ElectionError>>>,
+    armed: Armed,
+    /// A reading is under way; `again`: another is due once it is done.
+    reading: bool,
+    again: bool,
+    /// The session generation the watches belong to.
+    generation: u64,
+    /// A reading failed for good (no permission, a bad path): told to every caller.
+    failed: Option<Error>,
+    span: tracing::Span,
+}
+
+impl ElectionObserver {
+    /// An observer of the election at `path`; start it with `.start()`.
+    pub fn new(session: SessionHandle, path: impl Into<String>) -> Self {
+        let path = path.into();
+        let span = tracing::info_span!("zk.election.observer", path = %path);
+        ElectionObserver {
+            session,
+            path,
+            observed: Observed::default(),
+            subscribers: Subscribers::new(),
+            waiting: Vec::new(),
+            armed: Armed::default(),
+            reading: false,
+            again: false,
+            generation: 0,
+            failed: None,
+            span,
+        }
+    }
+
+    /// Reads the election (again, once the reading under way is done).
+    fn refresh(&mut self, ctx: &mut Context<Self>) {
+        if self.failed.is_some() {
+            return;
+        }
+        if self.reading {
+            self.again = true;
+            return;
+        }
+        self.reading = true;
+        self.again = false;
+        let me = ctx.address().recipient::<WatchEvent>();
+        // Marked before the replies: an event can overtake the reply of the read that set it.
+        let (watch_data, watch_children) = (!self.armed.data, !self.armed.children);
+        self.armed.data = true;
+        self.armed.children = true;
+        let session = self.session.clone();
+        let path = self.path.clone();
+        // Both sent now, in this order: the stored value is read no later than the line.
+        let stored: futures::future::LocalBoxFuture<'static, _> = if watch_data {
+            Box::pin(session.get_data_watched(&path, me.clone()))
+        } else {
+            Box::pin(session.get_data(&path))
+        };
+        let listed: futures::future::LocalBoxFuture<'static, _> = if watch_children {
+            Box::pin(session.children_watched(&path, me))
+        } else {
+            Box::pin(session.children(&path))
+        };
+        let read = async move {
+            let (stored, listed) = (stored.await, listed.await);
+            let (stored, listed) = match (stored, listed) {
+                (Err(Error::NoNode { .. }), _) | (_, Err(Error::NoNode { .. })) => return Err(Unread::Missing),
+                (Err(error), _) | (_, Err(error)) => return Err(Unread::Failed(error)),
+                (Ok(stored), Ok(listed)) => (stored, listed),
+            };
+            let Some(first) = path::sequential_in_order(listed.names).into_iter().next() else {
+                return Ok(Reading::Vacant);
+            };
+            match session.get_data(&path::join(&path, &first)).await {
+                Ok(leader) => Ok(Reading::Led {
+                    leader_id: String::from_utf8_lossy(&leader.data).into_owned(),
+                    term: FencingToken(leader.stat.czxid),
+                    stored: stored.data,
+                }),
+                Err(Error::NoNode { .. }) => Err(Unread::Moved),
+                Err(error) => Err(Unread::Failed(error)),
+            }
+        };
+        let generation = self.generation;
+        ctx.spawn(read.into_actor(self).map(move |outcome, act, ctx| act.on_read(generation, outcome, ctx)));
+    }
+
+    fn on_read(&mut self, generation: u64, outcome: Result<Reading, Unread>, ctx: &mut Context<Self>) {
+        self.reading = false;
+        let _entered = self.span.clone().entered();
+        if generation != self.generation {
+            // Read on a session that has ended since: its watches are gone.
+            self.armed = Armed::default();
+            self.again = true;
+        }
+        match outcome {
+            Ok(reading) => self.take(reading),
+            Err(Unread::Moved) => self.again = true,
+            Err(Unread::Missing) => {
+                // No watch was set on a missing node: wait for it to be made.
+                self.armed.data = false;
+                self.armed.children = false;
+                self.take(Reading::Vacant);
+                self.await_creation(ctx);
+            }
+            Err(Unread::Failed(error)) => {
+                // The watches a failed reading meant to set may not be set.
+                self.armed = Armed { creation: self.armed.creation, ..Armed::default() };
+                if error.is_final() {
+                    warn!(%error, "cannot read the election; the observer gives up");
+                    for waiter in self.waiting.drain(..) {
+                        let _ = waiter.send(Err(ElectionError::ZooKeeper(error.clone())));
+                    }
+                    self.failed = Some(error);
+                    return;
+                }
+                match self.session.retry_policy().backoff().verdict(&error) {
+                    // The reconnect (or the new session) reads again.
+                    _ if matches!(error, Error::ConnectionLoss { .. } | Error::SessionLost { .. }) => {}
+                    Verdict::RetryAfter(delay) => {
+                        debug!(%error, ?delay, "cannot read the election; will read again");
+                        ctx.run_later(delay, |act, ctx| act.refresh(ctx));
+                    }
+                    _ => debug!(%error, "cannot read the election; waiting for the connection"),
+                }
+            }
+        }
+        if self.again {
+            self.refresh(ctx);
+        }
+    }
+
+    /// A reading is in: tell it when it is news.
+    fn take(&mut self, reading: Reading) {
+        match self.observed.step(reading) {
+            Step::Tell(current) => {
+                debug!(?current, "the election changed");
+                self.subscribers.tell(ProclamationChanged { current });
+            }
+            Step::Quiet => {}
+            Step::ReadAgain => self.again = true,
+        }
+        if let Some(current) = self.observed.current() {
+            for waiter in self.waiting.drain(..) {
+                let _ = waiter.send(Ok(current.clone()));
+            }
+        }
+    }
+
+    fn await_creation(&mut self, ctx: &mut Context<Self>) {
+        if self.armed.creation {
+            return;
+        }
+        self.armed.creation = true;
+        let exists = self.session.exists_watched(&self.path, ctx.address().recipient());
+        ctx.spawn(exists.into_actor(self).map(|exists, act, ctx| match exists {
+            // Made meanwhile: its creation fired no event for us.
+            Ok(Some(_)) => act.refresh(ctx),
+            Ok(None) => {}
+            Err(_) => act.armed.creation = false,
+        }));
+    }
+}
+
+impl Actor for ElectionObserver {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        if let Err(error) = path::validate(&self.path, false) {
+            warn!(parent: &self.span, %error, "unusable election path");
+            self.failed = Some(error);
+            return;
+        }
+        self.session.subscribe(ctx.address().recipient());
+        self.refresh(ctx);
+    }
+}
+
+impl Handler<WatchEvent> for ElectionObserver {
+    type Result = ();
+
+    fn handle(&mut self, event: WatchEvent, ctx: &mut Context<Self>) {
+        debug!(parent: &self.span, kind = ?event.kind, "watch event");
+        if event.generation < self.generation {
+            return;
+        }
+        match event.kind {
+            WatchEventKind::DataChanged => self.armed.data = false,
+            WatchEventKind::ChildrenChanged => self.armed.children = false,
+            WatchEventKind::NodeCreated => self.armed.creation = false,
+            WatchEventKind::NodeDeleted => {
+                self.armed.data = false;
+                self.armed.children = false;
+            }
+            // The next session's `Connected` reads again.
+            WatchEventKind::SessionEnded => {
+                self.armed = Armed::default();
+                return;
+            }
+        }
+        self.refresh(ctx);
+    }
+}
+
+impl Handler<SessionEvent> for ElectionObserver {
+    type Result = ();
+
+    fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
+        match event {
+            SessionEvent::Connected { generation, .. } if generation > self.generation => {
+                let new_session = self.generation != 0;
+                self.generation = generation;
+                if new_session {
+                    info!(parent: &self.span, generation, "new session; reading the election again");
+                    self.armed = Armed::default();
+                    // Sent before the reads, so they see at least what the leader had then.
+                    drop(self.session.sync(&self.path));
+                    self.refresh(ctx);
+                }
+            }
+            SessionEvent::Reconnected { .. } => self.refresh(ctx),
+            SessionEvent::Expired { .. } => self.armed = Armed::default(),
+            _ => {}
+        }
+    }
+}
+
+impl Handler<CurrentProclamation> for ElectionObserver {
+    type Result = Reply<Result<Option<Proclamation>, ElectionError>>;
+
+    fn handle(&mut self, _: CurrentProclamation, _: &mut Context<Self>) -> Self::Result {
+        if let Some(error) = &self.failed {
+            return Reply::Now(Err(ElectionError::ZooKeeper(error.clone())));
+        }
+        if let Some(current) = self.observed.current() {
+            return Reply::Now(Ok(current.clone()));
+        }
+        let (pending, reply) = Reply::later(Err(ElectionError::Stopped { path: self.path.clone() }));
+        self.waiting.push(pending);
+        reply
+    }
+}
+
+impl Handler<Listen<ProclamationChanged>> for ElectionObserver {
+    type Result = ();
+
+    fn handle(&mut self, mut msg: Listen<ProclamationChanged>, _: &mut Context<Self>) {
+        // A stream starts with the current reading, as a late subscriber does.
+        if let Some(current) = self.observed.current() {
+            msg.listener.offer(ProclamationChanged { current: current.clone() });
+        }
+        self.subscribers.listen(msg.listener);
+    }
+}
+
+impl Handler<SubscribeProclamations> for ElectionObserver {
+    type Result = ();
+
+    fn handle(&mut self, msg: SubscribeProclamations, _: &mut Context<Self>) {
+        if let Some(current) = self.observed.current() {
+            msg.recipient.do_send(ProclamationChanged { current: current.clone() });
+        }
+        self.subscribers.add(msg.recipient);
+    }
+}

@@ -1,0 +1,76 @@
+//! [`ElectionObserverHandle`]: async methods over an [`ElectionObserver`], for programs that want
+//! answers rather than messages.
+//!
+//! Owns: turning each request into one message and its reply into a `Result`. Does not own any
+//! state: the observer does. A handle holds a strong address: the observer lives while a handle
+//! does, and dropping the last one stops it.
+
+use std::future::Future;
+
+use actix::prelude::*;
+
+use super::error::ElectionError;
+use super::messages::{CurrentProclamation, ProclamationChanged, SubscribeProclamations};
+use super::observer::ElectionObserver;
+use super::proclamation::Proclamation;
+use crate::events::EventStream;
+use crate::session::SessionHandle;
+
+/// A cloneable handle to an [`ElectionObserver`]: who leads an election, in which term, with
+/// which proclaimed value, for anyone (participants and programs that never run).
+///
+/// ```no_run
+/// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::election::ElectionError> {
+/// use actix_zookeeper::election::ElectionObserverHandle;
+/// use futures::StreamExt;
+///
+/// let observer = ElectionObserverHandle::start(session, "/services/billing/leader");
+/// let mut changes = observer.events(); // starts with the current reading
+/// while let Some(Ok(change)) = changes.next().await {
+///     if let Some(now) = change.current {
+///         println!("{} leads (term {}) with {:?}", now.leader_id, now.term, now.value);
+///     }
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct ElectionObserverHandle {
+    addr: Addr<ElectionObserver>,
+    path: String,
+}
+
+impl ElectionObserverHandle {
+    /// Starts an [`ElectionObserver`] of the election at `path` on the current Arbiter.
+    pub fn start(session: SessionHandle, path: impl Into<String>) -> ElectionObserverHandle {
+        let path = path.into();
+        ElectionObserverHandle { addr: ElectionObserver::new(session, path.clone()).start(), path }
+    }
+
+    /// The actor, for sending messages.
+    pub fn addr(&self) -> &Addr<ElectionObserver> {
+        &self.addr
+    }
+
+    /// Who leads now, in which term, with which value (`None` when nobody leads), as last read;
+    /// waits for the first reading.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a read of the observer's state.
+    pub fn current(&self) -> impl Future<Output = Result<Option<Proclamation>, ElectionError>> + 'static {
+        let asked =
+            crate::reply::ask(&self.addr, CurrentProclamation, ElectionError::Stopped { path: self.path.clone() });
+        async move { asked.await? }
+    }
+
+    /// Every [`ProclamationChanged`], starting with the current reading, as a stream this caller
+    /// owns; dropping it unsubscribes ([`crate::events`]).
+    pub fn events(&self) -> EventStream<ProclamationChanged> {
+        crate::events::events(&self.addr)
+    }
+
+    /// Sends every [`ProclamationChanged`] to `recipient` (held weakly), starting with the
+    /// current reading.
+    pub fn subscribe(&self, recipient: Recipient<ProclamationChanged>) {
+        self.addr.do_send(SubscribeProclamations { recipient });
+    }
+}
