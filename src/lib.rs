@@ -91,6 +91,7 @@ pub mod election;
 pub mod error;
 pub mod events;
 pub mod group;
+pub mod health;
 #[cfg(feature = "cli")]
 pub mod inspect;
 pub mod lock;

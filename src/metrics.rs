@@ -24,8 +24,8 @@ pub(crate) enum GrantKind {
 }
 
 impl GrantKind {
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    fn label(self) -> &'static str {
+    /// Its name in metrics and health reports.
+    pub(crate) fn label(self) -> &'static str {
         match self {
             GrantKind::Lock => "lock",
             GrantKind::Semaphore => "semaphore",

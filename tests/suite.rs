@@ -27,6 +27,7 @@ mod events;
 mod faults;
 mod group;
 mod handles;
+mod health;
 mod history_checkers;
 mod holding;
 mod inspect;

@@ -114,6 +114,8 @@ pub struct ElectionActor {
     requeuing: usize,
     /// `Leadership` asked while requeuing: asked again once the participant stands in line.
     after_requeue: Vec<LeadershipWaiter>,
+    /// Its slot on the session's health board (made at the core's first report).
+    health: Option<crate::health::HealthSlot>,
     span: tracing::Span,
 }
 
@@ -147,6 +149,7 @@ impl ElectionActor {
             requeued: Vec::new(),
             requeuing: 0,
             after_requeue: Vec::new(),
+            health: None,
             span,
         }
     }
@@ -300,6 +303,10 @@ impl ElectionActor {
 }
 
 impl HolderHost for ElectionActor {
+    fn health(&mut self) -> &mut Option<crate::health::HealthSlot> {
+        &mut self.health
+    }
+
     type Grant = LeaderTerm;
     type Waiter = LeadershipWaiter;
 

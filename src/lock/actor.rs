@@ -43,6 +43,8 @@ pub struct LockActor {
     holder: Holder<LockGrant, LockWaiter>,
     contender: ContenderSlot,
     subscribers: Subscribers<LockEvent>,
+    /// Its slot on the session's health board (made at the core's first report).
+    health: Option<crate::health::HealthSlot>,
     span: tracing::Span,
 }
 
@@ -51,11 +53,23 @@ impl LockActor {
     pub fn new(session: SessionHandle, config: LockConfig) -> Self {
         let span = tracing::info_span!("zk.lock", dir = %config.dir, kind = ?config.kind);
         let holder = Holder::new(config.policy, true, config.reacquire_after_loss);
-        LockActor { session, config, holder, contender: ContenderSlot::new(), subscribers: Subscribers::new(), span }
+        LockActor {
+            session,
+            config,
+            holder,
+            contender: ContenderSlot::new(),
+            subscribers: Subscribers::new(),
+            health: None,
+            span,
+        }
     }
 }
 
 impl HolderHost for LockActor {
+    fn health(&mut self) -> &mut Option<crate::health::HealthSlot> {
+        &mut self.health
+    }
+
     type Grant = LockGrant;
     type Waiter = LockWaiter;
 

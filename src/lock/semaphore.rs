@@ -35,6 +35,8 @@ use crate::session::{SessionEvent, SessionHandle};
 /// lease node, and [`Release`] by deleting it. The protocol is
 /// Curator's; see the [lock module](super) docs.
 pub struct SemaphoreActor {
+    /// Its slot on the session's health board (made at the core's first report).
+    health: Option<crate::health::HealthSlot>,
     session: SessionHandle,
     config: SemaphoreConfig,
     holder: Holder<LockGrant, LockWaiter>,
@@ -52,6 +54,7 @@ impl SemaphoreActor {
         let span = tracing::info_span!("zk.semaphore", dir = %config.dir, max = config.max_leases);
         let holder = Holder::new(config.policy, true, false);
         SemaphoreActor {
+            health: None,
             session,
             config,
             holder,
@@ -107,6 +110,10 @@ impl SemaphoreActor {
 }
 
 impl HolderHost for SemaphoreActor {
+    fn health(&mut self) -> &mut Option<crate::health::HealthSlot> {
+        &mut self.health
+    }
+
     type Grant = LockGrant;
     type Waiter = LockWaiter;
 

@@ -122,6 +122,8 @@ pub struct QueueConsumerActor {
     retry: RetryPolicy,
     /// Delay before the next retry of a failed listing, claim or take; reset by a listing.
     backoff: Backoff,
+    /// Its slot on the session's health board: items in flight.
+    health: crate::health::HealthSlot,
     span: tracing::Span,
 }
 
@@ -130,7 +132,9 @@ impl QueueConsumerActor {
     pub fn new(session: SessionHandle, config: ConsumerConfig) -> Self {
         let span = tracing::info_span!("zk.queue", queue = %config.queue, consumer = %config.consumer_id);
         let retry = session.retry_policy_or(config.retry);
+        let health = session.health_board().slot("queue-consumer", &config.queue);
         QueueConsumerActor {
+            health,
             session,
             config,
             in_flight: HashMap::new(),
@@ -537,8 +541,14 @@ impl QueueConsumerActor {
         if attempt > 1 {
             metrics::queue("redelivered", &self.config.queue, 1);
         }
-        metrics::queue_in_flight(&self.config.queue, self.in_flight.len());
+        self.count_in_flight();
         self.fill(ctx);
+    }
+
+    /// Tells the metrics and the health board how many items are in flight.
+    fn count_in_flight(&mut self) {
+        metrics::queue_in_flight(&self.config.queue, self.in_flight.len());
+        self.health.set(crate::health::RecipeState::Consuming { in_flight: self.in_flight.len() });
     }
 
     /// Releases a claim without counting an attempt.
@@ -628,6 +638,7 @@ impl QueueConsumerActor {
             self.revoked.insert(id.clone());
             self.config.workers[flight.worker].revoke.do_send(Revoked { id });
         }
+        self.count_in_flight();
         self.claiming.clear();
         self.candidates.clear();
         self.listing = false;
@@ -640,6 +651,7 @@ impl Actor for QueueConsumerActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(1024);
+        self.count_in_flight();
         // Workers the config describes by a factory start with the consumer, on its Arbiter.
         self.config.start_workers();
         self.session.subscribe(ctx.address().recipient());
@@ -761,7 +773,7 @@ impl QueueConsumerActor {
         let Some(claim) = flight.claim.clone() else {
             // At-most-once: the item left the queue before it was delivered.
             self.in_flight.remove(&id);
-            metrics::queue_in_flight(&self.config.queue, self.in_flight.len());
+            self.count_in_flight();
             self.fill(ctx);
             let _ = answer.send(Ok(()));
             return;
@@ -997,7 +1009,7 @@ impl QueueConsumerActor {
         if result.is_ok() {
             metrics::queue(pending.event, &self.config.queue, 1);
         }
-        metrics::queue_in_flight(&self.config.queue, self.in_flight.len());
+        self.count_in_flight();
         let _ = pending.answer.send(result);
     }
 }

@@ -38,6 +38,7 @@ use super::sizing;
 use super::watch::{PersistentWatch, ReconnectGate, WatchRegistry, WatchSink, deliver_once};
 use crate::error::{Error, Result};
 use crate::events::{Listen, Subscribers};
+use crate::health::{HealthBoard, SessionState as HealthState};
 use crate::metrics;
 use crate::path;
 
@@ -135,6 +136,8 @@ pub struct SessionActor {
     live: Arc<AtomicI64>,
     /// Until when the live session is certainly alive on the server, shared with every handle.
     lease: Lease,
+    /// The session's and its recipes' health, shared with every handle.
+    health: HealthBoard,
 }
 
 impl SessionActor {
@@ -157,6 +160,7 @@ impl SessionActor {
             suspended_at: None,
             live: Arc::new(AtomicI64::new(0)),
             lease: Lease::new(),
+            health: HealthBoard::new(Lease::new()),
         }
     }
 
@@ -166,9 +170,10 @@ impl SessionActor {
         self
     }
 
-    /// Keeps the lease in `lease` (shared with the handles).
-    pub(crate) fn with_lease(mut self, lease: Lease) -> Self {
+    /// Keeps the lease in `lease` and the health on `health` (shared with the handles).
+    pub(crate) fn with_lease(mut self, lease: Lease, health: HealthBoard) -> Self {
         self.lease = lease;
+        self.health = health;
         self
     }
 
@@ -237,6 +242,9 @@ impl SessionActor {
             self.finish(ctx);
             return;
         };
+        if attempt == 0 {
+            self.health.session(HealthState::Connecting { since: Instant::now() }, None, self.generation);
+        }
         let connector = self.config.connector();
         #[cfg(feature = "tls")]
         let tls = self.config.tls().cloned();
@@ -296,6 +304,8 @@ impl SessionActor {
         let session_id = client.session_id();
         let timeout = client.session_timeout();
         self.lease.began(session_id, sent, timeout, self.config.lease_margin(timeout));
+        let read_only = client.session().is_readonly();
+        self.health.session(HealthState::Connected { since: Instant::now(), read_only }, Some(session_id), generation);
         let state_task = Self::watch_state(client.state_watcher(), generation, ctx);
         info!(session = %session_id, generation, timeout = ?client.session_timeout(), "session established");
         self.state = State::Live(Live { client: client.clone(), session_id, link: Link::Up, state_task });
@@ -333,8 +343,10 @@ impl SessionActor {
         match state {
             SessionState::Disconnected => {
                 info!("connection lost; session suspended");
-                live.link = Link::Down { since: Instant::now() };
+                let since = Instant::now();
+                live.link = Link::Down { since };
                 live.state_task = Self::watch_state(watcher, generation, ctx);
+                self.health.session(HealthState::Suspended { since }, Some(session_id), generation);
                 self.watches.mark_stale();
                 // A `Reconnected` still held is moot: another follows this outage.
                 let _ = self.gate.release();
@@ -351,6 +363,10 @@ impl SessionActor {
                 };
                 live.link = Link::Up;
                 live.state_task = Self::watch_state(watcher, generation, ctx);
+                if was_down {
+                    let up = HealthState::Connected { since: Instant::now(), read_only };
+                    self.health.session(up, Some(session_id), generation);
+                }
                 // A persistent watch whose re-registration failed during the outage gets
                 // another chance now.
                 for id in self.watches.ids() {
@@ -419,6 +435,7 @@ impl SessionActor {
     fn finish(&mut self, ctx: &mut Context<Self>) {
         self.live.store(0, Ordering::SeqCst);
         self.lease.closed();
+        self.health.session(HealthState::Closed, None, self.generation);
         match std::mem::replace(&mut self.state, State::Closed) {
             State::Connecting { task, .. } => {
                 ctx.cancel_future(task);
@@ -538,7 +555,7 @@ impl SessionActor {
         if !matches!(live.link, Link::Up) || !self.lease.is_wanted() {
             return;
         }
-        let quiet_for = self.lease.last_heard().map_or(Duration::MAX, |heard| heard.elapsed());
+        let quiet_for = self.lease.peek().map_or(Duration::MAX, |(heard, _)| heard.elapsed());
         if quiet_for < live.client.session_timeout() / 3 {
             return;
         }

@@ -28,6 +28,7 @@ use super::lease::Lease;
 use super::requests::*;
 use crate::error::{Error, Result};
 use crate::events::EventStream;
+use crate::health::{Health, HealthBoard};
 use crate::reply::{Answer, Told};
 use crate::retry::RetryPolicy;
 
@@ -43,6 +44,8 @@ pub struct SessionHandle {
     retry: RetryPolicy,
     /// Until when the live session is certainly alive (kept by the actor).
     lease: Lease,
+    /// The session's and its recipes' health (kept by the actor and the recipes).
+    health: HealthBoard,
 }
 
 impl SessionHandle {
@@ -58,11 +61,12 @@ impl SessionHandle {
         let cell = live.clone();
         let retry = config.retry();
         let lease = Lease::new();
-        let kept = lease.clone();
+        let health = HealthBoard::new(lease.clone());
+        let (kept_lease, kept_health) = (lease.clone(), health.clone());
         let addr = SessionActor::start_in_arbiter(&arbiter.handle(), move |_| {
-            SessionActor::new(config, true).with_live_cell(cell).with_lease(kept)
+            SessionActor::new(config, true).with_live_cell(cell).with_lease(kept_lease, kept_health)
         });
-        Ok(SessionHandle { addr, arbiter: arbiter.handle(), live, retry, lease })
+        Ok(SessionHandle { addr, arbiter: arbiter.handle(), live, retry, lease, health })
     }
 
     /// The session's own thread (its Arbiter), for a latency-sensitive program: an actor
@@ -91,6 +95,24 @@ impl SessionHandle {
     /// grant and term carries it; this is the session's own, for work not tied to a grant.
     pub fn lease(&self) -> &Lease {
         &self.lease
+    }
+
+    /// The session's health now, with every recipe running on it: for readiness and liveness
+    /// probes (`docs/health.md`). Built when asked; no request is sent.
+    pub fn health(&self) -> Health {
+        self.health.snapshot()
+    }
+
+    /// Every change of [`health`](Self::health) from now on: the whole snapshot after each
+    /// change of the session's state or of a recipe's (changes in quick succession may be
+    /// folded into the latest).
+    pub fn health_changes(&self) -> impl futures::Stream<Item = Health> + Send + 'static + use<> {
+        self.health.changes()
+    }
+
+    /// The board recipes put their health on.
+    pub(crate) fn health_board(&self) -> &HealthBoard {
+        &self.health
     }
 
     /// How the recipes on this session retry a failed request, unless their own config says

@@ -121,19 +121,25 @@ impl Lease {
     /// When the server last certainly heard from the live session (the send time of the latest
     /// request it answered); `None` while no session is live.
     pub fn last_heard(&self) -> Option<Instant> {
-        self.read(None).map(|(heard, _)| heard)
+        self.read(None, true).map(|(heard, _)| heard)
+    }
+
+    /// [`last_heard`](Self::last_heard) and [`valid_until`](Self::valid_until) for a report
+    /// (health): read without asking the session to keep the lease fresh.
+    pub(crate) fn peek(&self) -> Option<(Instant, Instant)> {
+        self.read(None, false).map(|(heard, span)| (heard, heard + span))
     }
 
     /// Until when the session `id` is certainly alive on the server; `None` once it has ended
     /// (or before it began).
     pub fn valid_until_for(&self, id: SessionId) -> Option<Instant> {
-        self.read(Some(id)).map(|(heard, span)| heard + span)
+        self.read(Some(id), true).map(|(heard, span)| heard + span)
     }
 
     /// Until when the live session is certainly alive on the server; `None` while no session
     /// is live.
     pub fn valid_until(&self) -> Option<Instant> {
-        self.read(None).map(|(heard, span)| heard + span)
+        self.read(None, true).map(|(heard, span)| heard + span)
     }
 
     /// How long the live session is still certainly alive: zero once the deadline passed,
@@ -143,9 +149,12 @@ impl Lease {
     }
 
     /// When the session (`id`, or whichever is live) was last heard from, and the span; both of
-    /// one session, or `None` when no such session is live.
-    fn read(&self, id: Option<SessionId>) -> Option<(Instant, Duration)> {
-        self.cell.wanted.store(true, Ordering::Relaxed);
+    /// one session, or `None` when no such session is live. `wanted`: from now on the session keeps
+    /// the lease fresh (a read for a report leaves that as it is).
+    fn read(&self, id: Option<SessionId>, wanted: bool) -> Option<(Instant, Duration)> {
+        if wanted {
+            self.cell.wanted.store(true, Ordering::Relaxed);
+        }
         let before = self.cell.session.load(Ordering::SeqCst);
         if before == 0 || id.is_some_and(|id| id.0 != before) {
             return None;

@@ -11,8 +11,9 @@ use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
 use tracing::{debug, info, warn};
 
-use super::state::{Attempt, Deleted, Effect, Happened, Holder, ReleaseError, Waiter};
+use super::state::{Attempt, Deleted, Effect, Happened, Holder, Link, Phase, ReleaseError, Waiter};
 use crate::error::Error;
+use crate::health::{HealthSlot, RecipeState};
 use crate::metrics;
 use crate::recipe::contender::{
     Abandon, Contender, ContenderEvent, ContenderReport, ContenderSpec, Relisted, Withdraw,
@@ -45,6 +46,8 @@ pub(crate) trait HolderHost: Actor<Context = Context<Self>> {
     fn stand_down(&mut self, attempt: Attempt);
     /// Tells subscribers (and does whatever else the recipe does when this happens).
     fn tell(&mut self, happened: Happened<Self::Grant>, ctx: &mut Context<Self>);
+    /// The recipe's slot on its session's health board (`None` until the core first reports).
+    fn health(&mut self) -> &mut Option<HealthSlot>;
 }
 
 /// The contender of the current attempt, for a host that needs one per attempt (or one per
@@ -191,8 +194,38 @@ pub(crate) fn report<H: HolderHost>(host: &mut H, attempt: Attempt, event: Conte
 
 /// Performs `effects` for `host`, in order.
 pub(crate) fn run<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, ctx: &mut Context<H>) {
+    let failed = effects.iter().find_map(|effect| match effect {
+        Effect::Tell(Happened::Failed(error)) => Some(error.to_string()),
+        _ => None,
+    });
     perform(host, effects, ctx);
     settle_timeout(host, ctx);
+    report_health(host, failed);
+}
+
+/// Puts where the core stands on the recipe's health slot: the one place every lock, semaphore
+/// and election reports its health.
+fn report_health<H: HolderHost>(host: &mut H, failed: Option<String>) {
+    let state = match host.holder().phase() {
+        Phase::Idle => match failed {
+            Some(reason) => RecipeState::Failed { reason },
+            None => RecipeState::Idle,
+        },
+        Phase::Acquiring { .. } => RecipeState::Waiting,
+        Phase::Held { held, link: Link::Up, .. } => RecipeState::Holding { token: held.token },
+        Phase::Held { held, .. } => RecipeState::Suspended { token: held.token },
+    };
+    if host.health().is_none() {
+        let (kind, path) = host.metric();
+        let slot = host.session().health_board().slot(kind.label(), path);
+        *host.health() = Some(slot);
+    }
+    if let Some(slot) = host.health() {
+        // A failure stays told until the recipe does something again.
+        if state != RecipeState::Idle || !matches!(slot.state(), RecipeState::Failed { .. }) {
+            slot.set(state);
+        }
+    }
 }
 
 fn perform<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, ctx: &mut Context<H>) {

@@ -279,7 +279,6 @@ impl<G: Grant, W: Waiter<G>> Holder<G, W> {
     }
 
     /// Where the holder stands.
-    #[cfg(test)]
     pub(crate) fn phase(&self) -> &Phase<G> {
         &self.phase
     }

@@ -1,0 +1,328 @@
+//! Health for readiness and liveness probes: one [`Health`] snapshot per session, with a
+//! [`RecipeHealth`] per running recipe, and a stream of its changes.
+//!
+//! Owns: the snapshot types, the board each session keeps ([`HealthBoard`]: the session's state
+//! and one slot per recipe, a `HealthSlot` that a recipe actor holds and that leaves the board
+//! when dropped), and the change stream. Does not own deciding any state: the session actor
+//! writes its own, each recipe writes its slot, and the holder core writes the slot of every
+//! lock, semaphore and election.
+//!
+//! `docs/recipes/health.md`, reproduced below, is the probe recipe: what readiness and liveness
+//! should check, and what the health says in each fault.
+//!
+//! # Cost
+//! A snapshot is built when asked ([`SessionHandle::health`](crate::SessionHandle::health)) and
+//! when a state changes (not on every reply: the last server contact is read from the lease at
+//! snapshot time). The board holds one small entry per recipe.
+//!
+#![doc = include_str!("../docs/recipes/health.md")]
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::Stream;
+use tokio::sync::watch;
+
+use crate::recipe::FencingToken;
+use crate::session::{Lease, SessionId};
+
+/// Where the session stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SessionState {
+    /// No session yet (the first connection, or a rebuild after an expiry), since then.
+    Connecting {
+        /// Since when.
+        since: Instant,
+    },
+    /// Connected, since then.
+    Connected {
+        /// Since when (the session began, or the connection came back).
+        since: Instant,
+        /// Connected to a read-only server.
+        read_only: bool,
+    },
+    /// The connection is down and the session may live on, since then.
+    Suspended {
+        /// Since when.
+        since: Instant,
+    },
+    /// Closed for good (by request, an authentication failure, or the rebuild policy).
+    Closed,
+}
+
+/// The session part of a [`Health`] snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionHealth {
+    /// Where the session stands.
+    pub state: SessionState,
+    /// The live session's id (`None` while none is live).
+    pub session_id: Option<SessionId>,
+    /// The session generation: 1 for the first session, one more for every session rebuilt
+    /// after an expiry.
+    pub generation: u64,
+    /// The send time of the latest request the server answered (the last server contact we can
+    /// prove), on the monotonic clock.
+    pub last_contact: Option<Instant>,
+    /// Until when the session is certainly alive on the server (its [`Lease`]).
+    pub valid_until: Option<Instant>,
+}
+
+/// What one recipe is doing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecipeState {
+    /// Started, not contending or consuming (yet).
+    Idle,
+    /// In line for a grant (a lock, a lease, leadership).
+    Waiting,
+    /// Holding the grant (leading, for an election) in this term.
+    Holding {
+        /// The grant's fencing token (the term). Until when it is certainly held is the
+        /// session's `valid_until`.
+        token: FencingToken,
+    },
+    /// Holding, but the connection is down (or being checked after it came back).
+    Suspended {
+        /// The grant's fencing token.
+        token: FencingToken,
+    },
+    /// Consuming a queue, with this many items claimed and not yet finished.
+    Consuming {
+        /// Items in flight.
+        in_flight: usize,
+    },
+    /// Failed for good; the recipe does nothing more.
+    Failed {
+        /// Why, as text.
+        reason: String,
+    },
+}
+
+/// One recipe in a [`Health`] snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecipeHealth {
+    /// What it is: `lock`, `read-lock`, `write-lock`, `semaphore`, `election`, `queue-consumer`.
+    pub kind: &'static str,
+    /// Its path (the lock's directory, the election's, the queue's).
+    pub path: String,
+    /// What it is doing.
+    pub state: RecipeState,
+    /// Since when it is in this state.
+    pub since: Instant,
+}
+
+/// A session's health: the session, and every recipe running on it (in the order started).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Health {
+    /// The session.
+    pub session: SessionHealth,
+    /// Every recipe with a slot on this session's board.
+    pub recipes: Vec<RecipeHealth>,
+}
+
+impl Health {
+    /// What a readiness probe asks: connected, and no recipe failed.
+    pub fn is_ready(&self) -> bool {
+        matches!(self.session.state, SessionState::Connected { .. })
+            && !self.recipes.iter().any(|r| matches!(r.state, RecipeState::Failed { .. }))
+    }
+
+    /// What a liveness probe asks: the session is not closed for good, and has not been
+    /// without a session (connecting) or suspended for longer than `patience`.
+    pub fn is_alive(&self, patience: Duration) -> bool {
+        match self.session.state {
+            SessionState::Closed => false,
+            SessionState::Connected { .. } => true,
+            SessionState::Connecting { since } | SessionState::Suspended { since } => since.elapsed() <= patience,
+        }
+    }
+}
+
+struct Board {
+    session: SessionHealth,
+    recipes: BTreeMap<u64, RecipeHealth>,
+    next: u64,
+}
+
+struct Inner {
+    board: Mutex<Board>,
+    changes: watch::Sender<Health>,
+    lease: Lease,
+}
+
+/// A session's health board: its state and one slot per recipe. Cheap to clone; kept by the
+/// session actor and every handle.
+#[derive(Clone)]
+pub struct HealthBoard {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for HealthBoard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HealthBoard").finish_non_exhaustive()
+    }
+}
+
+impl HealthBoard {
+    /// A board for a session that is connecting, whose lease is `lease`.
+    pub(crate) fn new(lease: Lease) -> HealthBoard {
+        let session = SessionHealth {
+            state: SessionState::Connecting { since: Instant::now() },
+            session_id: None,
+            generation: 0,
+            last_contact: None,
+            valid_until: None,
+        };
+        let first = Health { session: session.clone(), recipes: Vec::new() };
+        let (changes, _) = watch::channel(first);
+        HealthBoard {
+            inner: Arc::new(Inner {
+                board: Mutex::new(Board { session, recipes: BTreeMap::new(), next: 0 }),
+                changes,
+                lease,
+            }),
+        }
+    }
+
+    fn board(&self) -> std::sync::MutexGuard<'_, Board> {
+        // A panic while holding the lock leaves a board that is still whole: go on with it.
+        self.inner.board.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn snapshot_of(&self, board: &Board) -> Health {
+        let mut session = board.session.clone();
+        let lease = self.inner.lease.peek();
+        session.last_contact = lease.map(|(heard, _)| heard);
+        session.valid_until = lease.map(|(_, until)| until);
+        Health { session, recipes: board.recipes.values().cloned().collect() }
+    }
+
+    /// The health now.
+    pub fn snapshot(&self) -> Health {
+        let board = self.board();
+        self.snapshot_of(&board)
+    }
+
+    /// Every change of the health from now on (each item the whole snapshot after the change;
+    /// changes in quick succession may be folded into the latest). Ends when the session
+    /// actor and every handle are gone.
+    pub fn changes(&self) -> impl Stream<Item = Health> + Send + 'static + use<> {
+        let mut receiver = self.inner.changes.subscribe();
+        receiver.mark_unchanged();
+        futures::stream::unfold(receiver, |mut receiver| async move {
+            receiver.changed().await.ok()?;
+            let health = receiver.borrow_and_update().clone();
+            Some((health, receiver))
+        })
+    }
+
+    fn publish(&self, board: &Board) {
+        let health = self.snapshot_of(board);
+        self.inner.changes.send_replace(health);
+    }
+
+    /// The session's state changed.
+    pub(crate) fn session(&self, state: SessionState, session_id: Option<SessionId>, generation: u64) {
+        let mut board = self.board();
+        board.session.state = state;
+        board.session.session_id = session_id;
+        board.session.generation = generation;
+        self.publish(&board);
+    }
+
+    /// A slot for a recipe of `kind` at `path`, idle; it leaves the board when dropped.
+    pub(crate) fn slot(&self, kind: &'static str, path: &str) -> HealthSlot {
+        let mut board = self.board();
+        let id = board.next;
+        board.next += 1;
+        board
+            .recipes
+            .insert(id, RecipeHealth { kind, path: path.to_owned(), state: RecipeState::Idle, since: Instant::now() });
+        self.publish(&board);
+        HealthSlot { board: self.clone(), id, last: RecipeState::Idle }
+    }
+}
+
+/// One recipe's entry on its session's [`HealthBoard`]; leaves the board when dropped.
+pub(crate) struct HealthSlot {
+    board: HealthBoard,
+    id: u64,
+    last: RecipeState,
+}
+
+impl std::fmt::Debug for HealthSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HealthSlot").field("state", &self.last).finish()
+    }
+}
+
+impl HealthSlot {
+    /// What the slot says now.
+    pub(crate) fn state(&self) -> &RecipeState {
+        &self.last
+    }
+
+    /// The recipe is now in `state` (nothing happens when it already was).
+    pub(crate) fn set(&mut self, state: RecipeState) {
+        if self.last == state {
+            return;
+        }
+        self.last = state.clone();
+        let mut board = self.board.board();
+        if let Some(entry) = board.recipes.get_mut(&self.id) {
+            entry.state = state;
+            entry.since = Instant::now();
+        }
+        self.board.publish(&board);
+    }
+}
+
+impl Drop for HealthSlot {
+    fn drop(&mut self) {
+        let mut board = self.board.board();
+        board.recipes.remove(&self.id);
+        self.board.publish(&board);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+
+    #[test]
+    fn slots_come_and_go_and_each_change_is_published() {
+        let board = HealthBoard::new(Lease::new());
+        let mut changes = Box::pin(board.changes());
+        let mut lock = board.slot("lock", "/l");
+        let mut queue = board.slot("queue-consumer", "/q");
+        lock.set(RecipeState::Waiting);
+        queue.set(RecipeState::Consuming { in_flight: 2 });
+        let now = board.snapshot();
+        let states: Vec<_> = now.recipes.iter().map(|r| (r.kind, r.state.clone())).collect();
+        assert_eq!(
+            states,
+            [("lock", RecipeState::Waiting), ("queue-consumer", RecipeState::Consuming { in_flight: 2 })]
+        );
+        let latest = futures::executor::block_on(changes.next()).expect("a change");
+        assert_eq!(latest, now, "changes fold into the latest snapshot");
+        drop(lock);
+        assert_eq!(board.snapshot().recipes.len(), 1, "a dropped slot leaves the board");
+        assert!(!board.snapshot().is_ready(), "connecting is not ready");
+        board.session(SessionState::Connected { since: Instant::now(), read_only: false }, Some(SessionId(5)), 1);
+        assert!(board.snapshot().is_ready());
+        queue.set(RecipeState::Failed { reason: "no permission".into() });
+        assert!(!board.snapshot().is_ready(), "a failed recipe is not ready");
+        board.session(
+            SessionState::Suspended { since: Instant::now() - Duration::from_secs(30) },
+            Some(SessionId(5)),
+            1,
+        );
+        assert!(!board.snapshot().is_alive(Duration::from_secs(20)));
+        assert!(board.snapshot().is_alive(Duration::from_secs(60)));
+        board.session(SessionState::Closed, None, 1);
+        assert!(!board.snapshot().is_alive(Duration::MAX));
+    }
+}

@@ -1,0 +1,220 @@
+//! Health for probes: `SessionHandle::health()` (the session and every recipe on it) and
+//! `health_changes()`, through a partition, an expiry, a close, and each recipe's life.
+
+use crate::common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix::prelude::*;
+use actix_zookeeper::election::{ElectionConfig, ElectionHandle};
+use actix_zookeeper::health::{Health, RecipeState, SessionState};
+use actix_zookeeper::lock::{LockConfig, LockHandle};
+use actix_zookeeper::prelude::*;
+use actix_zookeeper::queue::{ConsumerConfig, Delivery, Queue, QueueConsumerActor, Revoked, Worker};
+use actix_zookeeper::testkit::{ClientLinks, TestZooKeeper, expire_session, unique_root};
+use common::*;
+use futures::StreamExt;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Every snapshot `health_changes()` yielded.
+#[derive(Clone, Default)]
+struct Changes(Arc<Mutex<Vec<Health>>>);
+
+impl Changes {
+    fn follow(session: &SessionHandle) -> Changes {
+        let changes = Changes::default();
+        let mut stream = Box::pin(session.health_changes());
+        let kept = changes.clone();
+        actix_rt::spawn(async move {
+            while let Some(health) = stream.next().await {
+                kept.0.lock().expect("changes").push(health);
+            }
+        });
+        changes
+    }
+
+    fn any(&self, pred: impl Fn(&Health) -> bool) -> bool {
+        self.0.lock().expect("changes").iter().any(pred)
+    }
+}
+
+async fn health_until(session: &SessionHandle, what: &str, pred: impl Fn(&Health) -> bool) -> Health {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let health = session.health();
+        if pred(&health) {
+            return health;
+        }
+        assert!(std::time::Instant::now() < deadline, "no {what} within {WAIT:?}; health: {health:#?}");
+        actix_rt::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[actix_rt::test]
+async fn a_sessions_health_follows_a_partition_an_expiry_and_a_close() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("health-session");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let session = session_with_timeout(&links.connect_string(), &root, Duration::from_secs(4)).await;
+    let changes = Changes::follow(&session);
+    let first =
+        health_until(&session, "connected", |h| matches!(h.session.state, SessionState::Connected { .. })).await;
+    let id = first.session.session_id.expect("a live session");
+    assert_eq!(first.session.generation, 1);
+    assert!(first.session.last_contact.is_some() && first.session.valid_until.is_some());
+    assert!(first.is_ready() && first.is_alive(Duration::from_secs(1)));
+
+    let info = session.session().await.expect("a live session").info;
+    links.blackhole();
+    let cut = health_until(&session, "suspended", |h| matches!(h.session.state, SessionState::Suspended { .. })).await;
+    assert!(!cut.is_ready(), "suspended is not ready");
+    assert!(cut.is_alive(Duration::from_secs(60)), "but alive, within the patience");
+    assert_eq!(cut.session.session_id, Some(id), "the same session, maybe alive");
+
+    expire_session(&zk.connect_string(), &info).await.expect("expire");
+    links.heal();
+    let rebuilt = health_until(&session, "a new session", |h| h.session.generation == 2 && h.is_ready()).await;
+    assert_ne!(rebuilt.session.session_id, Some(id));
+    session.close().await;
+    let closed = health_until(&session, "closed", |h| h.session.state == SessionState::Closed).await;
+    assert!(!closed.is_alive(Duration::MAX) && !closed.is_ready());
+    assert_eq!(closed.session.valid_until, None);
+    wait_until("the stream saw each state", || {
+        changes.any(|h| matches!(h.session.state, SessionState::Suspended { .. }))
+            && changes.any(|h| h.session.generation == 2)
+            && changes.any(|h| h.session.state == SessionState::Closed)
+    })
+    .await;
+}
+
+/// Keeps every delivery unsettled.
+struct Keeper(Arc<Mutex<Vec<Delivery>>>);
+
+impl Actor for Keeper {
+    type Context = Context<Self>;
+}
+
+impl Handler<Delivery> for Keeper {
+    type Result = ();
+
+    fn handle(&mut self, delivery: Delivery, _: &mut Context<Self>) {
+        self.0.lock().expect("kept").push(delivery);
+    }
+}
+
+impl Handler<Revoked> for Keeper {
+    type Result = ();
+
+    fn handle(&mut self, _: Revoked, _: &mut Context<Self>) {}
+}
+
+fn state_of(health: &Health, kind: &str, path: &str) -> Option<RecipeState> {
+    health.recipes.iter().find(|r| r.kind == kind && r.path == path).map(|r| r.state.clone())
+}
+
+#[actix_rt::test]
+async fn each_recipe_reports_what_it_holds_and_leaves_the_board_with_its_actor() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("health-recipes");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let session = session_with_timeout(&links.connect_string(), &root, Duration::from_secs(6)).await;
+    let holder = LockHandle::start(session.clone(), LockConfig::new("/lock"));
+    let grant = bounded("acquire", holder.acquire(None)).await.expect("held");
+    let waiter = LockHandle::start(session.clone(), LockConfig::new("/lock"));
+    let waiting = waiter.acquire(None);
+    let waiting = actix_rt::spawn(waiting);
+    let election = ElectionHandle::start(session.clone(), ElectionConfig::new("/leader"));
+    let term = bounded("lead", election.leadership()).await.expect("leads");
+    let queue = Queue::new(session.clone(), "/q");
+    queue.put("job").await.expect("put");
+    let kept = Arc::new(Mutex::new(Vec::new()));
+    let keeper = Keeper(kept.clone()).start();
+    let consumer =
+        QueueConsumerActor::new(session.clone(), ConsumerConfig::new("/q").with_worker(Worker::new(&keeper))).start();
+
+    let health = health_until(&session, "every recipe at work", |h| {
+        h.recipes.iter().filter(|r| r.kind == "lock").count() == 2
+            && state_of(h, "queue-consumer", "/q") == Some(RecipeState::Consuming { in_flight: 1 })
+            && state_of(h, "election", "/leader").is_some()
+    })
+    .await;
+    let locks: Vec<_> = health.recipes.iter().filter(|r| r.kind == "lock").map(|r| r.state.clone()).collect();
+    assert_eq!(locks, [RecipeState::Holding { token: grant.token }, RecipeState::Waiting]);
+    assert_eq!(state_of(&health, "election", "/leader"), Some(RecipeState::Holding { token: term.token }));
+
+    // Cut off: held grants are suspended; back: held again, same terms.
+    links.blackhole();
+    health_until(&session, "suspended grants", |h| {
+        state_of(h, "election", "/leader") == Some(RecipeState::Suspended { token: term.token })
+            && h.recipes.iter().any(|r| r.state == RecipeState::Suspended { token: grant.token })
+    })
+    .await;
+    links.heal();
+    health_until(&session, "held again", |h| {
+        state_of(h, "election", "/leader") == Some(RecipeState::Holding { token: term.token })
+    })
+    .await;
+
+    // Settled: nothing in flight. Stopped: gone from the board.
+    let delivery = kept.lock().expect("kept").pop().expect("a delivery");
+    delivery.ack().await.expect("ack");
+    health_until(&session, "nothing in flight", |h| {
+        state_of(h, "queue-consumer", "/q") == Some(RecipeState::Consuming { in_flight: 0 })
+    })
+    .await;
+    holder.release().await.expect("release");
+    bounded("the waiter's turn", waiting).await.expect("task").expect("held");
+    election.stop().await;
+    consumer.do_send(actix_zookeeper::queue::Stop);
+    drop(consumer);
+    waiter.stop().await;
+    holder.stop().await;
+    health_until(&session, "an empty board", |h| h.recipes.is_empty()).await;
+    session.close().await;
+}
+
+#[actix_rt::test]
+async fn a_recipe_that_failed_for_good_is_not_ready() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("health-failed");
+    let session = session_at(&zk.connect_string(), &root).await;
+    unreadable_dir(&session, "/closed").await;
+    let election = ElectionHandle::start(session.clone(), ElectionConfig::new("/closed"));
+    let health = health_until(&session, "a failed election", |h| {
+        matches!(state_of(h, "election", "/closed"), Some(RecipeState::Failed { .. }))
+    })
+    .await;
+    assert!(!health.is_ready(), "{health:#?}");
+    assert!(health.is_alive(Duration::from_secs(1)), "the session is fine");
+    election.stop().await;
+    session.close().await;
+}
+
+#[actix_rt::test]
+async fn a_dropped_change_stream_or_handle_leaves_nothing_on_the_board() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let session = session_at(&zk.connect_string(), &unique_root("health-dropped")).await;
+    // A stream dropped before (and after) its first item: later changes still reach the others.
+    drop(session.health_changes());
+    let mut early = Box::pin(session.health_changes());
+    let changes = Changes::follow(&session);
+    let lock = LockHandle::start(session.clone(), LockConfig::new("/lock"));
+    let grant = bounded("acquire", lock.acquire(None)).await.expect("held");
+    bounded("a change", early.next()).await.expect("a snapshot");
+    drop(early);
+    wait_until("the holding lock was streamed", || {
+        changes.any(|h| h.recipes.iter().any(|r| r.state == RecipeState::Holding { token: grant.token }))
+    })
+    .await;
+    // The last handle dropped: the actor stops, leaves the line, and its entry leaves the board.
+    drop(lock);
+    health_until(&session, "an empty board", |h| h.recipes.is_empty()).await;
+    wait_until("the stream saw it go", || changes.any(|h| h.recipes.is_empty() && h.is_ready())).await;
+    session.close().await;
+}
