@@ -136,6 +136,16 @@ pub enum Error {
         /// Why it failed (names the operation's path).
         source: Box<Error>,
     },
+    /// The server does not support what the request needs (an older or a ZooKeeper-compatible
+    /// server: see `docs/compatibility.md`); it was refused and nothing of it applied. Where a
+    /// fallback exists the crate takes it without this error; this is where none does.
+    #[error("the server does not support {feature}, needed for {path}")]
+    Unsupported {
+        /// The node concerned.
+        path: String,
+        /// What the server lacks.
+        feature: crate::session::Feature,
+    },
     /// The server's reply to a request does not fit the request (e.g. a `multi` reply naming an
     /// operation the request does not have). A real server does not send one; the outcome is
     /// unknown.
@@ -183,6 +193,15 @@ impl Error {
         }
     }
 
+    /// `err`, the answer to a request on `path` that needs `feature`: `Unimplemented` becomes
+    /// [`Error::Unsupported`], anything else as [`from_zk`](Self::from_zk) says.
+    pub(crate) fn from_zk_needing(path: &str, feature: crate::session::Feature, err: zookeeper_client::Error) -> Error {
+        match err {
+            zookeeper_client::Error::Unimplemented => Error::Unsupported { path: path.to_owned(), feature },
+            err => Error::from_zk(path, err),
+        }
+    }
+
     /// The path this error concerns, when it concerns one.
     pub fn path(&self) -> Option<&str> {
         match self {
@@ -199,6 +218,7 @@ impl Error {
             | Error::ConnectionLoss { path }
             | Error::SessionLost { path }
             | Error::UnexpectedReply { path, .. }
+            | Error::Unsupported { path, .. }
             | Error::ZooKeeper { path, .. } => Some(path),
             Error::Multi { source, .. } => source.path(),
             Error::AuthFailed | Error::Tls { .. } | Error::Timeout { .. } | Error::Closed => None,
@@ -219,6 +239,7 @@ impl Error {
                 | Error::AuthFailed
                 | Error::Tls { .. }
                 | Error::Closed
+                | Error::Unsupported { .. }
         )
     }
 
@@ -277,6 +298,7 @@ impl Error {
                     | Error::NoChildrenForEphemerals { .. }
                     | Error::NoAuth { .. }
                     | Error::InvalidAcl { .. }
+                    | Error::Unsupported { .. }
             ),
         }
     }
@@ -317,6 +339,7 @@ mod tests {
             Error::Closed,
             Error::Multi { index: 1, source: Box::new(Error::NoNode { path: path() }) },
             Error::UnexpectedReply { path: path(), reason: "r".into() },
+            Error::Unsupported { path: path(), feature: crate::session::Feature::Ttl },
             Error::ZooKeeper { path: path(), source: zookeeper_client::Error::SessionMoved },
         ]
     }

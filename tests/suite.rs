@@ -15,6 +15,7 @@ mod barrier;
 mod cache;
 mod cancellation;
 mod close;
+mod compatibility;
 mod counter;
 mod curator_peer;
 mod discovery;

@@ -14,6 +14,13 @@
 //! where a node has children). A re-sync then removes what no read since the walk began has
 //! seen, and reports exactly the differences: like kube-runtime's watcher re-list.
 //!
+//! **Without persistent watches** (a server older than 3.6, or one without them: the session
+//! answers `Unsupported`), the cache falls back to one-shot watches, as Curator's caches did
+//! before 3.6: every node read sets a data (or `exists`) watch and every listing a children
+//! watch, each once until it fires; a node event reads that node again, a children event walks
+//! the scope again (a re-sync, which reports only the differences). It costs a walk per change
+//! of the tree's shape, measured in `docs/performance.md`.
+//!
 //! Phases: `Loading → Live → Resyncing → Live ...`; `Failed` ends the actor.
 
 use std::collections::BTreeMap;
@@ -29,7 +36,7 @@ use super::messages::*;
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::retry::{Backoff, Verdict};
-use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind, WatchId};
+use crate::session::{Feature, SessionEvent, SessionHandle, WatchEvent, WatchEventKind, WatchId};
 use crate::{PersistentWatchMode, Stat, path};
 
 /// Reads in flight at most (they are all sent already; this bounds only what is polled).
@@ -114,8 +121,29 @@ pub struct CacheActor {
     /// Nodes that cannot be read for good, told once until they can be read again.
     skipped: std::collections::BTreeSet<String>,
     watch: Option<WatchId>,
+    /// One-shot watches instead of the persistent one (the server has none).
+    oneshot: Option<OneShot>,
     generation: u64,
     span: tracing::Span,
+}
+
+/// The one-shot watches set on the server, so that a read sets each only once until it fires.
+#[derive(Default)]
+struct OneShot {
+    /// Where to deliver them.
+    me: Option<Recipient<WatchEvent>>,
+    /// Nodes with a data (or `exists`) watch.
+    data: std::collections::HashSet<String>,
+    /// Nodes with a children watch.
+    children: std::collections::HashSet<String>,
+}
+
+impl OneShot {
+    /// The recipient for a watch on `path` of this kind, when none is set there yet.
+    fn arm(&mut self, path: &str, children: bool) -> Option<Recipient<WatchEvent>> {
+        let set = if children { &mut self.children } else { &mut self.data };
+        if set.insert(path.to_owned()) { self.me.clone() } else { None }
+    }
 }
 
 impl CacheActor {
@@ -137,6 +165,7 @@ impl CacheActor {
             walk: None,
             skipped: Default::default(),
             watch: None,
+            oneshot: None,
             generation: 0,
             span,
         })
@@ -158,6 +187,13 @@ impl CacheActor {
 
     /// Sends a read of `path` now; its result is applied after every read sent before it.
     fn read_node(&mut self, path: String, depth: usize, walk: Option<u64>) {
+        let watcher = self.oneshot.as_mut().and_then(|oneshot| oneshot.arm(&path, false));
+        if let Some(me) = watcher {
+            let (session, keep_data, target) = (self.session.clone(), self.config.keep_data, path.clone());
+            let found = async move { Found::Node(read_watched(&session, &target, keep_data, me).await) }.boxed();
+            self.push(path, depth, walk, found);
+            return;
+        }
         let found = if self.config.keep_data {
             let read = self.session.get_data(&path);
             async move {
@@ -176,7 +212,11 @@ impl CacheActor {
     }
 
     fn list(&mut self, path: String, depth: usize, walk: Option<u64>) {
-        let read = self.session.children(&path);
+        let watcher = self.oneshot.as_mut().and_then(|oneshot| oneshot.arm(&path, true));
+        let read = match watcher {
+            Some(me) => self.session.children_watched(&path, me).boxed(),
+            None => self.session.children(&path).boxed(),
+        };
         let found = async move {
             Found::Children(match read.await {
                 Ok(children) => Ok(Some(children.names)),
@@ -228,8 +268,14 @@ impl CacheActor {
         match read.found {
             Found::Node(Ok(found)) => {
                 self.skipped.remove(&read.path);
+                // One-shot watching lists even a leaf: its children watch is how a first child
+                // is seen.
                 let expand = match &found {
-                    Some((_, stat)) => in_walk && stat.num_children > 0 && self.config.lists_below(read.depth),
+                    Some((_, stat)) => {
+                        in_walk
+                            && (stat.num_children > 0 || self.oneshot.is_some())
+                            && self.config.lists_below(read.depth)
+                    }
                     None => false,
                 };
                 self.apply_node(&read.path, found, read.seq);
@@ -262,6 +308,11 @@ impl CacheActor {
             }
             Found::Node(Err(error)) | Found::Children(Err(error)) => {
                 debug!(parent: &self.span, path = %read.path, %error, "a read failed");
+                // Its one-shot watch may not have been set: the next read sets it.
+                if let Some(oneshot) = self.oneshot.as_mut() {
+                    oneshot.data.remove(&read.path);
+                    oneshot.children.remove(&read.path);
+                }
                 if in_walk {
                     if let Some(walk) = self.walk.as_mut() {
                         walk.broken = Some(error);
@@ -366,7 +417,7 @@ impl CacheActor {
     }
 
     fn resync(&mut self) {
-        if self.phase == Phase::Failed || self.watch.is_none() {
+        if self.phase == Phase::Failed || (self.watch.is_none() && self.oneshot.is_none()) {
             return;
         }
         if self.phase == Phase::Live {
@@ -380,6 +431,33 @@ impl CacheActor {
         self.phase = Phase::Failed;
         self.tell(CacheEvent::CacheFailed { error });
         ctx.stop();
+    }
+}
+
+/// Reads `path` and sets a one-shot watch that fires when it is created, changed or deleted: a
+/// data watch on a node there, an `exists` watch on a missing one.
+async fn read_watched(
+    session: &SessionHandle,
+    path: &str,
+    keep_data: bool,
+    me: Recipient<WatchEvent>,
+) -> Result<Option<NodeRead>, Error> {
+    if !keep_data {
+        return session.exists_watched(path, me).await.map(|stat| stat.map(|stat| (None, stat)));
+    }
+    match session.get_data_watched(path, me.clone()).await {
+        Ok(node) => Ok(Some((Some(node.data), node.stat))),
+        // No watch is set on a missing node by a read: an `exists` sets one.
+        Err(Error::NoNode { .. }) => match session.exists_watched(path, me).await? {
+            None => Ok(None),
+            // Made in between: its `exists` watch stands for the data watch.
+            Some(_) => match session.get_data(path).await {
+                Ok(node) => Ok(Some((Some(node.data), node.stat))),
+                Err(Error::NoNode { .. }) => Ok(None),
+                Err(error) => Err(error),
+            },
+        },
+        Err(error) => Err(error),
     }
 }
 
@@ -425,6 +503,11 @@ impl Actor for CacheActor {
                 act.watch = Some(id);
                 act.start_walk();
             }
+            Ok(Err(Error::Unsupported { feature: Feature::PersistentWatches, .. })) => {
+                info!(parent: &act.span, "the server has no persistent watches; using one-shot watches");
+                act.oneshot = Some(OneShot { me: Some(ctx.address().recipient()), ..OneShot::default() });
+                act.start_walk();
+            }
             Ok(Err(error)) => act.fail(error, ctx),
             Err(_) => {}
         }));
@@ -449,6 +532,31 @@ impl Handler<WatchEvent> for CacheActor {
     type Result = ();
 
     fn handle(&mut self, event: WatchEvent, _: &mut Context<Self>) {
+        if let Some(oneshot) = self.oneshot.as_mut() {
+            if event.generation < self.generation {
+                return; // a watch of an ended session; the new session's walk sets new ones
+            }
+            match event.kind {
+                WatchEventKind::DataChanged | WatchEventKind::NodeCreated => {
+                    oneshot.data.remove(&event.path);
+                }
+                WatchEventKind::NodeDeleted => {
+                    oneshot.data.remove(&event.path);
+                    oneshot.children.remove(&event.path);
+                }
+                WatchEventKind::ChildrenChanged => {
+                    oneshot.children.remove(&event.path);
+                    // A child came or went somewhere in the scope: walk it again.
+                    self.resync();
+                    return;
+                }
+                WatchEventKind::SessionEnded => return,
+            }
+            if let Some(depth) = self.config.depth_of(&event.path).filter(|depth| self.config.holds(*depth)) {
+                self.read_node(event.path, depth, None);
+            }
+            return;
+        }
         if self.watch.is_none() {
             return;
         }
@@ -485,6 +593,11 @@ impl Handler<SessionEvent> for CacheActor {
             SessionEvent::Connected { generation, .. } => {
                 let first = self.generation == 0;
                 self.generation = generation;
+                // A new session has none of the old one's watches.
+                if let Some(oneshot) = self.oneshot.as_mut() {
+                    oneshot.data.clear();
+                    oneshot.children.clear();
+                }
                 if !first {
                     self.resync();
                 }

@@ -30,6 +30,7 @@ use zookeeper_client::{
     Client, MultiWriteError, MultiWriteResult, PersistentWatcher, SessionState, StateWatcher, WatchedEvent,
 };
 
+use super::Features;
 use super::config::SessionConfig;
 use super::events::{SessionEvent, SessionId, WatchEvent, WatchEventKind, WatchId};
 use super::lease::Lease;
@@ -138,12 +139,15 @@ pub struct SessionActor {
     lease: Lease,
     /// The session's and its recipes' health, shared with every handle.
     health: HealthBoard,
+    /// What the server supports, shared with every handle and the requests in flight.
+    pub(super) features: Features,
 }
 
 impl SessionActor {
     /// A session actor for `config`. `owns_arbiter`: stop the current Arbiter when the actor
     /// stops (true when it was started on an Arbiter of its own).
     pub fn new(config: SessionConfig, owns_arbiter: bool) -> Self {
+        let features = Features::new(config.server_version());
         SessionActor {
             config,
             state: State::Closed,
@@ -161,6 +165,7 @@ impl SessionActor {
             live: Arc::new(AtomicI64::new(0)),
             lease: Lease::new(),
             health: HealthBoard::new(Lease::new()),
+            features,
         }
     }
 
@@ -170,10 +175,11 @@ impl SessionActor {
         self
     }
 
-    /// Keeps the lease in `lease` and the health on `health` (shared with the handles).
-    pub(crate) fn with_lease(mut self, lease: Lease, health: HealthBoard) -> Self {
+    /// Keeps the lease, the health and what the server supports where the handles see them.
+    pub(crate) fn with_shared(mut self, lease: Lease, health: HealthBoard, features: Features) -> Self {
         self.lease = lease;
         self.health = health;
+        self.features = features;
         self
     }
 
@@ -271,7 +277,10 @@ impl SessionActor {
             let client = client.map_err(|e| Error::from_zk("/", e))?;
             let Some(root) = chroot else { return Ok((client, sent)) };
             // Curator creates its namespace on demand; so do we, with the default ACL.
-            client.mkdir(&root, &CreateMode::Persistent.options(&acl)).await.map_err(|e| Error::from_zk(&root, e))?;
+            client
+                .mkdir(&root, &CreateMode::Persistent.options(&acl))
+                .await
+                .map_err(|e| Error::from_zk_needing(&root, super::Feature::Create2, e))?;
             client
                 .chroot(root.clone())
                 .map(|client| (client, sent))
@@ -287,7 +296,9 @@ impl SessionActor {
                     match outcome {
                         Ok((client, sent)) => act.on_session(client, sent, ctx),
                         Err(Error::AuthFailed) => act.auth_failed(ctx),
-                        Err(error @ Error::Tls { .. }) => act.cannot_connect(error, ctx),
+                        // Trying again cannot help: a certificate problem, or a server older
+                        // than its declared version (every create would be refused).
+                        Err(error @ (Error::Tls { .. } | Error::Unsupported { .. })) => act.cannot_connect(error, ctx),
                         Err(err) => {
                             warn!(attempt, error = %err, "could not establish a session; will retry");
                             act.connect(ctx, attempt + 1);

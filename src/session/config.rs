@@ -48,6 +48,7 @@ pub struct SessionConfig {
     retry: RetryPolicy,
     max_request_size: usize,
     lease_margin: Option<Duration>,
+    server_version: Option<(u32, u32, u32)>,
     #[cfg(feature = "tls")]
     tls: Option<super::TlsConfig>,
     #[cfg(feature = "sasl")]
@@ -92,6 +93,7 @@ impl SessionConfig {
             retry: RetryPolicy::default(),
             max_request_size: DEFAULT_MAX_REQUEST_SIZE,
             lease_margin: None,
+            server_version: None,
             #[cfg(feature = "tls")]
             tls: None,
             #[cfg(feature = "sasl")]
@@ -214,6 +216,23 @@ impl SessionConfig {
         self
     }
 
+    /// The version of the servers (as Curator's `ZKClientConfig` and zookeeper-client's
+    /// `Connector::with_server_version` take it): the session then uses only what that
+    /// version has (a plain `create` instead of `create2` below 3.5, no persistent watches
+    /// below 3.6, no containers below 3.5.1) and takes the fallbacks of
+    /// `docs/compatibility.md` from the start. Without it, what the server lacks is learned from
+    /// its answers; a server older than 3.5 must be declared, or every create fails with
+    /// [`Error::Unsupported`].
+    pub fn with_server_version(mut self, major: u32, minor: u32, patch: u32) -> Self {
+        self.server_version = Some((major, minor, patch));
+        self
+    }
+
+    /// The declared server version, if any.
+    pub fn server_version(&self) -> Option<(u32, u32, u32)> {
+        self.server_version
+    }
+
     /// The lease margin for a session whose negotiated timeout is `negotiated`.
     pub(crate) fn lease_margin(&self, negotiated: Duration) -> Duration {
         self.lease_margin.unwrap_or(negotiated / 10)
@@ -284,6 +303,9 @@ impl SessionConfig {
             .with_readonly(self.read_only);
         if let Some(timeout) = self.connection_timeout {
             connector = connector.with_connection_timeout(timeout);
+        }
+        if let Some((major, minor, patch)) = self.server_version {
+            connector = connector.with_server_version(major, minor, patch);
         }
         for (scheme, credentials) in &self.auth {
             connector = connector.with_auth(scheme, credentials);

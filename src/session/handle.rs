@@ -26,6 +26,7 @@ use super::config::SessionConfig;
 use super::events::{SessionEvent, SessionId, WatchEvent, WatchId};
 use super::lease::Lease;
 use super::requests::*;
+use super::{Features, ServerFeatures};
 use crate::error::{Error, Result};
 use crate::events::EventStream;
 use crate::health::{Health, HealthBoard};
@@ -46,6 +47,8 @@ pub struct SessionHandle {
     lease: Lease,
     /// The session's and its recipes' health (kept by the actor and the recipes).
     health: HealthBoard,
+    /// What the server supports (declared, or learned by the actor).
+    features: Features,
 }
 
 impl SessionHandle {
@@ -62,11 +65,12 @@ impl SessionHandle {
         let retry = config.retry();
         let lease = Lease::new();
         let health = HealthBoard::new(lease.clone());
-        let (kept_lease, kept_health) = (lease.clone(), health.clone());
+        let features = Features::new(config.server_version());
+        let (kept_lease, kept_health, kept_features) = (lease.clone(), health.clone(), features.clone());
         let addr = SessionActor::start_in_arbiter(&arbiter.handle(), move |_| {
-            SessionActor::new(config, true).with_live_cell(cell).with_lease(kept_lease, kept_health)
+            SessionActor::new(config, true).with_live_cell(cell).with_shared(kept_lease, kept_health, kept_features)
         });
-        Ok(SessionHandle { addr, arbiter: arbiter.handle(), live, retry, lease, health })
+        Ok(SessionHandle { addr, arbiter: arbiter.handle(), live, retry, lease, health, features })
     }
 
     /// The session's own thread (its Arbiter), for a latency-sensitive program: an actor
@@ -108,6 +112,12 @@ impl SessionHandle {
     /// folded into the latest).
     pub fn health_changes(&self) -> impl futures::Stream<Item = Health> + Send + 'static + use<> {
         self.health.changes()
+    }
+
+    /// What is known of the server's features: declared
+    /// ([`SessionConfig::with_server_version`]) or learned from its answers.
+    pub fn server_features(&self) -> ServerFeatures {
+        self.features.snapshot()
     }
 
     /// The board recipes put their health on.

@@ -9,6 +9,7 @@
 mod actor;
 mod config;
 mod events;
+mod features;
 mod handle;
 mod lease;
 mod pinned;
@@ -22,6 +23,8 @@ pub(crate) use actor::IntoActorFree;
 pub use actor::SessionActor;
 pub use config::{DEFAULT_MAX_REQUEST_SIZE, RebuildPolicy, SessionConfig};
 pub use events::{SessionEvent, SessionId, WatchEvent, WatchEventKind, WatchId};
+pub(crate) use features::Features;
+pub use features::{Feature, ServerFeatures, Support};
 pub use handle::SessionHandle;
 pub use lease::Lease;
 pub use pinned::PinnedSession;

@@ -47,6 +47,15 @@ impl CreateMode {
         )
     }
 
+    /// The server feature this mode needs beyond ZooKeeper 3.4's (besides `create2`).
+    pub(crate) fn needs(self) -> Option<super::Feature> {
+        match self {
+            CreateMode::Container => Some(super::Feature::Containers),
+            CreateMode::PersistentWithTtl(_) | CreateMode::PersistentSequentialWithTtl(_) => Some(super::Feature::Ttl),
+            _ => None,
+        }
+    }
+
     pub(crate) fn options<'a>(self, acls: &'a [Acl]) -> zookeeper_client::CreateOptions<'a> {
         use zookeeper_client::CreateMode as Zk;
         let acls = zookeeper_client::Acls::new(acls);

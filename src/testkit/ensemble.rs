@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::TestkitError;
 use super::four_letter::{sessions_on, srvr};
 use super::process::{QUORUM_MAIN, ServerProcess, common_config, free_ports, fresh_temp_dir_in, write_file};
-use super::proxy::{ElectionHint, FaultProxy, reserve_listener};
+use super::proxy::{ElectionHint, FaultProxy, Rewrite, reserve_listener};
 use super::server::ServerOptions;
 
 /// The longest a member waits between two election rounds, and to open a peer connection (ms).
@@ -104,7 +104,7 @@ impl ZkEnsemble {
             let election = FaultProxy::start_on(
                 election_listener,
                 &format!("127.0.0.1:{}", election_port(to)),
-                Some(ElectionHint::new(hint)),
+                Some(Rewrite::Election(ElectionHint::new(hint))),
             )?;
             debug_assert_eq!(election.address(), election_address);
             ensemble.links.push(Link { from, to, quorum, election });

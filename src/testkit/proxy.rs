@@ -29,6 +29,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::TestkitError;
+use super::older_server::{self, OlderServer};
 
 /// Bytes read from one side in one go.
 const CHUNK: usize = 16 * 1024;
@@ -156,12 +157,20 @@ impl FaultProxy {
         Self::start_on(bind_loopback()?, target, None)
     }
 
-    /// Starts a proxy on an already bound listener; `hint` rewrites ZooKeeper's election
-    /// handshake (see [`ElectionHint`]).
+    /// Starts a proxy to a ZooKeeper server at `target` that answers the operations `older`
+    /// refuses as that server kind does (`Unimplemented`), and forwards the rest: a client
+    /// connected through it sees "ZooKeeper 3.4", or "a server without persistent watches,
+    /// containers or TTL" ([`OlderServer`]). Faults work as with [`start`](Self::start).
+    pub fn start_as(target: &str, older: OlderServer) -> Result<FaultProxy, TestkitError> {
+        Self::start_on(bind_loopback()?, target, Some(Rewrite::Older(older)))
+    }
+
+    /// Starts a proxy on an already bound listener; `rewrite` says what it rewrites (see
+    /// [`ElectionHint`] and [`OlderServer`]).
     pub(crate) fn start_on(
         listener: StdTcpListener,
         target: &str,
-        hint: Option<ElectionHint>,
+        hint: Option<Rewrite>,
     ) -> Result<FaultProxy, TestkitError> {
         let target = resolve(target)?;
         let address = listener.local_addr().map_err(|e| TestkitError::io("read the proxy's address", e))?;
@@ -280,7 +289,7 @@ async fn accept_loop(
     target: SocketAddr,
     mut faults: watch::Receiver<Faults>,
     open: Arc<AtomicUsize>,
-    hint: Option<ElectionHint>,
+    hint: Option<Rewrite>,
     _done: mpsc::Sender<()>,
 ) {
     let listener = match TcpListener::from_std(listener) {
@@ -335,7 +344,7 @@ async fn serve(
     mut client: TcpStream,
     target: SocketAddr,
     mut faults: watch::Receiver<Faults>,
-    hint: Option<ElectionHint>,
+    hint: Option<Rewrite>,
     _open: OpenGuard,
 ) {
     let start = faults.borrow_and_update().clone();
@@ -363,8 +372,16 @@ async fn serve(
     let closed_cleanly = {
         let (client_read, client_write) = client.split();
         let (server_read, server_write) = server.split();
-        let up = pump(client_read, server_write, UP, faults.clone(), hint);
-        let down = pump(server_read, client_write, DOWN, faults.clone(), None);
+        let (up_feed, down_feed) = match hint {
+            Some(Rewrite::Election(hint)) => (Some(Feed::Election(hint)), None),
+            Some(Rewrite::Older(older)) => {
+                let (up, down) = older.sides();
+                (Some(Feed::Older(up)), Some(Feed::Older(down)))
+            }
+            None => (None, None),
+        };
+        let up = pump(client_read, server_write, UP, faults.clone(), up_feed);
+        let down = pump(server_read, client_write, DOWN, faults.clone(), down_feed);
         tokio::select! {
             forwarded = async { tokio::try_join!(up, down) } => forwarded.is_ok(),
             _ = faults.wait_for(|f| f.resets != start.resets || f.stopped) => false,
@@ -382,7 +399,7 @@ async fn pump(
     mut writer: WriteHalf<'_>,
     way: usize,
     faults: watch::Receiver<Faults>,
-    mut hint: Option<ElectionHint>,
+    mut hint: Option<Feed>,
 ) -> io::Result<()> {
     let (chunks_tx, mut chunks_rx) = tokio::sync::mpsc::channel::<(Instant, Vec<u8>)>(CHUNKS_IN_FLIGHT);
     let mut read_faults = faults.clone();
@@ -438,6 +455,30 @@ async fn pump(
 
 fn proxy_stopped(_: watch::error::RecvError) -> io::Error {
     io::Error::new(io::ErrorKind::ConnectionAborted, "fault proxy stopped")
+}
+
+/// What a proxy rewrites in the bytes it forwards, if anything.
+#[derive(Clone)]
+pub(crate) enum Rewrite {
+    /// The election handshake's address (upstream only).
+    Election(ElectionHint),
+    /// Operations an older server refuses (both ways).
+    Older(OlderServer),
+}
+
+/// One direction's rewriter.
+enum Feed {
+    Election(ElectionHint),
+    Older(older_server::Side),
+}
+
+impl Feed {
+    fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
+        match self {
+            Feed::Election(hint) => hint.feed(bytes),
+            Feed::Older(side) => side.feed(bytes),
+        }
+    }
 }
 
 /// Rewrites the address in ZooKeeper's election handshake.

@@ -17,17 +17,40 @@ impl Handler<Create> for SessionActor {
         if let Err(err) = self.check_size(&path, sizing::create(&path, &data, &acl, self.chroot_len())) {
             return failed(err);
         }
+        let needs = mode.needs();
+        if let Some(feature) = needs.filter(|feature| !self.features.may_have(*feature)) {
+            return failed(Error::Unsupported { path, feature });
+        }
+        let features = self.features.clone();
         let span = self.span("create", &path);
         self.dispatch(span, move |client, _| {
             Box::pin(async move {
-                let (stat, sequence) =
-                    client.create(&path, &data, &mode.options(&acl)).await.map_err(|e| Error::from_zk(&path, e))?;
-                if mode.is_sequential() {
-                    let number = u64::try_from(sequence.into_i64()).ok();
-                    Ok(Created { path: format!("{path}{sequence}"), stat, sequence: number })
-                } else {
-                    Ok(Created { path, stat, sequence: None })
-                }
+                let created = client.create(&path, &data, &mode.options(&acl)).await;
+                let (stat, sequence) = match created {
+                    Ok(created) => {
+                        if let Some(feature) = needs {
+                            features.learned(feature, true);
+                        }
+                        created
+                    }
+                    Err(error) => {
+                        // Without a mode of its own to blame, a refused create is `create2`'s.
+                        let feature = needs.unwrap_or(crate::session::Feature::Create2);
+                        if matches!(error, zookeeper_client::Error::Unimplemented) {
+                            features.learned(feature, false);
+                        }
+                        return Err(Error::from_zk_needing(&path, feature, error));
+                    }
+                };
+                let made = if mode.is_sequential() { format!("{path}{sequence}") } else { path };
+                // A plain `create` (a server declared older than 3.5) answers without the stat:
+                // read it, for the recipes whose tokens are the czxid.
+                let stat = match stat.is_invalid() {
+                    true => client.check_stat(&made).await.ok().flatten().unwrap_or(stat),
+                    false => stat,
+                };
+                let sequence = mode.is_sequential().then(|| u64::try_from(sequence.into_i64()).ok()).flatten();
+                Ok(Created { path: made, stat, sequence })
             })
         })
     }
@@ -231,10 +254,20 @@ impl Handler<EnsurePath> for SessionActor {
         }
         let acl = self.config.default_acl().to_vec();
         let span = self.span("ensure_path", &msg.path);
+        // Containers where the server has them, plain persistent parents where it does not.
+        let containers = msg.containers && self.features.may_have(crate::session::Feature::Containers);
+        let features = self.features.clone();
         self.dispatch(span, move |client, _| {
             Box::pin(async move {
-                let mode = if msg.containers { CreateMode::Container } else { CreateMode::Persistent };
-                client.mkdir(&msg.path, &mode.options(&acl)).await.map_err(|e| Error::from_zk(&msg.path, e))
+                let mode = if containers { CreateMode::Container } else { CreateMode::Persistent };
+                match client.mkdir(&msg.path, &mode.options(&acl)).await {
+                    Err(zookeeper_client::Error::Unimplemented) if containers => {
+                        features.learned(crate::session::Feature::Containers, false);
+                        let plain = CreateMode::Persistent.options(&acl);
+                        client.mkdir(&msg.path, &plain).await.map_err(|e| Error::from_zk(&msg.path, e))
+                    }
+                    made => made.map_err(|e| Error::from_zk(&msg.path, e)),
+                }
             })
         })
     }

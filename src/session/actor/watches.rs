@@ -4,6 +4,7 @@
 //! Does not own the registry's data structure (`session/watch.rs`).
 
 use super::*;
+use crate::session::Feature;
 use crate::session::watch::owner;
 
 impl SessionActor {
@@ -18,11 +19,17 @@ impl SessionActor {
         let path = watch.path.clone();
         let mode = watch.client_mode();
         let span = tracing::debug_span!("zk.add_watch", path = %path, ?mode, generation);
+        let features = self.features.clone();
         let fut = send_now(
             Box::pin(async move {
-                let registered = client.watch(&path, mode).await.map_err(|e| Error::from_zk(&path, e));
+                let registered = client.watch(&path, mode).await;
+                match &registered {
+                    Ok(_) => features.learned(Feature::PersistentWatches, true),
+                    Err(zookeeper_client::Error::Unimplemented) => features.learned(Feature::PersistentWatches, false),
+                    Err(_) => {}
+                }
                 drop(previous);
-                registered
+                registered.map_err(|e| Error::from_zk_needing(&path, Feature::PersistentWatches, e))
             })
             .instrument(span),
         );
@@ -174,6 +181,10 @@ impl SessionActor {
         }
         if matches!(self.state, State::Closed) {
             let _ = reply.send(Err(Error::Closed));
+            return;
+        }
+        if !self.features.may_have(Feature::PersistentWatches) {
+            let _ = reply.send(Err(Error::Unsupported { path: msg.path, feature: Feature::PersistentWatches }));
             return;
         }
         if let Some(other) = self.watches.mode_on(&msg.path).filter(|mode| *mode != msg.mode) {

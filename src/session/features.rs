@@ -1,0 +1,207 @@
+//! What the server supports: [`Feature`]s beyond ZooKeeper 3.4 (persistent watches, `create2`,
+//! container and TTL nodes), known from a declared version
+//! ([`SessionConfig::with_server_version`](super::SessionConfig::with_server_version)) or learned
+//! from the server's answers to their first uses.
+//!
+//! Owns: what is known of each feature ([`Support`]) and the rule from a version to it. Does
+//! not own the fallbacks: the session's handlers decide what to do when a feature is missing
+//! (see "Any ZooKeeper-compatible server" in `docs/compatibility.md`).
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// A server feature newer than ZooKeeper 3.4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Feature {
+    /// `addWatch`: persistent and persistent-recursive watches (ZooKeeper 3.6).
+    PersistentWatches,
+    /// `create2`: a create answered with the new node's stat (ZooKeeper 3.5).
+    Create2,
+    /// Container nodes (ZooKeeper 3.5.1).
+    Containers,
+    /// TTL nodes (ZooKeeper 3.5.3, and only with `zookeeper.extendedTypesEnabled=true`).
+    Ttl,
+}
+
+impl Feature {
+    const ALL: [Feature; 4] = [Feature::PersistentWatches, Feature::Create2, Feature::Containers, Feature::Ttl];
+
+    fn index(self) -> usize {
+        match self {
+            Feature::PersistentWatches => 0,
+            Feature::Create2 => 1,
+            Feature::Containers => 2,
+            Feature::Ttl => 3,
+        }
+    }
+}
+
+impl fmt::Display for Feature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Feature::PersistentWatches => "persistent watches (addWatch, ZooKeeper 3.6)",
+            Feature::Create2 => {
+                "create2 (ZooKeeper 3.5; for an older server declare its version with SessionConfig::with_server_version)"
+            }
+            Feature::Containers => "container nodes (ZooKeeper 3.5.1)",
+            Feature::Ttl => "TTL nodes (ZooKeeper 3.5.3 with zookeeper.extendedTypesEnabled=true)",
+        })
+    }
+}
+
+/// Whether the server has a feature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Support {
+    /// Not known yet: neither declared nor used.
+    Unknown,
+    /// It has it (declared, or it answered a use of it).
+    Yes,
+    /// It does not (declared, or it answered `Unimplemented`).
+    No,
+}
+
+impl Support {
+    fn code(self) -> u8 {
+        match self {
+            Support::Unknown => 0,
+            Support::Yes => 1,
+            Support::No => 2,
+        }
+    }
+
+    fn of(code: u8) -> Support {
+        match code {
+            1 => Support::Yes,
+            2 => Support::No,
+            _ => Support::Unknown,
+        }
+    }
+
+    /// What a server of version `version` has of `feature`.
+    fn of_version(feature: Feature, (major, minor, patch): (u32, u32, u32)) -> Support {
+        let at_least = |m: u32, n: u32, p: u32| (major, minor, patch) >= (m, n, p);
+        let yes = |has: bool| if has { Support::Yes } else { Support::No };
+        match feature {
+            Feature::PersistentWatches => yes(at_least(3, 6, 0)),
+            Feature::Create2 => yes(at_least(3, 5, 0)),
+            Feature::Containers => yes(at_least(3, 5, 1)),
+            // A server config switch decides, not the version alone.
+            Feature::Ttl if at_least(3, 5, 3) => Support::Unknown,
+            Feature::Ttl => Support::No,
+        }
+    }
+}
+
+/// What is known of the server's features, as of one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerFeatures {
+    /// Persistent watches (`addWatch`).
+    pub persistent_watches: Support,
+    /// `create2`.
+    pub create2: Support,
+    /// Container nodes.
+    pub containers: Support,
+    /// TTL nodes.
+    pub ttl: Support,
+}
+
+impl ServerFeatures {
+    /// What is known of `feature`.
+    pub fn support(&self, feature: Feature) -> Support {
+        match feature {
+            Feature::PersistentWatches => self.persistent_watches,
+            Feature::Create2 => self.create2,
+            Feature::Containers => self.containers,
+            Feature::Ttl => self.ttl,
+        }
+    }
+}
+
+/// The session's knowledge of its server's features, shared by the actor's requests in flight
+/// and every handle.
+#[derive(Clone, Debug)]
+pub(crate) struct Features {
+    cells: Arc<[AtomicU8; 4]>,
+}
+
+impl Features {
+    /// What a server of `declared` version has, or all unknown.
+    pub(crate) fn new(declared: Option<(u32, u32, u32)>) -> Features {
+        let cells = Arc::new([const { AtomicU8::new(0) }; 4]);
+        if let Some(version) = declared {
+            for feature in Feature::ALL {
+                cells[feature.index()].store(Support::of_version(feature, version).code(), Ordering::SeqCst);
+            }
+        }
+        Features { cells }
+    }
+
+    /// What is known of `feature`.
+    pub(crate) fn support(&self, feature: Feature) -> Support {
+        Support::of(self.cells[feature.index()].load(Ordering::SeqCst))
+    }
+
+    /// True unless the server is known not to have `feature`.
+    pub(crate) fn may_have(&self, feature: Feature) -> bool {
+        self.support(feature) != Support::No
+    }
+
+    /// The server answered a use of `feature`: it has it (`true`) or not.
+    pub(crate) fn learned(&self, feature: Feature, has: bool) {
+        let support = if has { Support::Yes } else { Support::No };
+        let before = self.cells[feature.index()].swap(support.code(), Ordering::SeqCst);
+        if before != support.code() {
+            tracing::info!(%feature, has, "learned what the server supports");
+        }
+    }
+
+    /// What is known now.
+    pub(crate) fn snapshot(&self) -> ServerFeatures {
+        ServerFeatures {
+            persistent_watches: self.support(Feature::PersistentWatches),
+            create2: self.support(Feature::Create2),
+            containers: self.support(Feature::Containers),
+            ttl: self.support(Feature::Ttl),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_declared_version_says_what_it_has() {
+        let old = Features::new(Some((3, 4, 14))).snapshot();
+        assert_eq!(
+            old,
+            ServerFeatures {
+                persistent_watches: Support::No,
+                create2: Support::No,
+                containers: Support::No,
+                ttl: Support::No
+            }
+        );
+        let five = Features::new(Some((3, 5, 9))).snapshot();
+        assert_eq!(
+            (five.create2, five.containers, five.ttl, five.persistent_watches),
+            (Support::Yes, Support::Yes, Support::Unknown, Support::No)
+        );
+        let eight = Features::new(Some((3, 8, 4))).snapshot();
+        assert_eq!(eight.persistent_watches, Support::Yes);
+        assert_eq!(Features::new(None).snapshot().containers, Support::Unknown);
+    }
+
+    #[test]
+    fn an_answer_teaches_what_a_declaration_did_not_say() {
+        let features = Features::new(None);
+        assert!(features.may_have(Feature::Ttl));
+        features.learned(Feature::Ttl, false);
+        assert!(!features.may_have(Feature::Ttl));
+        assert_eq!(features.clone().support(Feature::Ttl), Support::No, "clones share what is known");
+        features.learned(Feature::Containers, true);
+        assert_eq!(features.snapshot().containers, Support::Yes);
+    }
+}

@@ -1,0 +1,226 @@
+//! [`OlderServer`]: a proxy mode in which chosen ZooKeeper operations are answered as an older
+//! (or a ZooKeeper-compatible) server answers them, `Unimplemented`, so that a test runs a
+//! client against "ZooKeeper 3.4" or "a server without persistent watches, containers or TTL"
+//! while a real 3.8 server does the rest.
+//!
+//! Owns: the list of refused operations of each server kind, and the rewriting of one
+//! connection's frames. Does not own the connection (the proxy's) or faults.
+//!
+//! # How
+//! ZooKeeper's client protocol is length-prefixed frames; after the connect handshake (the
+//! first frame each way) every request starts with `xid, opcode` and every reply with `xid,
+//! zxid, err`, and replies come back in request order. A refused request is replaced by an
+//! `exists("/")` with the same xid, so the server answers it in its place in the order, and that
+//! answer is replaced by `Unimplemented` (-6) before it reaches the client. The rest passes
+//! untouched.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+/// `exists`.
+const OP_EXISTS: i32 = 3;
+/// The server's code for an operation it does not implement.
+const UNIMPLEMENTED: i32 = -6;
+
+/// Operation codes, as the wire names them.
+mod op {
+    pub const CREATE2: i32 = 15;
+    pub const CHECK_WATCHES: i32 = 17;
+    pub const REMOVE_WATCHES: i32 = 18;
+    pub const CREATE_CONTAINER: i32 = 19;
+    pub const CREATE_TTL: i32 = 21;
+    pub const GET_EPHEMERALS: i32 = 103;
+    pub const GET_ALL_CHILDREN_NUMBER: i32 = 104;
+    pub const ADD_WATCH: i32 = 106;
+    pub const WHO_AM_I: i32 = 107;
+}
+
+/// Which operations a proxy answers `Unimplemented`, as an older or a ZooKeeper-compatible
+/// server does (see [`FaultProxy::start_as`](super::FaultProxy::start_as)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OlderServer {
+    name: &'static str,
+    refused: Vec<i32>,
+}
+
+impl OlderServer {
+    /// ZooKeeper 3.4: no `create2`, no container or TTL nodes, no persistent watches (nor
+    /// removing or checking watches), none of 3.6's and 3.7's reads. A client must be told the
+    /// server's version (`SessionConfig::with_server_version(3, 4, _)`) to create nodes at all.
+    pub fn zookeeper_3_4() -> OlderServer {
+        OlderServer {
+            name: "ZooKeeper 3.4",
+            refused: vec![
+                op::CREATE2,
+                op::CHECK_WATCHES,
+                op::REMOVE_WATCHES,
+                op::CREATE_CONTAINER,
+                op::CREATE_TTL,
+                op::GET_EPHEMERALS,
+                op::GET_ALL_CHILDREN_NUMBER,
+                op::ADD_WATCH,
+                op::WHO_AM_I,
+            ],
+        }
+    }
+
+    /// A server without persistent watches, container nodes or TTL nodes (as some
+    /// ZooKeeper-compatible servers are), that has everything else.
+    pub fn without_extras() -> OlderServer {
+        OlderServer {
+            name: "a server without persistent watches, containers or TTL",
+            refused: vec![op::ADD_WATCH, op::CREATE_CONTAINER, op::CREATE_TTL],
+        }
+    }
+
+    /// What this server kind is, for test names and messages.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// True when the operation code `opcode` is answered `Unimplemented`.
+    pub fn refuses(&self, opcode: i32) -> bool {
+        self.refused.contains(&opcode)
+    }
+
+    /// The two rewriters of one connection: client to server, server to client.
+    pub(crate) fn sides(&self) -> (Side, Side) {
+        let refused: Arc<[i32]> = self.refused.clone().into();
+        let replaced = Arc::new(Mutex::new(HashSet::new()));
+        let side = |upstream| Side {
+            upstream,
+            refused: refused.clone(),
+            replaced: replaced.clone(),
+            buffer: Vec::new(),
+            handshaken: false,
+        };
+        (side(true), side(false))
+    }
+}
+
+/// One direction of one connection.
+pub(crate) struct Side {
+    upstream: bool,
+    refused: Arc<[i32]>,
+    /// The xids of requests replaced by an `exists`, whose answers become `Unimplemented`.
+    replaced: Arc<Mutex<HashSet<i32>>>,
+    /// Bytes of a frame not yet complete.
+    buffer: Vec<u8>,
+    /// The connect frame has passed.
+    handshaken: bool,
+}
+
+fn int(bytes: &[u8], at: usize) -> Option<i32> {
+    Some(i32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn frame(payload: &[u8]) -> Vec<u8> {
+    let mut framed = Vec::with_capacity(4 + payload.len());
+    framed.extend_from_slice(&(payload.len() as i32).to_be_bytes());
+    framed.extend_from_slice(payload);
+    framed
+}
+
+impl Side {
+    /// The bytes to pass on for `bytes` read: whole frames, rewritten where refused.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
+        self.buffer.extend_from_slice(bytes);
+        let mut out = Vec::new();
+        while let Some(len) = int(&self.buffer, 0) {
+            let Ok(len) = usize::try_from(len) else {
+                // Not a frame this code understands: pass everything on as it is.
+                out.append(&mut self.buffer);
+                break;
+            };
+            if self.buffer.len() < 4 + len {
+                break;
+            }
+            let whole: Vec<u8> = self.buffer.drain(..4 + len).collect();
+            if !self.handshaken {
+                self.handshaken = true;
+                out.extend_from_slice(&whole);
+                continue;
+            }
+            let rewritten = if self.upstream { self.request(&whole) } else { self.reply(&whole) };
+            out.extend_from_slice(&rewritten.unwrap_or(whole));
+        }
+        out
+    }
+
+    fn request(&self, whole: &[u8]) -> Option<Vec<u8>> {
+        let (xid, opcode) = (int(whole, 4)?, int(whole, 8)?);
+        if xid <= 0 || !self.refused.contains(&opcode) {
+            return None;
+        }
+        self.replaced.lock().ok()?.insert(xid);
+        let mut exists = Vec::new();
+        exists.extend_from_slice(&xid.to_be_bytes());
+        exists.extend_from_slice(&OP_EXISTS.to_be_bytes());
+        exists.extend_from_slice(&1i32.to_be_bytes());
+        exists.push(b'/');
+        exists.push(0); // no watch
+        Some(frame(&exists))
+    }
+
+    fn reply(&self, whole: &[u8]) -> Option<Vec<u8>> {
+        let xid = int(whole, 4)?;
+        let zxid = whole.get(8..16)?;
+        if !self.replaced.lock().ok()?.remove(&xid) {
+            return None;
+        }
+        let mut refused = Vec::new();
+        refused.extend_from_slice(&xid.to_be_bytes());
+        refused.extend_from_slice(zxid);
+        refused.extend_from_slice(&UNIMPLEMENTED.to_be_bytes());
+        Some(frame(&refused))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(xid: i32, opcode: i32, body: &[u8]) -> Vec<u8> {
+        let mut payload = [xid.to_be_bytes(), opcode.to_be_bytes()].concat();
+        payload.extend_from_slice(body);
+        frame(&payload)
+    }
+
+    fn reply(xid: i32, zxid: i64, err: i32, body: &[u8]) -> Vec<u8> {
+        let mut payload =
+            [xid.to_be_bytes().to_vec(), zxid.to_be_bytes().to_vec(), err.to_be_bytes().to_vec()].concat();
+        payload.extend_from_slice(body);
+        frame(&payload)
+    }
+
+    #[test]
+    fn a_refused_request_is_answered_unimplemented_in_its_place_and_the_rest_passes() {
+        let (mut up, mut down) = OlderServer::without_extras().sides();
+        let connect = frame(b"connect request");
+        assert_eq!(up.feed(&connect), connect, "the handshake passes");
+        assert_eq!(down.feed(&frame(b"connect reply")), frame(b"connect reply"));
+        let get = request(1, 4, b"/a\0");
+        let watch = request(2, op::ADD_WATCH, b"/b");
+        // Split mid-frame: nothing is passed on until a frame is whole.
+        let both = [get.clone(), watch].concat();
+        let mut out = up.feed(&both[..7]);
+        out.extend(up.feed(&both[7..]));
+        let exists =
+            frame(&[2i32.to_be_bytes().to_vec(), OP_EXISTS.to_be_bytes().to_vec(), vec![0, 0, 0, 1, b'/', 0]].concat());
+        assert_eq!(out, [get, exists].concat());
+        let first = reply(1, 10, 0, b"data");
+        assert_eq!(down.feed(&first), first, "another request's answer passes");
+        assert_eq!(down.feed(&reply(2, 11, 0, b"stat")), reply(2, 11, UNIMPLEMENTED, b""));
+        assert_eq!(down.feed(&reply(2, 12, 0, b"")), reply(2, 12, 0, b""), "rewritten once");
+        let ping = request(-2, 11, b"");
+        assert_eq!(up.feed(&ping), ping);
+    }
+
+    #[test]
+    fn each_kind_refuses_its_operations() {
+        assert!(OlderServer::zookeeper_3_4().refuses(op::CREATE2));
+        assert!(!OlderServer::without_extras().refuses(op::CREATE2));
+        assert!(OlderServer::without_extras().refuses(op::ADD_WATCH));
+        assert!(!OlderServer::zookeeper_3_4().refuses(OP_EXISTS));
+    }
+}

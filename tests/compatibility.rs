@@ -1,0 +1,231 @@
+//! Any ZooKeeper-compatible server: the recipes' core behaviour through a proxy that answers as
+//! ZooKeeper 3.4, or as a server without persistent watches, containers or TTL
+//! (`testkit::OlderServer`), with the fallbacks of `docs/compatibility.md` and typed
+//! `Unsupported` errors where none exists.
+
+use crate::common;
+
+use std::time::Duration;
+
+use actix_zookeeper::cache::{CacheConfig, CacheEvent, CacheHandle, CacheScope};
+use actix_zookeeper::counter::{SharedCountConfig, SharedCountHandle};
+use actix_zookeeper::election::{ElectionConfig, ElectionHandle, ElectionObserverHandle};
+use actix_zookeeper::lock::{LockConfig, LockHandle};
+use actix_zookeeper::prelude::*;
+use actix_zookeeper::queue::Queue;
+use actix_zookeeper::session::requests::EnsurePath;
+use actix_zookeeper::session::{Feature, Support};
+use actix_zookeeper::testkit::{FaultProxy, OlderServer, ServerOptions, TestZooKeeper, ZkServer, unique_root};
+use common::*;
+use futures::StreamExt;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A declared server version.
+type Version = (u32, u32, u32);
+
+/// The server kinds every test here runs against, with the version a careful user declares
+/// for each (`None`: not declared; learned from the answers).
+fn kinds() -> [(OlderServer, Option<Version>); 2] {
+    [(OlderServer::zookeeper_3_4(), Some((3, 4, 14))), (OlderServer::without_extras(), None)]
+}
+
+async fn session_as(proxy: &FaultProxy, root: &str, version: Option<Version>) -> SessionHandle {
+    let mut config = SessionConfig::new(proxy.address()).with_chroot(root).with_session_timeout(Duration::from_secs(4));
+    if let Some((major, minor, patch)) = version {
+        config = config.with_server_version(major, minor, patch);
+    }
+    connected(config).await.0
+}
+
+#[actix_rt::test]
+async fn the_session_falls_back_where_it_can_and_refuses_typed_where_it_cannot() {
+    init_tracing();
+    // A short container check, so that a container's removal is seen (the control).
+    let zk = ZkServer::start_with(ServerOptions::default().with_container_check_interval(Duration::from_millis(100)))
+        .expect("ZooKeeper");
+    for (kind, version) in kinds() {
+        let root = unique_root("compat-session");
+        let proxy = FaultProxy::start_as(&zk.connect_string(), kind.clone()).expect("proxy");
+        let session = session_as(&proxy, &root, version).await;
+        let direct = session_at(&zk.connect_string(), &root).await;
+
+        // A create answers with the node's stat (read after a plain create on "3.4").
+        let created = session.create("/plain", "x", CreateMode::Persistent).await.expect("create");
+        let stat = direct.exists("/plain").await.expect("exists").expect("made");
+        assert_eq!(created.stat.czxid, stat.czxid, "{}: the stat of the node made", kind.name());
+
+        // Recipe parents: containers where there are some, plain nodes here, which stay.
+        session.request(EnsurePath { path: "/parents/a".into(), containers: true }).await.expect("parents");
+        direct.request(EnsurePath { path: "/control/a".into(), containers: true }).await.expect("containers");
+        for dir in ["/parents", "/control"] {
+            direct.create(&format!("{dir}/a/child"), "", CreateMode::Persistent).await.expect("child");
+            direct.delete(&format!("{dir}/a/child"), None).await.expect("delete child");
+        }
+        wait_until_async("the control's container went", || {
+            let direct = direct.clone();
+            async move { direct.exists("/control/a").await.expect("exists").is_none() }
+        })
+        .await;
+        assert!(direct.exists("/parents/a").await.expect("exists").is_some(), "{}: a plain parent stays", kind.name());
+        assert_eq!(session.server_features().containers, Support::No, "{}", kind.name());
+
+        // No fallback for TTL nodes or persistent watches: a typed refusal, nothing made.
+        match session.create("/ttl", "", CreateMode::PersistentWithTtl(Duration::from_secs(5))).await {
+            Err(Error::Unsupported { path, feature: Feature::Ttl }) => assert_eq!(path, "/ttl"),
+            other => panic!("{}: expected Unsupported TTL, got {other:?}", kind.name()),
+        }
+        assert_eq!(direct.exists("/ttl").await.expect("exists"), None);
+        let (me, _) = connected_recorder();
+        match session.add_watch("/plain", PersistentWatchMode::Node, me).await {
+            Err(Error::Unsupported { feature: Feature::PersistentWatches, .. }) => {}
+            other => panic!("{}: expected Unsupported watches, got {other:?}", kind.name()),
+        }
+        let features = session.server_features();
+        assert_eq!((features.ttl, features.persistent_watches), (Support::No, Support::No), "{}", kind.name());
+        session.close().await;
+        direct.close().await;
+    }
+
+    // "3.4" not declared: every create is refused, and the error says what to do. Here the
+    // chroot cannot be made, so the session ends with that error instead of retrying forever.
+    let proxy = FaultProxy::start_as(&zk.connect_string(), OlderServer::zookeeper_3_4()).expect("proxy");
+    let config = SessionConfig::new(proxy.address()).with_chroot(unique_root("compat-undeclared"));
+    let session = SessionHandle::start(config).expect("config");
+    match bounded("the create", session.create("/n", "", CreateMode::Persistent)).await {
+        Err(error @ Error::Unsupported { feature: Feature::Create2, .. }) => {
+            assert!(error.to_string().contains("with_server_version"), "{error}")
+        }
+        other => panic!("expected Unsupported create2, got {other:?}"),
+    }
+    session.close().await;
+}
+
+/// A recipient for watch events nobody reads (the watch is refused anyway).
+fn connected_recorder() -> (actix::Recipient<WatchEvent>, Recorded<WatchEvent>) {
+    let recorded = Recorded::<WatchEvent>::start();
+    (recorded.recipient.clone(), recorded)
+}
+
+#[actix_rt::test]
+async fn locks_elections_and_queues_work_on_older_servers() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    for (kind, version) in kinds() {
+        let root = unique_root("compat-recipes");
+        let proxy = FaultProxy::start_as(&zk.connect_string(), kind.clone()).expect("proxy");
+        let (a, b) = (session_as(&proxy, &root, version).await, session_as(&proxy, &root, version).await);
+
+        // Lock: one holder at a time, tokens growing.
+        let (first, second) = (
+            LockHandle::start(a.clone(), LockConfig::new("/lock")),
+            LockHandle::start(b.clone(), LockConfig::new("/lock")),
+        );
+        let mut last = None;
+        for round in 0..3 {
+            let held = bounded("acquire", first.acquire(None)).await.expect("first holds");
+            assert!(held.token.0 > 0 && Some(held.token) > last, "{}: round {round}", kind.name());
+            assert!(second.try_acquire().await.expect("try").is_none(), "{}: exclusive", kind.name());
+            first.release().await.expect("release");
+            let other = bounded("acquire", second.acquire(None)).await.expect("second holds");
+            assert!(other.token > held.token);
+            second.release().await.expect("release");
+            last = Some(other.token);
+        }
+
+        // Election: a hand-off, and an observer of the leader's value.
+        let leader = ElectionHandle::start(a.clone(), ElectionConfig::new("/leader").with_participant_id("a"));
+        let next = ElectionHandle::start(b.clone(), ElectionConfig::new("/leader").with_participant_id("b"));
+        let observer = ElectionObserverHandle::start(b.clone(), "/leader");
+        let term = bounded("a leads", leader.leadership()).await.expect("leads");
+        leader.proclaim("v").await.expect("proclaim");
+        wait_until_async("the observer sees the value", || {
+            let observer = observer.clone();
+            async move {
+                observer.current().await.ok().flatten().is_some_and(|p| p.value.as_deref() == Some(&b"v"[..]))
+            }
+        })
+        .await;
+        leader.resign().await.expect("resign");
+        let next_term = bounded("b leads", next.leadership()).await.expect("b leads");
+        assert!(next_term.token > term.token, "{}", kind.name());
+
+        // Queue: what is put is taken, in order.
+        let queue = Queue::new(a.clone(), "/q");
+        for i in 0..5 {
+            queue.put(format!("item-{i}")).await.expect("put");
+        }
+        let other = Queue::new(b.clone(), "/q");
+        for i in 0..5 {
+            let item = bounded("take", other.take(None)).await.expect("take");
+            assert_eq!(item, format!("item-{i}").into_bytes(), "{}", kind.name());
+        }
+
+        // Counter: increments from two sessions all count.
+        let counts: Vec<_> =
+            [&a, &b].iter().map(|s| SharedCountHandle::start((*s).clone(), SharedCountConfig::new("/count"))).collect();
+        for count in &counts {
+            for _ in 0..5 {
+                count.add(1).await.expect("add");
+            }
+        }
+        assert_eq!(counts[0].get().await.expect("get").value, 10, "{}", kind.name());
+
+        for handle in [&leader, &next] {
+            handle.stop().await;
+        }
+        a.close().await;
+        b.close().await;
+    }
+}
+
+#[actix_rt::test]
+async fn caches_follow_changes_with_one_shot_watches_where_there_are_no_persistent_ones() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    for (kind, version) in kinds() {
+        let root = unique_root("compat-cache");
+        let proxy = FaultProxy::start_as(&zk.connect_string(), kind.clone()).expect("proxy");
+        let session = session_as(&proxy, &root, version).await;
+        let writer = session_at(&zk.connect_string(), &root).await;
+        writer.ensure_path("/tree/a").await.expect("tree");
+        let cache = CacheHandle::start(
+            session.clone(),
+            CacheConfig::new("/tree").with_scope(CacheScope::Tree { max_depth: None }),
+        )
+        .expect("cache");
+        let mut events = cache.events();
+        let mut seen = Vec::new();
+        let mut until = async |what: &str, pred: &dyn Fn(&CacheEvent) -> bool| {
+            let deadline = std::time::Instant::now() + WAIT;
+            loop {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                match actix_rt::time::timeout(left, events.next()).await {
+                    Ok(Some(Ok(event))) => {
+                        let hit = pred(&event);
+                        seen.push(event);
+                        if hit {
+                            return;
+                        }
+                    }
+                    other => panic!("{}: no {what}: {other:?}; seen {seen:#?}", kind.name()),
+                }
+            }
+        };
+        until("load", &|e| matches!(e, CacheEvent::CacheInitialized)).await;
+        // A first child under a leaf, a deeper one, a data change, a deletion: each is seen.
+        writer.create("/tree/a/b", "1", CreateMode::Persistent).await.expect("b");
+        until("b added", &|e| matches!(e, CacheEvent::NodeAdded { path, .. } if path == "/tree/a/b")).await;
+        writer.create("/tree/a/b/c", "", CreateMode::Persistent).await.expect("c");
+        until("c added", &|e| matches!(e, CacheEvent::NodeAdded { path, .. } if path == "/tree/a/b/c")).await;
+        writer.set_data("/tree/a/b", "2", None).await.expect("set");
+        until("b updated", &|e| matches!(e, CacheEvent::NodeUpdated { path, data, .. } if path == "/tree/a/b" && data.as_deref() == Some(&b"2"[..]))).await;
+        writer.delete("/tree/a/b/c", None).await.expect("delete");
+        until("c removed", &|e| matches!(e, CacheEvent::NodeRemoved { path, .. } if path == "/tree/a/b/c")).await;
+        let held = cache.snapshot().await.expect("snapshot");
+        assert_eq!(held.keys().cloned().collect::<Vec<_>>(), ["/tree", "/tree/a", "/tree/a/b"], "{}", kind.name());
+        assert_eq!(session.server_features().persistent_watches, Support::No);
+        session.close().await;
+        writer.close().await;
+    }
+}
