@@ -148,7 +148,9 @@ struct Board {
 
 struct Inner {
     board: Mutex<Board>,
-    changes: watch::Sender<Health>,
+    /// Counts changes; a reader builds the snapshot when it wakes, so a change costs nothing
+    /// more than this (however many recipes the board holds).
+    changes: watch::Sender<u64>,
     lease: Lease,
 }
 
@@ -175,8 +177,7 @@ impl HealthBoard {
             last_contact: None,
             valid_until: None,
         };
-        let first = Health { session: session.clone(), recipes: Vec::new() };
-        let (changes, _) = watch::channel(first);
+        let (changes, _) = watch::channel(0);
         HealthBoard {
             inner: Arc::new(Inner {
                 board: Mutex::new(Board { session, recipes: BTreeMap::new(), next: 0 }),
@@ -211,16 +212,18 @@ impl HealthBoard {
     pub fn changes(&self) -> impl Stream<Item = Health> + Send + 'static + use<> {
         let mut receiver = self.inner.changes.subscribe();
         receiver.mark_unchanged();
-        futures::stream::unfold(receiver, |mut receiver| async move {
+        // Weak: a stream must not keep the board (and its lease) alive.
+        let board = Arc::downgrade(&self.inner);
+        futures::stream::unfold((receiver, board), |(mut receiver, board)| async move {
             receiver.changed().await.ok()?;
-            let health = receiver.borrow_and_update().clone();
-            Some((health, receiver))
+            receiver.mark_unchanged();
+            let health = HealthBoard { inner: board.upgrade()? }.snapshot();
+            Some((health, (receiver, board)))
         })
     }
 
-    fn publish(&self, board: &Board) {
-        let health = self.snapshot_of(board);
-        self.inner.changes.send_replace(health);
+    fn publish(&self, _: &Board) {
+        self.inner.changes.send_modify(|changes| *changes += 1);
     }
 
     /// The session's state changed.
