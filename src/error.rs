@@ -286,6 +286,7 @@ impl Error {
 
     /// True when the error is the server's answer to the request (so the server received it
     /// while the session was alive): what renews a [`Lease`](crate::session::Lease).
+    /// `InvalidAcl` is not: the client library also says it, without sending, of an empty ACL.
     pub(crate) fn answered_by_server(&self) -> bool {
         match self {
             Error::Multi { source, .. } => source.answered_by_server(),
@@ -297,7 +298,6 @@ impl Error {
                     | Error::NotEmpty { .. }
                     | Error::NoChildrenForEphemerals { .. }
                     | Error::NoAuth { .. }
-                    | Error::InvalidAcl { .. }
                     | Error::Unsupported { .. }
             ),
         }

@@ -313,3 +313,29 @@ async fn a_bad_election_path_is_a_typed_error_for_observers() {
     }
     s.close().await;
 }
+
+/// An observer started while its session is cut off, which then expires, reads the election on
+/// the new session. (A review feared it never would; this passes with and without the fix that
+/// followed, which makes every new session read afresh after a `sync`.)
+#[actix_rt::test]
+async fn an_observer_started_while_cut_off_reads_the_election_on_the_new_session() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("proclaim-late-start");
+    let leader_session = session_at(&zk.connect_string(), &root).await;
+    let leader = ElectionHandle::start(leader_session.clone(), ElectionConfig::new("/leader").with_participant_id("l"));
+    bounded("leads", leader.leadership()).await.expect("leads");
+    leader.proclaim("v1").await.expect("v1");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let watcher = session_with_timeout(&links.connect_string(), &root, Duration::from_secs(4)).await;
+    let info = watcher.session().await.expect("session").info;
+    links.blackhole();
+    let observer = ElectionObserverHandle::start(watcher.clone(), "/leader");
+    expire_session(&zk.connect_string(), &info).await.expect("expire");
+    links.heal();
+    let current = bounded("the first reading", observer.current()).await.expect("current").expect("a leader");
+    assert_eq!(current.value.as_deref(), Some(&b"v1"[..]));
+    leader.stop().await;
+    leader_session.close().await;
+    watcher.close().await;
+}

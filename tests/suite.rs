@@ -18,6 +18,7 @@ mod close;
 mod compatibility;
 mod counter;
 mod curator_peer;
+mod damper;
 mod discovery;
 mod discovery_curator;
 mod docs_failure_tables;

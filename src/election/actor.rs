@@ -524,6 +524,8 @@ impl ElectionActor {
             let token = held.token;
             if self.ended != Some(token) {
                 self.ended = Some(token);
+                // Told lost now: no copy of the term is current from here on.
+                crate::recipe::holder::Grant::end(&held.grant);
                 self.stop_leader();
                 self.subscribers.tell(ElectionEvent::LeadershipLost { token, reason: LeadershipLostReason::Resigned });
             }

@@ -62,6 +62,9 @@ pub struct ElectionObserver {
     again: bool,
     /// The session generation the watches belong to.
     generation: u64,
+    /// A new session began: its first reading is preceded by a `sync`, so that a server behind
+    /// what was told cannot answer it.
+    needs_sync: bool,
     /// A reading failed for good (no permission, a bad path): told to every caller.
     failed: Option<Error>,
     span: tracing::Span,
@@ -82,6 +85,7 @@ impl ElectionObserver {
             reading: false,
             again: false,
             generation: 0,
+            needs_sync: false,
             failed: None,
             span,
         }
@@ -105,6 +109,9 @@ impl ElectionObserver {
         self.armed.children = true;
         let session = self.session.clone();
         let path = self.path.clone();
+        if std::mem::take(&mut self.needs_sync) {
+            drop(session.sync(&path));
+        }
         // Both sent now, in this order: the stored value is read no later than the line.
         let stored: futures::future::LocalBoxFuture<'static, _> = if watch_data {
             Box::pin(session.get_data_watched(&path, me.clone()))
@@ -144,9 +151,11 @@ impl ElectionObserver {
         self.reading = false;
         let _entered = self.span.clone().entered();
         if generation != self.generation {
-            // Read on a session that has ended since: its watches are gone.
+            // Read on a session that has ended since (or sent before the new session's sync):
+            // neither its answer nor its watches count; read again.
             self.armed = Armed::default();
-            self.again = true;
+            self.refresh(ctx);
+            return;
         }
         match outcome {
             Ok(reading) => self.take(reading),
@@ -209,8 +218,12 @@ impl ElectionObserver {
         self.armed.creation = true;
         let exists = self.session.exists_watched(&self.path, ctx.address().recipient());
         ctx.spawn(exists.into_actor(self).map(|exists, act, ctx| match exists {
-            // Made meanwhile: its creation fired no event for us.
-            Ok(Some(_)) => act.refresh(ctx),
+            // Made meanwhile: its creation fired no event for us, and the watch set is a data
+            // watch now, which the reading's own watches stand for.
+            Ok(Some(_)) => {
+                act.armed.creation = false;
+                act.refresh(ctx);
+            }
             Ok(None) => {}
             Err(_) => act.armed.creation = false,
         }));
@@ -240,13 +253,14 @@ impl Handler<WatchEvent> for ElectionObserver {
             return;
         }
         match event.kind {
-            WatchEventKind::DataChanged => self.armed.data = false,
+            // A data event may be the `exists` watch's too (set on a node made meanwhile).
+            WatchEventKind::DataChanged => {
+                self.armed.data = false;
+                self.armed.creation = false;
+            }
             WatchEventKind::ChildrenChanged => self.armed.children = false,
             WatchEventKind::NodeCreated => self.armed.creation = false,
-            WatchEventKind::NodeDeleted => {
-                self.armed.data = false;
-                self.armed.children = false;
-            }
+            WatchEventKind::NodeDeleted => self.armed = Armed::default(),
             // The next session's `Connected` reads again.
             WatchEventKind::SessionEnded => {
                 self.armed = Armed::default();
@@ -262,19 +276,21 @@ impl Handler<SessionEvent> for ElectionObserver {
 
     fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
         match event {
+            // Every new session (the first one included: the observer may have started before
+            // it, and its first reading failed or waited) is read afresh, after a `sync`.
             SessionEvent::Connected { generation, .. } if generation > self.generation => {
-                let new_session = self.generation != 0;
+                info!(parent: &self.span, generation, "new session; reading the election again");
                 self.generation = generation;
-                if new_session {
-                    info!(parent: &self.span, generation, "new session; reading the election again");
-                    self.armed = Armed::default();
-                    // Sent before the reads, so they see at least what the leader had then.
-                    drop(self.session.sync(&self.path));
-                    self.refresh(ctx);
-                }
+                self.armed = Armed::default();
+                self.needs_sync = true;
+                self.refresh(ctx);
             }
             SessionEvent::Reconnected { .. } => self.refresh(ctx),
-            SessionEvent::Expired { .. } => self.armed = Armed::default(),
+            SessionEvent::Suspended { generation, .. } => self.generation = self.generation.max(generation),
+            SessionEvent::Expired { generation, .. } => {
+                self.generation = self.generation.max(generation);
+                self.armed = Armed::default();
+            }
             _ => {}
         }
     }

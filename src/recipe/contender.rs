@@ -286,7 +286,9 @@ impl Contender {
                 let ensure = self.session.request(EnsurePath { path: self.spec.dir.clone(), containers: true });
                 ctx.spawn(ensure.into_actor(self).map(|ensured, act, ctx| match ensured {
                     Ok(()) => act.contend(ctx),
-                    Err(error) => act.fail(error, ctx),
+                    // A dropped connection (a server refusing containers closes it) is tried
+                    // again by the policy; a final error ends the contender.
+                    Err(error) => act.retry_or_fail(error, ctx, Self::contend),
                 }));
             }
             // Withdrawing, and the create certainly left nothing: the directory is missing, or

@@ -54,14 +54,22 @@ struct Validity {
     session: SessionId,
     /// Set once the recipe knows the grant ended (released, lost, resigned): shared by every
     /// clone of the fence.
-    ended: Arc<AtomicBool>,
+    ended: Arc<Ended>,
+}
+
+/// That a grant ended, and who waits to hear it.
+#[derive(Default)]
+struct Ended {
+    flag: AtomicBool,
+    /// Wakes every `while_current` under way.
+    news: tokio::sync::Notify,
 }
 
 impl std::fmt::Debug for Validity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Validity")
             .field("session", &self.session)
-            .field("ended", &self.ended.load(Ordering::SeqCst))
+            .field("ended", &self.ended.flag.load(Ordering::SeqCst))
             .finish()
     }
 }
@@ -82,22 +90,23 @@ impl Fence {
             node: node.to_owned(),
             token,
             version,
-            validity: Validity { lease, session, ended: Arc::new(AtomicBool::new(false)) },
+            validity: Validity { lease, session, ended: Arc::new(Ended::default()) },
         }
     }
 
     /// The recipe knows the grant ended: from now on no clone of this fence is current.
     pub(crate) fn end(&self) {
-        self.validity.ended.store(true, Ordering::SeqCst);
+        self.validity.ended.flag.store(true, Ordering::SeqCst);
+        self.validity.ended.news.notify_waiters();
     }
 
     /// The moment after which the grant may no longer be held, on this process's monotonic
-    /// clock: its session's lease ([`Lease::valid_until`]), renewed by every reply the session
-    /// gets. `None` once the grant is known to have ended (released, lost, resigned) or its
+    /// clock: its session's lease ([`Lease::valid_until`]), renewed by every write or `sync`
+    /// the server answers. `None` once the grant is known to have ended (released, lost, resigned) or its
     /// session to have ended. Later calls may return a later moment (the lease was renewed),
     /// never an earlier one for the same session, except `None`.
     pub fn valid_until(&self) -> Option<Instant> {
-        if self.validity.ended.load(Ordering::SeqCst) {
+        if self.validity.ended.flag.load(Ordering::SeqCst) {
             return None;
         }
         self.validity.lease.valid_until_for(self.validity.session)
@@ -119,8 +128,9 @@ impl Fence {
 
     /// Runs `work` only while the grant is certainly held: refused (and `work` never polled)
     /// when it is not current now, cut off (dropped where it stands) the moment it stops being
-    /// current. The deadline is read again each time it arrives, so a lease renewed meanwhile
-    /// lets the work go on.
+    /// current: its deadline passes, or the recipe ends the grant (a release, a loss, a
+    /// resignation, in any task). The deadline is read again each time it arrives, so a lease
+    /// renewed meanwhile lets the work go on; `work` is never polled past it.
     ///
     /// Cutting off protects what `work` does from its next `.await` on; a step between two
     /// awaits runs to its end. Keep steps short, or check [`is_current`](Self::is_current)
@@ -129,20 +139,33 @@ impl Fence {
     /// # Cancel safety
     /// Dropping the returned future drops `work` (as cutting it off does); nothing else is held.
     pub async fn while_current<F: Future>(&self, work: F) -> Result<F::Output, NotCurrent> {
-        let Some(mut until) = self.valid_until().filter(|until| Instant::now() < *until) else {
-            return Err(NotCurrent { node: self.node.clone(), started: false });
-        };
-        let work = std::pin::pin!(work);
-        let mut work = work;
+        let cut = || NotCurrent { node: self.node.clone(), started: true };
+        let mut work = std::pin::pin!(work);
+        let mut started = false;
         loop {
-            let deadline = tokio::time::sleep_until(until.into());
+            // Listening before looking: an end between the look and the wait still wakes us.
+            let ended = self.validity.ended.news.notified();
+            let mut ended = std::pin::pin!(ended);
+            ended.as_mut().enable();
+            let Some(until) = self.valid_until().filter(|until| Instant::now() < *until) else {
+                return Err(NotCurrent { node: self.node.clone(), started });
+            };
+            started = true;
             tokio::select! {
                 biased;
-                () = deadline => match self.valid_until().filter(|later| Instant::now() < *later) {
-                    Some(later) => until = later,
-                    None => return Err(NotCurrent { node: self.node.clone(), started: true }),
+                () = ended => return Err(cut()),
+                // Read again when it arrives: a renewed lease lets the work go on.
+                () = tokio::time::sleep_until(until.into()) => continue,
+                // A step only while the deadline has not passed (the timer may fire late).
+                output = std::future::poll_fn(|cx| {
+                    if Instant::now() >= until {
+                        return std::task::Poll::Ready(None);
+                    }
+                    work.as_mut().poll(cx).map(Some)
+                }) => match output {
+                    Some(output) => return Ok(output),
+                    None => continue,
                 },
-                output = &mut work => return Ok(output),
             }
         }
     }

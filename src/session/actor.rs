@@ -32,6 +32,7 @@ use zookeeper_client::{
 
 use super::Features;
 use super::config::SessionConfig;
+use super::damper::{Damped, Damper};
 use super::events::{SessionEvent, SessionId, WatchEvent, WatchEventKind, WatchId};
 use super::lease::Lease;
 use super::requests::*;
@@ -141,13 +142,25 @@ pub struct SessionActor {
     health: HealthBoard,
     /// What the server supports, shared with every handle and the requests in flight.
     pub(super) features: Features,
+    /// The flap damper between the connection and the subscribers, when configured.
+    damper: Option<Damper>,
+    /// Ourselves, weakly (a strong address would keep us alive), for the damper's timers.
+    me: Option<actix::WeakAddr<SessionActor>>,
+    /// The lease heartbeat's timer, armed for each session's negotiated timeout.
+    heartbeat_task: Option<SpawnHandle>,
 }
+
+/// The damper's window `0` ended.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct WindowEnded(u64);
 
 impl SessionActor {
     /// A session actor for `config`. `owns_arbiter`: stop the current Arbiter when the actor
     /// stops (true when it was started on an Arbiter of its own).
     pub fn new(config: SessionConfig, owns_arbiter: bool) -> Self {
         let features = Features::new(config.server_version());
+        let damper = config.flap_damper().map(|_| Damper::new());
         SessionActor {
             config,
             state: State::Closed,
@@ -166,6 +179,9 @@ impl SessionActor {
             lease: Lease::new(),
             health: HealthBoard::new(Lease::new()),
             features,
+            damper,
+            me: None,
+            heartbeat_task: None,
         }
     }
 
@@ -237,7 +253,32 @@ impl SessionActor {
             // After the state change that the event reports (callers broadcast last).
             self.answer_awaiting_connection();
         }
-        self.subscribers.tell(event);
+        let Some(damper) = self.damper.as_mut() else {
+            self.subscribers.tell(event);
+            return;
+        };
+        let damped = damper.event(event);
+        self.tell_damped(damped);
+    }
+
+    /// Tells subscribers what the damper let through, and arms its timer when it asks.
+    fn tell_damped(&mut self, damped: Damped) {
+        let (events, window) = match damped {
+            Damped::Tell(events) => (events, None),
+            Damped::TellAndArm(events, window) => (events, Some(window)),
+        };
+        for event in events {
+            debug!(?event, "told after the damper");
+            self.subscribers.tell(event);
+        }
+        if let (Some(window), Some(span), Some(me)) = (window, self.config.flap_damper(), self.me.clone()) {
+            actix::spawn(async move {
+                tokio::time::sleep(span).await;
+                if let Some(me) = me.upgrade() {
+                    me.do_send(WindowEnded(window));
+                }
+            });
+        }
     }
 
     // ---- connection lifecycle -------------------------------------------------------------
@@ -316,6 +357,8 @@ impl SessionActor {
         let timeout = client.session_timeout();
         self.lease.began(session_id, sent, timeout, self.config.lease_margin(timeout));
         let read_only = client.session().is_readonly();
+        self.lease.read_only(read_only);
+        self.arm_heartbeat(timeout, ctx);
         self.health.session(HealthState::Connected { since: Instant::now(), read_only }, Some(session_id), generation);
         let state_task = Self::watch_state(client.state_watcher(), generation, ctx);
         info!(session = %session_id, generation, timeout = ?client.session_timeout(), "session established");
@@ -374,6 +417,7 @@ impl SessionActor {
                 };
                 live.link = Link::Up;
                 live.state_task = Self::watch_state(watcher, generation, ctx);
+                self.lease.read_only(read_only);
                 if was_down {
                     let up = HealthState::Connected { since: Instant::now(), read_only };
                     self.health.session(up, Some(session_id), generation);
@@ -518,12 +562,14 @@ impl SessionActor {
     ) -> BoxFuture<Result<T>> {
         let Traced { op: name, span } = traced;
         let started = std::time::Instant::now();
-        let lease = self.lease.clone();
+        // Only what the quorum's leader handled renews the lease (see `lease.rs`).
+        let lease = matches!(name, "create" | "delete" | "set_data" | "multi" | "sync").then(|| self.lease.clone());
         let op = move |client: Client, generation| -> BoxFuture<Result<T>> {
             let (session, sent) = (client.session_id(), Instant::now());
             Box::pin(futures::FutureExt::map(op(client, generation), move |outcome| {
                 metrics::request(name, outcome.is_ok(), started.elapsed());
-                if outcome.as_ref().map_or_else(Error::answered_by_server, |_| true) {
+                if let Some(lease) = lease.filter(|_| outcome.as_ref().map_or_else(Error::answered_by_server, |_| true))
+                {
                     lease.heard(session, sent);
                 }
                 outcome
@@ -557,10 +603,10 @@ impl SessionActor {
         }
     }
 
-    /// Keeps a wanted lease fresh: when no request has renewed it for a third of the session
-    /// timeout, sends the cheapest request there is (whether the chroot's root exists). The
-    /// client's own pings renew the session on the server too, but their replies are not told
-    /// to us, so they cannot renew the lease.
+    /// Keeps a wanted lease fresh: when nothing has renewed it for a third of the session
+    /// timeout, sends a `sync` of the chroot's root (it goes through the quorum's leader, which
+    /// is what a renewal must prove). The client's own pings renew the session on the server
+    /// too, but their replies are not told to us, and a follower answers them alone.
     fn heartbeat(&mut self, ctx: &mut Context<Self>) {
         let State::Live(live) = &self.state else { return };
         if !matches!(live.link, Link::Up) || !self.lease.is_wanted() {
@@ -570,8 +616,17 @@ impl SessionActor {
         if quiet_for < live.client.session_timeout() / 3 {
             return;
         }
-        let reply = self.exists("/".to_owned(), None);
+        let reply = <Self as Handler<Sync>>::handle(self, Sync { path: "/".to_owned() }, ctx);
         ctx.spawn(reply.into_actor_free().map(|_, _: &mut Self, _| ()));
+    }
+
+    /// Looks whether a heartbeat is due six times per negotiated session timeout.
+    fn arm_heartbeat(&mut self, negotiated: Duration, ctx: &mut Context<Self>) {
+        if let Some(old) = self.heartbeat_task.take() {
+            ctx.cancel_future(old);
+        }
+        let beat = (negotiated / 6).max(MIN_HEARTBEAT_TICK);
+        self.heartbeat_task = Some(ctx.run_interval(beat, |act, ctx| act.heartbeat(ctx)));
     }
 
     fn span(&self, op: &'static str, path: &str) -> Traced {
@@ -619,9 +674,8 @@ impl Actor for SessionActor {
         // Senders must never be told "mailbox full": actix would then deliver that message
         // later than ones sent after it, and request order is what pipelining relies on.
         ctx.set_mailbox_capacity(1 << 20);
+        self.me = Some(ctx.address().downgrade());
         ctx.run_interval(SWEEP_INTERVAL, |act, ctx| act.sweep(ctx));
-        let beat = (self.config.session_timeout() / 6).max(MIN_HEARTBEAT_TICK);
-        ctx.run_interval(beat, |act, ctx| act.heartbeat(ctx));
         self.connect(ctx, 0);
     }
 
@@ -632,6 +686,17 @@ impl Actor for SessionActor {
         }
         if self.owns_arbiter {
             Arbiter::current().stop();
+        }
+    }
+}
+
+impl Handler<WindowEnded> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: WindowEnded, _: &mut Context<Self>) {
+        if let Some(damper) = self.damper.as_mut() {
+            let damped = damper.window_ended(msg.0);
+            self.tell_damped(damped);
         }
     }
 }

@@ -49,6 +49,7 @@ pub struct SessionConfig {
     max_request_size: usize,
     lease_margin: Option<Duration>,
     server_version: Option<(u32, u32, u32)>,
+    flap_damper: Option<Duration>,
     #[cfg(feature = "tls")]
     tls: Option<super::TlsConfig>,
     #[cfg(feature = "sasl")]
@@ -94,6 +95,7 @@ impl SessionConfig {
             max_request_size: DEFAULT_MAX_REQUEST_SIZE,
             lease_margin: None,
             server_version: None,
+            flap_damper: None,
             #[cfg(feature = "tls")]
             tls: None,
             #[cfg(feature = "sasl")]
@@ -208,7 +210,9 @@ impl SessionConfig {
     /// How much earlier than the server could expire the session its [`Lease`](super::Lease)
     /// (and with it every grant's and term's `valid_until`) ends: the allowance for the two
     /// machines' clocks running at different rates and for the time between a check and the
-    /// work it guards. Default: a tenth of the negotiated session timeout. A margin as long as
+    /// work it guards, and the time a follower takes to forward a renewal to the leader (up to
+    /// half a tick; see `session/lease.rs`). Default: three tenths of the negotiated session
+    /// timeout. A margin as long as
     /// the timeout leaves no time at all (every `is_current` is false); longer is refused by
     /// [`validate`](Self::validate).
     pub fn with_lease_margin(mut self, margin: Duration) -> Self {
@@ -228,6 +232,24 @@ impl SessionConfig {
         self
     }
 
+    /// Damp a flapping connection (Curator's `CircuitBreakingConnectionStateListener`): the
+    /// first `Suspended` reaches subscribers (the recipes) at once; every `Suspended` and
+    /// `Reconnected` after it within `window` is held back, and the latest `Reconnected` is told
+    /// when a window ends with the connection up. Many drops become one `Suspended` ...
+    /// `Reconnected` pair; a new session, an expiry and a close are never held back. Keep it
+    /// well below the session timeout: a conservative recipe counts the time suspended from
+    /// the first `Suspended` (longer than half the timeout is refused by
+    /// [`validate`](Self::validate)). Off by default.
+    pub fn with_flap_damper(mut self, window: Duration) -> Self {
+        self.flap_damper = Some(window);
+        self
+    }
+
+    /// The flap damper's window, if any.
+    pub fn flap_damper(&self) -> Option<Duration> {
+        self.flap_damper
+    }
+
     /// The declared server version, if any.
     pub fn server_version(&self) -> Option<(u32, u32, u32)> {
         self.server_version
@@ -235,7 +257,7 @@ impl SessionConfig {
 
     /// The lease margin for a session whose negotiated timeout is `negotiated`.
     pub(crate) fn lease_margin(&self, negotiated: Duration) -> Duration {
-        self.lease_margin.unwrap_or(negotiated / 10)
+        self.lease_margin.unwrap_or(negotiated * 3 / 10)
     }
 
     /// The host list, without the chroot.
@@ -280,6 +302,15 @@ impl SessionConfig {
         }
         if let Some(chroot) = &self.chroot {
             path::validate(chroot, false)?;
+        }
+        if let Some(window) = self.flap_damper.filter(|window| window.is_zero() || *window > self.session_timeout / 2) {
+            return Err(Error::BadArguments {
+                path: "SessionConfig::with_flap_damper".into(),
+                reason: format!(
+                    "the damper's window ({window:?}) must be above zero and at most half the session timeout ({:?})",
+                    self.session_timeout
+                ),
+            });
         }
         if let Some(margin) = self.lease_margin.filter(|margin| *margin > self.session_timeout) {
             return Err(Error::BadArguments {

@@ -95,7 +95,8 @@ impl SessionHandle {
     }
 
     /// The live session's [`Lease`]: until when it is certainly alive on the server, renewed by
-    /// every reply (and, once read, by a heartbeat when the session is otherwise quiet). Every
+    /// every answered write or `sync` (and, once read, by a `sync` heartbeat when the session is
+    /// otherwise quiet). Every
     /// grant and term carries it; this is the session's own, for work not tied to a grant.
     pub fn lease(&self) -> &Lease {
         &self.lease

@@ -7,22 +7,28 @@
 //! lease, and adds whether the grant itself has ended).
 //!
 //! # The rule
-//! The server renews a session whenever a request from it arrives, and expires it one session
-//! timeout after the last one (later, never earlier: it rounds expiries up to its tick, and a
-//! follower forwards the renewal to the leader after it). A reply to a request proves the
-//! request arrived, and it arrived after it was *sent*. So the session lives at least until
+//! The quorum's leader tracks sessions: it expires one a session timeout after the last renewal
+//! it knows of (later, never earlier: it rounds expiries up to its tick). Only what the leader
+//! handled proves it alive there, so only the answers to requests that go through the leader
+//! renew the lease: writes (`create`, `delete`, `setData`, `multi`) and `sync`. A read can be
+//! answered by a follower that has lost the leader for many ticks, so reads renew nothing. A
+//! request arrived after it was *sent*, so the session lives at least until
 //!
 //! ```text
-//! valid_until = (send time of the latest request the server answered) + negotiated timeout - margin
+//! valid_until = (send time of the latest such request the server answered) + negotiated timeout - margin
 //! ```
 //!
 //! measured on this process's monotonic clock ([`Instant`]), which keeps running while the
 //! process is paused, so a process stopped past its deadline finds the deadline passed the
-//! moment it runs again. The `margin` (default: a tenth of the negotiated timeout,
-//! [`SessionConfig::with_lease_margin`](super::SessionConfig::with_lease_margin)) covers the
-//! difference between the two machines' clock rates and the time between a check and the work
-//! it guards. Replies that do not come from the server (a lost connection, a timeout) renew
-//! nothing, and the moment the session is known to have ended the lease is gone.
+//! moment it runs again. The `margin` (default: three tenths of the negotiated timeout,
+//! [`SessionConfig::with_lease_margin`](super::SessionConfig::with_lease_margin)) covers what
+//! the leader learns late: a follower forwards a session's renewal with its next answer to the
+//! leader's ping, up to half a tick later, and a tick is at most half the negotiated timeout by
+//! ZooKeeper's defaults (a server whose `minSessionTimeout` allows less needs a larger margin);
+//! it also covers the two machines' clock rates and the time from a check to the work it
+//! guards. Replies that do not come from the server (a lost connection, a timeout) renew
+//! nothing; a read-only server renews nothing (it is not in the quorum); the moment the
+//! session is known to have ended the lease is gone.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -51,6 +57,8 @@ struct Cell {
     /// Somebody has read the lease: the session keeps it fresh from then on (a heartbeat when
     /// no other request renews it), and only then, so that unread leases cost no requests.
     wanted: AtomicBool,
+    /// Connected to a read-only server: nothing renews the lease.
+    read_only: AtomicBool,
 }
 
 impl std::fmt::Debug for Lease {
@@ -78,6 +86,7 @@ impl Lease {
                 heard: AtomicU64::new(0),
                 span: AtomicU64::new(0),
                 wanted: AtomicBool::new(false),
+                read_only: AtomicBool::new(false),
             }),
         }
     }
@@ -96,8 +105,17 @@ impl Lease {
         self.cell.session.store(id.0, Ordering::SeqCst);
     }
 
-    /// The server answered a request of session `id` sent at `sent`.
+    /// The connection is to a read-only server (`true`), or to one in the quorum again.
+    pub(crate) fn read_only(&self, read_only: bool) {
+        self.cell.read_only.store(read_only, Ordering::SeqCst);
+    }
+
+    /// The leader handled a request of session `id` sent at `sent` (a write or a `sync` was
+    /// answered).
     pub(crate) fn heard(&self, id: SessionId, sent: Instant) {
+        if self.cell.read_only.load(Ordering::SeqCst) {
+            return;
+        }
         if self.cell.session.load(Ordering::SeqCst) == id.0 {
             self.cell.heard.fetch_max(self.nanos(sent), Ordering::SeqCst);
         }
@@ -209,6 +227,19 @@ mod tests {
         assert_eq!(lease.valid_until_for(SessionId(9)), Some(start + Duration::from_secs(29)));
         lease.closed();
         assert_eq!(lease.valid_until(), None);
+    }
+
+    #[test]
+    fn a_read_only_server_renews_nothing() {
+        let lease = Lease::new();
+        let start = Instant::now();
+        lease.began(SessionId(7), start, TIMEOUT, MARGIN);
+        lease.read_only(true);
+        lease.heard(SessionId(7), start + Duration::from_secs(3));
+        assert_eq!(lease.valid_until(), Some(start + Duration::from_secs(9)));
+        lease.read_only(false);
+        lease.heard(SessionId(7), start + Duration::from_secs(3));
+        assert_eq!(lease.valid_until(), Some(start + Duration::from_secs(12)));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 mod actor;
 mod config;
+mod damper;
 mod events;
 mod features;
 mod handle;

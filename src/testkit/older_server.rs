@@ -11,8 +11,9 @@
 //! first frame each way) every request starts with `xid, opcode` and every reply with `xid,
 //! zxid, err`, and replies come back in request order. A refused request is replaced by an
 //! `exists("/")` with the same xid, so the server answers it in its place in the order, and that
-//! answer is replaced by `Unimplemented` (-6) before it reaches the client. The rest passes
-//! untouched.
+//! answer is replaced by `Unimplemented` (-6) before it reaches the client; then the connection
+//! is closed, as ZooKeeper's `UnimplementedRequestProcessor` closes it after that answer (the
+//! session lives on; the client connects again). The rest passes untouched.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -93,6 +94,7 @@ impl OlderServer {
             replaced: replaced.clone(),
             buffer: Vec::new(),
             handshaken: false,
+            closing: false,
         };
         (side(true), side(false))
     }
@@ -108,6 +110,8 @@ pub(crate) struct Side {
     buffer: Vec<u8>,
     /// The connect frame has passed.
     handshaken: bool,
+    /// An `Unimplemented` answer was passed on: the connection closes after it.
+    closing: bool,
 }
 
 fn int(bytes: &[u8], at: usize) -> Option<i32> {
@@ -122,11 +126,19 @@ fn frame(payload: &[u8]) -> Vec<u8> {
 }
 
 impl Side {
+    /// True once the connection must close after what was passed on.
+    pub(crate) fn closing(&self) -> bool {
+        self.closing
+    }
+
     /// The bytes to pass on for `bytes` read: whole frames, rewritten where refused.
     pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
         self.buffer.extend_from_slice(bytes);
         let mut out = Vec::new();
         while let Some(len) = int(&self.buffer, 0) {
+            if self.closing {
+                break; // nothing after the refusal reaches the client
+            }
             let Ok(len) = usize::try_from(len) else {
                 // Not a frame this code understands: pass everything on as it is.
                 out.append(&mut self.buffer);
@@ -142,6 +154,9 @@ impl Side {
                 continue;
             }
             let rewritten = if self.upstream { self.request(&whole) } else { self.reply(&whole) };
+            if rewritten.is_some() && !self.upstream {
+                self.closing = true;
+            }
             out.extend_from_slice(&rewritten.unwrap_or(whole));
         }
         out
@@ -210,10 +225,12 @@ mod tests {
         assert_eq!(out, [get, exists].concat());
         let first = reply(1, 10, 0, b"data");
         assert_eq!(down.feed(&first), first, "another request's answer passes");
-        assert_eq!(down.feed(&reply(2, 11, 0, b"stat")), reply(2, 11, UNIMPLEMENTED, b""));
-        assert_eq!(down.feed(&reply(2, 12, 0, b"")), reply(2, 12, 0, b""), "rewritten once");
         let ping = request(-2, 11, b"");
         assert_eq!(up.feed(&ping), ping);
+        assert!(!down.closing());
+        assert_eq!(down.feed(&reply(2, 11, 0, b"stat")), reply(2, 11, UNIMPLEMENTED, b""));
+        assert!(down.closing(), "the connection closes after the refusal");
+        assert_eq!(down.feed(&reply(-2, 12, 0, b"")), Vec::<u8>::new(), "nothing after it");
     }
 
     #[test]

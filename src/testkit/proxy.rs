@@ -423,6 +423,11 @@ async fn pump(
             if !bytes.is_empty() && chunks_tx.send((read_at, bytes)).await.is_err() {
                 return Ok(());
             }
+            if hint.as_ref().is_some_and(Feed::closing) {
+                // As the server closes the connection: this direction ends (a FIN to the client)
+                // once what was sent is written.
+                return Ok(());
+            }
         }
     };
     let mut write_faults = faults;
@@ -478,6 +483,11 @@ impl Feed {
             Feed::Election(hint) => hint.feed(bytes),
             Feed::Older(side) => side.feed(bytes),
         }
+    }
+
+    /// The connection ends after what was fed so far.
+    fn closing(&self) -> bool {
+        matches!(self, Feed::Older(side) if side.closing())
     }
 }
 

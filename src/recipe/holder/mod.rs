@@ -44,4 +44,4 @@ pub(crate) use host::{
     CallerGone, ContenderSlot, HolderHost, caller_gone, cancel_timeout, goodbye, report, run, time_out,
 };
 pub use state::ConnectionPolicy;
-pub(crate) use state::{Attempt, Happened, Holder, InLine, Loss, Refusal, ReleaseError, Waiter};
+pub(crate) use state::{Attempt, Grant, Happened, Holder, InLine, Loss, Refusal, ReleaseError, Waiter};

@@ -8,6 +8,11 @@ impl Handler<Multi> for SessionActor {
     type Result = ResponseFuture<Result<Vec<OpResult>>>;
 
     fn handle(&mut self, msg: Multi, _: &mut Context<Self>) -> Self::Result {
+        // Nothing to send (the client library would answer without sending, and that answer
+        // must not count as the server's).
+        if msg.ops.is_empty() {
+            return Box::pin(futures::future::ready(Ok(Vec::new())));
+        }
         for (index, op) in msg.ops.iter().enumerate() {
             let sequential = matches!(op, Op::Create { mode, .. } if mode.is_sequential());
             if let Err(err) = self.check(op.path(), sequential) {

@@ -46,7 +46,12 @@ impl Handler<Create> for SessionActor {
                 // A plain `create` (a server declared older than 3.5) answers without the stat:
                 // read it, for the recipes whose tokens are the czxid.
                 let stat = match stat.is_invalid() {
-                    true => client.check_stat(&made).await.ok().flatten().unwrap_or(stat),
+                    // The node was made, but its stat cannot be told: say the outcome is
+                    // unknown, so that the caller finds the node as after a lost reply.
+                    true => match client.check_stat(&made).await {
+                        Ok(Some(stat)) => stat,
+                        _ => return Err(Error::ConnectionLoss { path: made }),
+                    },
                     false => stat,
                 };
                 let sequence = mode.is_sequential().then(|| u64::try_from(sequence.into_i64()).ok()).flatten();
