@@ -2,7 +2,7 @@
 //! (see `docs/performance.md`).
 //!
 //! ```text
-//! cargo bench --features testkit --bench recipes -- [W1|W2|W3|W4|W5|W6|W7|W8|W9|W10|all]...
+//! cargo bench --features testkit --bench recipes -- [W1|W2|W3|W4|W5|W6|W7|W8|W9|W10|W11|all]...
 //! ```
 //!
 //! This file only selects and runs workloads; each workload is a file of its own under
@@ -84,6 +84,14 @@
 //!   (concurrency 8): lateness after the due time (p50, p99) against a bare client that sleeps
 //!   until each due time, then lists and reads (`ratio_to_bare_p50`, `ratio_to_bare_p99`).
 //!
+//! - **W11**: what no peer has: 300 proclaims each timed to an observer's event against the raw
+//!   setData → one-shot NodeDataChanged → getData floor (`proclaim_ratio_to_raw`); a tree cache
+//!   of 1,001 nodes through a proxy answering as a server without persistent watches (the
+//!   one-shot fallback) against the same cache through a plain proxy, load and set →
+//!   `NodeUpdated` (`fallback_load_ratio`, `fallback_update_ratio`); and a health snapshot of a
+//!   session with 1,000 held locks: bytes per recipe and the time to build one against an
+//!   `exists` round trip (`snapshot_ratio_to_rtt`).
+//!
 //! `ZK_ENSEMBLE=3` runs the workloads on a 3-member testkit ensemble (every member with the
 //! benchmark's server options) instead of a standalone server; a first JSON line names the
 //! server (`"workload":"server"`). On an ensemble the raw create/delete are quorum writes (the
@@ -99,6 +107,7 @@ mod bare_lock;
 mod floor_lock;
 mod harness;
 mod w10_delayed;
+mod w11_no_peer;
 mod w1_lock_cycle;
 mod w2_lock_contention;
 mod w3_election_handoff;
@@ -136,6 +145,7 @@ const WORKLOADS: &[(&str, Run)] = &[
     ("W8", |c| Box::pin(async move { w8_atomic::w8(&c).await })),
     ("W9", |c| Box::pin(async move { w9_discovery::w9(&c).await })),
     ("W10", |c| Box::pin(async move { w10_delayed::w10(&c).await })),
+    ("W11", |c| Box::pin(async move { w11_no_peer::w11(&c).await })),
 ];
 
 /// The server the workloads run against, kept (and stopped) by `main`.

@@ -147,6 +147,24 @@ impl ElectionObserver {
         ctx.spawn(read.into_actor(self).map(move |outcome, act, ctx| act.on_read(generation, outcome, ctx)));
     }
 
+    /// Reads the stored value again, for a leader known to lead in `term`: a value of a later
+    /// term means the leader moved on, and the whole election is read (see `Observed::step`).
+    fn reread_value(&mut self, leader_id: String, term: FencingToken, ctx: &mut Context<Self>) {
+        self.reading = true;
+        self.again = false;
+        self.armed.data = true;
+        let stored = self.session.get_data_watched(&self.path, ctx.address().recipient());
+        let read = async move {
+            match stored.await {
+                Ok(node) => Ok(Reading::Led { leader_id, term, stored: node.data }),
+                Err(Error::NoNode { .. }) => Err(Unread::Missing),
+                Err(error) => Err(Unread::Failed(error)),
+            }
+        };
+        let generation = self.generation;
+        ctx.spawn(read.into_actor(self).map(move |outcome, act, ctx| act.on_read(generation, outcome, ctx)));
+    }
+
     fn on_read(&mut self, generation: u64, outcome: Result<Reading, Unread>, ctx: &mut Context<Self>) {
         self.reading = false;
         let _entered = self.span.clone().entered();
@@ -257,6 +275,12 @@ impl Handler<WatchEvent> for ElectionObserver {
             WatchEventKind::DataChanged => {
                 self.armed.data = false;
                 self.armed.creation = false;
+                // Only the value changed (a new leader comes with a children event): one read.
+                if let Some(Some(now)) = self.observed.current().filter(|_| !self.reading && self.failed.is_none()) {
+                    let (leader_id, term) = (now.leader_id.clone(), now.term);
+                    self.reread_value(leader_id, term, ctx);
+                    return;
+                }
             }
             WatchEventKind::ChildrenChanged => self.armed.children = false,
             WatchEventKind::NodeCreated => self.armed.creation = false,
