@@ -282,6 +282,15 @@ impl HealthSlot {
     }
 }
 
+impl HealthSlot {
+    /// The recipe failed for good and its actor stops: the entry stays on the board as
+    /// `Failed`, so that a readiness probe sees it (a recipe that vanished would look healthy).
+    pub(crate) fn keep_failed(mut self, reason: String) {
+        self.set(RecipeState::Failed { reason });
+        std::mem::forget(self);
+    }
+}
+
 impl Drop for HealthSlot {
     fn drop(&mut self) {
         let mut board = self.board.board();

@@ -192,6 +192,19 @@ async fn a_recipe_that_failed_for_good_is_not_ready() {
     assert!(!health.is_ready(), "{health:#?}");
     assert!(health.is_alive(Duration::from_secs(1)), "the session is fine");
     election.stop().await;
+    // A consumer that cannot read its queue stops, and stays on the board as failed (a recipe
+    // that vanished would look healthy to a probe).
+    unreadable_dir(&session, "/closed-q").await;
+    let keeper = Keeper(Arc::new(Mutex::new(Vec::new()))).start();
+    let consumer =
+        QueueConsumerActor::new(session.clone(), ConsumerConfig::new("/closed-q").with_worker(Worker::new(&keeper)))
+            .start();
+    let health = health_until(&session, "a failed consumer", |h| {
+        matches!(state_of(h, "queue-consumer", "/closed-q"), Some(RecipeState::Failed { .. }))
+    })
+    .await;
+    assert!(!health.is_ready(), "{health:#?}");
+    drop(consumer);
     session.close().await;
 }
 

@@ -123,6 +123,9 @@ pub struct CacheActor {
     watch: Option<WatchId>,
     /// One-shot watches instead of the persistent one (the server has none).
     oneshot: Option<OneShot>,
+    /// A children event came during a walk: walk again once it is done (so that churn delays
+    /// the next walk instead of restarting the current one forever).
+    walk_due: bool,
     generation: u64,
     span: tracing::Span,
 }
@@ -166,6 +169,7 @@ impl CacheActor {
             skipped: Default::default(),
             watch: None,
             oneshot: None,
+            walk_due: false,
             generation: 0,
             span,
         })
@@ -414,6 +418,22 @@ impl CacheActor {
             }
             Phase::Live | Phase::Failed => {}
         }
+        if std::mem::take(&mut self.walk_due) {
+            self.start_walk();
+        }
+    }
+
+    /// A child came or went (one-shot watching): walk the scope again, quietly (it is no
+    /// re-sync: nothing was missed), once the walk under way, if any, is done.
+    fn rewalk(&mut self) {
+        if self.phase == Phase::Failed {
+            return;
+        }
+        if self.walk.is_some() {
+            self.walk_due = true;
+        } else {
+            self.start_walk();
+        }
     }
 
     fn resync(&mut self) {
@@ -547,7 +567,7 @@ impl Handler<WatchEvent> for CacheActor {
                 WatchEventKind::ChildrenChanged => {
                     oneshot.children.remove(&event.path);
                     // A child came or went somewhere in the scope: walk it again.
-                    self.resync();
+                    self.rewalk();
                     return;
                 }
                 WatchEventKind::SessionEnded => return,

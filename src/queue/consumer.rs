@@ -122,8 +122,8 @@ pub struct QueueConsumerActor {
     retry: RetryPolicy,
     /// Delay before the next retry of a failed listing, claim or take; reset by a listing.
     backoff: Backoff,
-    /// Its slot on the session's health board: items in flight.
-    health: crate::health::HealthSlot,
+    /// Its slot on the session's health board: items in flight (`None` once left as failed).
+    health: Option<crate::health::HealthSlot>,
     span: tracing::Span,
 }
 
@@ -132,7 +132,7 @@ impl QueueConsumerActor {
     pub fn new(session: SessionHandle, config: ConsumerConfig) -> Self {
         let span = tracing::info_span!("zk.queue", queue = %config.queue, consumer = %config.consumer_id);
         let retry = session.retry_policy_or(config.retry);
-        let health = session.health_board().slot("queue-consumer", &config.queue);
+        let health = Some(session.health_board().slot("queue-consumer", &config.queue));
         QueueConsumerActor {
             health,
             session,
@@ -548,7 +548,9 @@ impl QueueConsumerActor {
     /// Tells the metrics and the health board how many items are in flight.
     fn count_in_flight(&mut self) {
         metrics::queue_in_flight(&self.config.queue, self.in_flight.len());
-        self.health.set(crate::health::RecipeState::Consuming { in_flight: self.in_flight.len() });
+        if let Some(health) = self.health.as_mut() {
+            health.set(crate::health::RecipeState::Consuming { in_flight: self.in_flight.len() });
+        }
     }
 
     /// Releases a claim without counting an attempt.
@@ -600,6 +602,9 @@ impl QueueConsumerActor {
     /// (claimed items go back, workers hear `Revoked`) rather than ask again forever.
     fn give_up(&mut self, error: Error, ctx: &mut Context<Self>) {
         tracing::error!(parent: &self.span, %error, "cannot consume this queue; stopping");
+        if let Some(health) = self.health.take() {
+            health.keep_failed(error.to_string());
+        }
         ctx.stop();
     }
 
