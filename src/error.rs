@@ -258,19 +258,22 @@ impl Error {
     /// operations). Exactly one of this and [`outcome_unknown`](Error::outcome_unknown) holds.
     pub fn was_not_applied(&self) -> bool {
         self.not_sent()
-            || matches!(
-                self,
-                Error::NoNode { .. }
-                    | Error::NodeExists { .. }
-                    | Error::BadVersion { .. }
-                    | Error::NotEmpty { .. }
-                    | Error::NoChildrenForEphemerals { .. }
-                    | Error::NoAuth { .. }
-                    | Error::InvalidAcl { .. }
-                    | Error::AuthFailed
-                    | Error::Tls { .. }
-                    | Error::Multi { .. }
-            )
+            || self.refused_by_server()
+            || matches!(self, Error::InvalidAcl { .. } | Error::AuthFailed | Error::Tls { .. } | Error::Multi { .. })
+    }
+
+    /// The server's own refusals of a request it received on a live session.
+    fn refused_by_server(&self) -> bool {
+        matches!(
+            self,
+            Error::NoNode { .. }
+                | Error::NodeExists { .. }
+                | Error::BadVersion { .. }
+                | Error::NotEmpty { .. }
+                | Error::NoChildrenForEphemerals { .. }
+                | Error::NoAuth { .. }
+                | Error::Unsupported { .. }
+        )
     }
 
     /// True when the request may have been applied although it failed: the connection dropped
@@ -290,16 +293,7 @@ impl Error {
     pub(crate) fn answered_by_server(&self) -> bool {
         match self {
             Error::Multi { source, .. } => source.answered_by_server(),
-            error => matches!(
-                error,
-                Error::NoNode { .. }
-                    | Error::NodeExists { .. }
-                    | Error::BadVersion { .. }
-                    | Error::NotEmpty { .. }
-                    | Error::NoChildrenForEphemerals { .. }
-                    | Error::NoAuth { .. }
-                    | Error::Unsupported { .. }
-            ),
+            error => error.refused_by_server(),
         }
     }
 
@@ -369,6 +363,13 @@ mod tests {
             assert!(err.was_not_applied() && !err.not_sent() && !err.outcome_unknown(), "{err:?}");
             assert!(!err.is_transient(), "{err:?}");
         }
+    }
+
+    #[test]
+    fn an_operation_the_server_does_not_support_applied_nothing_and_is_final() {
+        let err = Error::Unsupported { path: "/a".into(), feature: crate::session::Feature::Ttl };
+        assert!(err.was_not_applied() && !err.outcome_unknown() && err.is_final(), "{err:?}");
+        assert!(err.answered_by_server());
     }
 
     #[test]
