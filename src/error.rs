@@ -293,6 +293,8 @@ impl Error {
     pub(crate) fn answered_by_server(&self) -> bool {
         match self {
             Error::Multi { source, .. } => source.answered_by_server(),
+            // The connected server answers an operation it lacks by itself, leader or not.
+            Error::Unsupported { .. } => false,
             error => error.refused_by_server(),
         }
     }
@@ -369,7 +371,7 @@ mod tests {
     fn an_operation_the_server_does_not_support_applied_nothing_and_is_final() {
         let err = Error::Unsupported { path: "/a".into(), feature: crate::session::Feature::Ttl };
         assert!(err.was_not_applied() && !err.outcome_unknown() && err.is_final(), "{err:?}");
-        assert!(err.answered_by_server());
+        assert!(!err.answered_by_server(), "no proof the leader saw it: no renewal");
     }
 
     #[test]

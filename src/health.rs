@@ -244,7 +244,7 @@ impl HealthBoard {
             .recipes
             .insert(id, RecipeHealth { kind, path: path.to_owned(), state: RecipeState::Idle, since: Instant::now() });
         self.publish(&board);
-        HealthSlot { board: self.clone(), id, last: RecipeState::Idle }
+        HealthSlot { board: self.clone(), id, last: RecipeState::Idle, kept: false }
     }
 }
 
@@ -253,6 +253,8 @@ pub(crate) struct HealthSlot {
     board: HealthBoard,
     id: u64,
     last: RecipeState,
+    /// Left on the board when dropped (a recipe that failed for good).
+    kept: bool,
 }
 
 impl std::fmt::Debug for HealthSlot {
@@ -287,12 +289,15 @@ impl HealthSlot {
     /// `Failed`, so that a readiness probe sees it (a recipe that vanished would look healthy).
     pub(crate) fn keep_failed(mut self, reason: String) {
         self.set(RecipeState::Failed { reason });
-        std::mem::forget(self);
+        self.kept = true;
     }
 }
 
 impl Drop for HealthSlot {
     fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
         let mut board = self.board.board();
         board.recipes.remove(&self.id);
         self.board.publish(&board);

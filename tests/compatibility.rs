@@ -235,3 +235,35 @@ async fn caches_follow_changes_with_one_shot_watches_where_there_are_no_persiste
         writer.close().await;
     }
 }
+
+/// Review of session 17: on one-shot watches, a cache whose path did not exist yet never saw it
+/// made, nor the children it then got (listing a missing node sets no watch).
+#[actix_rt::test]
+async fn a_cache_on_one_shot_watches_sees_its_missing_path_made_and_filled() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    for scope in [CacheScope::Children, CacheScope::Tree { max_depth: None }] {
+        let root = unique_root("compat-cache-missing");
+        let proxy = FaultProxy::start_as(&zk.connect_string(), OlderServer::without_extras()).expect("proxy");
+        let session = session_as(&proxy, &root, None).await;
+        let writer = session_at(&zk.connect_string(), &root).await;
+        let cache = CacheHandle::start(session.clone(), CacheConfig::new("/later").with_scope(scope)).expect("cache");
+        let mut events = cache.events();
+        loop {
+            if let Ok(CacheEvent::CacheInitialized) = bounded("load", events.next()).await.expect("events") {
+                break;
+            }
+        }
+        writer.create("/later", "", CreateMode::Persistent).await.expect("made");
+        writer.create("/later/child", "c", CreateMode::Persistent).await.expect("child");
+        loop {
+            match bounded("the child", events.next()).await.expect("events") {
+                Ok(CacheEvent::NodeAdded { path, .. }) if path == "/later/child" => break,
+                Ok(_) => {}
+                Err(missed) => panic!("{missed}"),
+            }
+        }
+        session.close().await;
+        writer.close().await;
+    }
+}

@@ -34,10 +34,15 @@ async fn a_flapping_link_reaches_the_recipes_as_one_suspension() {
     let grant = bounded("acquire", lock.acquire(None)).await.expect("held");
     let (damped_from, plain_from) = (damped_events.snapshot().len(), plain_events.snapshot().len());
 
-    // Eight drops, each followed by a reconnect, within about a second.
-    for _ in 0..8 {
+    // Eight drops, each followed by a reconnect, within about a second. A subscriber that joins
+    // half-way hears the damper's view (suspended), not the link's of that moment.
+    let late = Recorded::<SessionEvent>::start();
+    for flap in 0..8 {
         links.proxy(0).reset();
         actix_rt::time::sleep(Duration::from_millis(150)).await;
+        if flap == 3 {
+            damped.subscribe(late.recipient.clone());
+        }
     }
     // The link settles; the damper's window ends with it up.
     wait_until("the damped session says it is back", || {
@@ -61,6 +66,13 @@ async fn a_flapping_link_reaches_the_recipes_as_one_suspension() {
         "one pair: {damped_seen:#?}"
     );
     assert!(matches!(damped_seen.last(), Some(SessionEvent::Reconnected { .. })), "{damped_seen:#?}");
+    let late_seen = late.snapshot();
+    assert!(
+        matches!(late_seen.first(), Some(SessionEvent::Suspended { .. }))
+            && count(&late_seen, |e| matches!(e, SessionEvent::Reconnected { .. })) == 1
+            && matches!(late_seen.last(), Some(SessionEvent::Reconnected { .. })),
+        "the late subscriber: suspended, then one reconnect: {late_seen:#?}"
+    );
     // The lock heard one suspension and its end, and still holds (no false loss).
     let told = lock_events.snapshot();
     let suspensions = told.iter().filter(|e| matches!(e, LockEvent::Suspended { .. })).count();

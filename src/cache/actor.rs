@@ -297,6 +297,10 @@ impl CacheActor {
                     }
                 }
             }
+            Found::Children(Ok(None)) if self.oneshot.is_some() => {
+                // No watch is set by listing a missing node: watch for it to be made.
+                self.await_creation(read.path.clone(), ctx);
+            }
             Found::Children(Ok(_)) => {}
             Found::Node(Err(error)) | Found::Children(Err(error)) if error.is_final() => {
                 // One node nobody lets us read must not keep the whole cache from converging:
@@ -383,6 +387,10 @@ impl CacheActor {
         let Some(walk) = self.walk.take() else { return };
         if let Some(error) = walk.broken {
             debug!(parent: &self.span, walk = walk.id, "the walk was cut short by the connection; the next reconnect walks again");
+            if std::mem::take(&mut self.walk_due) {
+                // A children event it was to follow: try again, in case no reconnect comes.
+                ctx.run_later(std::time::Duration::from_millis(100), |act, _| act.rewalk());
+            }
             // A load that failed before any reconnect comes (e.g. a request timeout) tries again.
             if self.phase == Phase::Loading {
                 match self.backoff.verdict(&error) {
@@ -421,6 +429,25 @@ impl CacheActor {
         if std::mem::take(&mut self.walk_due) {
             self.start_walk();
         }
+    }
+
+    /// One-shot watching found `path` missing where it lists children: its children watch was
+    /// not set; an `exists` watch is, and its creation walks the scope again.
+    fn await_creation(&mut self, path: String, ctx: &mut Context<Self>) {
+        let Some(oneshot) = self.oneshot.as_mut() else { return };
+        oneshot.children.remove(&path);
+        let Some(me) = oneshot.arm(&path, false) else { return };
+        let exists = self.session.exists_watched(&path, me);
+        ctx.spawn(exists.into_actor(self).map(move |exists, act, _| match exists {
+            // Made meanwhile: no event comes for it.
+            Ok(Some(_)) => act.rewalk(),
+            Ok(None) => {}
+            Err(_) => {
+                if let Some(oneshot) = act.oneshot.as_mut() {
+                    oneshot.data.remove(&path);
+                }
+            }
+        }));
     }
 
     /// A child came or went (one-shot watching): walk the scope again, quietly (it is no
@@ -557,8 +584,15 @@ impl Handler<WatchEvent> for CacheActor {
                 return; // a watch of an ended session; the new session's walk sets new ones
             }
             match event.kind {
-                WatchEventKind::DataChanged | WatchEventKind::NodeCreated => {
+                WatchEventKind::DataChanged => {
                     oneshot.data.remove(&event.path);
+                }
+                WatchEventKind::NodeCreated => {
+                    oneshot.data.remove(&event.path);
+                    // Its children (and itself, if held) are read by a walk, which also sets
+                    // its children watch.
+                    self.rewalk();
+                    return;
                 }
                 WatchEventKind::NodeDeleted => {
                     oneshot.data.remove(&event.path);

@@ -143,7 +143,7 @@ pub struct SessionActor {
     /// What the server supports, shared with every handle and the requests in flight.
     pub(super) features: Features,
     /// The flap damper between the connection and the subscribers, when configured.
-    damper: Option<Damper>,
+    pub(super) damper: Option<Damper>,
     /// Ourselves, weakly (a strong address would keep us alive), for the damper's timers.
     me: Option<actix::WeakAddr<SessionActor>>,
     /// The lease heartbeat's timer, armed for each session's negotiated timeout.

@@ -54,6 +54,11 @@ impl Damper {
         self.windows
     }
 
+    /// True while events are held back: subscribers believe the connection is down.
+    pub(crate) fn is_open(&self) -> bool {
+        matches!(self.state, State::Open { .. })
+    }
+
     /// An event of the session.
     pub(crate) fn event(&mut self, event: SessionEvent) -> Damped {
         match (&mut self.state, event) {

@@ -7,6 +7,11 @@ impl SessionActor {
     /// The event that says where the session stands now, for a new subscriber.
     fn now(&self) -> Option<SessionEvent> {
         match &self.state {
+            // The damper's view, not the link's: a subscriber joining while it holds events back
+            // must hear the `Suspended` the others heard, or the `Reconnected` to come is a lie.
+            State::Live(live) if self.damper.as_ref().is_some_and(Damper::is_open) => {
+                Some(SessionEvent::Suspended { session_id: live.session_id, generation: self.generation })
+            }
             State::Live(live) => match live.link {
                 Link::Up => Some(SessionEvent::Connected { session_id: live.session_id, generation: self.generation }),
                 Link::Down { .. } => {
