@@ -71,16 +71,48 @@ pub(crate) fn fresh_temp_dir_in(parent: Option<&Path>) -> Result<PathBuf, Testki
 /// `n` distinct free loopback ports. All listeners are held until every port is chosen so the
 /// OS cannot hand out the same port twice.
 pub(crate) fn free_ports(n: usize) -> Result<Vec<u16>, TestkitError> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    // Below the kernel's ephemeral range: a port the kernel hands out on its own (to a proxy's
+    // listener, or as the source port of any outgoing connection) can never be one chosen here
+    // and released before the server binds it. Seeded by the process id, so that test processes
+    // running side by side start apart.
+    const FLOOR: u32 = 10_000;
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let ceiling = ephemeral_floor().max(FLOOR + 1000);
+    let span = ceiling - FLOOR;
+    let _ = NEXT.compare_exchange(
+        u32::MAX,
+        std::process::id().wrapping_mul(7919) % span,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
     let mut listeners = Vec::with_capacity(n);
     let mut ports = Vec::with_capacity(n);
-    for _ in 0..n {
-        let listener =
-            TcpListener::bind("127.0.0.1:0").map_err(|e| TestkitError::io("bind a free loopback port", e))?;
-        let port = listener.local_addr().map_err(|e| TestkitError::io("read a free loopback port", e))?.port();
-        ports.push(port);
-        listeners.push(listener);
+    let mut tries = 0;
+    while ports.len() < n {
+        tries += 1;
+        if tries > span {
+            return Err(TestkitError::io(
+                "find a free loopback port",
+                io::Error::other("every candidate port is taken"),
+            ));
+        }
+        let port = u16::try_from(FLOOR + NEXT.fetch_add(1, Ordering::SeqCst) % span).unwrap_or(u16::MAX);
+        // Held until all are chosen, so that one call never returns a port twice.
+        if let Ok(listener) = TcpListener::bind(("127.0.0.1", port)) {
+            ports.push(port);
+            listeners.push(listener);
+        }
     }
     Ok(ports)
+}
+
+/// The lowest port of the kernel's ephemeral range (`ip_local_port_range`), 32768 if unknown.
+fn ephemeral_floor() -> u32 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768)
 }
 
 type SpawnRequest = (Command, mpsc::Sender<io::Result<Child>>);
