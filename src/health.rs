@@ -222,7 +222,8 @@ impl HealthBoard {
         })
     }
 
-    fn publish(&self, _: &Board) {
+    /// Tells the change streams (called with the board's lock held, after the change).
+    fn publish(&self) {
         self.inner.changes.send_modify(|changes| *changes += 1);
     }
 
@@ -232,7 +233,7 @@ impl HealthBoard {
         board.session.state = state;
         board.session.session_id = session_id;
         board.session.generation = generation;
-        self.publish(&board);
+        self.publish();
     }
 
     /// A slot for a recipe of `kind` at `path`, idle; it leaves the board when dropped.
@@ -243,7 +244,7 @@ impl HealthBoard {
         board
             .recipes
             .insert(id, RecipeHealth { kind, path: path.to_owned(), state: RecipeState::Idle, since: Instant::now() });
-        self.publish(&board);
+        self.publish();
         HealthSlot { board: self.clone(), id, last: RecipeState::Idle, kept: false }
     }
 }
@@ -280,7 +281,7 @@ impl HealthSlot {
             entry.state = state;
             entry.since = Instant::now();
         }
-        self.board.publish(&board);
+        self.board.publish();
     }
 }
 
@@ -300,7 +301,7 @@ impl Drop for HealthSlot {
         }
         let mut board = self.board.board();
         board.recipes.remove(&self.id);
-        self.board.publish(&board);
+        self.board.publish();
     }
 }
 

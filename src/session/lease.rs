@@ -70,12 +70,6 @@ impl std::fmt::Debug for Lease {
     }
 }
 
-impl Default for Lease {
-    fn default() -> Self {
-        Lease::new()
-    }
-}
-
 impl Lease {
     /// A lease for no session yet.
     pub(crate) fn new() -> Lease {
