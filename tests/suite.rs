@@ -41,6 +41,7 @@ mod proclaim;
 mod queue;
 mod queue_delayed;
 mod recipe_handles;
+mod reconfig;
 mod requests;
 mod retry;
 mod safe_until;

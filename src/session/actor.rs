@@ -9,7 +9,8 @@
 //! This file holds the state machine and the connection's lifecycle (connect, session states,
 //! rebuild, sweep) and how a request is sent (`dispatch`); the rest is by concern in `actor/`:
 //! `nodes.rs` (the node requests' handlers), `multi.rs`, `watches.rs` (persistent watches),
-//! `subscribers.rs` (who hears the session) and `close.rs`.
+//! `reconfig.rs` (following the ensemble's reconfiguration), `subscribers.rs` (who hears the
+//! session) and `close.rs`.
 //!
 //! [`SessionHandle`]: super::SessionHandle
 
@@ -31,8 +32,10 @@ use zookeeper_client::{
 };
 
 use super::Features;
+use super::client::{ClientThread, Retired};
 use super::config::SessionConfig;
 use super::damper::{Damped, Damper};
+use super::ensemble::Tracked;
 use super::events::{SessionEvent, SessionId, WatchEvent, WatchEventKind, WatchId};
 use super::lease::Lease;
 use super::requests::*;
@@ -46,9 +49,9 @@ use crate::path;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T>>>;
 
-/// A request waiting for a session: called with the new client (and its generation), or with
-/// the error that ended the wait.
-type Pending = Box<dyn FnOnce(Result<(Client, u64)>)>;
+/// A request waiting for a session (or for a session to move): called with the client (its
+/// generation, and its retirement signal), or with the error that ended the wait.
+type Pending = Box<dyn FnOnce(Result<(Client, u64, Retired)>)>;
 
 /// How often orphaned watches and subscribers (whose actor stopped) are swept.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
@@ -76,13 +79,25 @@ struct Live {
     session_id: SessionId,
     link: Link,
     state_task: SpawnHandle,
+    /// The connect string `client` was built with.
+    hosts: String,
+    /// The thread `client` runs on; tells what went through `client` when the session moves
+    /// away from it.
+    thread: ClientThread,
 }
 
 /// The connection under a live session.
-#[derive(Clone, Copy)]
 enum Link {
     Up,
-    Down { since: Instant },
+    Down {
+        since: Instant,
+    },
+    /// Down, and the session is moving to a client of a new ensemble configuration: the old
+    /// client is retired, requests wait for the new one.
+    Moving {
+        since: Instant,
+        task: SpawnHandle,
+    },
 }
 
 /// Owns the ZooKeeper connection: the one place that talks to `zookeeper_client`.
@@ -148,6 +163,10 @@ pub struct SessionActor {
     me: Option<actix::WeakAddr<SessionActor>>,
     /// The lease heartbeat's timer, armed for each session's negotiated timeout.
     heartbeat_task: Option<SpawnHandle>,
+    /// What the session knows of the ensemble's configuration (see `ensemble.rs`).
+    ensemble: Tracked,
+    /// The watch on the ensemble's configuration, while one is set.
+    config_task: Option<SpawnHandle>,
 }
 
 /// The damper's window `0` ended.
@@ -182,6 +201,8 @@ impl SessionActor {
             damper,
             me: None,
             heartbeat_task: None,
+            ensemble: Tracked::default(),
+            config_task: None,
         }
     }
 
@@ -292,16 +313,55 @@ impl SessionActor {
         if attempt == 0 {
             self.health.session(HealthState::Connecting { since: Instant::now() }, None, self.generation);
         }
-        let connector = self.config.connector();
-        #[cfg(feature = "tls")]
-        let tls = self.config.tls().cloned();
-        let hosts = self.config.hosts().to_string();
-        let chroot = self.config.chroot().map(str::to_string);
-        let acl = self.config.default_acl().to_vec();
+        let hosts = self.ensemble.connect_string(self.config.hosts());
+        let open = self.open_client(hosts.clone(), None);
         let fut = async move {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
+            let (thread, opened) = ClientThread::open(open);
+            opened.await.map(|(client, sent)| (client, sent, thread))
+        };
+        let task =
+            ctx.spawn(fut.instrument(tracing::info_span!("zk.connect", hosts = %hosts, attempt)).into_actor(self).map(
+                move |outcome, act, ctx| {
+                    if !matches!(act.state, State::Connecting { .. }) {
+                        return; // closed meanwhile; dropping the client closes the session
+                    }
+                    match outcome {
+                        Ok((client, sent, thread)) => act.on_session(client, sent, thread, hosts, ctx),
+                        Err(Error::AuthFailed) => act.auth_failed(ctx),
+                        // Trying again cannot help: a certificate problem, or a server older
+                        // than its declared version (every create would be refused).
+                        Err(error @ (Error::Tls { .. } | Error::Unsupported { .. })) => act.cannot_connect(error, ctx),
+                        Err(err) => {
+                            warn!(attempt, error = %err, "could not establish a session; will retry");
+                            act.connect(ctx, attempt + 1);
+                        }
+                    }
+                },
+            ));
+        self.state = State::Connecting { task };
+    }
+
+    /// Connects a client to `hosts`: a new session, or `session` taken over (a session moving
+    /// to the servers of a new ensemble configuration). Resolves to the client and when its
+    /// connection was asked for (the lease counts from there).
+    pub(super) fn open_client(
+        &self,
+        hosts: String,
+        session: Option<zookeeper_client::SessionInfo>,
+    ) -> impl Future<Output = Result<(Client, Instant)>> + Send + 'static {
+        let moving = session.is_some();
+        let connector = self.config.connector().map(|connector| match session {
+            Some(session) => connector.with_session(session),
+            None => connector,
+        });
+        #[cfg(feature = "tls")]
+        let tls = self.config.tls().cloned();
+        let chroot = self.config.chroot().map(str::to_string);
+        let acl = self.config.default_acl().to_vec();
+        async move {
             let connector = connector?;
             // The lease counts from here: the server created the session after this.
             let sent = Instant::now();
@@ -317,40 +377,28 @@ impl SessionActor {
             let client = connector.connect(&hosts).await;
             let client = client.map_err(|e| Error::from_zk("/", e))?;
             let Some(root) = chroot else { return Ok((client, sent)) };
-            // Curator creates its namespace on demand; so do we, with the default ACL.
-            client
-                .mkdir(&root, &CreateMode::Persistent.options(&acl))
-                .await
-                .map_err(|e| Error::from_zk_needing(&root, super::Feature::Create2, e))?;
+            if !moving {
+                // Curator creates its namespace on demand; so do we, with the default ACL.
+                client
+                    .mkdir(&root, &CreateMode::Persistent.options(&acl))
+                    .await
+                    .map_err(|e| Error::from_zk_needing(&root, super::Feature::Create2, e))?;
+            }
             client
                 .chroot(root.clone())
                 .map(|client| (client, sent))
                 .map_err(|_| Error::InvalidPath { path: root, reason: "rejected as a chroot".into() })
-        };
-        let task = ctx.spawn(
-            fut.instrument(tracing::info_span!("zk.connect", hosts = %self.config.hosts(), attempt))
-                .into_actor(self)
-                .map(move |outcome, act, ctx| {
-                    if !matches!(act.state, State::Connecting { .. }) {
-                        return; // closed meanwhile; dropping the client closes the session
-                    }
-                    match outcome {
-                        Ok((client, sent)) => act.on_session(client, sent, ctx),
-                        Err(Error::AuthFailed) => act.auth_failed(ctx),
-                        // Trying again cannot help: a certificate problem, or a server older
-                        // than its declared version (every create would be refused).
-                        Err(error @ (Error::Tls { .. } | Error::Unsupported { .. })) => act.cannot_connect(error, ctx),
-                        Err(err) => {
-                            warn!(attempt, error = %err, "could not establish a session; will retry");
-                            act.connect(ctx, attempt + 1);
-                        }
-                    }
-                }),
-        );
-        self.state = State::Connecting { task };
+        }
     }
 
-    fn on_session(&mut self, client: Client, sent: Instant, ctx: &mut Context<Self>) {
+    fn on_session(
+        &mut self,
+        client: Client,
+        sent: Instant,
+        thread: ClientThread,
+        hosts: String,
+        ctx: &mut Context<Self>,
+    ) {
         self.generation += 1;
         let generation = self.generation;
         let session_id = client.session_id();
@@ -362,7 +410,9 @@ impl SessionActor {
         self.health.session(HealthState::Connected { since: Instant::now(), read_only }, Some(session_id), generation);
         let state_task = Self::watch_state(client.state_watcher(), generation, ctx);
         info!(session = %session_id, generation, timeout = ?client.session_timeout(), "session established");
-        self.state = State::Live(Live { client: client.clone(), session_id, link: Link::Up, state_task });
+        let retired = thread.retired();
+        self.state =
+            State::Live(Live { client: client.clone(), session_id, link: Link::Up, state_task, hosts, thread });
         self.live.store(session_id.0, Ordering::SeqCst);
         // Watches first, then the requests that waited, then the news: anything a subscriber
         // sends after `Connected` reaches the server after all of these.
@@ -370,8 +420,9 @@ impl SessionActor {
             self.register_watch(id, None, ctx);
         }
         for pending in self.pending.drain(..) {
-            pending(Ok((client.clone(), generation)));
+            pending(Ok((client.clone(), generation, retired.clone())));
         }
+        self.track_ensemble(ctx);
         self.broadcast(SessionEvent::Connected { session_id, generation });
     }
 
@@ -405,68 +456,88 @@ impl SessionActor {
                 // A `Reconnected` still held is moot: another follows this outage.
                 let _ = self.gate.release();
                 self.broadcast(SessionEvent::Suspended { session_id, generation });
+                self.consider_moving(ctx);
             }
             SessionState::SyncConnected | SessionState::ConnectedReadOnly => {
-                let read_only = state == SessionState::ConnectedReadOnly;
-                let was_down = match live.link {
-                    Link::Down { since } => {
-                        info!(after = ?since.elapsed(), read_only, "reconnected; same session");
-                        true
-                    }
-                    Link::Up => false,
-                };
-                live.link = Link::Up;
                 live.state_task = Self::watch_state(watcher, generation, ctx);
-                self.lease.read_only(read_only);
-                if was_down {
-                    let up = HealthState::Connected { since: Instant::now(), read_only };
-                    self.health.session(up, Some(session_id), generation);
-                }
-                // A persistent watch whose re-registration failed during the outage gets
-                // another chance now.
-                for id in self.watches.ids() {
-                    if self.watches.get_mut(id).is_some_and(|w| w.task.is_none()) {
-                        self.register_watch(id, None, ctx);
-                    }
-                }
-                if was_down {
-                    let news = SessionEvent::Reconnected { session_id, generation, read_only };
-                    match self.gate.reconnected(news, self.watches.any_stale()) {
-                        Some(news) => self.broadcast(news),
-                        None => {
-                            ctx.run_later(RECONNECT_HOLD, |act, _| {
-                                if let Some(news) = act.gate.release() {
-                                    warn!("a persistent watch was not added again in time; telling Reconnected anyway");
-                                    act.broadcast(news);
-                                }
-                            });
-                        }
-                    }
-                }
-                // The outage may have outlasted the lease's renewals: renew it now.
-                self.heartbeat(ctx);
+                self.link_up(state == SessionState::ConnectedReadOnly, ctx);
             }
-            SessionState::Expired => {
-                warn!("session expired");
-                self.live.store(0, Ordering::SeqCst);
-                self.lease.ended(session_id);
-                let _ = self.gate.release();
-                for task in self.watches.take_tasks() {
-                    ctx.cancel_future(task);
-                }
-                self.broadcast(SessionEvent::Expired { session_id, generation });
-                if self.config.rebuild_policy().rebuilds_after_expiry() {
-                    self.connect(ctx, 0);
-                } else {
-                    warn!("the rebuild policy says never: the session actor stops");
-                    self.finish(ctx);
-                }
-            }
+            SessionState::Expired => self.expired(ctx),
             SessionState::AuthFailed => self.auth_failed(ctx),
             SessionState::Closed => {
                 info!("session closed");
                 self.finish(ctx);
             }
+        }
+    }
+
+    /// The live session's connection is up (again): after a reconnect, or after the session
+    /// moved to a new client.
+    fn link_up(&mut self, read_only: bool, ctx: &mut Context<Self>) {
+        let State::Live(live) = &mut self.state else { return };
+        let (session_id, generation) = (live.session_id, self.generation);
+        let was_down = match live.link {
+            Link::Down { since } | Link::Moving { since, .. } => {
+                info!(after = ?since.elapsed(), read_only, "reconnected; same session");
+                true
+            }
+            Link::Up => false,
+        };
+        live.link = Link::Up;
+        self.lease.read_only(read_only);
+        if was_down {
+            let up = HealthState::Connected { since: Instant::now(), read_only };
+            self.health.session(up, Some(session_id), generation);
+        }
+        // A persistent watch whose re-registration failed during the outage (or that a move
+        // left behind) gets another chance now.
+        for id in self.watches.ids() {
+            if self.watches.get_mut(id).is_some_and(|w| w.task.is_none()) {
+                self.register_watch(id, None, ctx);
+            }
+        }
+        if was_down {
+            let news = SessionEvent::Reconnected { session_id, generation, read_only };
+            match self.gate.reconnected(news, self.watches.any_stale()) {
+                Some(news) => self.broadcast(news),
+                None => {
+                    ctx.run_later(RECONNECT_HOLD, |act, _| {
+                        if let Some(news) = act.gate.release() {
+                            warn!("a persistent watch was not added again in time; telling Reconnected anyway");
+                            act.broadcast(news);
+                        }
+                    });
+                }
+            }
+        }
+        // The outage may have outlasted the lease's renewals: renew it now.
+        self.heartbeat(ctx);
+    }
+
+    /// The live session expired (the client library said so, or a move found it gone).
+    fn expired(&mut self, ctx: &mut Context<Self>) {
+        let State::Live(live) = &self.state else { return };
+        let (session_id, generation) = (live.session_id, self.generation);
+        warn!("session expired");
+        self.live.store(0, Ordering::SeqCst);
+        self.lease.ended(session_id);
+        let _ = self.gate.release();
+        for task in self.watches.take_tasks() {
+            ctx.cancel_future(task);
+        }
+        if let Some(task) = self.config_task.take() {
+            ctx.cancel_future(task);
+        }
+        // Requests that waited for a move were meant for this session.
+        for pending in self.pending.drain(..) {
+            pending(Err(Error::SessionLost { path: String::new() }));
+        }
+        self.broadcast(SessionEvent::Expired { session_id, generation });
+        if self.config.rebuild_policy().rebuilds_after_expiry() {
+            self.connect(ctx, 0);
+        } else {
+            warn!("the rebuild policy says never: the session actor stops");
+            self.finish(ctx);
         }
     }
 
@@ -497,8 +568,14 @@ impl SessionActor {
             }
             State::Live(live) => {
                 ctx.cancel_future(live.state_task);
+                if let Link::Moving { task, .. } = live.link {
+                    ctx.cancel_future(task);
+                }
             }
             State::Closed => {}
+        }
+        if let Some(task) = self.config_task.take() {
+            ctx.cancel_future(task);
         }
         for task in self.watches.take_tasks() {
             ctx.cancel_future(task);
@@ -558,27 +635,39 @@ impl SessionActor {
     fn dispatch<T: 'static>(
         &mut self,
         traced: Traced,
-        op: impl FnOnce(Client, u64) -> BoxFuture<Result<T>> + 'static,
+        op: impl FnOnce(Client, u64, Retired) -> BoxFuture<Result<T>> + 'static,
     ) -> BoxFuture<Result<T>> {
-        let Traced { op: name, span } = traced;
+        let Traced { op: name, span, path } = traced;
         let started = std::time::Instant::now();
         // Only what the quorum's leader handled renews the lease (see `lease.rs`).
         let lease = matches!(name, "create" | "delete" | "set_data" | "multi" | "sync").then(|| self.lease.clone());
-        let op = move |client: Client, generation| -> BoxFuture<Result<T>> {
+        let lost_path = path.clone();
+        let op = move |client: Client, generation, retired: Retired| -> BoxFuture<Result<T>> {
             let (session, sent) = (client.session_id(), Instant::now());
-            Box::pin(futures::FutureExt::map(op(client, generation), move |outcome| {
+            let sent_op = op(client, generation, retired.clone());
+            Box::pin(async move {
+                // A client retired because the session moved answers nothing more: what was
+                // sent through it may or may not have been applied.
+                // The retirement first: a retired client's futures must not be polled (see
+                // `ClientThread::retire`).
+                let outcome = futures::select_biased! {
+                    () = futures::FutureExt::fuse(retired.wait()) => Err(Error::ConnectionLoss { path }),
+                    outcome = futures::FutureExt::fuse(sent_op) => outcome,
+                };
                 metrics::request(name, outcome.is_ok(), started.elapsed());
                 if let Some(lease) = lease.filter(|_| outcome.as_ref().map_or_else(Error::answered_by_server, |_| true))
                 {
                     lease.heard(session, sent);
                 }
                 outcome
-            }))
+            })
         };
         match &self.state {
-            State::Live(live) => send_now(op(live.client.clone(), self.generation).instrument(span)),
+            State::Live(Live { client, thread, link: Link::Up | Link::Down { .. }, .. }) => {
+                send_now(op(client.clone(), self.generation, thread.retired()).instrument(span))
+            }
             State::Closed => Box::pin(futures::future::ready(Err(Error::Closed))),
-            State::Connecting { .. } => {
+            State::Connecting { .. } | State::Live(Live { link: Link::Moving { .. }, .. }) => {
                 let (tx, rx) = oneshot::channel::<BoxFuture<Result<T>>>();
                 self.pending.push_back(Box::new(move |session| {
                     // The caller gave up waiting: do not send a request nobody will read.
@@ -586,8 +675,10 @@ impl SessionActor {
                         return;
                     }
                     let fut = match session {
-                        Ok((client, generation)) => send_now(op(client, generation).instrument(span)),
-                        Err(err) => Box::pin(futures::future::ready(Err(err))) as BoxFuture<_>,
+                        Ok((client, generation, retired)) => send_now(op(client, generation, retired).instrument(span)),
+                        // A move that ended in the session's expiry: this was meant for it.
+                        Err(Error::SessionLost { .. }) => failed(Error::SessionLost { path: lost_path }),
+                        Err(err) => failed(err),
                     };
                     let _ = tx.send(fut);
                 }));
@@ -632,14 +723,17 @@ impl SessionActor {
     fn span(&self, op: &'static str, path: &str) -> Traced {
         // Field values are evaluated only when the span is enabled: no formatting otherwise.
         let session = self.session_id().map(tracing::field::display);
-        Traced { op, span: tracing::debug_span!("zk.request", op, path, session, generation = self.generation) }
+        let span = tracing::debug_span!("zk.request", op, path, session, generation = self.generation);
+        Traced { op, span, path: path.to_owned() }
     }
 }
 
-/// A request's span, and its operation's name for the request-latency metric.
+/// A request's span, its operation's name for the request-latency metric, and its path for the
+/// errors the session itself answers.
 struct Traced {
     op: &'static str,
     span: tracing::Span,
+    path: String,
 }
 
 /// Polls a request future once, right now, so that its request is written to the client's
@@ -704,5 +798,6 @@ impl Handler<WindowEnded> for SessionActor {
 mod close;
 mod multi;
 mod nodes;
+mod reconfig;
 mod subscribers;
 mod watches;

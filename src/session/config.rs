@@ -50,6 +50,7 @@ pub struct SessionConfig {
     lease_margin: Option<Duration>,
     server_version: Option<(u32, u32, u32)>,
     flap_damper: Option<Duration>,
+    ensemble_tracking: bool,
     #[cfg(feature = "tls")]
     tls: Option<super::TlsConfig>,
     #[cfg(feature = "sasl")]
@@ -96,6 +97,7 @@ impl SessionConfig {
             lease_margin: None,
             server_version: None,
             flap_damper: None,
+            ensemble_tracking: true,
             #[cfg(feature = "tls")]
             tls: None,
             #[cfg(feature = "sasl")]
@@ -243,6 +245,31 @@ impl SessionConfig {
     pub fn with_flap_damper(mut self, window: Duration) -> Self {
         self.flap_damper = Some(window);
         self
+    }
+
+    /// Whether the session follows the ensemble's dynamic reconfiguration (on by default, as
+    /// Curator's `ensembleTracker`). The session reads `/zookeeper/config` when it connects and
+    /// watches it when it names servers. The first reading is taken as what the connect string
+    /// stands for: nothing changes until a *later* configuration is published. From then on
+    /// a new session connects to the servers that configuration names, and a live session whose
+    /// connection drops moves to them (the recipes hear `Suspended`, then `Reconnected`: no
+    /// loss). Turn it off when the servers' published client addresses are not the ones to
+    /// use (behind a proxy, a load balancer or address translation). A TLS session never
+    /// follows: the configuration names plaintext client ports only. See
+    /// `docs/recipes/ensemble.md`.
+    pub fn with_ensemble_tracking(mut self, on: bool) -> Self {
+        self.ensemble_tracking = on;
+        self
+    }
+
+    /// Whether the session follows the ensemble's reconfiguration (see
+    /// [`with_ensemble_tracking`](Self::with_ensemble_tracking)).
+    pub fn ensemble_tracking(&self) -> bool {
+        #[cfg(feature = "tls")]
+        if self.tls.is_some() {
+            return false;
+        }
+        self.ensemble_tracking
     }
 
     /// The flap damper's window, if any.

@@ -65,9 +65,12 @@ pub enum WatchEventKind {
     NodeCreated,
     /// The node was deleted.
     NodeDeleted,
-    /// The node's data changed.
+    /// The node's data changed. Also told to a one-shot data or `exists` watch that could not go
+    /// with its session when the session moved to the servers of a new ensemble configuration
+    /// (see `SessionConfig::with_ensemble_tracking`): the node may have changed; read again.
     DataChanged,
-    /// A child was added or removed.
+    /// A child was added or removed. Also told to a one-shot children watch that could not go
+    /// with its session when the session moved (as for `DataChanged`): read again.
     ChildrenChanged,
     /// A one-shot watch ended without a node event because its session ended (expired or
     /// closed). Re-read and re-watch under the new session.

@@ -7,8 +7,10 @@
 //! Does not own any recipe logic.
 
 mod actor;
+mod client;
 mod config;
 mod damper;
+mod ensemble;
 mod events;
 mod features;
 mod handle;

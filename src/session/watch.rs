@@ -19,6 +19,7 @@ use actix::{Recipient, SpawnHandle, WeakRecipient};
 use futures::channel::oneshot;
 use zookeeper_client::OneshotWatcher;
 
+use super::client::Retired;
 use super::events::{WatchEvent, WatchEventKind, WatchId};
 use super::requests::PersistentWatchMode;
 use crate::error::Error;
@@ -198,15 +199,33 @@ async fn until_stopped(recipient: WeakRecipient<WatchEvent>) {
 /// the event fires (at the latest when the session ends), when a [`WatchSink::Once`]'s receiver
 /// is dropped, or when a [`WatchSink::Actor`]'s actor stops: then the watcher is dropped too,
 /// which removes it from the client and the server.
-pub(crate) fn deliver_once(watcher: OneshotWatcher, path: String, sink: WatchSink, generation: u64) {
+///
+/// When the client is retired because the session moved to the servers of a new ensemble
+/// configuration, the watch cannot go with it: the sink is told `on_move` (`DataChanged` or
+/// `ChildrenChanged`: "read again"), as a server tells a reconnecting client of what changed
+/// while it was away.
+pub(crate) fn deliver_once(
+    watcher: OneshotWatcher,
+    path: String,
+    sink: WatchSink,
+    generation: u64,
+    retired: Retired,
+    on_move: WatchEventKind,
+) {
     actix::spawn(async move {
-        let changed = watcher.changed();
-        let (event, sink) = match sink {
+        let changed = futures::FutureExt::map(watcher.changed(), |event| {
+            let kind = WatchEventKind::from_zk(event.event_type).unwrap_or(WatchEventKind::SessionEnded);
+            (kind, (!event.path.is_empty()).then_some(event.path))
+        });
+        let moved = futures::FutureExt::map(retired.wait(), move |()| (on_move, None));
+        let fired = futures::future::select(Box::pin(moved), Box::pin(changed));
+        let fired = futures::FutureExt::map(fired, |either| either.factor_first().0);
+        let ((kind, fired_path), sink) = match sink {
             WatchSink::Actor(recipient) => {
-                futures::pin_mut!(changed);
+                futures::pin_mut!(fired);
                 let gone = until_stopped(recipient.clone());
                 futures::pin_mut!(gone);
-                match futures::future::select(changed, gone).await {
+                match futures::future::select(fired, gone).await {
                     futures::future::Either::Left((event, _)) => (event, WatchSink::Actor(recipient)),
                     futures::future::Either::Right(_) => {
                         tracing::debug!(%path, "the watch's owner stopped; removing it");
@@ -216,8 +235,8 @@ pub(crate) fn deliver_once(watcher: OneshotWatcher, path: String, sink: WatchSin
             }
             WatchSink::Once(mut tx) => {
                 let gave_up = tx.cancellation();
-                futures::pin_mut!(changed);
-                match futures::future::select(changed, gave_up).await {
+                futures::pin_mut!(fired);
+                match futures::future::select(fired, gave_up).await {
                     futures::future::Either::Left((event, _)) => (event, WatchSink::Once(tx)),
                     futures::future::Either::Right(_) => {
                         tracing::debug!(%path, "nobody waits for the watch any more; removing it");
@@ -226,8 +245,7 @@ pub(crate) fn deliver_once(watcher: OneshotWatcher, path: String, sink: WatchSin
                 }
             }
         };
-        let kind = WatchEventKind::from_zk(event.event_type).unwrap_or(WatchEventKind::SessionEnded);
-        let path = if event.path.is_empty() { path } else { event.path };
+        let path = fired_path.unwrap_or(path);
         tracing::debug!(%path, ?kind, generation, "one-shot watch fired");
         let event = WatchEvent { path, kind, generation, watch: None };
         match sink {

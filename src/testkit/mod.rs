@@ -3,7 +3,8 @@
 //!
 //! This module owns:
 //! * starting, stopping (SIGTERM), killing (SIGKILL) and restarting real ZooKeeper 3.8 server
-//!   processes, either standalone ([`ZkServer`]) or as an n-member quorum ([`ZkEnsemble`]);
+//!   processes, either standalone ([`ZkServer`]) or as an n-member quorum ([`ZkEnsemble`]), or
+//!   as a quorum whose membership changes ([`ZkDynamicEnsemble`]);
 //! * four-letter-word helpers ([`four_letter_word`], [`srvr`], [`cons`], [`sessions_on`], ...)
 //!   to observe what the servers really see;
 //! * genuine server-side session expiry ([`expire_session`]);
@@ -39,6 +40,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 mod class_archive;
+mod dynamic;
 mod ensemble;
 mod expire;
 mod four_letter;
@@ -49,6 +51,7 @@ mod proxy;
 mod role;
 mod server;
 
+pub use dynamic::ZkDynamicEnsemble;
 pub use ensemble::ZkEnsemble;
 pub use expire::expire_session;
 pub use four_letter::{cons, four_letter_word, mntr, ruok, sessions_on, srvr, wchc, wchp};
@@ -125,6 +128,12 @@ pub enum TestkitError {
     /// An ensemble needs at least one member.
     #[error("an ensemble needs at least one member")]
     EmptyEnsemble,
+    /// A `reconfig` of a [`ZkDynamicEnsemble`] was not accepted.
+    #[error("reconfiguring the ensemble failed: {reason}")]
+    Reconfig {
+        /// What went wrong.
+        reason: String,
+    },
     /// Expiring a session failed with a client error.
     #[error("expiring session failed: {source}")]
     Expire {

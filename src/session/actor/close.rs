@@ -51,6 +51,13 @@ impl SessionActor {
             self.finish(ctx);
             return Box::pin(actix::fut::ready(()));
         };
+        if let Link::Moving { task, .. } = live.link {
+            // No client holds the session: the server ends it after its timeout.
+            info!(session = %live.session_id, "closing a session that was moving");
+            ctx.cancel_future(task);
+            self.finish(ctx);
+            return Box::pin(actix::fut::ready(()));
+        }
         info!(session = %live.session_id, "closing the session");
         let mut watcher = live.client.state_watcher();
         // Dropping the last client clone makes the client library send CloseSession, so the

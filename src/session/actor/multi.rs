@@ -32,7 +32,7 @@ impl Handler<Multi> for SessionActor {
             return failed(err);
         }
         let span = self.span("multi", &first);
-        self.dispatch(span, move |client, _| {
+        self.dispatch(span, move |client, _, _| {
             Box::pin(async move {
                 let ops = msg.ops;
                 let mut writer = client.new_multi_writer();

@@ -23,7 +23,7 @@ impl Handler<Create> for SessionActor {
         }
         let features = self.features.clone();
         let span = self.span("create", &path);
-        self.dispatch(span, move |client, _| {
+        self.dispatch(span, move |client, _, _| {
             Box::pin(async move {
                 let created = client.create(&path, &data, &mode.options(&acl)).await;
                 let (stat, sequence) = match created {
@@ -69,7 +69,7 @@ impl Handler<Delete> for SessionActor {
             return failed(err);
         }
         let span = self.span("delete", &msg.path);
-        self.dispatch(span, move |client, _| {
+        self.dispatch(span, move |client, _, _| {
             Box::pin(
                 async move { client.delete(&msg.path, msg.version).await.map_err(|e| Error::from_zk(&msg.path, e)) },
             )
@@ -99,14 +99,14 @@ impl SessionActor {
             return failed(err);
         }
         let span = self.span("get_data", &path);
-        self.dispatch(span, move |client, generation| {
+        self.dispatch(span, move |client, generation, retired| {
             Box::pin(async move {
                 let fail = |e| Error::from_zk(&path, e);
                 match sink {
                     None => client.get_data(&path).await.map(|(data, stat)| NodeData { data, stat }).map_err(fail),
                     Some(sink) => {
                         let (data, stat, watcher) = client.get_and_watch_data(&path).await.map_err(fail)?;
-                        deliver_once(watcher, path.clone(), sink, generation);
+                        deliver_once(watcher, path.clone(), sink, generation, retired, WatchEventKind::DataChanged);
                         Ok(NodeData { data, stat })
                     }
                 }
@@ -119,7 +119,7 @@ impl SessionActor {
             return failed(err);
         }
         let span = self.span("get_children", &path);
-        self.dispatch(span, move |client, generation| {
+        self.dispatch(span, move |client, generation, retired| {
             Box::pin(async move {
                 let fail = |e| Error::from_zk(&path, e);
                 match sink {
@@ -128,7 +128,7 @@ impl SessionActor {
                     }
                     Some(sink) => {
                         let (names, stat, watcher) = client.get_and_watch_children(&path).await.map_err(fail)?;
-                        deliver_once(watcher, path.clone(), sink, generation);
+                        deliver_once(watcher, path.clone(), sink, generation, retired, WatchEventKind::ChildrenChanged);
                         Ok(Children { names, stat })
                     }
                 }
@@ -148,7 +148,7 @@ impl Handler<SetData> for SessionActor {
             return failed(err);
         }
         let span = self.span("set_data", &msg.path);
-        self.dispatch(span, move |client, _| {
+        self.dispatch(span, move |client, _, _| {
             Box::pin(async move {
                 client.set_data(&msg.path, &msg.data, msg.version).await.map_err(|e| Error::from_zk(&msg.path, e))
             })
@@ -178,14 +178,14 @@ impl SessionActor {
             return failed(err);
         }
         let span = self.span("exists", &path);
-        self.dispatch(span, move |client, generation| {
+        self.dispatch(span, move |client, generation, retired| {
             Box::pin(async move {
                 let fail = |e| Error::from_zk(&path, e);
                 match sink {
                     None => client.check_stat(&path).await.map_err(fail),
                     Some(sink) => {
                         let (stat, watcher) = client.check_and_watch_stat(&path).await.map_err(fail)?;
-                        deliver_once(watcher, path.clone(), sink, generation);
+                        deliver_once(watcher, path.clone(), sink, generation, retired, WatchEventKind::DataChanged);
                         Ok(stat)
                     }
                 }
@@ -241,7 +241,7 @@ impl Handler<Sync> for SessionActor {
             return failed(err);
         }
         let span = self.span("sync", &msg.path);
-        self.dispatch(span, move |client, _| {
+        self.dispatch(span, move |client, _, _| {
             Box::pin(async move { client.sync(&msg.path).await.map_err(|e| Error::from_zk(&msg.path, e)) })
         })
     }
@@ -262,7 +262,7 @@ impl Handler<EnsurePath> for SessionActor {
         // Containers where the server has them, plain persistent parents where it does not.
         let containers = msg.containers && self.features.may_have(crate::session::Feature::Containers);
         let features = self.features.clone();
-        self.dispatch(span, move |client, _| {
+        self.dispatch(span, move |client, _, _| {
             Box::pin(async move {
                 let mode = if containers { CreateMode::Container } else { CreateMode::Persistent };
                 match client.mkdir(&msg.path, &mode.options(&acl)).await {
@@ -286,7 +286,7 @@ impl Handler<DeleteRecursive> for SessionActor {
             return failed(err);
         }
         let span = self.span("delete_recursive", &msg.path);
-        self.dispatch(span, move |client, _| Box::pin(async move { delete_tree(&client, &msg.path).await }))
+        self.dispatch(span, move |client, _, _| Box::pin(async move { delete_tree(&client, &msg.path).await }))
     }
 }
 

@@ -14,7 +14,7 @@ impl SessionActor {
             }
             State::Live(live) => match live.link {
                 Link::Up => Some(SessionEvent::Connected { session_id: live.session_id, generation: self.generation }),
-                Link::Down { .. } => {
+                Link::Down { .. } | Link::Moving { .. } => {
                     Some(SessionEvent::Suspended { session_id: live.session_id, generation: self.generation })
                 }
             },

@@ -13,16 +13,21 @@ impl SessionActor {
     /// client-side watcher of a path makes the client remove the watch on the server.
     pub(super) fn register_watch(&mut self, id: WatchId, previous: Option<PersistentWatcher>, ctx: &mut Context<Self>) {
         let State::Live(live) = &self.state else { return };
-        let client = live.client.clone();
+        let (client, retired) = (live.client.clone(), live.thread.retired());
         let generation = self.generation;
         let Some(watch) = self.watches.get_mut(id) else { return };
         let path = watch.path.clone();
         let mode = watch.client_mode();
         let span = tracing::debug_span!("zk.add_watch", path = %path, ?mode, generation);
         let features = self.features.clone();
+        let watcher_retired = retired.clone();
         let fut = send_now(
             Box::pin(async move {
-                let registered = client.watch(&path, mode).await;
+                // The retirement first (see `ClientThread::retire`); the move registers it again.
+                let registered = futures::select_biased! {
+                    () = futures::FutureExt::fuse(retired.wait()) => Err(zookeeper_client::Error::ConnectionLoss),
+                    registered = futures::FutureExt::fuse(client.watch(&path, mode)) => registered,
+                };
                 match &registered {
                     Ok(_) => features.learned(Feature::PersistentWatches, true),
                     Err(zookeeper_client::Error::Unimplemented) => features.learned(Feature::PersistentWatches, false),
@@ -33,10 +38,9 @@ impl SessionActor {
             })
             .instrument(span),
         );
-        let task = ctx.spawn(
-            fut.into_actor_free()
-                .map(move |outcome, act: &mut Self, ctx| act.on_watch_registered(id, generation, outcome, ctx)),
-        );
+        let task = ctx.spawn(fut.into_actor_free().map(move |outcome, act: &mut Self, ctx| {
+            act.on_watch_registered(id, generation, outcome, watcher_retired, ctx)
+        }));
         if let Some(old) = watch.task.replace(task) {
             ctx.cancel_future(old);
         }
@@ -52,6 +56,7 @@ impl SessionActor {
         id: WatchId,
         generation: u64,
         outcome: Result<PersistentWatcher>,
+        retired: Retired,
         ctx: &mut Context<Self>,
     ) {
         if generation != self.generation {
@@ -66,7 +71,7 @@ impl SessionActor {
                     self.watches.remove(id);
                     return;
                 }
-                watch.task = Some(Self::next_watch_event(id, generation, watcher, ctx));
+                watch.task = Some(Self::next_watch_event(id, generation, watcher, retired, ctx));
             }
             Err(err) if err.is_transient() => {
                 // Retried on the next `SyncConnected` or the next session.
@@ -86,17 +91,22 @@ impl SessionActor {
         id: WatchId,
         generation: u64,
         mut watcher: PersistentWatcher,
+        retired: Retired,
         ctx: &mut Context<Self>,
     ) -> SpawnHandle {
         let next = async move {
-            let event = watcher.changed().await;
-            (event, watcher)
+            // The retirement first (see `ClientThread::retire`): the move registers it again.
+            let event = futures::select_biased! {
+                () = futures::FutureExt::fuse(retired.clone().wait()) => None,
+                event = futures::FutureExt::fuse(watcher.changed()) => Some(event),
+            };
+            (event, watcher, retired)
         };
-        ctx.spawn(
-            next.into_actor_free().map(move |(event, watcher), act: &mut Self, ctx| {
-                act.on_watch_event(id, generation, event, watcher, ctx)
-            }),
-        )
+        ctx.spawn(next.into_actor_free().map(move |(event, watcher, retired), act: &mut Self, ctx| {
+            if let Some(event) = event {
+                act.on_watch_event(id, generation, event, watcher, retired, ctx);
+            }
+        }))
     }
 
     fn on_watch_event(
@@ -105,6 +115,7 @@ impl SessionActor {
         generation: u64,
         event: WatchedEvent,
         watcher: PersistentWatcher,
+        retired: Retired,
         ctx: &mut Context<Self>,
     ) {
         if generation != self.generation {
@@ -139,7 +150,7 @@ impl SessionActor {
                 owner.do_send(WatchEvent { path: event.path, kind, generation, watch: Some(id) });
             }
         }
-        watch.task = Some(Self::next_watch_event(id, generation, watcher, ctx));
+        watch.task = Some(Self::next_watch_event(id, generation, watcher, retired, ctx));
     }
 }
 
