@@ -15,7 +15,7 @@ use actix_zookeeper::election::{ElectionConfig, ElectionEvent, ElectionHandle};
 use actix_zookeeper::lock::{LockConfig, LockEvent, LockHandle};
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::queue::{ConsumerConfig, Delivery, Queue, QueueConsumerActor, Revoked, Worker};
-use actix_zookeeper::testkit::{ZkDynamicEnsemble, sessions_on, unique_root};
+use actix_zookeeper::testkit::{ClientLinks, ZkDynamicEnsemble, sessions_on, unique_root};
 use common::*;
 
 const ITEMS_PER_ROUND: usize = 10;
@@ -183,4 +183,71 @@ async fn control_without_tracking_the_same_replacement_strands_the_sessions() {
         run.lock_lost,
         run.leadership_lost
     );
+}
+
+/// Two sessions reach member 0 through proxies. A new member joins (the configuration changes),
+/// then every member is paused and both links are cut: the sessions start moving and cannot
+/// finish. One keeps its writes (one whose future was dropped, one awaited) and delivers them
+/// once the members answer again; the other is closed while it moves, and the close ends it at
+/// once.
+#[actix_rt::test]
+async fn a_session_held_in_a_move_keeps_its_writes_and_a_close_ends_it_at_once() {
+    init_tracing();
+    let mut ensemble = ZkDynamicEnsemble::start(3).expect("a reconfigurable ensemble");
+    let root = unique_root("reconfig-held");
+    let links = ClientLinks::to([ensemble.member_address(0), ensemble.member_address(0)]).expect("proxies");
+    let config = |i: usize| {
+        SessionConfig::new(links.proxy(i).address())
+            .with_chroot(root.clone())
+            .with_session_timeout(Duration::from_secs(8))
+    };
+    let (kept, kept_events) = connected(config(0)).await;
+    let (closed, closed_events) = connected(config(1)).await;
+    let kept_id = kept.session().await.expect("a session").session_id;
+    let joining = ensemble.start_member().expect("a new server");
+    ensemble.join(joining).await.expect("joined");
+    // Both sessions read the new configuration (a watch event and a read: milliseconds).
+    actix_rt::time::sleep(Duration::from_secs(1)).await;
+
+    let members = ensemble.len();
+    for i in 0..members {
+        ensemble.pause_member(i).expect("paused");
+    }
+    links.proxy(0).reset();
+    links.proxy(1).reset();
+    for events in [&kept_events, &closed_events] {
+        events.wait_for(0, Duration::from_secs(10), |e| matches!(e, SessionEvent::Suspended { .. })).await;
+    }
+    drop(kept.create("/dropped-during-the-move", b"d".to_vec(), CreateMode::Persistent));
+    let awaited = actix_rt::spawn(kept.create("/awaited-during-the-move", b"a".to_vec(), CreateMode::Persistent));
+    let waiting = actix_rt::spawn(closed.get_data("/"));
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    assert!(!awaited.is_finished() && !waiting.is_finished(), "requests wait for the move");
+
+    let started = std::time::Instant::now();
+    bounded("the close of a moving session", closed.close()).await;
+    assert!(started.elapsed() < Duration::from_secs(3), "the close took {:?}", started.elapsed());
+    let answer = bounded("the waiting read", waiting).await.expect("joined");
+    assert!(matches!(answer, Err(Error::Closed)), "{answer:?}");
+    closed_events.wait_for(0, Duration::from_secs(5), |e| matches!(e, SessionEvent::Closed)).await;
+
+    for i in 0..members {
+        ensemble.resume_member(i).expect("resumed");
+    }
+    kept_events.wait_for(0, Duration::from_secs(30), |e| matches!(e, SessionEvent::Reconnected { .. })).await;
+    bounded("the awaited create", awaited).await.expect("joined").expect("created after the move");
+    let dropped = bounded("a read", kept.exists("/dropped-during-the-move")).await.expect("read");
+    assert!(dropped.is_some(), "a write whose future was dropped applies all the same");
+    let seen = kept_events.snapshot();
+    assert!(!seen.iter().any(|e| matches!(e, SessionEvent::Expired { .. })), "{seen:#?}");
+    assert_eq!(kept.session().await.expect("a session").session_id, kept_id, "the same session");
+    // It moved off the proxy: cutting the proxy changes nothing.
+    let from = kept_events.snapshot().len();
+    links.proxy(0).blackhole();
+    bounded("a write after the proxy is cut", kept.create("/after", b"z".to_vec(), CreateMode::Persistent))
+        .await
+        .expect("the session does not go through the proxy any more");
+    let later = kept_events.snapshot()[from..].to_vec();
+    assert!(later.is_empty(), "{later:#?}");
+    kept.close().await;
 }

@@ -245,6 +245,29 @@ impl ZkDynamicEnsemble {
         })
     }
 
+    /// Stops member `i`'s process where it is (SIGSTOP): its sockets stay open and nothing
+    /// answers.
+    pub fn pause_member(&self, i: usize) -> Result<(), TestkitError> {
+        self.signal(i, libc::SIGSTOP)
+    }
+
+    /// Lets a paused member go on (SIGCONT).
+    pub fn resume_member(&self, i: usize) -> Result<(), TestkitError> {
+        self.signal(i, libc::SIGCONT)
+    }
+
+    fn signal(&self, i: usize, signal: libc::c_int) -> Result<(), TestkitError> {
+        let member = self.member(i)?;
+        let addr = member.process.addr().to_owned();
+        let pid = member.process.pid().ok_or(TestkitError::NotRunning { addr: addr.clone() })?;
+        let pid = libc::pid_t::try_from(pid).map_err(|_| TestkitError::NotRunning { addr: addr.clone() })?;
+        // SAFETY: kill(2) with a pid this ensemble spawned and has not reaped.
+        if unsafe { libc::kill(pid, signal) } != 0 {
+            return Err(TestkitError::io(format!("signal {signal} to {addr}"), std::io::Error::last_os_error()));
+        }
+        Ok(())
+    }
+
     /// Last lines of member `i`'s log, for diagnostics.
     ///
     /// # Panics
