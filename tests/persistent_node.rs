@@ -143,6 +143,26 @@ async fn an_existing_node_is_taken_over_and_another_sessions_ephemeral_waited_fo
     eph.stop().await;
 }
 
+/// Review of session 18: a node waiting for another session's ephemeral (`Blocked`) spent its
+/// one-shot `exists` watch on a change of that node's data and never heard it go.
+#[actix_rt::test]
+async fn a_blocked_node_still_hears_the_blocker_go_after_its_data_changed() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("persistent-blocked-data");
+    let (s, other) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    other.create("/eph", "theirs", CreateMode::Ephemeral).await.expect("another session's ephemeral");
+    let (eph, events) = start(&s, PersistentNodeConfig::new("/eph", CreateMode::Ephemeral).with_data("ours"));
+    events.wait_for(0, WAIT, |e| matches!(e, PersistentNodeEvent::Blocked { .. })).await;
+    other.set_data("/eph", "theirs, changed", None).await.expect("their data changes");
+    actix_rt::time::sleep(Duration::from_millis(300)).await;
+    other.delete("/eph", None).await.expect("theirs goes");
+    let path = eph.wait_for_initial_create(Some(WAIT)).await.expect("created once theirs went");
+    wait_for_node(&s, &path, b"ours", s.session().await.expect("session").session_id.0).await;
+    eph.stop().await;
+    other.close().await;
+}
+
 /// Row "a protected sequential node deleted": its name is Curator's protected one with a number;
 /// deleted, it is created again under the same full name.
 #[actix_rt::test]

@@ -292,7 +292,9 @@ impl Member {
                 }
                 debug!(members, "waiting for `ready`");
                 match fired.await {
-                    Ok(event) if matches!(event.kind, WatchEventKind::NodeCreated | WatchEventKind::DataChanged) => {
+                    // Only a creation proves it: a session that moved to a reconfigured ensemble
+                    // tells a watch it could not carry `DataChanged` ("read again"), below.
+                    Ok(event) if event.kind == WatchEventKind::NodeCreated => {
                         debug!("`ready` created: the barrier is open");
                         return Ok(());
                     }

@@ -551,7 +551,9 @@ impl Handler<WatchEvent> for PersistentNode {
         }
         match (event.kind, &self.state) {
             (WatchEventKind::NodeDeleted, State::Live) => self.on_deleted(ctx),
-            (WatchEventKind::NodeDeleted, State::Blocked) => self.ensure(ctx),
+            // A change of the blocker's data spends the one-shot watch too (and a session that
+            // moved says "read again" this way): look again, which watches again.
+            (WatchEventKind::NodeDeleted | WatchEventKind::DataChanged, State::Blocked) => self.ensure(ctx),
             (WatchEventKind::DataChanged, State::Live) => self.watch(event.path, ctx),
             _ => {}
         }

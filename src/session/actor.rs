@@ -86,6 +86,16 @@ struct Live {
     thread: ClientThread,
 }
 
+/// The watch on the ensemble's configuration (see `actor/reconfig.rs`).
+enum ConfigWatch {
+    /// None: read (and watch) it on the next session, move or reconnect.
+    Unset,
+    /// Reading it, or watching it.
+    Set(SpawnHandle),
+    /// This session's server publishes none, or does not let us read it: not tried again on it.
+    Untracked,
+}
+
 /// The connection under a live session.
 enum Link {
     Up,
@@ -165,8 +175,8 @@ pub struct SessionActor {
     heartbeat_task: Option<SpawnHandle>,
     /// What the session knows of the ensemble's configuration (see `ensemble.rs`).
     ensemble: Tracked,
-    /// The watch on the ensemble's configuration, while one is set.
-    config_task: Option<SpawnHandle>,
+    /// The watch on the ensemble's configuration.
+    config_watch: ConfigWatch,
 }
 
 /// The damper's window `0` ended.
@@ -202,7 +212,7 @@ impl SessionActor {
             me: None,
             heartbeat_task: None,
             ensemble: Tracked::default(),
-            config_task: None,
+            config_watch: ConfigWatch::Unset,
         }
     }
 
@@ -315,11 +325,14 @@ impl SessionActor {
         }
         let hosts = self.ensemble.connect_string(self.config.hosts());
         let open = self.open_client(hosts.clone(), None);
+        // Only a session that follows reconfigurations moves, and only a move needs the client
+        // on a thread of its own (see `client.rs`).
+        let own_thread = self.config.ensemble_tracking();
         let fut = async move {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
-            let (thread, opened) = ClientThread::open(open);
+            let (thread, opened) = ClientThread::open(open, own_thread);
             opened.await.map(|(client, sent)| (client, sent, thread))
         };
         let task =
@@ -512,6 +525,9 @@ impl SessionActor {
         }
         // The outage may have outlasted the lease's renewals: renew it now.
         self.heartbeat(ctx);
+        if matches!(self.config_watch, ConfigWatch::Unset) {
+            self.track_ensemble(ctx);
+        }
     }
 
     /// The live session expired (the client library said so, or a move found it gone).
@@ -525,9 +541,7 @@ impl SessionActor {
         for task in self.watches.take_tasks() {
             ctx.cancel_future(task);
         }
-        if let Some(task) = self.config_task.take() {
-            ctx.cancel_future(task);
-        }
+        self.unwatch_config(ctx);
         // Requests that waited for a move were meant for this session.
         for pending in self.pending.drain(..) {
             pending(Err(Error::SessionLost { path: String::new() }));
@@ -574,9 +588,7 @@ impl SessionActor {
             }
             State::Closed => {}
         }
-        if let Some(task) = self.config_task.take() {
-            ctx.cancel_future(task);
-        }
+        self.unwatch_config(ctx);
         for task in self.watches.take_tasks() {
             ctx.cancel_future(task);
         }

@@ -33,10 +33,8 @@ impl SessionActor {
         if !self.config.ensemble_tracking() {
             return;
         }
+        self.unwatch_config(ctx);
         let State::Live(live) = &self.state else { return };
-        if let Some(task) = self.config_task.take() {
-            ctx.cancel_future(task);
-        }
         let (client, retired, generation) = (live.client.clone(), live.thread.retired(), self.generation);
         let read = async move {
             let (data, stat) = client.get_config().await?;
@@ -48,37 +46,58 @@ impl SessionActor {
         };
         let read = send_now(read.instrument(tracing::debug_span!("zk.ensemble.read", generation)));
         let task = ctx.spawn(read.into_actor_free().map(
-            move |outcome: std::result::Result<_, zookeeper_client::Error>, act: &mut Self, ctx| match outcome {
-                Ok(None) => debug!("the server publishes no ensemble configuration; nothing to follow"),
-                Ok(Some((data, version, watcher))) => {
-                    act.on_configuration(generation, &data, version, watcher, retired, ctx)
+            move |outcome: std::result::Result<_, zookeeper_client::Error>, act: &mut Self, ctx| {
+                if generation != act.generation {
+                    return;
                 }
-                // Read again on the next session or move; a dropped connection keeps the
-                // one-shot watch if it was set.
-                Err(error) => debug!(%error, "could not read the ensemble configuration"),
+                act.config_watch = ConfigWatch::Unset;
+                match outcome {
+                    Ok(None) => {
+                        debug!("the server publishes no ensemble configuration; nothing to follow");
+                        act.config_watch = ConfigWatch::Untracked;
+                    }
+                    Ok(Some((data, version, watcher))) => act.on_configuration(&data, version, watcher, retired, ctx),
+                    // Read again when the connection is back (`link_up`).
+                    Err(error) if Error::from_zk("/zookeeper/config", error.clone()).is_transient() => {
+                        debug!(%error, "could not read the ensemble configuration yet");
+                    }
+                    Err(error) => {
+                        warn!(%error, "cannot read the ensemble configuration; not following it on this session");
+                        act.config_watch = ConfigWatch::Untracked;
+                    }
+                }
             },
         ));
-        self.config_task = Some(task);
+        self.config_watch = ConfigWatch::Set(task);
+    }
+
+    /// Cancels the watch on the configuration (a new one is read after a move or a new session).
+    pub(super) fn unwatch_config(&mut self, ctx: &mut Context<Self>) {
+        if let ConfigWatch::Set(task) = std::mem::replace(&mut self.config_watch, ConfigWatch::Unset) {
+            ctx.cancel_future(task);
+        }
     }
 
     fn on_configuration(
         &mut self,
-        generation: u64,
         data: &[u8],
         version: i64,
         watcher: zookeeper_client::OneshotWatcher,
         retired: Retired,
         ctx: &mut Context<Self>,
     ) {
-        if generation != self.generation {
-            return;
-        }
+        let generation = self.generation;
         if let Some(ensemble) = Ensemble::parse(data, version) {
             let hosts = ensemble.connect_string();
             if self.ensemble.read(ensemble) {
                 info!(%hosts, version, "the ensemble was reconfigured; following it");
                 self.consider_moving(ctx);
             }
+        }
+        if matches!(&self.state, State::Live(Live { link: Link::Moving { .. }, .. })) {
+            // The client of `watcher` is retired and must not be polled; the move reads the
+            // configuration again on the new client.
+            return;
         }
         // The next change. A retired client's watcher must not be polled once its thread is
         // gone: the retirement ends the wait first (and the move reads the configuration again).
@@ -90,11 +109,15 @@ impl SessionActor {
             }
         };
         let task = ctx.spawn(next.into_actor_free().map(move |event, act: &mut Self, ctx| {
-            if generation == act.generation && event.is_some_and(|event| !event.session_state.is_terminated()) {
+            if generation != act.generation {
+                return;
+            }
+            act.config_watch = ConfigWatch::Unset;
+            if event.is_some_and(|event| !event.session_state.is_terminated()) {
                 act.track_ensemble(ctx);
             }
         }));
-        self.config_task = Some(task);
+        self.config_watch = ConfigWatch::Set(task);
     }
 
     /// Moves the live session when its connection is down and a newer configuration names
@@ -110,15 +133,13 @@ impl SessionActor {
         // From here the old client is no more: were it to reconnect to one of its servers, the
         // session would bounce between the two clients.
         ctx.cancel_future(live.state_task);
-        live.thread.retire();
+        live.thread.retire(live.client.clone());
         for id in self.watches.ids() {
             if let Some(task) = self.watches.get_mut(id).and_then(|watch| watch.task.take()) {
                 ctx.cancel_future(task);
             }
         }
-        if let Some(task) = self.config_task.take() {
-            ctx.cancel_future(task);
-        }
+        self.unwatch_config(ctx);
         let task = self.move_session(hosts, since, ctx);
         if let State::Live(live) = &mut self.state {
             live.link = Link::Moving { since, task };
@@ -131,8 +152,8 @@ impl SessionActor {
         let timeout = live.client.session_timeout();
         let open = self.open_client(hosts.clone(), Some(session));
         let fut = async move {
-            let (thread, opened) = ClientThread::open(open);
-            opened.await.map(|(client, _)| (client, thread))
+            let (thread, opened) = ClientThread::open(open, true);
+            opened.await.map(|(client, sent)| (client, sent, thread))
         };
         let span = tracing::info_span!("zk.move", to = %hosts);
         ctx.spawn(fut.instrument(span).into_actor(self).map(move |outcome, act, ctx| {
@@ -141,7 +162,7 @@ impl SessionActor {
                 return;
             }
             match outcome {
-                Ok((client, thread)) => act.moved(client, thread, hosts, ctx),
+                Ok((client, sent, thread)) => act.moved(client, sent, thread, hosts, ctx),
                 Err(Error::SessionLost { .. }) => act.expired(ctx),
                 Err(Error::AuthFailed) => act.auth_failed(ctx),
                 Err(error) if since.elapsed() < timeout => {
@@ -166,17 +187,26 @@ impl SessionActor {
     }
 
     /// The new client took the session over.
-    fn moved(&mut self, client: Client, thread: ClientThread, hosts: String, ctx: &mut Context<Self>) {
+    fn moved(&mut self, client: Client, sent: Instant, thread: ClientThread, hosts: String, ctx: &mut Context<Self>) {
         let generation = self.generation;
         let State::Live(live) = &mut self.state else { return };
-        info!(session = %live.session_id, %hosts, "the session moved to the reconfigured ensemble");
-        // The old client's thread stops once its watches let go (it was retired).
+        let session_id = live.session_id;
+        info!(session = %session_id, %hosts, "the session moved to the reconfigured ensemble");
+        let (before, timeout) = (live.client.session_timeout(), client.session_timeout());
+        // The old client's thread is stopping (it was retired when the move began).
         live.thread = thread;
         live.client = client.clone();
         live.hosts = hosts;
         live.state_task = Self::watch_state(client.state_watcher(), generation, ctx);
         let retired = live.thread.retired();
         let read_only = client.session().is_readonly();
+        if timeout != before {
+            // The new servers negotiated another timeout; the server the client reattached to
+            // revalidated the session with the leader when asked, so the lease counts from there.
+            info!(?before, ?timeout, "the session's timeout changed with the move");
+            self.lease.began(session_id, sent, timeout, self.config.lease_margin(timeout));
+            self.arm_heartbeat(timeout, ctx);
+        }
         // The new server may lag behind the old one: a sync first, so that whatever follows
         // (the requests that waited, the recipes' reads after `Reconnected`) sees at least
         // what the session saw before.
@@ -189,6 +219,12 @@ impl SessionActor {
                 debug!(%error, "the sync after a move failed");
             }
         }));
+        // Watches, then the requests that waited, then the news (as for a new session).
+        for id in self.watches.ids() {
+            if self.watches.get_mut(id).is_some_and(|w| w.task.is_none()) {
+                self.register_watch(id, None, ctx);
+            }
+        }
         for pending in self.pending.drain(..) {
             pending(Ok((client.clone(), generation, retired.clone())));
         }
