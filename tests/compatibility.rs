@@ -7,14 +7,23 @@ use crate::common;
 
 use std::time::Duration;
 
+use actix_zookeeper::atomic::{AtomicLongConfig, DistributedAtomicLong};
+use actix_zookeeper::barrier::{DistributedBarrier, DistributedDoubleBarrier};
 use actix_zookeeper::cache::{CacheConfig, CacheEvent, CacheHandle, CacheScope};
 use actix_zookeeper::counter::{SharedCountConfig, SharedCountHandle};
+use actix_zookeeper::discovery::{DiscoveryConfig, ServiceDiscovery, ServiceInstance};
 use actix_zookeeper::election::{ElectionConfig, ElectionHandle, ElectionObserverHandle};
-use actix_zookeeper::lock::{LockConfig, LockHandle};
+use actix_zookeeper::group::{GroupConfig, GroupMemberHandle};
+use actix_zookeeper::lock::{LockConfig, LockHandle, SemaphoreConfig, SemaphoreHandle};
+use actix_zookeeper::persistent::{PersistentNodeConfig, PersistentNodeHandle};
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::queue::Queue;
 use actix_zookeeper::session::requests::EnsurePath;
 use actix_zookeeper::session::{Feature, Support};
+use actix_zookeeper::shared::{SharedValueConfig, SharedValueHandle};
+use actix_zookeeper::tasks::{
+    TaskAssigned, TaskClient, TaskMasterConfig, TaskMasterHandle, TaskOutcome, TaskWorkerConfig, TaskWorkerHandle,
+};
 use actix_zookeeper::testkit::{FaultProxy, OlderServer, ServerOptions, TestZooKeeper, ZkServer, unique_root};
 use common::*;
 use futures::StreamExt;
@@ -265,5 +274,140 @@ async fn a_cache_on_one_shot_watches_sees_its_missing_path_made_and_filled() {
         }
         session.close().await;
         writer.close().await;
+    }
+}
+
+/// Runs `task` for the test's payload.
+struct Doubler;
+
+impl actix::Actor for Doubler {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<TaskAssigned> for Doubler {
+    type Result = actix::ResponseFuture<TaskOutcome>;
+
+    fn handle(&mut self, task: TaskAssigned, _: &mut actix::Context<Self>) -> Self::Result {
+        Box::pin(async move { [task.data.clone(), task.data].concat().into() })
+    }
+}
+
+/// The recipes `locks_elections_and_queues_work_on_older_servers` leaves out, each in its core
+/// use, on each older server: a semaphore, both barriers, a shared value, a persistent node, an
+/// atomic long, a group, service discovery and master–worker tasks (whose master watches with
+/// persistent watches where there are some, and reads every second where there are none).
+#[actix_rt::test]
+async fn the_other_recipes_work_on_older_servers() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    for (kind, version) in kinds() {
+        let name = kind.name();
+        let root = unique_root("compat-others");
+        let proxy = FaultProxy::start_as(&zk.connect_string(), kind.clone()).expect("proxy");
+        let (a, b) = (session_as(&proxy, &root, version).await, session_as(&proxy, &root, version).await);
+
+        // Semaphore: two leases of two, the third waits until one is released.
+        let sems: Vec<_> = [&a, &b, &a]
+            .iter()
+            .map(|s| SemaphoreHandle::start((*s).clone(), SemaphoreConfig::new("/sem", 2)))
+            .collect();
+        bounded("lease 1", sems[0].acquire(None)).await.expect("lease 1");
+        bounded("lease 2", sems[1].acquire(None)).await.expect("lease 2");
+        let third = actix_rt::spawn(sems[2].acquire(None));
+        actix_rt::time::sleep(Duration::from_millis(300)).await;
+        assert!(!third.is_finished(), "{name}: a third lease of two");
+        sems[0].release().await.expect("release");
+        bounded("lease 3", third).await.expect("joined").expect("lease 3");
+
+        // Barriers: a double barrier of two lets both in and out; a set barrier holds a waiter
+        // until it is removed.
+        let members = [&a, &b].map(|s| DistributedDoubleBarrier::new(s.clone(), "/double", 2).expect("barrier"));
+        let entering: Vec<_> = members.iter().map(|m| actix_rt::spawn(m.enter(Some(WAIT)))).collect();
+        for entered in entering {
+            bounded("enter", entered).await.expect("joined").expect("entered");
+        }
+        let leaving: Vec<_> = members.iter().map(|m| actix_rt::spawn(m.leave(Some(WAIT)))).collect();
+        for left in leaving {
+            bounded("leave", left).await.expect("joined").expect("left");
+        }
+        let gate = DistributedBarrier::new(a.clone(), "/gate").expect("barrier");
+        gate.set().await.expect("set");
+        let waiter = actix_rt::spawn(DistributedBarrier::new(b.clone(), "/gate").expect("barrier").wait(Some(WAIT)));
+        actix_rt::time::sleep(Duration::from_millis(300)).await;
+        assert!(!waiter.is_finished(), "{name}: the gate holds");
+        gate.remove().await.expect("remove");
+        bounded("through the gate", waiter).await.expect("joined").expect("passed");
+
+        // A shared value: set on one session, heard on the other.
+        let (mine, theirs) = (
+            SharedValueHandle::start(a.clone(), SharedValueConfig::new("/value").with_seed("seed")),
+            SharedValueHandle::start(b.clone(), SharedValueConfig::new("/value").with_seed("seed")),
+        );
+        mine.set("new").await.expect("set");
+        wait_until_async("the other session hears the value", || {
+            let theirs = theirs.clone();
+            async move { theirs.get().await.is_ok_and(|v| v.value == b"new") }
+        })
+        .await;
+
+        // A persistent node: made, deleted by someone else, made again.
+        let node = PersistentNodeHandle::start(a.clone(), PersistentNodeConfig::new("/node", CreateMode::Ephemeral))
+            .expect("node");
+        node.wait_for_initial_create(Some(WAIT)).await.expect("made");
+        b.delete("/node", None).await.expect("deleted by another");
+        wait_until_async("made again", || {
+            let b = b.clone();
+            async move { b.exists("/node").await.is_ok_and(|stat| stat.is_some()) }
+        })
+        .await;
+        node.stop().await;
+
+        // An atomic long: increments from both sessions all count.
+        let longs = [&a, &b].map(|s| DistributedAtomicLong::new(s.clone(), AtomicLongConfig::new("/long")));
+        for long in &longs {
+            for _ in 0..3 {
+                assert!(long.increment().await.expect("increment").succeeded, "{name}");
+            }
+        }
+        assert_eq!(longs[0].get().await.expect("get").post, 6, "{name}");
+
+        // A group: both members see both.
+        let group: Vec<_> = [(&a, "ga"), (&b, "gb")]
+            .iter()
+            .map(|(s, id)| GroupMemberHandle::start((*s).clone(), GroupConfig::new("/group", *id)).expect("member"))
+            .collect();
+        for member in &group {
+            wait_until_async("both members", || {
+                let member = member.clone();
+                async move { member.members().await.is_ok_and(|m| m.keys().eq(["ga", "gb"].iter())) }
+            })
+            .await;
+        }
+
+        // Service discovery: an instance registered on one session is found and cached on the other.
+        let registry = ServiceDiscovery::new(a.clone(), DiscoveryConfig::new("/services")).expect("discovery");
+        let finder = ServiceDiscovery::new(b.clone(), DiscoveryConfig::new("/services")).expect("discovery");
+        let instance = ServiceInstance::new("billing", "one").with_address("10.0.0.1").with_port(80);
+        let _registration = registry.register(instance.clone()).await.expect("registered");
+        assert_eq!(finder.query_for_instances("billing").await.expect("query"), vec![instance.clone()], "{name}");
+        let cache = finder.cache("billing").expect("cache");
+        wait_until_async("the cache has it", || {
+            let cache = cache.clone();
+            async move { cache.instances().await.is_ok_and(|found| found.len() == 1) }
+        })
+        .await;
+
+        // Master–worker: tasks submitted are run and their results read.
+        let _master = TaskMasterHandle::start(a.clone(), TaskMasterConfig::new("/tasks")).expect("master");
+        let runner = actix::Actor::start(Doubler);
+        let _worker = TaskWorkerHandle::start(b.clone(), TaskWorkerConfig::new("/tasks", "w"), runner.recipient())
+            .expect("worker");
+        let client = TaskClient::new(a.clone(), "/tasks").expect("client");
+        let task = client.submit("ab").await.expect("submitted");
+        let result = bounded("the result", client.result(&task, WAIT)).await.expect("a result");
+        assert_eq!(result, b"abab", "{name}");
+
+        a.close().await;
+        b.close().await;
     }
 }

@@ -200,6 +200,7 @@ async fn a_session_held_in_a_move_keeps_its_writes_and_a_close_ends_it_at_once()
         SessionConfig::new(links.proxy(i).address())
             .with_chroot(root.clone())
             .with_session_timeout(Duration::from_secs(8))
+            .with_ensemble_tracking(true)
     };
     let (kept, kept_events) = connected(config(0)).await;
     let (closed, closed_events) = connected(config(1)).await;

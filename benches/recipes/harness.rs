@@ -109,9 +109,15 @@ pub(crate) async fn raw_baseline(connect: &str, root: &str) -> RawBaseline {
 
 // ---- helpers ------------------------------------------------------------------------------------
 
+/// A session as the workloads use it. `ZK_BENCH_TRACKING=1` turns ensemble tracking on (the
+/// client then runs on a thread of its own: one thread hop more each way per request).
 pub(crate) fn start_session(connect: &str, root: &str) -> SessionHandle {
-    SessionHandle::start(SessionConfig::new(connect).with_chroot(root).with_session_timeout(SESSION_TIMEOUT))
-        .expect("session starts")
+    let tracking = std::env::var("ZK_BENCH_TRACKING").is_ok_and(|v| v == "1");
+    let config = SessionConfig::new(connect)
+        .with_chroot(root)
+        .with_session_timeout(SESSION_TIMEOUT)
+        .with_ensemble_tracking(tracking);
+    SessionHandle::start(config).expect("session starts")
 }
 
 pub(crate) async fn acquire(lock: &Addr<LockActor>) {

@@ -97,7 +97,7 @@ impl SessionConfig {
             lease_margin: None,
             server_version: None,
             flap_damper: None,
-            ensemble_tracking: true,
+            ensemble_tracking: false,
             #[cfg(feature = "tls")]
             tls: None,
             #[cfg(feature = "sasl")]
@@ -247,16 +247,21 @@ impl SessionConfig {
         self
     }
 
-    /// Whether the session follows the ensemble's dynamic reconfiguration (on by default, as
-    /// Curator's `ensembleTracker`). The session reads `/zookeeper/config` when it connects and
-    /// watches it when it names servers. The first reading is taken as what the connect string
-    /// stands for: nothing changes until a *later* configuration is published. From then on
-    /// a new session connects to the servers that configuration names, and a live session whose
-    /// connection drops moves to them (the recipes hear `Suspended`, then `Reconnected`: no
-    /// loss). Turn it off when the servers' published client addresses are not the ones to
-    /// use (behind a proxy, a load balancer or address translation). A TLS session never
-    /// follows: the configuration names plaintext client ports only. See
-    /// `docs/recipes/ensemble.md`.
+    /// Whether the session follows the ensemble's dynamic reconfiguration, as Curator's
+    /// `ensembleTracker` does (off by default, see below). The session reads `/zookeeper/config`
+    /// when it connects and watches it when it names servers. The first reading is taken as
+    /// what the connect string stands for: nothing changes until a *later* configuration is
+    /// published. From then on a new session connects to the servers that configuration names,
+    /// and a live session whose connection drops moves to them (the recipes hear `Suspended`,
+    /// then `Reconnected`: no loss).
+    ///
+    /// Off by default, unlike Curator: ZooKeeper itself disables reconfiguration by default
+    /// (`reconfigEnabled=false` since 3.5.3), and a session that can move runs its client on a
+    /// thread of its own, a thread hop each way per request (W1: 0.82 against 0.94 × the bare
+    /// lock, `docs/performance.md`). Turn it on where operators reconfigure the ensemble. Leave
+    /// it off when the servers' published client addresses are not the ones to use (behind a
+    /// proxy, a load balancer or address translation). A TLS session never follows: the
+    /// configuration names plaintext client ports only. See `docs/recipes/ensemble.md`.
     pub fn with_ensemble_tracking(mut self, on: bool) -> Self {
         self.ensemble_tracking = on;
         self

@@ -80,10 +80,13 @@ impl SessionHandle {
     /// `docs/performance.md`). The recipes' contenders already run there. `None` once the
     /// session has stopped, and its thread with it.
     ///
-    /// The trade-off: everything there shares one thread with the connection. A handler that
-    /// computes or blocks for long delays the session's heartbeats (past a third of the session
-    /// timeout the server may expire the session) and every other recipe's replies. Keep the
-    /// default (your actors on your own threads) unless each step is short and latency matters.
+    /// The trade-off: everything there shares one thread with the session actor, so a handler
+    /// that computes or blocks for long delays every recipe's replies; and for a session that
+    /// does not follow the ensemble's reconfiguration
+    /// ([`with_ensemble_tracking(false)`](super::SessionConfig::with_ensemble_tracking)), whose
+    /// connection runs on that thread too, the session's heartbeats (past a third of the session
+    /// timeout the server may expire the session). Keep the default (your actors on your own
+    /// threads) unless each step is short and latency matters.
     pub fn arbiter(&self) -> Option<&ArbiterHandle> {
         self.addr.connected().then_some(&self.arbiter)
     }
