@@ -17,12 +17,13 @@ use actix_zookeeper::group::{GroupConfig, GroupMemberHandle};
 use actix_zookeeper::lock::{LockConfig, LockHandle, SemaphoreConfig, SemaphoreHandle};
 use actix_zookeeper::persistent::{PersistentNodeConfig, PersistentNodeHandle};
 use actix_zookeeper::prelude::*;
-use actix_zookeeper::queue::Queue;
+use actix_zookeeper::queue::{Queue, QueueError};
 use actix_zookeeper::session::requests::EnsurePath;
 use actix_zookeeper::session::{Feature, Support};
 use actix_zookeeper::shared::{SharedValueConfig, SharedValueHandle};
 use actix_zookeeper::tasks::{
-    TaskAssigned, TaskClient, TaskMasterConfig, TaskMasterHandle, TaskOutcome, TaskWorkerConfig, TaskWorkerHandle,
+    TaskAssigned, TaskClient, TaskError, TaskMasterConfig, TaskMasterHandle, TaskOutcome, TaskWorkerConfig,
+    TaskWorkerHandle,
 };
 use actix_zookeeper::testkit::{FaultProxy, OlderServer, ServerOptions, TestZooKeeper, ZkServer, unique_root};
 use common::*;
@@ -37,6 +38,12 @@ type Version = (u32, u32, u32);
 /// for each (`None`: not declared; learned from the answers).
 fn kinds() -> [(OlderServer, Option<Version>); 2] {
     [(OlderServer::zookeeper_3_4(), Some((3, 4, 14))), (OlderServer::without_extras(), None)]
+}
+
+/// Whether a server of that declared version lacks `create2`, which every create inside a
+/// `multi` is sent as (zookeeper-client encodes them so whatever the version): 3.4.
+fn lacks_create2(version: Option<Version>) -> bool {
+    version.is_some_and(|v| v < (3, 5, 0))
 }
 
 async fn session_as(proxy: &FaultProxy, root: &str, version: Option<Version>) -> SessionHandle {
@@ -159,15 +166,26 @@ async fn locks_elections_and_queues_work_on_older_servers() {
         let next_term = bounded("b leads", next.leadership()).await.expect("b leads");
         assert!(next_term.token > term.token, "{}", kind.name());
 
-        // Queue: what is put is taken, in order.
+        // Queue: what is put is taken, in order. A take is a `multi` with a create, which 3.4
+        // cannot read (see `lacks_create2`): refused typed there, and the item stays.
         let queue = Queue::new(a.clone(), "/q");
         for i in 0..5 {
             queue.put(format!("item-{i}")).await.expect("put");
         }
         let other = Queue::new(b.clone(), "/q");
-        for i in 0..5 {
-            let item = bounded("take", other.take(None)).await.expect("take");
-            assert_eq!(item, format!("item-{i}").into_bytes(), "{}", kind.name());
+        if lacks_create2(version) {
+            let refused = bounded("take", other.take(None)).await;
+            assert!(
+                matches!(&refused, Err(QueueError::ZooKeeper(Error::Unsupported { feature: Feature::Create2, .. }))),
+                "{}: {refused:?}",
+                kind.name()
+            );
+            assert_eq!(a.children("/q").await.expect("items").names.iter().filter(|n| n.starts_with("qn-")).count(), 5);
+        } else {
+            for i in 0..5 {
+                let item = bounded("take", other.take(None)).await.expect("take");
+                assert_eq!(item, format!("item-{i}").into_bytes(), "{}", kind.name());
+            }
         }
 
         // Counter: increments from two sessions all count.
@@ -403,11 +421,78 @@ async fn the_other_recipes_work_on_older_servers() {
         let _worker = TaskWorkerHandle::start(b.clone(), TaskWorkerConfig::new("/tasks", "w"), runner.recipient())
             .expect("worker");
         let client = TaskClient::new(a.clone(), "/tasks").expect("client");
-        let task = client.submit("ab").await.expect("submitted");
-        let result = bounded("the result", client.result(&task, WAIT)).await.expect("a result");
-        assert_eq!(result, b"abab", "{name}");
+        if lacks_create2(version) {
+            // A submission is a `multi` of creates: refused typed on 3.4.
+            let refused = client.submit("ab").await;
+            assert!(
+                matches!(&refused, Err(TaskError::ZooKeeper(Error::Unsupported { feature: Feature::Create2, .. }))),
+                "{name}: {refused:?}"
+            );
+        } else {
+            let task = client.submit("ab").await.expect("submitted");
+            let result = bounded("the result", client.result(&task, WAIT)).await.expect("a result");
+            assert_eq!(result, b"abab", "{name}");
+        }
 
         a.close().await;
         b.close().await;
+    }
+}
+
+/// A `multi` holding a create of a kind the server lacks (a container, a TTL node) is refused as
+/// a whole, as such a server refuses it: `Error::Multi { index, Unsupported }` naming that op,
+/// nothing applied. Once the server is known to lack it (declared, or learned from the first
+/// refusal), the session refuses it without sending. A plain `multi` works.
+#[actix_rt::test]
+async fn a_multi_with_a_create_the_server_lacks_is_refused_typed_and_applies_nothing() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    for (kind, version) in kinds() {
+        let name = kind.name();
+        let root = unique_root("compat-multi");
+        let proxy = FaultProxy::start_as(&zk.connect_string(), kind.clone()).expect("proxy");
+        let session = session_as(&proxy, &root, version).await;
+        let plain = vec![Op::Create { path: "/plain".into(), data: b"p".to_vec(), mode: CreateMode::Persistent }];
+        let answer = session.multi(plain).await;
+        if lacks_create2(version) {
+            // zookeeper-client sends a create inside a `multi` as `create2`, which 3.4 lacks.
+            assert!(
+                matches!(&answer, Err(Error::Multi { index: 0, source }) if matches!(&**source, Error::Unsupported { feature: Feature::Create2, .. })),
+                "{name}: {answer:?}"
+            );
+        } else {
+            answer.expect("a plain multi");
+        }
+        session.ensure_path("/updated").await.expect("a node");
+        let updates = vec![
+            Op::Check { path: "/updated".into(), version: 0 },
+            Op::SetData { path: "/updated".into(), data: b"q".to_vec(), version: None },
+        ];
+        session.multi(updates).await.expect("a multi without creates works everywhere");
+        for (mode, feature) in [
+            (CreateMode::Container, Feature::Containers),
+            (CreateMode::PersistentWithTtl(Duration::from_secs(60)), Feature::Ttl),
+        ] {
+            for attempt in 0..2 {
+                let ops = vec![
+                    Op::Create { path: "/before".into(), data: Vec::new(), mode: CreateMode::Persistent },
+                    Op::Create { path: "/lacking".into(), data: Vec::new(), mode },
+                ];
+                // On 3.4 the plain create before it is already one the server cannot read.
+                let (at, blamed, feature) =
+                    if lacks_create2(version) { (0, "/before", Feature::Create2) } else { (1, "/lacking", feature) };
+                match bounded("the multi", session.multi(ops)).await {
+                    Err(Error::Multi { index, source }) if index == at => assert!(
+                        matches!(&*source, Error::Unsupported { path, feature: f } if path == blamed && *f == feature),
+                        "{name}, {feature:?}, attempt {attempt}: {source:?}"
+                    ),
+                    other => {
+                        panic!("{name}, {feature:?}, attempt {attempt}: expected Multi/Unsupported, got {other:?}")
+                    }
+                }
+                assert!(session.exists("/before").await.expect("exists").is_none(), "{name}: nothing applied");
+            }
+        }
+        session.close().await;
     }
 }

@@ -20,11 +20,17 @@ use std::sync::{Arc, Mutex};
 
 /// `exists`.
 const OP_EXISTS: i32 = 3;
+/// `multi`: refused as a whole when one of its operations is.
+const OP_MULTI: i32 = 14;
 /// The server's code for an operation it does not implement.
 const UNIMPLEMENTED: i32 = -6;
 
 /// Operation codes, as the wire names them.
 mod op {
+    pub const CREATE: i32 = 1;
+    pub const DELETE: i32 = 2;
+    pub const SET_DATA: i32 = 5;
+    pub const CHECK: i32 = 13;
     pub const CREATE2: i32 = 15;
     pub const CHECK_WATCHES: i32 = 17;
     pub const REMOVE_WATCHES: i32 = 18;
@@ -164,7 +170,11 @@ impl Side {
 
     fn request(&self, whole: &[u8]) -> Option<Vec<u8>> {
         let (xid, opcode) = (int(whole, 4)?, int(whole, 8)?);
-        if xid <= 0 || !self.refused.contains(&opcode) {
+        let refused = match opcode {
+            OP_MULTI => multi_ops(whole.get(12..)?).is_some_and(|ops| ops.iter().any(|op| self.refused.contains(op))),
+            _ => self.refused.contains(&opcode),
+        };
+        if xid <= 0 || !refused {
             return None;
         }
         self.replaced.lock().ok()?.insert(xid);
@@ -188,6 +198,50 @@ impl Side {
         refused.extend_from_slice(zxid);
         refused.extend_from_slice(&UNIMPLEMENTED.to_be_bytes());
         Some(frame(&refused))
+    }
+}
+
+/// The operation codes of a `multi` request's body (after `xid, opcode`); `None` when it holds
+/// something this code cannot read (the request then passes untouched).
+fn multi_ops(body: &[u8]) -> Option<Vec<i32>> {
+    let mut at = 0;
+    let mut ops = Vec::new();
+    let string = |at: &mut usize| -> Option<()> {
+        let len = int(body, *at)?;
+        *at += 4 + usize::try_from(len).unwrap_or(0);
+        (*at <= body.len()).then_some(())
+    };
+    loop {
+        // A header: type, done, err.
+        let (kind, done) = (int(body, at)?, *body.get(at + 4)?);
+        at += 9;
+        if done != 0 {
+            return Some(ops);
+        }
+        ops.push(kind);
+        string(&mut at)?; // every op starts with its path
+        match kind {
+            op::CREATE | op::CREATE2 | op::CREATE_CONTAINER | op::CREATE_TTL => {
+                string(&mut at)?; // data
+                let acls = int(body, at)?;
+                at += 4;
+                for _ in 0..acls.max(0) {
+                    at += 4; // perms
+                    string(&mut at)?; // scheme
+                    string(&mut at)?; // id
+                }
+                at += 4; // flags
+                if kind == op::CREATE_TTL {
+                    at += 8;
+                }
+            }
+            op::DELETE | op::CHECK => at += 4, // version
+            op::SET_DATA => {
+                string(&mut at)?;
+                at += 4;
+            }
+            _ => return None,
+        }
     }
 }
 
@@ -231,6 +285,39 @@ mod tests {
         assert_eq!(down.feed(&reply(2, 11, 0, b"stat")), reply(2, 11, UNIMPLEMENTED, b""));
         assert!(down.closing(), "the connection closes after the refusal");
         assert_eq!(down.feed(&reply(-2, 12, 0, b"")), Vec::<u8>::new(), "nothing after it");
+    }
+
+    /// A `multi` header, then its op's record.
+    fn multi_op(kind: i32, record: &[u8]) -> Vec<u8> {
+        [kind.to_be_bytes().as_slice(), &[0], &(-1i32).to_be_bytes(), record].concat()
+    }
+
+    fn string(s: &[u8]) -> Vec<u8> {
+        [(s.len() as i32).to_be_bytes().as_slice(), s].concat()
+    }
+
+    #[test]
+    fn a_multi_is_refused_as_a_whole_when_one_of_its_operations_is() {
+        let create = |kind| {
+            let acl = [1i32.to_be_bytes().to_vec(), 31i32.to_be_bytes().to_vec(), string(b"world"), string(b"anyone")]
+                .concat();
+            multi_op(kind, &[string(b"/a"), string(b"data"), acl, 0i32.to_be_bytes().to_vec()].concat())
+        };
+        let end = [(-1i32).to_be_bytes().as_slice(), &[1], &(-1i32).to_be_bytes()].concat();
+        let check = multi_op(op::CHECK, &[string(b"/c"), 3i32.to_be_bytes().to_vec()].concat());
+        let set = multi_op(op::SET_DATA, &[string(b"/s"), string(b"x"), (-1i32).to_be_bytes().to_vec()].concat());
+        let plain = [check.clone(), create(op::CREATE), set.clone(), end.clone()].concat();
+        assert_eq!(multi_ops(&plain), Some(vec![op::CHECK, op::CREATE, op::SET_DATA]));
+        let container = [check, create(op::CREATE_CONTAINER), set, end].concat();
+        assert_eq!(multi_ops(&container), Some(vec![op::CHECK, op::CREATE_CONTAINER, op::SET_DATA]));
+
+        let (mut up, _) = OlderServer::without_extras().sides();
+        up.feed(&frame(b"connect request"));
+        let passes = request(5, OP_MULTI, &plain);
+        assert_eq!(up.feed(&passes), passes, "a multi of plain operations passes");
+        let refused = up.feed(&request(6, OP_MULTI, &container));
+        assert_eq!(int(&refused, 8), Some(OP_EXISTS), "a multi with a container create is refused");
+        assert_eq!(multi_ops(&[0, 0]), None, "what cannot be read passes untouched");
     }
 
     #[test]

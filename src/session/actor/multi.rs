@@ -19,6 +19,17 @@ impl Handler<Multi> for SessionActor {
                 return failed(Error::Multi { index, source: Box::new(err) });
             }
         }
+        // A create of a kind the server is known to lack is refused before anything is sent (as
+        // a single create is); one not known either way learns it from the server's answer.
+        for (index, op) in msg.ops.iter().enumerate() {
+            if let Op::Create { path, mode, .. } = op
+                && let Some(feature) = multi_create_needs(*mode).filter(|f| !self.features.may_have(*f))
+            {
+                let source = Box::new(Error::Unsupported { path: path.clone(), feature });
+                return failed(Error::Multi { index, source });
+            }
+        }
+        let features = self.features.clone();
         let acl = self.config.default_acl().to_vec();
         let first = msg.ops.first().map(|op| op.path().to_string()).unwrap_or_else(|| "/".into());
         // The whole request counts, not each op: a `multi` of small ops can be too large.
@@ -45,10 +56,39 @@ impl Handler<Multi> for SessionActor {
                     };
                     added.map_err(|e| Error::Multi { index, source: Box::new(Error::from_zk(op.path(), e)) })?;
                 }
-                multi_reply(&ops, &first, writer.commit().await)
+                let reply = writer.commit().await;
+                if let Err(MultiWriteError::RequestFailed { source: zookeeper_client::Error::Unimplemented }) = &reply {
+                    // The whole request was refused (an older server refuses a `multi` it cannot
+                    // read as a whole): blame the first container or TTL create, else the first
+                    // create (a `create2`).
+                    let creates = || {
+                        ops.iter().enumerate().filter_map(|(index, op)| match op {
+                            Op::Create { path, mode, .. } => Some((index, path, mode.needs())),
+                            _ => None,
+                        })
+                    };
+                    let needing =
+                        creates().find_map(|(index, path, needs)| needs.map(|feature| (index, path, feature))).or_else(
+                            || creates().next().map(|(index, path, _)| (index, path, crate::session::Feature::Create2)),
+                        );
+                    if let Some((index, path, feature)) = needing {
+                        features.learned(feature, false);
+                        let source = Box::new(Error::Unsupported { path: path.clone(), feature });
+                        return Err(Error::Multi { index, source });
+                    }
+                }
+                multi_reply(&ops, &first, reply)
             })
         })
     }
+}
+
+/// What a create inside a `multi` needs of the server: its mode's feature (a container or TTL
+/// create), or else `create2`, because the client library encodes every other create in a
+/// `multi` as a `create2`, whatever the server's declared version: a ZooKeeper 3.4 cannot read
+/// such a `multi` at all.
+fn multi_create_needs(mode: CreateMode) -> Option<crate::session::Feature> {
+    Some(mode.needs().unwrap_or(crate::session::Feature::Create2))
 }
 
 /// Translates the server's reply to a `multi` of `ops`; `first` is the first op's path.
