@@ -88,7 +88,11 @@ pub enum RecipeState {
         /// The grant's fencing token.
         token: FencingToken,
     },
-    /// Consuming a queue, with this many items claimed and not yet finished.
+    /// A cache (or a recipe built on one): loaded, and following changes. It is `Idle` while it
+    /// loads, and while it loads again after the connection came back.
+    Watching,
+    /// Consuming a queue, with this many items claimed and not yet finished (a queue consumer),
+    /// or running this many tasks (a master–worker task worker).
     Consuming {
         /// Items in flight.
         in_flight: usize,

@@ -7,11 +7,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix::prelude::*;
+use actix_zookeeper::cache::{CacheConfig, CacheHandle};
 use actix_zookeeper::election::{ElectionConfig, ElectionHandle};
 use actix_zookeeper::health::{Health, RecipeState, SessionState};
 use actix_zookeeper::lock::{LockConfig, LockHandle};
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::queue::{ConsumerConfig, Delivery, Queue, QueueConsumerActor, Revoked, Worker};
+use actix_zookeeper::tasks::{
+    TaskAssigned, TaskClient, TaskMasterConfig, TaskMasterHandle, TaskOutcome, TaskWorkerConfig, TaskWorkerHandle,
+};
 use actix_zookeeper::testkit::{ClientLinks, TestZooKeeper, expire_session, unique_root};
 use common::*;
 use futures::StreamExt;
@@ -205,6 +209,56 @@ async fn a_recipe_that_failed_for_good_is_not_ready() {
     .await;
     assert!(!health.is_ready(), "{health:#?}");
     drop(consumer);
+    session.close().await;
+}
+
+/// Runs each task for a while.
+struct SlowRunner;
+
+impl Actor for SlowRunner {
+    type Context = Context<Self>;
+}
+
+impl Handler<TaskAssigned> for SlowRunner {
+    type Result = ResponseFuture<TaskOutcome>;
+
+    fn handle(&mut self, task: TaskAssigned, _: &mut Context<Self>) -> Self::Result {
+        Box::pin(async move {
+            actix_rt::time::sleep(Duration::from_millis(1500)).await;
+            task.data.into()
+        })
+    }
+}
+
+/// A cache is `Idle` while it loads and `Watching` once loaded; a task worker reports the tasks
+/// it runs as `Consuming`.
+#[actix_rt::test]
+async fn caches_and_task_workers_report_what_they_do() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("health-cache-tasks");
+    let session = session_at(&zk.connect_string(), &root).await;
+    session.ensure_path("/c/a").await.expect("a tree");
+    let cache = CacheHandle::start(session.clone(), CacheConfig::new("/c")).expect("cache");
+    health_until(&session, "a watching cache", |h| state_of(h, "cache", "/c") == Some(RecipeState::Watching)).await;
+
+    let _master = TaskMasterHandle::start(session.clone(), TaskMasterConfig::new("/jobs")).expect("master");
+    let runner = SlowRunner.start();
+    let worker = TaskWorkerHandle::start(session.clone(), TaskWorkerConfig::new("/jobs", "w1"), runner.recipient())
+        .expect("worker");
+    let client = TaskClient::new(session.clone(), "/jobs").expect("client");
+    let task = client.submit("job").await.expect("submitted");
+    health_until(&session, "a running task", |h| {
+        state_of(h, "task-worker", "/jobs") == Some(RecipeState::Consuming { in_flight: 1 })
+    })
+    .await;
+    bounded("the result", client.result(&task, Duration::from_secs(20))).await.expect("done");
+    health_until(&session, "nothing running", |h| {
+        state_of(h, "task-worker", "/jobs") == Some(RecipeState::Consuming { in_flight: 0 })
+    })
+    .await;
+    worker.stop().await;
+    drop(cache);
     session.close().await;
 }
 

@@ -127,7 +127,14 @@ pub struct CacheActor {
     /// the next walk instead of restarting the current one forever).
     walk_due: bool,
     generation: u64,
+    /// Its slot on the session's health board (`None` once left as failed).
+    health: Option<crate::health::HealthSlot>,
     span: tracing::Span,
+}
+
+/// A cache's slot on the health board: `cache` and its path.
+fn session_health_slot(session: &SessionHandle, config: &CacheConfig) -> crate::health::HealthSlot {
+    session.health_board().slot("cache", &config.path)
 }
 
 /// The one-shot watches set on the server, so that a read sets each only once until it fires.
@@ -155,6 +162,7 @@ impl CacheActor {
         config.validate()?;
         let span = tracing::info_span!("zk.cache", path = %config.path, scope = ?config.scope);
         let backoff = session.retry_policy_or(config.retry).backoff();
+        let health = Some(session_health_slot(&session, &config));
         Ok(CacheActor {
             session,
             config,
@@ -171,8 +179,16 @@ impl CacheActor {
             oneshot: None,
             walk_due: false,
             generation: 0,
+            health,
             span,
         })
+    }
+
+    /// Tells the session's health board what the cache is doing.
+    fn report(&mut self, state: crate::health::RecipeState) {
+        if let Some(health) = self.health.as_mut() {
+            health.set(state);
+        }
     }
 
     fn tell(&mut self, event: CacheEvent) {
@@ -417,11 +433,13 @@ impl CacheActor {
             Phase::Loading => {
                 info!(parent: &self.span, nodes = self.nodes.len(), "cache loaded");
                 self.phase = Phase::Live;
+                self.report(crate::health::RecipeState::Watching);
                 self.tell(CacheEvent::CacheInitialized);
             }
             Phase::Resyncing => {
                 info!(parent: &self.span, nodes = self.nodes.len(), "cache re-synced");
                 self.phase = Phase::Live;
+                self.report(crate::health::RecipeState::Watching);
                 self.tell(CacheEvent::CacheResynced);
             }
             Phase::Live | Phase::Failed => {}
@@ -469,6 +487,7 @@ impl CacheActor {
         }
         if self.phase == Phase::Live {
             self.phase = Phase::Resyncing;
+            self.report(crate::health::RecipeState::Idle);
         }
         self.start_walk();
     }
@@ -476,6 +495,9 @@ impl CacheActor {
     fn fail(&mut self, error: Error, ctx: &mut Context<Self>) {
         warn!(parent: &self.span, %error, "the cache cannot work; it stops");
         self.phase = Phase::Failed;
+        if let Some(health) = self.health.take() {
+            health.keep_failed(error.to_string());
+        }
         self.tell(CacheEvent::CacheFailed { error });
         ctx.stop();
     }

@@ -118,6 +118,8 @@ pub struct TaskWorker {
     /// Delay before the next retry of a failed registration or read; reset by a success.
     backoff: Backoff,
     stop_waiters: Vec<futures::channel::oneshot::Sender<()>>,
+    /// Its slot on the session's health board: tasks running.
+    health: crate::health::HealthSlot,
     span: tracing::Span,
 }
 
@@ -132,6 +134,7 @@ impl TaskWorker {
         check_worker_id(&config.worker_id)?;
         let span = tracing::info_span!("zk.tasks.worker", root = %config.root, id = %config.worker_id);
         let retry = session.retry_policy_or(config.retry);
+        let session_slot = session.health_board().slot("task-worker", &config.root);
         Ok(TaskWorker {
             session,
             layout,
@@ -150,6 +153,7 @@ impl TaskWorker {
             retry,
             backoff: retry.backoff(),
             stop_waiters: Vec::new(),
+            health: session_slot,
             span,
         })
     }
@@ -291,6 +295,7 @@ impl TaskWorker {
         };
         let Registration::Registered { generation } = self.registration else { return };
         self.running.insert(task.clone(), generation);
+        self.count_running();
         let read = self.session.get_data(&self.layout.assignment(&self.config.worker_id, &task));
         let registered_at = self.registered_at;
         ctx.spawn(read.into_actor(self).then(move |read, act, ctx| {
@@ -340,11 +345,13 @@ impl TaskWorker {
                 Run::Done(Err(_), _) => {
                     warn!(parent: &act.span, "the task runner has stopped; the worker stops");
                     act.running.remove(&task);
+                    act.count_running();
                     act.registration = Registration::Draining;
                     act.after_task(ctx);
                 }
                 Run::NotStarted => {
                     act.running.remove(&task);
+                    act.count_running();
                     act.after_task(ctx);
                 }
             })
@@ -426,6 +433,7 @@ impl TaskWorker {
         };
         ctx.spawn(write.into_actor_free().map(move |finish, act: &mut Self, ctx| {
             act.running.remove(&task);
+            act.count_running();
             if let Ok(task_id) = TaskId::parse(task.clone()) {
                 match finish {
                     Finish::Recorded => match gave_up {
@@ -487,6 +495,7 @@ impl TaskWorker {
         };
         ctx.spawn(returned.into_actor_free().map(move |returned, act: &mut Self, ctx| {
             act.running.remove(&task);
+            act.count_running();
             if returned {
                 if let Ok(task_id) = TaskId::parse(task.clone()) {
                     debug!(parent: &act.span, task = %task_id, "task put back to run later");
@@ -570,6 +579,13 @@ enum Finish {
     Discarded(DiscardReason),
     Unknown,
     Failed(TaskError),
+}
+
+impl TaskWorker {
+    /// Tells the session's health board how many tasks are running.
+    fn count_running(&mut self) {
+        self.health.set(crate::health::RecipeState::Consuming { in_flight: self.running.len() });
+    }
 }
 
 impl Actor for TaskWorker {
