@@ -5,6 +5,7 @@
 
 use crate::common;
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix_zookeeper::atomic::{AtomicLongConfig, DistributedAtomicLong};
@@ -14,10 +15,10 @@ use actix_zookeeper::counter::{SharedCountConfig, SharedCountHandle};
 use actix_zookeeper::discovery::{DiscoveryConfig, ServiceDiscovery, ServiceInstance};
 use actix_zookeeper::election::{ElectionConfig, ElectionHandle, ElectionObserverHandle};
 use actix_zookeeper::group::{GroupConfig, GroupMemberHandle};
-use actix_zookeeper::lock::{LockConfig, LockHandle, SemaphoreConfig, SemaphoreHandle};
+use actix_zookeeper::lock::{LockConfig, LockHandle, LockKind, MultiLock, SemaphoreConfig, SemaphoreHandle};
 use actix_zookeeper::persistent::{PersistentNodeConfig, PersistentNodeHandle};
 use actix_zookeeper::prelude::*;
-use actix_zookeeper::queue::{Queue, QueueError};
+use actix_zookeeper::queue::{ConsumerConfig, Delivery, Queue, QueueConsumerHandle, QueueError, Revoked, Worker};
 use actix_zookeeper::session::requests::EnsurePath;
 use actix_zookeeper::session::{Feature, Support};
 use actix_zookeeper::shared::{SharedValueConfig, SharedValueHandle};
@@ -295,6 +296,35 @@ async fn a_cache_on_one_shot_watches_sees_its_missing_path_made_and_filled() {
     }
 }
 
+/// Acks every delivery and keeps its data once the ack is answered.
+struct Acker(Arc<Mutex<Vec<Vec<u8>>>>);
+
+impl actix::Actor for Acker {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<Delivery> for Acker {
+    type Result = ();
+
+    fn handle(&mut self, delivery: Delivery, ctx: &mut actix::Context<Self>) {
+        let acked = self.0.clone();
+        let ack = delivery.ack();
+        actix::AsyncContext::spawn(
+            ctx,
+            actix::fut::wrap_future(async move {
+                ack.await.expect("acked");
+                acked.lock().expect("acked").push(delivery.data.clone());
+            }),
+        );
+    }
+}
+
+impl actix::Handler<Revoked> for Acker {
+    type Result = ();
+
+    fn handle(&mut self, _: Revoked, _: &mut actix::Context<Self>) {}
+}
+
 /// Runs `task` for the test's payload.
 struct Doubler;
 
@@ -311,9 +341,10 @@ impl actix::Handler<TaskAssigned> for Doubler {
 }
 
 /// The recipes `locks_elections_and_queues_work_on_older_servers` leaves out, each in its core
-/// use, on each older server: a semaphore, both barriers, a shared value, a persistent node, an
-/// atomic long, a group, service discovery and master–worker tasks (whose master watches with
-/// persistent watches where there are some, and reads every second where there are none).
+/// use, on each older server: a semaphore, a read/write lock, a multi-lock, a queue consumer,
+/// both barriers, a shared value, a persistent node, an atomic long, a group, service discovery
+/// and master–worker tasks (whose master watches with persistent watches where there are some,
+/// and reads every second where there are none; a submission is refused typed on 3.4).
 #[actix_rt::test]
 async fn the_other_recipes_work_on_older_servers() {
     init_tracing();
@@ -336,6 +367,37 @@ async fn the_other_recipes_work_on_older_servers() {
         assert!(!third.is_finished(), "{name}: a third lease of two");
         sems[0].release().await.expect("release");
         bounded("lease 3", third).await.expect("joined").expect("lease 3");
+
+        // A read/write lock: two readers at once, the writer after them.
+        let reader = |s: &SessionHandle| LockHandle::start(s.clone(), LockConfig::new("/rw").with_kind(LockKind::Read));
+        let (r1, r2) = (reader(&a), reader(&b));
+        bounded("read 1", r1.acquire(None)).await.expect("read 1");
+        bounded("read 2", r2.acquire(None)).await.expect("read 2: readers share");
+        let writer = LockHandle::start(a.clone(), LockConfig::new("/rw").with_kind(LockKind::Write));
+        let writing = actix_rt::spawn(writer.acquire(None));
+        actix_rt::time::sleep(Duration::from_millis(300)).await;
+        assert!(!writing.is_finished(), "{name}: the writer waits for the readers");
+        r1.release().await.expect("release");
+        r2.release().await.expect("release");
+        bounded("write", writing).await.expect("joined").expect("the writer holds");
+        writer.release().await.expect("release");
+
+        // A multi-lock: both locks, or none.
+        let both = MultiLock::start(&a, vec![LockConfig::new("/m1"), LockConfig::new("/m2")]).expect("multi");
+        bounded("both", both.acquire(None)).await.expect("both held");
+        let single = LockHandle::start(b.clone(), LockConfig::new("/m2"));
+        assert!(single.try_acquire().await.expect("try").is_none(), "{name}: /m2 is held");
+
+        // A queue consumer: claims (a create each) and acks (a `multi` of deletes) work everywhere.
+        Queue::new(b.clone(), "/work").put("job").await.expect("put");
+        let acked = Arc::new(Mutex::new(Vec::new()));
+        let acker = actix::Actor::start(Acker(acked.clone()));
+        let consumer =
+            QueueConsumerHandle::start(a.clone(), ConsumerConfig::new("/work").with_worker(Worker::new(&acker)));
+        wait_until("the job acked", || acked.lock().expect("acked").len() == 1).await;
+        assert_eq!(acked.lock().expect("acked")[0], b"job", "{name}");
+        assert!(b.children("/work").await.expect("items").names.iter().all(|n| !n.starts_with("qn-")), "{name}");
+        consumer.stop().await;
 
         // Barriers: a double barrier of two lets both in and out; a set barrier holds a waiter
         // until it is removed.
