@@ -118,8 +118,8 @@ pub struct TaskWorker {
     /// Delay before the next retry of a failed registration or read; reset by a success.
     backoff: Backoff,
     stop_waiters: Vec<futures::channel::oneshot::Sender<()>>,
-    /// Its slot on the session's health board: tasks running.
-    health: crate::health::HealthSlot,
+    /// Its slot on the session's health board: tasks running (`None` once left as failed).
+    health: Option<crate::health::HealthSlot>,
     span: tracing::Span,
 }
 
@@ -153,7 +153,7 @@ impl TaskWorker {
             retry,
             backoff: retry.backoff(),
             stop_waiters: Vec::new(),
-            health: session_slot,
+            health: Some(session_slot),
             span,
         })
     }
@@ -166,6 +166,10 @@ impl TaskWorker {
     /// and stops (deregistering, like `StopWorker`).
     fn give_up(&mut self, error: Error, ctx: &mut Context<Self>) {
         warn!(parent: &self.span, %error, "cannot go on; stopping");
+        // A worker that vanished from the board would look healthy to a probe.
+        if let Some(health) = self.health.take() {
+            health.keep_failed(error.to_string());
+        }
         self.tell(WorkerEvent::Failed { error: TaskError::ZooKeeper(error) });
         ctx.stop();
     }
@@ -584,7 +588,9 @@ enum Finish {
 impl TaskWorker {
     /// Tells the session's health board how many tasks are running.
     fn count_running(&mut self) {
-        self.health.set(crate::health::RecipeState::Consuming { in_flight: self.running.len() });
+        if let Some(health) = self.health.as_mut() {
+            health.set(crate::health::RecipeState::Consuming { in_flight: self.running.len() });
+        }
     }
 }
 

@@ -57,25 +57,20 @@ impl Handler<Multi> for SessionActor {
                     added.map_err(|e| Error::Multi { index, source: Box::new(Error::from_zk(op.path(), e)) })?;
                 }
                 let reply = writer.commit().await;
-                if let Err(MultiWriteError::RequestFailed { source: zookeeper_client::Error::Unimplemented }) = &reply {
-                    // The whole request was refused (an older server refuses a `multi` it cannot
-                    // read as a whole): blame the first container or TTL create, else the first
-                    // create (a `create2`).
-                    let creates = || {
-                        ops.iter().enumerate().filter_map(|(index, op)| match op {
-                            Op::Create { path, mode, .. } => Some((index, path, mode.needs())),
-                            _ => None,
-                        })
-                    };
-                    let needing =
-                        creates().find_map(|(index, path, needs)| needs.map(|feature| (index, path, feature))).or_else(
-                            || creates().next().map(|(index, path, _)| (index, path, crate::session::Feature::Create2)),
-                        );
-                    if let Some((index, path, feature)) = needing {
-                        features.learned(feature, false);
-                        let source = Box::new(Error::Unsupported { path: path.clone(), feature });
-                        return Err(Error::Multi { index, source });
+                if reply.is_ok() {
+                    // Every create in it was sent as what it needs: the server has that.
+                    for op in &ops {
+                        if let Op::Create { mode, .. } = op
+                            && let Some(feature) = multi_create_needs(*mode)
+                        {
+                            features.learned(feature, true);
+                        }
                     }
+                }
+                if let Some((index, feature)) = refused_create(&ops, &reply, &features) {
+                    features.learned(feature, false);
+                    let source = Box::new(Error::Unsupported { path: ops[index].path().to_owned(), feature });
+                    return Err(Error::Multi { index, source });
                 }
                 multi_reply(&ops, &first, reply)
             })
@@ -89,6 +84,45 @@ impl Handler<Multi> for SessionActor {
 /// such a `multi` at all.
 fn multi_create_needs(mode: CreateMode) -> Option<crate::session::Feature> {
     Some(mode.needs().unwrap_or(crate::session::Feature::Create2))
+}
+
+/// When a `multi`'s `reply` is an `Unimplemented` that a create of `ops` explains for certain:
+/// that create's index and the feature it needs (learnt absent: a wrong guess would refuse later
+/// requests for good).
+///
+/// - The server named the op (a real server refuses a container or TTL create it lacks at
+///   its index).
+/// - The server refused the request as a whole (it cannot read it, as a 3.4 cannot read a
+///   `create2` inside it), and exactly one feature the creates need is not known to be there:
+///   the first create needing it. With none or several candidates (a server without `multi` at
+///   all, a container and a TTL create together), nothing is blamed: the answer stays
+///   `Unimplemented`.
+fn refused_create(
+    ops: &[Op],
+    reply: &std::result::Result<Vec<MultiWriteResult>, MultiWriteError>,
+    features: &crate::session::Features,
+) -> Option<(usize, crate::session::Feature)> {
+    use zookeeper_client::Error::Unimplemented;
+    let needs = |op: &Op| match op {
+        Op::Create { mode, .. } => multi_create_needs(*mode),
+        _ => None,
+    };
+    match reply {
+        Err(MultiWriteError::OperationFailed { index, source: Unimplemented }) => {
+            ops.get(*index).and_then(needs).map(|feature| (*index, feature))
+        }
+        Err(MultiWriteError::RequestFailed { source: Unimplemented }) => {
+            let mut candidates = Vec::new();
+            for feature in ops.iter().filter_map(needs) {
+                if features.support(feature) != crate::session::Support::Yes && !candidates.contains(&feature) {
+                    candidates.push(feature);
+                }
+            }
+            let [feature] = candidates[..] else { return None };
+            ops.iter().position(|op| needs(op) == Some(feature)).map(|index| (index, feature))
+        }
+        _ => None,
+    }
 }
 
 /// Translates the server's reply to a `multi` of `ops`; `first` is the first op's path.
@@ -136,9 +170,40 @@ fn multi_reply(
 mod tests {
     use zookeeper_client::{MultiWriteError, MultiWriteResult, Stat};
 
-    use super::multi_reply;
+    use super::{multi_reply, refused_create};
     use crate::error::Error;
-    use crate::session::requests::{Op, OpResult};
+    use crate::session::requests::{CreateMode, Op, OpResult};
+    use crate::session::{Feature, Features};
+
+    fn create(path: &str, mode: CreateMode) -> Op {
+        Op::Create { path: path.into(), data: Vec::new(), mode }
+    }
+
+    #[test]
+    fn a_refused_create_is_blamed_only_when_certain() {
+        use zookeeper_client::Error::Unimplemented;
+        let whole = || Err(MultiWriteError::RequestFailed { source: Unimplemented });
+        let unknown = Features::new(None);
+        let plain = vec![Op::Check { path: "/g".into(), version: 0 }, create("/a", CreateMode::Persistent)];
+        assert_eq!(refused_create(&plain, &whole(), &unknown), Some((1, Feature::Create2)), "one candidate");
+        let container = vec![create("/a", CreateMode::Container)];
+        assert_eq!(refused_create(&container, &whole(), &unknown), Some((0, Feature::Containers)));
+        let both = vec![create("/a", CreateMode::Container), create("/b", CreateMode::Persistent)];
+        assert_eq!(refused_create(&both, &whole(), &unknown), None, "two candidates: no guess");
+        let known = Features::new(None);
+        known.learned(Feature::Create2, true);
+        assert_eq!(refused_create(&both, &whole(), &known), Some((0, Feature::Containers)), "create2 is there");
+        let no_creates = vec![Op::Delete { path: "/a".into(), version: None }];
+        assert_eq!(refused_create(&no_creates, &whole(), &unknown), None, "a server without multi");
+        let ttl = vec![
+            create("/a", CreateMode::Persistent),
+            create("/t", CreateMode::PersistentWithTtl(std::time::Duration::from_secs(1))),
+        ];
+        let at_op = Err(MultiWriteError::OperationFailed { index: 1, source: Unimplemented });
+        assert_eq!(refused_create(&ttl, &at_op, &known), Some((1, Feature::Ttl)), "the server named the op");
+        let other = Err(MultiWriteError::OperationFailed { index: 1, source: zookeeper_client::Error::NoNode });
+        assert_eq!(refused_create(&ttl, &other, &known), None);
+    }
 
     fn stat() -> Stat {
         Stat {

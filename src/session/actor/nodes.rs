@@ -5,6 +5,11 @@
 
 use super::*;
 
+/// How often the plain parents of a refused container create are sent again when they meet the
+/// connection the refusal closes, and the pause before each.
+const AFTER_REFUSAL_ATTEMPTS: u32 = 3;
+const AFTER_REFUSAL_PAUSE: Duration = Duration::from_millis(100);
+
 impl Handler<Create> for SessionActor {
     type Result = ResponseFuture<Result<Created>>;
 
@@ -269,7 +274,19 @@ impl Handler<EnsurePath> for SessionActor {
                     Err(zookeeper_client::Error::Unimplemented) if containers => {
                         features.learned(crate::session::Feature::Containers, false);
                         let plain = CreateMode::Persistent.options(&acl);
-                        client.mkdir(&msg.path, &plain).await.map_err(|e| Error::from_zk(&msg.path, e))
+                        // The server closes the connection after refusing: the plain create
+                        // may meet the closing connection. Making parents is idempotent, so
+                        // it is sent again (the client reconnects by itself) a few times.
+                        let mut attempt = 0;
+                        loop {
+                            match client.mkdir(&msg.path, &plain).await {
+                                Err(zookeeper_client::Error::ConnectionLoss) if attempt < AFTER_REFUSAL_ATTEMPTS => {
+                                    attempt += 1;
+                                    tokio::time::sleep(AFTER_REFUSAL_PAUSE).await;
+                                }
+                                made => break made.map_err(|e| Error::from_zk(&msg.path, e)),
+                            }
+                        }
                     }
                     made => made.map_err(|e| Error::from_zk(&msg.path, e)),
                 }

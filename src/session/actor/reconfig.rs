@@ -25,6 +25,9 @@ use crate::session::ensemble::Ensemble;
 
 /// How long a move waits before trying again after a failure that is not the session's end.
 const MOVE_RETRY: Duration = Duration::from_millis(200);
+/// How long before the configuration is read again after a read that failed on a connection
+/// that is up again.
+const CONFIG_RETRY: Duration = Duration::from_secs(1);
 
 impl SessionActor {
     /// Reads the ensemble's configuration on the live client and watches it when it names
@@ -57,9 +60,17 @@ impl SessionActor {
                         act.config_watch = ConfigWatch::Untracked;
                     }
                     Ok(Some((data, version, watcher))) => act.on_configuration(&data, version, watcher, retired, ctx),
-                    // Read again when the connection is back (`link_up`).
+                    // Read again when the connection is back (`link_up`), or soon if it already
+                    // is (its news may have come before this answer).
                     Err(error) if Error::from_zk("/zookeeper/config", error.clone()).is_transient() => {
                         debug!(%error, "could not read the ensemble configuration yet");
+                        if matches!(&act.state, State::Live(Live { link: Link::Up, .. })) {
+                            ctx.run_later(CONFIG_RETRY, |act, ctx| {
+                                if matches!(act.config_watch, ConfigWatch::Unset) {
+                                    act.track_ensemble(ctx);
+                                }
+                            });
+                        }
                     }
                     Err(error) => {
                         warn!(%error, "cannot read the ensemble configuration; not following it on this session");
@@ -228,7 +239,7 @@ impl SessionActor {
         for pending in self.pending.drain(..) {
             pending(Ok((client.clone(), generation, retired.clone())));
         }
+        // `link_up` reads the configuration again (the move left it unwatched).
         self.link_up(read_only, ctx);
-        self.track_ensemble(ctx);
     }
 }
