@@ -132,11 +132,6 @@ pub struct CacheActor {
     span: tracing::Span,
 }
 
-/// A cache's slot on the health board: `cache` and its path.
-fn session_health_slot(session: &SessionHandle, config: &CacheConfig) -> crate::health::HealthSlot {
-    session.health_board().slot("cache", &config.path)
-}
-
 /// The one-shot watches set on the server, so that a read sets each only once until it fires.
 #[derive(Default)]
 struct OneShot {
@@ -162,7 +157,7 @@ impl CacheActor {
         config.validate()?;
         let span = tracing::info_span!("zk.cache", path = %config.path, scope = ?config.scope);
         let backoff = session.retry_policy_or(config.retry).backoff();
-        let health = Some(session_health_slot(&session, &config));
+        let health = Some(session.health_board().slot("cache", &config.path));
         Ok(CacheActor {
             session,
             config,

@@ -23,7 +23,8 @@ impl Handler<Multi> for SessionActor {
         // a single create is); one not known either way learns it from the server's answer.
         for (index, op) in msg.ops.iter().enumerate() {
             if let Op::Create { path, mode, .. } = op
-                && let Some(feature) = multi_create_needs(*mode).filter(|f| !self.features.may_have(*f))
+                && let feature = multi_create_needs(*mode)
+                && !self.features.may_have(feature)
             {
                 let source = Box::new(Error::Unsupported { path: path.clone(), feature });
                 return failed(Error::Multi { index, source });
@@ -60,10 +61,8 @@ impl Handler<Multi> for SessionActor {
                 if reply.is_ok() {
                     // Every create in it was sent as what it needs: the server has that.
                     for op in &ops {
-                        if let Op::Create { mode, .. } = op
-                            && let Some(feature) = multi_create_needs(*mode)
-                        {
-                            features.learned(feature, true);
+                        if let Op::Create { mode, .. } = op {
+                            features.learned(multi_create_needs(*mode), true);
                         }
                     }
                 }
@@ -82,8 +81,8 @@ impl Handler<Multi> for SessionActor {
 /// create), or else `create2`, because the client library encodes every other create in a
 /// `multi` as a `create2`, whatever the server's declared version: a ZooKeeper 3.4 cannot read
 /// such a `multi` at all.
-fn multi_create_needs(mode: CreateMode) -> Option<crate::session::Feature> {
-    Some(mode.needs().unwrap_or(crate::session::Feature::Create2))
+fn multi_create_needs(mode: CreateMode) -> crate::session::Feature {
+    mode.needs().unwrap_or(crate::session::Feature::Create2)
 }
 
 /// When a `multi`'s `reply` is an `Unimplemented` that a create of `ops` explains for certain:
@@ -104,7 +103,7 @@ fn refused_create(
 ) -> Option<(usize, crate::session::Feature)> {
     use zookeeper_client::Error::Unimplemented;
     let needs = |op: &Op| match op {
-        Op::Create { mode, .. } => multi_create_needs(*mode),
+        Op::Create { mode, .. } => Some(multi_create_needs(*mode)),
         _ => None,
     };
     match reply {

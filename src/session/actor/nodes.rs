@@ -5,10 +5,9 @@
 
 use super::*;
 
-/// How often the plain parents of a refused container create are sent again when they meet the
-/// connection the refusal closes, and the pause before each.
-const AFTER_REFUSAL_ATTEMPTS: u32 = 3;
-const AFTER_REFUSAL_PAUSE: Duration = Duration::from_millis(100);
+/// How many times the plain parents of a refused container create are sent when they meet the
+/// connection the refusal closes.
+const AFTER_REFUSAL_ATTEMPTS: u32 = 4;
 
 impl Handler<Create> for SessionActor {
     type Result = ResponseFuture<Result<Created>>;
@@ -267,6 +266,7 @@ impl Handler<EnsurePath> for SessionActor {
         // Containers where the server has them, plain persistent parents where it does not.
         let containers = msg.containers && self.features.may_have(crate::session::Feature::Containers);
         let features = self.features.clone();
+        let mut backoff = self.config.retry().with_max_attempts(AFTER_REFUSAL_ATTEMPTS).backoff();
         self.dispatch(span, move |client, _, _| {
             Box::pin(async move {
                 let mode = if containers { CreateMode::Container } else { CreateMode::Persistent };
@@ -277,14 +277,10 @@ impl Handler<EnsurePath> for SessionActor {
                         // The server closes the connection after refusing: the plain create
                         // may meet the closing connection. Making parents is idempotent, so
                         // it is sent again (the client reconnects by itself) a few times.
-                        let mut attempt = 0;
                         loop {
-                            match client.mkdir(&msg.path, &plain).await {
-                                Err(zookeeper_client::Error::ConnectionLoss) if attempt < AFTER_REFUSAL_ATTEMPTS => {
-                                    attempt += 1;
-                                    tokio::time::sleep(AFTER_REFUSAL_PAUSE).await;
-                                }
-                                made => break made.map_err(|e| Error::from_zk(&msg.path, e)),
+                            match client.mkdir(&msg.path, &plain).await.map_err(|e| Error::from_zk(&msg.path, e)) {
+                                Err(error @ Error::ConnectionLoss { .. }) => backoff.retry_after(error).await?,
+                                made => break made,
                             }
                         }
                     }

@@ -30,8 +30,9 @@ const MOVE_RETRY: Duration = Duration::from_millis(200);
 const CONFIG_RETRY: Duration = Duration::from_secs(1);
 
 impl SessionActor {
-    /// Reads the ensemble's configuration on the live client and watches it when it names
-    /// servers (a standalone server's names none: nothing to follow, no watch left on it).
+    /// Reads and watches the ensemble's configuration on the live client. One that names no
+    /// server (a standalone server's) leaves nothing to follow: its watch is dropped, which
+    /// removes it.
     pub(super) fn track_ensemble(&mut self, ctx: &mut Context<Self>) {
         if !self.config.ensemble_tracking() {
             return;
@@ -40,12 +41,8 @@ impl SessionActor {
         let State::Live(live) = &self.state else { return };
         let (client, retired, generation) = (live.client.clone(), live.thread.retired(), self.generation);
         let read = async move {
-            let (data, stat) = client.get_config().await?;
-            if Ensemble::parse(&data, stat.mzxid).is_none() {
-                return Ok(None);
-            }
             let (data, stat, watcher) = client.get_and_watch_config().await?;
-            Ok(Some((data, stat.mzxid, watcher)))
+            Ok(Ensemble::parse(&data, stat.mzxid).map(|ensemble| (ensemble, watcher)))
         };
         let read = send_now(read.instrument(tracing::debug_span!("zk.ensemble.read", generation)));
         let task = ctx.spawn(read.into_actor_free().map(
@@ -59,7 +56,7 @@ impl SessionActor {
                         debug!("the server publishes no ensemble configuration; nothing to follow");
                         act.config_watch = ConfigWatch::Untracked;
                     }
-                    Ok(Some((data, version, watcher))) => act.on_configuration(&data, version, watcher, retired, ctx),
+                    Ok(Some((ensemble, watcher))) => act.on_configuration(ensemble, watcher, retired, ctx),
                     // Read again when the connection is back (`link_up`), or soon if it already
                     // is (its news may have come before this answer).
                     Err(error) if Error::from_zk("/zookeeper/config", error.clone()).is_transient() => {
@@ -91,19 +88,16 @@ impl SessionActor {
 
     fn on_configuration(
         &mut self,
-        data: &[u8],
-        version: i64,
+        ensemble: Ensemble,
         watcher: zookeeper_client::OneshotWatcher,
         retired: Retired,
         ctx: &mut Context<Self>,
     ) {
         let generation = self.generation;
-        if let Some(ensemble) = Ensemble::parse(data, version) {
-            let hosts = ensemble.connect_string();
-            if self.ensemble.read(ensemble) {
-                info!(%hosts, version, "the ensemble was reconfigured; following it");
-                self.consider_moving(ctx);
-            }
+        let (hosts, version) = (ensemble.connect_string(), ensemble.version);
+        if self.ensemble.read(ensemble) {
+            info!(%hosts, version, "the ensemble was reconfigured; following it");
+            self.consider_moving(ctx);
         }
         if matches!(&self.state, State::Live(Live { link: Link::Moving { .. }, .. })) {
             // The client of `watcher` is retired and must not be polled; the move reads the
