@@ -204,6 +204,62 @@ async fn an_expired_consumers_items_go_to_another_and_its_late_ack_fails() {
     b.close().await;
 }
 
+/// Regression (issue 39, item 1): a settlement belongs to its delivery, not to its item. A
+/// worker held delivery D1 when its consumer's session expired; the consumer (concurrency 1)
+/// delivered the same item again as D2 on the new session. D1's late ack answered `Ok` and
+/// deleted D2's claim and the item under D2's worker; D1's late nack bumped the item and a third
+/// delivery went out while D2 was being worked on. Now both answer `Revoked`, and D2 stays valid.
+async fn a_late_settle_of_a_revoked_delivery_spares_its_redelivery(outcome: Outcome) {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("queue-late-settle");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let id = Queue::new(s.clone(), "/q").put(b"x".to_vec()).await.expect("put");
+    let ledger = Ledger::default();
+    let _consumer = QueueConsumerActor::new(
+        s.clone(),
+        workers(ConsumerConfig::new("/q"), 1, &ledger, Behaviour::Hold(3)).with_concurrency(1),
+    )
+    .start();
+    wait_until("D1 is held", || ledger.held.lock().expect("held").len() == 1).await;
+    let version_before = s.exists(&format!("/q/{id}")).await.expect("exists").expect("item").version;
+    let info = s.session().await.expect("session").info;
+    expire_session(&zk.connect_string(), &info).await.expect("expire");
+    wait_until("D1 revoked", || ledger.revoked.lock().expect("revoked").len() == 1).await;
+    wait_until("D2 is held", || ledger.held.lock().expect("held").len() == 2).await;
+    let (d1, d2) = {
+        let held = ledger.held.lock().expect("held");
+        (held[0].clone(), held[1].clone())
+    };
+    assert_eq!((d1.id.as_str(), d2.id.as_str()), (id.as_str(), id.as_str()), "the same item, delivered twice");
+    assert!(d2.token > d1.token, "D2 is a later claim: {:?} then {:?}", d1.token, d2.token);
+
+    let late = match outcome {
+        Outcome::Ack => d1.ack().await,
+        Outcome::Nack => d1.nack().await,
+    };
+    assert!(matches!(late, Err(QueueError::Revoked { .. })), "D1's late {outcome:?}: {late:?}");
+    let item = s.exists(&format!("/q/{id}")).await.expect("exists");
+    assert_eq!(item.map(|stat| stat.version), Some(version_before), "the item is untouched (no attempt counted)");
+    assert_eq!(children(&s, "/q/claims").await, vec![id.clone()], "D2's claim is intact");
+    assert_eq!(ledger.seen.lock().expect("ledger")[&b"x".to_vec()].len(), 2, "no third delivery");
+
+    assert_eq!(d2.ack().await, Ok(()), "D2's own ack");
+    assert!(items_left(&s).await.is_empty(), "acked by D2");
+    assert_eq!(ledger.seen.lock().expect("ledger")[&b"x".to_vec()].len(), 2, "two deliveries in all");
+    s.close().await;
+}
+
+#[actix_rt::test]
+async fn a_late_ack_of_a_revoked_delivery_spares_its_redelivery() {
+    a_late_settle_of_a_revoked_delivery_spares_its_redelivery(Outcome::Ack).await;
+}
+
+#[actix_rt::test]
+async fn a_late_nack_of_a_revoked_delivery_spares_its_redelivery() {
+    a_late_settle_of_a_revoked_delivery_spares_its_redelivery(Outcome::Nack).await;
+}
+
 #[actix_rt::test]
 async fn nacked_items_are_retried_then_dead_lettered() {
     init_tracing();

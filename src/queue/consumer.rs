@@ -113,8 +113,9 @@ pub struct QueueConsumerActor {
     /// Items that cannot be read (a final error such as `NoAuth`): reported once and skipped,
     /// never taken or claimed again by this consumer, so one bad item never blocks the rest.
     set_aside: HashSet<String>,
-    /// Deliveries revoked by a session's end, so that their late settlement says so.
-    revoked: HashSet<String>,
+    /// Deliveries revoked by a session's end (item and token), so that their late settlement
+    /// says so.
+    revoked: HashSet<(String, FencingToken)>,
     /// Settlements waiting to go out together in one `multi`.
     settling: Vec<PendingSettle>,
     flush_scheduled: bool,
@@ -619,17 +620,19 @@ impl QueueConsumerActor {
             ctx.stop();
             return;
         }
-        let orphaned: Vec<String> = self
+        let orphaned: Vec<(String, FencingToken)> = self
             .in_flight
             .iter()
             .filter(|(_, f)| !f.settling && !self.config.workers[f.worker].deliver.connected())
-            .map(|(id, _)| id.clone())
+            .map(|(id, f)| (id.clone(), f.token))
             .collect();
-        for id in orphaned {
+        for (id, token) in orphaned {
             info!(parent: &self.span, %id, "its worker stopped; the item will be delivered again");
             let me = ctx.address();
             ctx.spawn(
-                async move { me.send(Settle { id, outcome: Outcome::Nack }).await }.into_actor(self).map(|_, _, _| ()),
+                async move { me.send(Settle { id, token, outcome: Outcome::Nack }).await }
+                    .into_actor(self)
+                    .map(|_, _, _| ()),
             );
         }
     }
@@ -640,8 +643,8 @@ impl QueueConsumerActor {
             self.revoked.clear();
         }
         for (id, flight) in self.in_flight.drain() {
-            self.revoked.insert(id.clone());
-            self.config.workers[flight.worker].revoke.do_send(Revoked { id });
+            self.revoked.insert((id.clone(), flight.token));
+            self.config.workers[flight.worker].revoke.do_send(Revoked { id, token: flight.token });
         }
         self.count_in_flight();
         self.claiming.clear();
@@ -682,7 +685,7 @@ impl Actor for QueueConsumerActor {
                     let _ = deleted.await;
                 }));
             }
-            self.config.workers[flight.worker].revoke.do_send(Revoked { id });
+            self.config.workers[flight.worker].revoke.do_send(Revoked { id, token: flight.token });
         }
         // Claims sent whose reply we will never read (its future is dropped with us). Asked after
         // the creates (one session: requests are handled in order), so it sees every claim they
@@ -757,13 +760,20 @@ impl QueueConsumerActor {
     /// Settles a delivery and answers `answer` with the outcome. The worker's future may be
     /// gone by then: the settlement applies all the same (it was sent when the worker made it).
     fn settle(&mut self, msg: Settle, answer: oneshot::Sender<Result<(), QueueError>>, ctx: &mut Context<Self>) {
-        let Settle { id, outcome } = msg;
+        let Settle { id, token, outcome } = msg;
+        let was_revoked = self.revoked.remove(&(id.clone(), token));
         let Some(flight) = self.in_flight.get(&id) else {
-            let error =
-                if self.revoked.remove(&id) { QueueError::Revoked { id } } else { QueueError::UnknownDelivery { id } };
+            let error = if was_revoked { QueueError::Revoked { id } } else { QueueError::UnknownDelivery { id } };
             let _ = answer.send(Err(error));
             return;
         };
+        if flight.token != token {
+            // An earlier delivery of an item delivered again since (after a session's end, or a
+            // nack): settling it would settle the later delivery's claim under its worker.
+            debug!(parent: &self.span, %id, %token, current = %flight.token, "settlement of an earlier delivery");
+            let _ = answer.send(Err(QueueError::Revoked { id }));
+            return;
+        }
         if flight.generation != self.generation {
             self.in_flight.remove(&id);
             let _ = answer.send(Err(QueueError::Revoked { id }));

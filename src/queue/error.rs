@@ -13,7 +13,9 @@ pub enum QueueError {
         queue: String,
     },
     /// The delivery belonged to a session that has ended before this settlement was confirmed
-    /// on it. Nothing is ever sent for it on a later session. The settlement was not applied,
+    /// on it, or the item has been delivered again since (a later delivery, with a larger token,
+    /// holds it now and stays valid). Nothing is ever sent for it on a later session or against
+    /// a later delivery's claim. The settlement was not applied,
     /// unless it reached the server in the session's last moments and the fault that ended the
     /// session also lost its reply; either way the item no longer belongs to this delivery: it
     /// is delivered again (perhaps to another consumer) unless it is already settled.

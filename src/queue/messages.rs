@@ -58,13 +58,13 @@ impl Delivery {
     }
 
     fn settle(&self, outcome: Outcome) -> impl Future<Output = Result<(), QueueError>> + 'static {
-        let id = self.id.clone();
+        let (id, token) = (self.id.clone(), self.token);
         // A consumer that has stopped revoked this delivery already.
         let (answer, answered) = futures::channel::oneshot::channel();
         let sent = self.settle.upgrade().map(|consumer| {
             // Not `send`: actix skips a request whose caller went before it was handled, and a
             // dropped settlement would hold its claim (and its slot) until the consumer stops.
-            consumer.do_send(SettleAnswering { settle: Settle { id: id.clone(), outcome }, answer })
+            consumer.do_send(SettleAnswering { settle: Settle { id: id.clone(), token, outcome }, answer })
         });
         async move {
             match sent {
@@ -82,6 +82,9 @@ impl Delivery {
 pub struct Revoked {
     /// The item.
     pub id: String,
+    /// The revoked delivery's token ([`Delivery::token`]): the same item may be delivered again,
+    /// with a larger token, and that delivery is not revoked.
+    pub token: FencingToken,
 }
 
 /// Resolves once the consumer is idle: nothing delivered, claimed or being settled, and its
@@ -123,11 +126,17 @@ pub enum Outcome {
 }
 
 /// Settle a delivery (what [`Delivery::ack`] and [`Delivery::nack`] send).
+///
+/// A settlement names the delivery, not only the item: the same item may be delivered again
+/// (after a session's end or a nack), and a settlement of an earlier delivery then answers
+/// [`QueueError::Revoked`] and changes nothing.
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "Result<(), QueueError>")]
 pub struct Settle {
     /// The item.
     pub id: String,
+    /// The delivery's token ([`Delivery::token`]).
+    pub token: FencingToken,
     /// Ack or nack.
     pub outcome: Outcome,
 }
