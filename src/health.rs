@@ -27,8 +27,9 @@ use tokio::sync::watch;
 use crate::recipe::FencingToken;
 use crate::session::{Lease, SessionId};
 
-/// Where the session stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where the session stands. Its `Debug` prints ages in milliseconds (`Connected { for_ms: 1200,
+/// .. }`), not raw `Instant`s, so that a health endpoint can print it as is.
+#[derive(Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SessionState {
     /// No session yet (the first connection, or a rebuild after an expiry), since then.
@@ -52,8 +53,36 @@ pub enum SessionState {
     Closed,
 }
 
-/// The session part of a [`Health`] snapshot.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How long ago `at` was, in whole milliseconds: what `Debug` prints instead of an `Instant`.
+fn ms_ago(at: Instant) -> u128 {
+    at.elapsed().as_millis()
+}
+
+/// How long until `at`, in milliseconds (negative once past).
+fn ms_left(at: Instant) -> i128 {
+    let now = Instant::now();
+    match at.checked_duration_since(now) {
+        Some(left) => left.as_millis() as i128,
+        None => -(now.duration_since(at).as_millis() as i128),
+    }
+}
+
+impl std::fmt::Debug for SessionState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            SessionState::Connecting { since } => f.debug_struct("Connecting").field("for_ms", &ms_ago(since)).finish(),
+            SessionState::Connected { since, read_only } => {
+                f.debug_struct("Connected").field("for_ms", &ms_ago(since)).field("read_only", &read_only).finish()
+            }
+            SessionState::Suspended { since } => f.debug_struct("Suspended").field("for_ms", &ms_ago(since)).finish(),
+            SessionState::Closed => f.write_str("Closed"),
+        }
+    }
+}
+
+/// The session part of a [`Health`] snapshot. Its `Debug` prints ages in milliseconds
+/// (`last_contact_ms_ago`, `valid_for_ms`, negative once the lease is past).
+#[derive(Clone, PartialEq, Eq)]
 pub struct SessionHealth {
     /// Where the session stands.
     pub state: SessionState,
@@ -104,8 +133,20 @@ pub enum RecipeState {
     },
 }
 
-/// One recipe in a [`Health`] snapshot.
-#[derive(Debug, Clone, PartialEq, Eq)]
+impl std::fmt::Debug for SessionHealth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionHealth")
+            .field("state", &self.state)
+            .field("session_id", &self.session_id)
+            .field("generation", &self.generation)
+            .field("last_contact_ms_ago", &self.last_contact.map(ms_ago))
+            .field("valid_for_ms", &self.valid_until.map(ms_left))
+            .finish()
+    }
+}
+
+/// One recipe in a [`Health`] snapshot. Its `Debug` prints `for_ms`, the age of its state.
+#[derive(Clone, PartialEq, Eq)]
 pub struct RecipeHealth {
     /// What it is: `lock`, `read-lock`, `write-lock`, `semaphore`, `election`, `queue-consumer`.
     pub kind: &'static str,
@@ -115,6 +156,17 @@ pub struct RecipeHealth {
     pub state: RecipeState,
     /// Since when it is in this state.
     pub since: Instant,
+}
+
+impl std::fmt::Debug for RecipeHealth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecipeHealth")
+            .field("kind", &self.kind)
+            .field("path", &self.path)
+            .field("state", &self.state)
+            .field("for_ms", &ms_ago(self.since))
+            .finish()
+    }
 }
 
 /// A session's health: the session, and every recipe running on it (in the order started).
@@ -313,6 +365,26 @@ impl Drop for HealthSlot {
 mod tests {
     use super::*;
     use futures::StreamExt;
+
+    #[test]
+    fn debug_prints_ages_in_milliseconds_not_instants() {
+        let since = Instant::now() - Duration::from_millis(1500);
+        let state = format!("{:?}", SessionState::Connected { since, read_only: false });
+        assert!(state.starts_with("Connected { for_ms: 15"), "{state}");
+        let health = SessionHealth {
+            state: SessionState::Suspended { since },
+            session_id: None,
+            generation: 1,
+            last_contact: Some(since),
+            valid_until: Some(Instant::now() - Duration::from_millis(200)),
+        };
+        let text = format!("{health:?}");
+        assert!(!text.contains("Instant"), "{text}");
+        assert!(text.contains("last_contact_ms_ago: Some(15"), "{text}");
+        assert!(text.contains("valid_for_ms: Some(-2"), "{text}");
+        let recipe = RecipeHealth { kind: "lock", path: "/l".into(), state: RecipeState::Waiting, since };
+        assert!(format!("{recipe:?}").contains("for_ms: 15"), "{recipe:?}");
+    }
 
     #[test]
     fn slots_come_and_go_and_each_change_is_published() {

@@ -339,3 +339,22 @@ async fn an_observer_started_while_cut_off_reads_the_election_on_the_new_session
     leader_session.close().await;
     watcher.close().await;
 }
+
+/// Issue 39, item 11: the observer's handle has a `stop()` like every other handle; once it
+/// resolved, the observer answers `Stopped` and its event stream ends.
+#[actix_rt::test]
+async fn an_observer_stops_when_asked() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("observer-stop");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let observer = ElectionObserverHandle::start(s.clone(), "/e");
+    let mut events = observer.events();
+    assert_eq!(bounded("the first reading", observer.current()).await, Ok(None));
+    bounded("the observer stops", observer.stop()).await;
+    assert!(matches!(observer.current().await, Err(ElectionError::Stopped { .. })));
+    while let Some(event) = bounded("the stream ends", events.next()).await {
+        assert!(event.is_ok(), "{event:?}");
+    }
+    s.close().await;
+}

@@ -2,7 +2,7 @@
 //! rather than messages.
 //!
 //! Owns: turning each request into one message and its reply into a `Result` (a stopped cache
-//! is [`CacheError::Stopped`]). Does not own any state: the actor does. A handle holds a strong
+//! is [`DiscoveryError::Cache`] holding [`CacheError::Stopped`]). Does not own any state: the actor does. A handle holds a strong
 //! address: the cache lives while a handle (or another address) does.
 
 use std::future::Future;

@@ -18,7 +18,7 @@ use actix::prelude::*;
 use tracing::{debug, info, warn};
 
 use super::error::ElectionError;
-use super::messages::{CurrentProclamation, ProclamationChanged, SubscribeProclamations};
+use super::messages::{CurrentProclamation, ProclamationChanged, Stop, SubscribeProclamations};
 use super::proclamation::{Observed, Proclamation, Reading, Step};
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
@@ -356,5 +356,15 @@ impl Handler<SubscribeProclamations> for ElectionObserver {
             msg.recipient.do_send(ProclamationChanged { current: current.clone() });
         }
         self.subscribers.add(msg.recipient);
+    }
+}
+
+impl Handler<Stop> for ElectionObserver {
+    type Result = ();
+
+    /// An observer takes no part in the election: stopping it only stops watching.
+    fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
+        info!(path = %self.path, "observer stopping");
+        ctx.stop();
     }
 }

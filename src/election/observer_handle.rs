@@ -10,7 +10,7 @@ use std::future::Future;
 use actix::prelude::*;
 
 use super::error::ElectionError;
-use super::messages::{CurrentProclamation, ProclamationChanged, SubscribeProclamations};
+use super::messages::{CurrentProclamation, ProclamationChanged, Stop, SubscribeProclamations};
 use super::observer::ElectionObserver;
 use super::proclamation::Proclamation;
 use crate::events::EventStream;
@@ -72,5 +72,15 @@ impl ElectionObserverHandle {
     /// current reading.
     pub fn subscribe(&self, recipient: Recipient<ProclamationChanged>) {
         self.addr.do_send(SubscribeProclamations { recipient });
+    }
+
+    /// Stops the observer (an observer holds no node: there is nothing to delete). Sent when
+    /// called; the future resolves once the actor has stopped.
+    ///
+    /// # Cancel safety
+    /// The stop is sent when this is called: dropping the future loses only the wait.
+    pub fn stop(&self) -> impl Future<Output = ()> + 'static {
+        self.addr.do_send(Stop);
+        crate::reply::stopped(self.addr.clone())
     }
 }

@@ -106,7 +106,7 @@ impl SessionHandle {
     }
 
     /// The session's health now, with every recipe running on it: for readiness and liveness
-    /// probes (`docs/health.md`). Built when asked; no request is sent.
+    /// probes (`docs/recipes/health.md`). Built when asked; no request is sent.
     pub fn health(&self) -> Health {
         self.health.snapshot()
     }

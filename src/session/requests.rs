@@ -11,7 +11,19 @@
 use std::time::Duration;
 
 use actix::{Message, Recipient};
-pub use zookeeper_client::{Acl, AuthId, Permission, SessionInfo, Stat};
+/// An access control entry: who (`AuthId`) may do what (`Permission`) on a node.
+pub use zookeeper_client::Acl;
+/// An identity in an ACL: a scheme (`world`, `digest`, `sasl`, `x509`, `ip`) and an id.
+pub use zookeeper_client::AuthId;
+/// What an ACL entry permits (read, write, create, delete, admin).
+pub use zookeeper_client::Permission;
+/// A session's id and password, as the server knows it (what reconnecting to it takes).
+pub use zookeeper_client::SessionInfo;
+/// A node's metadata as the server reports it: `czxid` (the create's transaction id: a fencing
+/// token), `mzxid`, `version` (data changes since creation: what a conditional `set_data` or
+/// `delete` checks), `cversion` (children changes), `ephemeral_owner` (the session owning an
+/// ephemeral node, 0 otherwise), `data_length`, `num_children` and the times in milliseconds.
+pub use zookeeper_client::Stat;
 
 use super::events::{SessionEvent, SessionId, WatchEvent, WatchId};
 use crate::error::Result;
