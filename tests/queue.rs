@@ -234,9 +234,10 @@ async fn a_late_settle_of_a_revoked_delivery_spares_its_redelivery(outcome: Outc
     assert_eq!((d1.id.as_str(), d2.id.as_str()), (id.as_str(), id.as_str()), "the same item, delivered twice");
     assert!(d2.token > d1.token, "D2 is a later claim: {:?} then {:?}", d1.token, d2.token);
 
-    let late = match outcome {
+    let late = match &outcome {
         Outcome::Ack => d1.ack().await,
         Outcome::Nack => d1.nack().await,
+        Outcome::DeadLetter { reason } => d1.dead_letter(reason.clone()).await,
     };
     assert!(matches!(late, Err(QueueError::Revoked { .. })), "D1's late {outcome:?}: {late:?}");
     let item = s.exists(&format!("/q/{id}")).await.expect("exists");
@@ -258,6 +259,11 @@ async fn a_late_ack_of_a_revoked_delivery_spares_its_redelivery() {
 #[actix_rt::test]
 async fn a_late_nack_of_a_revoked_delivery_spares_its_redelivery() {
     a_late_settle_of_a_revoked_delivery_spares_its_redelivery(Outcome::Nack).await;
+}
+
+#[actix_rt::test]
+async fn a_late_dead_letter_of_a_revoked_delivery_spares_its_redelivery() {
+    a_late_settle_of_a_revoked_delivery_spares_its_redelivery(Outcome::DeadLetter { reason: "late".into() }).await;
 }
 
 #[actix_rt::test]
@@ -285,6 +291,68 @@ async fn nacked_items_are_retried_then_dead_lettered() {
     let dead = children(&s, "/dlq").await;
     let data = s.get_data(&format!("/dlq/{}", dead[0])).await.expect("dead letter").data;
     assert!(data.starts_with(b"poison-"), "the dead letter keeps the item's data");
+    assert!(items_left(&s).await.is_empty());
+    s.close().await;
+}
+
+/// Issue 39, item 8: a worker sets one poison item aside at once (`Delivery::dead_letter`),
+/// while another item's failure is retried under the attempt limit. Without a dead-letter path
+/// the call is refused typed and changes nothing.
+#[actix_rt::test]
+async fn a_worker_dead_letters_one_poison_item_at_once_and_others_are_retried() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("queue-dead-letter-now");
+    let s = session_at(&zk.connect_string(), &root).await;
+    Queue::new(s.clone(), "/q").put_all(vec![b"poison".to_vec(), b"flaky".to_vec()]).await.expect("put");
+    let ledger = Ledger::default();
+    let _consumer = QueueConsumerActor::new(
+        s.clone(),
+        workers(ConsumerConfig::new("/q"), 1, &ledger, Behaviour::Hold(2))
+            .with_concurrency(2)
+            .with_max_attempts(5)
+            .with_dead_letter("/dlq"),
+    )
+    .start();
+    wait_until("both items held", || ledger.held.lock().expect("held").len() == 2).await;
+    let held = ledger.held.lock().expect("held").clone();
+    let poison = held.iter().find(|d| d.data == b"poison").expect("poison").clone();
+    let flaky = held.iter().find(|d| d.data == b"flaky").expect("flaky").clone();
+    assert_eq!((poison.attempt, flaky.attempt), (1, 1));
+    assert_eq!(poison.dead_letter("cannot parse").await, Ok(()), "set aside at once");
+    assert_eq!(flaky.nack().await, Ok(()), "retried");
+    wait_until("flaky delivered again and acked", || ledger.acked.load(Ordering::SeqCst) == 1).await;
+
+    let dead = children(&s, "/dlq").await;
+    assert_eq!(dead.len(), 1, "one dead letter: {dead:?}");
+    let data = s.get_data(&format!("/dlq/{}", dead[0])).await.expect("dead letter").data;
+    assert_eq!(data, b"poison", "the dead letter keeps the item's data");
+    let seen = ledger.seen.lock().expect("ledger").clone();
+    assert_eq!(seen[&b"poison".to_vec()], vec![1], "the poison item was delivered once, on its first attempt");
+    assert_eq!(seen[&b"flaky".to_vec()], vec![1, 2], "the other failure was retried");
+    assert!(items_left(&s).await.is_empty());
+    assert!(children(&s, "/q/claims").await.is_empty());
+    assert!(matches!(poison.ack().await, Err(QueueError::UnknownDelivery { .. })), "settled once");
+    s.close().await;
+}
+
+#[actix_rt::test]
+async fn dead_letter_without_a_dead_letter_path_is_refused_and_changes_nothing() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("queue-dead-letter-nowhere");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let id = Queue::new(s.clone(), "/q").put(b"poison".to_vec()).await.expect("put");
+    let ledger = Ledger::default();
+    let _consumer =
+        QueueConsumerActor::new(s.clone(), workers(ConsumerConfig::new("/q"), 1, &ledger, Behaviour::Hold(1))).start();
+    wait_until("the item is held", || ledger.held.lock().expect("held").len() == 1).await;
+    let delivery = ledger.held.lock().expect("held")[0].clone();
+    let refused = delivery.dead_letter("cannot parse").await;
+    assert!(matches!(refused, Err(QueueError::DeadLetterUnavailable { .. })), "{refused:?}");
+    assert_eq!(items_left(&s).await, vec![id.clone()], "the item is still queued");
+    assert_eq!(children(&s, "/q/claims").await, vec![id], "and still claimed by its delivery");
+    assert_eq!(delivery.ack().await, Ok(()), "the delivery is still held and can be settled");
     assert!(items_left(&s).await.is_empty());
     s.close().await;
 }

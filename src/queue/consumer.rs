@@ -566,17 +566,23 @@ impl QueueConsumerActor {
 
     /// The operations that settle `id` as `outcome`, and what they do to the item (its metric's
     /// event: `acked`, `nacked` or `dead_lettered`).
-    fn settle_ops(&self, id: &str, flight: &InFlight, outcome: Outcome) -> (Vec<Op>, &'static str) {
+    fn settle_ops(&self, id: &str, flight: &InFlight, outcome: &Outcome) -> (Vec<Op>, &'static str) {
         let Some(claim) = flight.claim.clone() else { return (Vec::new(), "acked") };
         let item = self.item_path(id);
         let mut ops = vec![Op::Delete { path: claim, version: None }];
         let attempt = u32::try_from(flight.version).unwrap_or(0) + 1;
-        let event = match outcome {
-            Outcome::Ack => {
+        let dead = match outcome {
+            Outcome::Ack => None,
+            Outcome::Nack => Some(self.config.max_attempts.is_some_and(|max| attempt >= max)),
+            // A worker's call: at once, whatever the attempt count.
+            Outcome::DeadLetter { .. } => Some(true),
+        };
+        let event = match dead {
+            None => {
                 ops.push(Op::Delete { path: item, version: None });
                 "acked"
             }
-            Outcome::Nack if self.config.max_attempts.is_some_and(|max| attempt >= max) => {
+            Some(true) => {
                 if let Some(dead) = &self.config.dead_letter {
                     // A new sequence number in the dead-letter queue: two queues may share one
                     // dead-letter path, and their item names collide.
@@ -590,7 +596,7 @@ impl QueueConsumerActor {
                 "dead_lettered"
             }
             // Rewriting the same data bumps the version, which counts the attempts.
-            Outcome::Nack => {
+            Some(false) => {
                 ops.push(Op::SetData { path: item, data: flight.data.clone(), version: Some(flight.version) });
                 "nacked"
             }
@@ -783,7 +789,22 @@ impl QueueConsumerActor {
             let _ = answer.send(Err(QueueError::AlreadySettling { id }));
             return;
         }
-        let (ops, event) = self.settle_ops(&id, flight, outcome);
+        if let Outcome::DeadLetter { reason } = &outcome {
+            // Refused before anything is sent: the delivery stays held, to be acked or nacked.
+            let why = if flight.claim.is_none() {
+                Some("the consumer delivers at most once: the item left the queue when it was delivered")
+            } else if self.config.dead_letter.is_none() {
+                Some("the consumer has no dead-letter path (ConsumerConfig::with_dead_letter)")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                let _ = answer.send(Err(QueueError::DeadLetterUnavailable { id, why }));
+                return;
+            }
+            warn!(parent: &self.span, %id, %reason, "dead-lettered by its worker");
+        }
+        let (ops, event) = self.settle_ops(&id, flight, &outcome);
         let (generation, token) = (flight.generation, flight.token);
         let Some(claim) = flight.claim.clone() else {
             // At-most-once: the item left the queue before it was delivered.

@@ -38,6 +38,15 @@ pub enum QueueError {
         /// The item.
         id: String,
     },
+    /// [`Delivery::dead_letter`](super::Delivery::dead_letter) cannot set the item aside:
+    /// nothing was changed and the delivery is still held (ack or nack it).
+    #[error("cannot dead-letter {id}: {why}")]
+    DeadLetterUnavailable {
+        /// The item.
+        id: String,
+        /// Why: the consumer has no dead-letter path, or it delivers at most once.
+        why: &'static str,
+    },
     /// No delivery with this id is in flight at this consumer.
     #[error("no delivery {id} is in flight here")]
     UnknownDelivery {

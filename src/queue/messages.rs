@@ -57,6 +57,22 @@ impl Delivery {
         self.settle(Outcome::Nack)
     }
 
+    /// Poison: move the item to the consumer's dead-letter path now, whatever its attempt
+    /// count (other failures, nacked, are retried under the consumer's attempt limit). The item
+    /// is moved as it was put (same data; `reason` is logged with it, not stored), in one
+    /// `multi` with the claim's delete, as a dead letter after the last attempt is.
+    ///
+    /// Fails with [`QueueError::DeadLetterUnavailable`] when the consumer has no dead-letter
+    /// path or delivers at most once (the item is not in the queue any more): nothing changes,
+    /// and the delivery is still to be settled. Fails as [`ack`](Self::ack) does when this
+    /// consumer no longer holds it.
+    ///
+    /// # Cancel safety
+    /// Sent when this is called, as [`ack`](Self::ack) is.
+    pub fn dead_letter(&self, reason: impl Into<String>) -> impl Future<Output = Result<(), QueueError>> + 'static {
+        self.settle(Outcome::DeadLetter { reason: reason.into() })
+    }
+
     fn settle(&self, outcome: Outcome) -> impl Future<Output = Result<(), QueueError>> + 'static {
         let (id, token) = (self.id.clone(), self.token);
         // A consumer that has stopped revoked this delivery already.
@@ -117,12 +133,17 @@ pub(crate) struct SettleAnswering {
 }
 
 /// How a delivery ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// Processed: remove the item.
     Ack,
     /// Not processed: deliver again (or dead-letter).
     Nack,
+    /// Poison: move the item to the dead-letter path now ([`Delivery::dead_letter`]).
+    DeadLetter {
+        /// Why, as the worker says (logged with the move).
+        reason: String,
+    },
 }
 
 /// Settle a delivery (what [`Delivery::ack`] and [`Delivery::nack`] send).
