@@ -74,3 +74,42 @@ async fn the_control_under_the_world_acl_another_identity_reaches_both() {
     assert_eq!(reach.read_payload, Ok(()));
     assert_eq!(reach.delete_lock_node, Ok(()), "the world ACL lets anyone delete the lock node");
 }
+
+/// Issue 39, item 13: `get_acl` and `set_acl` on the session handle. A node made open is closed
+/// to the creator alone with `set_acl`: another identity can no longer read it, `get_acl` reads
+/// the new ACL back with its version, a `set_acl` at a stale ACL version is refused, and an
+/// empty ACL is refused typed before it is sent.
+#[actix_rt::test]
+async fn get_acl_and_set_acl_protect_an_open_node() {
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("acl-set");
+    let (alice, _) = connected(SessionConfig::new(zk.connect_string()).with_digest_auth("alice", "alice-secret")).await;
+    let (mallory, _) =
+        connected(SessionConfig::new(zk.connect_string()).with_digest_auth("mallory", "mallory-secret")).await;
+    let node = format!("{root}/secret");
+    alice.ensure_path(&root).await.expect("root");
+    alice.create(&node, b"s3cret".to_vec(), CreateMode::Persistent).await.expect("create");
+    let (open, stat) = alice.get_acl(&node).await.expect("get_acl");
+    assert_eq!((open.len(), open[0].scheme(), open[0].id()), (1, "world", "anyone"), "{open:?}");
+    assert_eq!(stat.aversion, 0);
+    mallory.get_data(&node).await.expect("the control: mallory reads the open node");
+
+    let creator_only = vec![Acl::new_const(Permission::ALL, "auth", "")];
+    let stat = alice.set_acl(&node, creator_only, Some(0)).await.expect("set_acl");
+    assert_eq!(stat.aversion, 1);
+    let (closed, _) = alice.get_acl(&node).await.expect("get_acl");
+    assert_eq!((closed[0].scheme(), closed[0].permission()), ("digest", Permission::ALL), "{closed:?}");
+    assert!(closed[0].id().starts_with("alice:"), "{closed:?}");
+    let read = mallory.get_data(&node).await;
+    assert!(matches!(read, Err(Error::NoAuth { .. })), "mallory after set_acl: {read:?}");
+    let stale = alice.set_acl(&node, vec![Acl::new_const(Permission::ALL, "world", "anyone")], Some(0)).await;
+    assert!(matches!(stale, Err(Error::BadVersion { .. })), "stale aversion: {stale:?}");
+    let empty = alice.set_acl(&node, Vec::new(), None).await;
+    assert!(matches!(empty, Err(Error::InvalidAcl { ref path }) if path == &node), "empty ACL: {empty:?}");
+    let missing = alice.get_acl(&format!("{root}/none")).await;
+    assert!(matches!(missing, Err(Error::NoNode { .. })), "{missing:?}");
+    alice.delete(&node, None).await.expect("alice deletes her node");
+    alice.close().await;
+    mallory.close().await;
+}

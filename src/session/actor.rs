@@ -781,6 +781,15 @@ impl Actor for SessionActor {
         // later than ones sent after it, and request order is what pipelining relies on.
         ctx.set_mailbox_capacity(1 << 20);
         self.me = Some(ctx.address().downgrade());
+        if self.config.world_open_with_auth() {
+            // Authentication names who we are; it protects nothing while the nodes we make
+            // let anyone in (README, "Protecting nodes").
+            warn!(
+                "authentication is configured but the default ACL is open to the world: every node \
+                 the recipes make stays readable, writable and deletable by anyone; set \
+                 SessionConfig::with_default_acl (e.g. creator-only)"
+            );
+        }
         ctx.run_interval(SWEEP_INTERVAL, |act, ctx| act.sweep(ctx));
         self.connect(ctx, 0);
     }

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use zookeeper_client::Acl;
+use zookeeper_client::{Acl, Permission};
 
 use crate::error::Error;
 use crate::path;
@@ -317,6 +317,19 @@ impl SessionConfig {
         &self.default_acl
     }
 
+    /// Authentication is configured while some entry of the default ACL lets the whole world
+    /// write, delete or administer (`world:anyone` with more than `READ`): the session warns.
+    pub(crate) fn world_open_with_auth(&self) -> bool {
+        !self.auth.is_empty()
+            && self.default_acl.iter().any(|acl| {
+                acl.scheme() == "world"
+                    && acl.id() == "anyone"
+                    && [Permission::WRITE, Permission::DELETE, Permission::ADMIN]
+                        .into_iter()
+                        .any(|permission| acl.permission().has(permission))
+            })
+    }
+
     /// The rebuild policy.
     pub fn rebuild_policy(&self) -> &RebuildPolicy {
         &self.rebuild
@@ -450,6 +463,21 @@ impl RebuildPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auth_with_a_world_open_default_acl_is_flagged() {
+        let plain = SessionConfig::new("a:1");
+        assert!(!plain.world_open_with_auth(), "no auth: nothing to warn about");
+        let auth = SessionConfig::new("a:1").with_digest_auth("svc", "secret");
+        assert!(auth.world_open_with_auth(), "auth with the default (world, ALL) ACL");
+        let creator_only = auth.clone().with_default_acl(vec![Acl::new_const(Permission::ALL, "auth", "")]);
+        assert!(!creator_only.world_open_with_auth());
+        let world_read = auth.with_default_acl(vec![
+            Acl::new_const(Permission::ALL, "auth", ""),
+            Acl::new_const(Permission::READ, "world", "anyone"),
+        ]);
+        assert!(!world_read.world_open_with_auth(), "readable by all is a choice, not an accident");
+    }
 
     #[test]
     fn connect_string_splits_chroot() {

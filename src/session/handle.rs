@@ -231,6 +231,30 @@ impl SessionHandle {
         self.request(SetData { path: path.into(), data: data.into(), version })
     }
 
+    /// Reads a node's ACL and its stat (the stat's `aversion` is the ACL's version).
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a read; dropping the future loses only the answer.
+    pub fn get_acl(&self, path: &str) -> impl Future<Output = Result<(Vec<Acl>, Stat)>> + 'static + use<> {
+        self.request(GetAcl { path: path.into() })
+    }
+
+    /// Replaces a node's ACL, optionally only at ACL version `version` (`aversion`). An empty
+    /// ACL is refused before it is sent ([`Error::InvalidAcl`]). Needs the `ADMIN` permission on
+    /// the node ([`Error::NoAuth`] otherwise).
+    ///
+    /// # Cancel safety
+    /// The write is sent when this is called: dropping the future does not withdraw it, and
+    /// only its answer is lost.
+    pub fn set_acl(
+        &self,
+        path: &str,
+        acl: Vec<Acl>,
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<Stat>> + 'static + use<> {
+        self.request(SetAcl { path: path.into(), acl, version })
+    }
+
     /// Reads a node's stat, `None` if it does not exist.
     ///
     /// # Cancel safety

@@ -162,6 +162,27 @@ pub struct SetData {
     pub version: Option<i32>,
 }
 
+/// Read a node's ACL, with its stat (`aversion` is the ACL's version).
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<(Vec<Acl>, Stat)>")]
+pub struct GetAcl {
+    /// The node.
+    pub path: String,
+}
+
+/// Replace a node's ACL, optionally only at a given ACL version (the stat's `aversion`).
+/// Returns the new stat.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "Result<Stat>")]
+pub struct SetAcl {
+    /// The node.
+    pub path: String,
+    /// The new ACL (not empty: the server refuses an empty one, `InvalidAcl`).
+    pub acl: Vec<Acl>,
+    /// Write only if the ACL's version (`aversion`) is this one.
+    pub version: Option<i32>,
+}
+
 /// Read a node's stat (`None` if it does not exist), optionally leaving a one-shot watch
 /// (creation, data change or deletion).
 #[derive(Message, Debug, Clone)]

@@ -160,6 +160,40 @@ impl Handler<SetData> for SessionActor {
     }
 }
 
+impl Handler<GetAcl> for SessionActor {
+    type Result = ResponseFuture<Result<(Vec<Acl>, Stat)>>;
+
+    fn handle(&mut self, msg: GetAcl, _: &mut Context<Self>) -> Self::Result {
+        if let Err(err) = self.check(&msg.path, false) {
+            return failed(err);
+        }
+        let span = self.span("get_acl", &msg.path);
+        self.dispatch(span, move |client, _, _| {
+            Box::pin(async move { client.get_acl(&msg.path).await.map_err(|e| Error::from_zk(&msg.path, e)) })
+        })
+    }
+}
+
+impl Handler<SetAcl> for SessionActor {
+    type Result = ResponseFuture<Result<Stat>>;
+
+    fn handle(&mut self, msg: SetAcl, _: &mut Context<Self>) -> Self::Result {
+        if let Err(err) = self.check(&msg.path, false) {
+            return failed(err);
+        }
+        if msg.acl.is_empty() {
+            // The server answers `InvalidAcl`; say so before sending, naming the node.
+            return failed(Error::InvalidAcl { path: msg.path });
+        }
+        let span = self.span("set_acl", &msg.path);
+        self.dispatch(span, move |client, _, _| {
+            Box::pin(async move {
+                client.set_acl(&msg.path, &msg.acl, msg.version).await.map_err(|e| Error::from_zk(&msg.path, e))
+            })
+        })
+    }
+}
+
 impl Handler<Exists> for SessionActor {
     type Result = ResponseFuture<Result<Option<Stat>>>;
 
