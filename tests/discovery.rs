@@ -189,10 +189,24 @@ async fn caches_see_updates_and_unregistering_or_dropping_removes_the_instance()
     registration.update(instance("a1", 2)).await.expect("updated");
     let (i, updated) = seen.wait_for(i + 1, WAIT, |e| matches!(e, ServiceCacheEvent::InstanceUpdated { .. })).await;
     assert!(matches!(updated, ServiceCacheEvent::InstanceUpdated { instance } if instance.port == Some(2)));
+    assert_eq!(registration.instance().port, Some(2), "the registration exposes its current instance");
+    // An update from the current instance keeps what it does not change, the registration time
+    // included (a freshly built instance resets it).
+    let registered_at = registration.instance().registration_time_utc;
+    let mut drained = registration.instance();
+    drained.enabled = false;
+    registration.update(drained).await.expect("updated");
+    let (i, updated) = seen.wait_for(i + 1, WAIT, |e| matches!(e, ServiceCacheEvent::InstanceUpdated { .. })).await;
+    assert!(
+        matches!(&updated, ServiceCacheEvent::InstanceUpdated { instance }
+            if !instance.enabled && instance.port == Some(2) && instance.registration_time_utc == registered_at),
+        "{updated:?}"
+    );
     let wrong = registration.update(instance("b2", 2)).await;
     assert!(matches!(wrong, Err(DiscoveryError::NotThisInstance { .. })), "{wrong:?}");
     let held = cache.instances().await.expect("held");
     assert_eq!(held.iter().map(|i| (i.id.as_str(), i.port)).collect::<Vec<_>>(), [("a1", Some(2))]);
+    assert!(!registration.instance().enabled, "a refused update leaves the current instance as it was");
 
     registration.unregister().await;
     let (i, _) = seen.wait_for(i + 1, WAIT, removed("a1")).await;
@@ -227,6 +241,11 @@ async fn a_node_that_is_not_an_instance_is_skipped_and_the_others_are_served() {
     let ids = |v: Vec<ServiceInstance>| v.into_iter().map(|i| i.id).collect::<Vec<_>>();
     assert_eq!(ids(cache.instances().await.expect("held")), ["good"]);
     assert_eq!(ids(d.query_for_instances("billing").await.expect("read")), ["good"]);
+    let queried = d.query_for_instances_and_skipped("billing").await.expect("read");
+    assert_eq!(ids(queried.instances), ["good"]);
+    assert_eq!(queried.skipped.len(), 1, "{:?}", queried.skipped);
+    assert_eq!(queried.skipped[0].path, "/services/billing/junk", "the query says which node it skipped");
+    assert!(!queried.skipped[0].reason.is_empty());
     let why = d.query_for_instance("billing", "junk").await;
     assert!(matches!(why, Err(DiscoveryError::Unreadable { .. })), "{why:?}");
 

@@ -13,6 +13,7 @@ use actix_zookeeper::prelude::*;
 use actix_zookeeper::testkit::{RoleProcess, TestZooKeeper, unique_root};
 use common::curator::{CuratorPeer, off_thread as peer};
 use common::*;
+use futures::StreamExt;
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -244,5 +245,72 @@ async fn curator_caches_see_ours_register_update_and_go_when_our_process_is_kill
     registration.unregister().await;
     let (_java, seen) = peer(java, |p| p.wait_event(WAIT, |e| e == "CACHE -")).await;
     seen.expect("Curator's cache sees our unregistration");
+    s.close().await;
+}
+
+/// Issue 39, item 9 (row "Curator registers an id a live registration of ours holds"): Curator's
+/// `registerService` meets our node, deletes it and creates its own, twice at most. Our
+/// registration hears each deletion (`Deleted`) and registers again at once, so in most runs
+/// Curator's second create meets our node again, it deletes it once more and returns OK with no
+/// node of its own; in the others its create wins and ours waits (`Blocked`) until that node
+/// goes. Either way exactly one node holds the id, it is the one a `Blocked` or `Created` of
+/// ours says, and Curator's OK does not mean its instance is registered.
+#[actix_rt::test]
+async fn curator_registering_an_id_we_hold_deletes_our_node_and_one_of_us_ends_up_holding_it() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("discovery-curator-collision");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let d = discovery(&s);
+    let ours = ServiceInstance::new("billing", "x").with_address("10.0.0.1").with_port(1);
+    let registration = d.register(ours).await.expect("registered");
+    let told = Recorded::<PersistentNodeEvent>::start();
+    let mut events = registration.events();
+    let recipient = told.recipient.clone();
+    actix_rt::spawn(async move {
+        while let Some(Ok(event)) = events.next().await {
+            recipient.do_send(event);
+        }
+    });
+    let java = start_peer(format!("{}{root}", zk.connect_string())).await;
+    let (mut java, registered) =
+        peer(java, |p| p.register_instance("billing", "x", "10.0.0.2", 2, "DYNAMIC", "-")).await;
+    registered.expect("Curator's registerService returns OK");
+
+    // Curator deleted our node at least once, and we heard it. Its `registerService` has
+    // returned, so its deletions are over: we settle once the node exists and our last event
+    // is a registration again or a wait behind Curator's node.
+    told.wait_for(0, WAIT, |e| matches!(e, PersistentNodeEvent::Deleted { .. })).await;
+    wait_until_async("one side holds the id and we have heard the last of it", || {
+        let (s, told) = (s.clone(), told.snapshot());
+        async move {
+            let settled =
+                matches!(told.last(), Some(PersistentNodeEvent::Created { .. } | PersistentNodeEvent::Blocked { .. }));
+            settled && matches!(s.exists("/services/billing/x").await, Ok(Some(_)))
+        }
+    })
+    .await;
+    let settled = told.snapshot().last().cloned().expect("an event");
+    let j = told.snapshot().len() - 1;
+    let holder = d.query_for_instance("billing", "x").await.expect("read").expect("exactly one node holds the id");
+    let owner = s.exists("/services/billing/x").await.expect("exists").expect("the node").ephemeral_owner;
+    let our_session = s.session().await.expect("session").info.id().0;
+    let deletions = told.snapshot().iter().filter(|e| matches!(e, PersistentNodeEvent::Deleted { .. })).count();
+    match settled {
+        PersistentNodeEvent::Created { .. } => {
+            assert_eq!((holder.address.as_deref(), owner), (Some("10.0.0.1"), our_session), "ours holds it");
+            tracing::info!(deletions, "Curator's registerService returned OK with no node of its own");
+        }
+        _ => {
+            assert_eq!(holder.address.as_deref(), Some("10.0.0.2"), "Curator's holds it and ours waits");
+            assert_ne!(owner, our_session);
+            // Ours takes the id once Curator's node goes (its process ends).
+            java.kill();
+            told.wait_for(j + 1, WAIT * 2, |e| matches!(e, PersistentNodeEvent::Created { .. })).await;
+        }
+    }
+    assert!((1..=2).contains(&deletions), "Curator deletes at most twice: {deletions}");
+    java.kill();
+    registration.unregister().await;
     s.close().await;
 }

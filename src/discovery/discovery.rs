@@ -83,26 +83,38 @@ impl ServiceDiscovery {
     }
 
     /// The instances of service `name` now, read from the server; a node that is not an
-    /// instance is left out (unlike Curator, which fails the whole query: use
-    /// [`query_for_instance`](Self::query_for_instance) to see why one is).
+    /// instance is left out (unlike Curator, which fails the whole query) and logged at `warn`
+    /// with why: [`query_for_instances_and_skipped`](Self::query_for_instances_and_skipped) says
+    /// which nodes were skipped.
     pub async fn query_for_instances(&self, name: &str) -> Result<Vec<ServiceInstance>, DiscoveryError> {
+        let queried = self.query_for_instances_and_skipped(name).await?;
+        for skipped in &queried.skipped {
+            tracing::warn!(path = %skipped.path, reason = %skipped.reason, "not a service instance; skipped");
+        }
+        Ok(queried.instances)
+    }
+
+    /// The instances of service `name` now, and the nodes under it that are not instances
+    /// (each with why). A node deleted between the listing and its read is neither.
+    pub async fn query_for_instances_and_skipped(&self, name: &str) -> Result<QueriedInstances, DiscoveryError> {
         let dir = self.service_dir(name)?;
         let ids = match self.session.children(&dir).await {
             Ok(children) => children.names,
-            Err(Error::NoNode { .. }) => return Ok(Vec::new()),
+            Err(Error::NoNode { .. }) => return Ok(QueriedInstances::default()),
             Err(error) => return Err(error.into()),
         };
         // Every read is sent before the first is awaited: one round trip, not one per instance.
         let reads: Vec<_> = ids.iter().map(|id| self.read(&path::join(&dir, id))).collect();
-        let mut instances = Vec::with_capacity(ids.len());
+        let mut queried = QueriedInstances { instances: Vec::with_capacity(ids.len()), skipped: Vec::new() };
         for read in reads {
             match read.await {
-                Ok(Some(instance)) => instances.push(instance),
-                Ok(None) | Err(DiscoveryError::Unreadable { .. }) => {}
+                Ok(Some(instance)) => queried.instances.push(instance),
+                Ok(None) => {}
+                Err(DiscoveryError::Unreadable { path, reason }) => queried.skipped.push(SkippedNode { path, reason }),
                 Err(error) => return Err(error),
             }
         }
-        Ok(instances)
+        Ok(queried)
     }
 
     /// Instance `id` of service `name`, `None` if it is not registered;
@@ -158,4 +170,24 @@ impl ServiceDiscovery {
             Ok(ServiceProvider::new(cache, config))
         }
     }
+}
+
+/// What [`ServiceDiscovery::query_for_instances_and_skipped`] read.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct QueriedInstances {
+    /// The instances, in the listing's order.
+    pub instances: Vec<ServiceInstance>,
+    /// The nodes that are not instances.
+    pub skipped: Vec<SkippedNode>,
+}
+
+/// A node under a service that is not an instance (not JSON, or not Curator's instance
+/// format).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedNode {
+    /// The node's path.
+    pub path: String,
+    /// Why, in a few words.
+    pub reason: String,
 }

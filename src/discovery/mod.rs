@@ -39,7 +39,7 @@ mod strategy;
 pub use cache::ServiceCache;
 pub use cache_handle::ServiceCacheHandle;
 pub use config::{DiscoveryConfig, ProviderConfig};
-pub use discovery::ServiceDiscovery;
+pub use discovery::{QueriedInstances, ServiceDiscovery, SkippedNode};
 pub use down::DownInstancePolicy;
 pub use error::DiscoveryError;
 #[cfg(feature = "cli")]

@@ -5,6 +5,7 @@
 //! waiting for its first create, and refusing an id another live session holds. Does not own
 //! the node's upkeep (the persistent node's) or the bytes (`format.rs`).
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -30,6 +31,9 @@ pub struct Registration {
     name: String,
     id: String,
     path: String,
+    /// The instance as last written (registered, then each successful update), shared by the
+    /// clones.
+    current: Arc<Mutex<ServiceInstance>>,
 }
 
 impl Registration {
@@ -41,6 +45,7 @@ impl Registration {
         timeout: Duration,
     ) -> Result<Registration, DiscoveryError> {
         let data = format::encode(&instance)?;
+        let current = Arc::new(Mutex::new(instance.clone()));
         let target = path::join(&path::join(base_path, &instance.name), &instance.id);
         let mode = instance.service_type.create_mode();
         let config = PersistentNodeConfig::new(target, mode).with_data(data).replacing_persistent();
@@ -81,7 +86,7 @@ impl Registration {
         };
         info!(parent: &span, %path, "registered");
         crate::metrics::discovery("registered", &name);
-        let registration = Registration { node, name, id, path };
+        let registration = Registration { node, name, id, path, current };
         registration.count_registrations_again();
         Ok(registration)
     }
@@ -133,7 +138,23 @@ impl Registration {
         }
         let data = format::encode(&instance)?;
         self.node.set_data(data).await?;
+        *self.current.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = instance;
         Ok(())
+    }
+
+    /// The instance as registered, or as last updated through this registration: the base for
+    /// an update that changes one field and keeps the rest (its `registration_time_utc`
+    /// included, which a freshly built instance would reset).
+    ///
+    /// ```no_run
+    /// # async fn demo(registration: actix_zookeeper::discovery::Registration) -> Result<(), actix_zookeeper::discovery::DiscoveryError> {
+    /// let mut instance = registration.instance();
+    /// instance.enabled = false; // drain this instance
+    /// registration.update(instance).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn instance(&self) -> ServiceInstance {
+        self.current.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
     }
 
     /// The registration's events, as a stream this caller owns.
