@@ -304,6 +304,40 @@ async fn container_and_ttl_nodes_are_ours_again_after_a_new_session() {
 /// Row "a TTL node's owner runs / stops": kept past many TTLs while its child is touched (the
 /// control, a TTL node nobody touches, is reaped on the same server), made again after a
 /// deletion, and left to its TTL at stop: child then node reaped.
+/// Regression (issue 39, item 3): dropping the last handle of a `PersistentTtlNode` without
+/// `stop()` left its actor running (its touch interval kept it alive): it touched its child
+/// forever, the node was never reaped, and the session stayed pinned open. It now stops as
+/// every recipe does when its last handle goes, and the node goes after its TTL.
+#[actix_rt::test]
+async fn a_dropped_ttl_node_stops_touching_and_is_reaped() {
+    use actix_zookeeper::testkit::{ServerOptions, ZkServer};
+    init_tracing();
+    let server =
+        ZkServer::start_with(ServerOptions::default().with_container_check_interval(Duration::from_millis(100)))
+            .expect("a ZooKeeper server");
+    let s = session_at(&server.connect_string(), "/ttl-dropped").await;
+    let ttl = Duration::from_millis(600);
+    let node = PersistentTtlNode::start(s.clone(), "/node", ttl, "data").expect("a valid node");
+    node.wait_for_initial_create(Some(WAIT)).await.expect("created");
+    wait_until_async("the child touched", || {
+        let s = s.clone();
+        async move { matches!(s.exists("/node/touch").await, Ok(Some(_))) }
+    })
+    .await;
+    let mut events = node.events();
+    drop(node);
+    bounded("the actor stops (its event stream ends)", async {
+        while futures::StreamExt::next(&mut events).await.is_some() {}
+    })
+    .await;
+    wait_until_async("the child, then the node, reaped", || {
+        let s = s.clone();
+        async move { matches!(s.exists("/node").await, Ok(None)) }
+    })
+    .await;
+    s.close().await;
+}
+
 #[actix_rt::test]
 async fn a_ttl_node_lives_while_touched_and_goes_after_its_ttl_once_stopped() {
     use actix_zookeeper::testkit::{ServerOptions, ZkServer};

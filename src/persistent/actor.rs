@@ -497,7 +497,17 @@ impl Actor for PersistentNode {
     fn started(&mut self, ctx: &mut Self::Context) {
         self.session.subscribe(ctx.address().recipient());
         if let Some(ttl) = self.config.touched {
-            ctx.run_interval(ttl / 2, |act, _| act.touch());
+            ctx.run_interval(ttl / 2, |act, ctx| {
+                // The lifetime rule: an interval keeps an actix actor alive, so the timer itself
+                // must stop an actor whose last address its user dropped (the node then goes
+                // after its TTL, as after a stop).
+                if !ctx.connected() {
+                    info!(parent: &act.span, "the last handle was dropped; stopping");
+                    ctx.stop();
+                    return;
+                }
+                act.touch()
+            });
         }
     }
 
