@@ -201,3 +201,100 @@ async fn a_second_close_waits_for_the_first_ones_goodbyes() {
         );
     }
 }
+
+/// Issue 39, item 3: `stop()` of a recipe whose session expired while the server cannot be
+/// reached resolves (an election's stop was still waiting after 80 s): the session is gone on
+/// the server, so nothing of ours can remain, and there is nothing left to delete. Each recipe
+/// holds something at the expiry (a lock, leadership, a semaphore lease, a group membership, an
+/// ephemeral node, a waiting lock contender), and each stop is bounded.
+#[actix_rt::test]
+async fn stops_after_an_expiry_with_the_server_unreachable_resolve() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("stop-after-expiry");
+    let links = actix_zookeeper::testkit::ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let (s, events) = connected(
+        SessionConfig::new(links.connect_string()).with_chroot(&root).with_session_timeout(Duration::from_secs(2)),
+    )
+    .await;
+    let other = session_at(&zk.connect_string(), &root).await;
+
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/lock"));
+    bounded("lock", lock.acquire(None)).await.expect("held");
+    let held_elsewhere = LockHandle::start(other.clone(), LockConfig::new("/busy"));
+    bounded("busy", held_elsewhere.acquire(None)).await.expect("held by the other session");
+    let waiting = LockHandle::start(s.clone(), LockConfig::new("/busy"));
+    let waiter = waiting.acquire(None);
+    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/election"));
+    bounded("leads", election.leadership()).await.expect("leads");
+    let semaphore = SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/sem", 2));
+    bounded("lease", semaphore.acquire(None)).await.expect("a lease");
+    let member =
+        actix_zookeeper::group::GroupMemberHandle::start(s.clone(), GroupConfig::new("/group", "m1")).expect("member");
+    let node = PersistentNodeHandle::start(s.clone(), PersistentNodeConfig::new("/node", CreateMode::Ephemeral))
+        .expect("node");
+    bounded("node", node.wait_for_initial_create(None)).await.expect("made");
+    Queue::new(s.clone(), "/q").put(b"x".to_vec()).await.expect("put");
+    let consumer = QueueConsumerHandle::start(s.clone(), ConsumerConfig::new("/q").with_workers(1, |_| HoldingWorker));
+    let discovery = actix_zookeeper::discovery::ServiceDiscovery::new(
+        s.clone(),
+        actix_zookeeper::discovery::DiscoveryConfig::new("/services"),
+    )
+    .expect("discovery");
+    let registration =
+        discovery.register(actix_zookeeper::discovery::ServiceInstance::new("svc", "i1")).await.expect("registered");
+    let cache = CacheHandle::start(s.clone(), CacheConfig::new("/q")).expect("cache");
+    wait_until_async("the item is claimed", || {
+        let other = other.clone();
+        async move { other.children("/q/claims").await.is_ok_and(|c| c.names.len() == 1) }
+    })
+    .await;
+    wait_until_async("the member is in", || {
+        let other = other.clone();
+        async move { other.exists("/group/m1").await.is_ok_and(|stat| stat.is_some()) }
+    })
+    .await;
+
+    let info = s.session().await.expect("session").info;
+    links.blackhole();
+    actix_zookeeper::testkit::expire_session(&zk.connect_string(), &info).await.expect("expired on the server");
+    let from = events.snapshot().len();
+    events.wait_for(from, Duration::from_secs(20), |e| matches!(e, SessionEvent::Expired { .. })).await;
+
+    bounded("the lock's stop", lock.stop()).await;
+    bounded("the waiting contender's stop", waiting.stop()).await;
+    bounded("the election's stop", election.stop()).await;
+    bounded("the semaphore's stop", semaphore.stop()).await;
+    bounded("the group member's stop", member.stop()).await;
+    bounded("the node's stop", node.stop()).await;
+    bounded("the consumer's stop", consumer.stop()).await;
+    bounded("the registration's stop", registration.unregister()).await;
+    bounded("the cache's stop", cache.stop()).await;
+    drop(waiter);
+    for (dir, left) in [("/lock", 0), ("/busy", 1), ("/election", 0), ("/sem/leases", 0), ("/group", 0)] {
+        let children = other.children(dir).await.map(|c| c.names).unwrap_or_default();
+        assert_eq!(children.len(), left, "{dir}: {children:?} (only the other session's lock node stays)");
+    }
+    assert!(other.exists("/node").await.expect("exists").is_none(), "the ephemeral went with its session");
+    links.heal();
+    held_elsewhere.stop().await;
+    s.close().await;
+    other.close().await;
+}
+
+/// A worker that keeps every delivery (so that its claim is held at the expiry).
+struct HoldingWorker;
+
+impl Actor for HoldingWorker {
+    type Context = Context<Self>;
+}
+
+impl Handler<actix_zookeeper::queue::Delivery> for HoldingWorker {
+    type Result = ();
+    fn handle(&mut self, _: actix_zookeeper::queue::Delivery, _: &mut Context<Self>) {}
+}
+
+impl Handler<actix_zookeeper::queue::Revoked> for HoldingWorker {
+    type Result = ();
+    fn handle(&mut self, _: actix_zookeeper::queue::Revoked, _: &mut Context<Self>) {}
+}

@@ -179,8 +179,11 @@ enum OwnWatch {
 
 #[derive(Debug)]
 enum State {
-    /// `create` and `getChildren` are in flight.
-    Creating,
+    /// No session is live (between an expiry and the next session): nothing is sent until one
+    /// is, so a withdrawal meanwhile has nothing to delete.
+    AwaitingSession,
+    /// `create` (pinned to the session of generation `on`) and `getChildren` are in flight.
+    Creating { on: u64 },
     /// The create's outcome is unknown (connection loss): looking for our GUID.
     Recovering,
     /// In line, watching the one node that blocks us.
@@ -225,7 +228,7 @@ impl Contender {
             spec,
             owner: owner.downgrade(),
             guid: naming::new_guid(),
-            state: State::Creating,
+            state: State::AwaitingSession,
             withdrawals: Vec::new(),
             backoff,
             own_watch: OwnWatch::Unset,
@@ -252,9 +255,28 @@ impl Contender {
     }
 
     /// Step 1: pipelined protected create + listing.
+    ///
+    /// Only on the live session, pinned to it: a create queued while no session is live would be
+    /// sent on whichever session comes next, and a stop meanwhile would have to wait for that
+    /// session (forever, with the servers unreachable) to delete what the create made.
     fn contend(&mut self, ctx: &mut Context<Self>) {
-        self.state = State::Creating;
-        let create = self.session.create(&self.prefix(), self.spec.data.clone(), CreateMode::EphemeralSequential);
+        let Some(on) = self.session.live_generation() else {
+            self.state = State::AwaitingSession;
+            let up = self.session.connected();
+            ctx.spawn(up.into_actor(self).map(|up, act, ctx| {
+                if !matches!(act.state, State::AwaitingSession) {
+                    return;
+                }
+                match up {
+                    Ok(_) => act.contend(ctx),
+                    Err(error) => act.fail(error, ctx),
+                }
+            }));
+            return;
+        };
+        self.state = State::Creating { on };
+        let create =
+            self.session.pinned(on).create(&self.prefix(), self.spec.data.clone(), CreateMode::EphemeralSequential);
         let list = self.session.children(&self.spec.dir);
         let both = async move { (create.await, list.await) };
         ctx.spawn(both.into_actor(self).map(|(created, listed), act, ctx| act.on_created(created, listed, ctx)));
@@ -662,9 +684,10 @@ impl Contender {
                 ctx.spawn(delete.into_actor(self).map(|outcome, act, ctx| act.finish(outcome, ctx)));
             }
             // The create (or its recovery) is in flight; its callback sees `withdrawing()`.
-            state @ (State::Creating | State::Recovering) => self.state = state,
+            state @ (State::Creating { .. } | State::Recovering) => self.state = state,
+            // Nothing was sent: nothing of ours exists.
+            State::AwaitingSession | State::Done => self.finish(Ok(()), ctx),
             State::Withdrawing => {}
-            State::Done => self.finish(Ok(()), ctx),
         }
     }
 
@@ -762,7 +785,8 @@ impl Actor for Contender {
                     let _ = delete_until_gone(session, node.path).await;
                 });
             }
-            State::Creating | State::Recovering => {
+            State::AwaitingSession => {}
+            State::Creating { .. } | State::Recovering => {
                 // Sent after the create, and synced, so it sees the create's node if there is
                 // one (also when the connection moved to another member meanwhile).
                 let (dir, guid) = (self.spec.dir.clone(), self.guid.clone());
@@ -833,7 +857,7 @@ impl Handler<SessionEvent> for Contender {
     fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
         let _span = self.span.clone().entered();
         match event {
-            SessionEvent::Expired { session_id, .. } => {
+            SessionEvent::Expired { session_id, generation } => {
                 let ours = self.node().is_some_and(|node| node.owner == session_id);
                 match &self.state {
                     State::Holding { node } if ours => {
@@ -844,8 +868,11 @@ impl Handler<SessionEvent> for Contender {
                     State::Waiting { .. } if ours => {
                         info!("session expired while waiting; standing in line on the next session");
                         self.guid = naming::new_guid();
-                        self.contend(ctx); // queued by the session until the new one is up
+                        self.contend(ctx); // waits for the next session
                     }
+                    // Withdrawing while the create's session ended: whatever it made went with
+                    // that session, and nothing was sent on another (the create is pinned).
+                    State::Creating { on } if *on == generation && self.withdrawing() => self.finish(Ok(()), ctx),
                     // Creating / Recovering: the pending request reports `SessionLost`.
                     _ => {}
                 }

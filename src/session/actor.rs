@@ -18,7 +18,6 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
@@ -160,7 +159,7 @@ pub struct SessionActor {
     /// closed): shared with every [`SessionHandle`](super::SessionHandle), so that an actor on
     /// another thread can tell, without a message, whether a session it got a reply from has
     /// ended since.
-    live: Arc<AtomicI64>,
+    live: Arc<super::handle::LiveCell>,
     /// Until when the live session is certainly alive on the server, shared with every handle.
     lease: Lease,
     /// The session's and its recipes' health, shared with every handle.
@@ -204,7 +203,7 @@ impl SessionActor {
             owns_arbiter,
             ended_by: None,
             suspended_at: None,
-            live: Arc::new(AtomicI64::new(0)),
+            live: Arc::new(super::handle::LiveCell::default()),
             lease: Lease::new(),
             health: HealthBoard::new(Lease::new()),
             features,
@@ -217,7 +216,7 @@ impl SessionActor {
     }
 
     /// Keeps the live session's id in `cell` (see the field).
-    pub(crate) fn with_live_cell(mut self, cell: Arc<AtomicI64>) -> Self {
+    pub(crate) fn with_live_cell(mut self, cell: Arc<super::handle::LiveCell>) -> Self {
         self.live = cell;
         self
     }
@@ -426,7 +425,7 @@ impl SessionActor {
         let retired = thread.retired();
         self.state =
             State::Live(Live { client: client.clone(), session_id, link: Link::Up, state_task, hosts, thread });
-        self.live.store(session_id.0, Ordering::SeqCst);
+        self.live.set(session_id, generation);
         // Watches first, then the requests that waited, then the news: anything a subscriber
         // sends after `Connected` reaches the server after all of these.
         for id in self.watches.ids() {
@@ -535,7 +534,7 @@ impl SessionActor {
         let State::Live(live) = &self.state else { return };
         let (session_id, generation) = (live.session_id, self.generation);
         warn!("session expired");
-        self.live.store(0, Ordering::SeqCst);
+        self.live.clear();
         self.lease.ended(session_id);
         let _ = self.gate.release();
         for task in self.watches.take_tasks() {
@@ -573,7 +572,7 @@ impl SessionActor {
     /// Ends everything: pending requests fail with `Closed` (or what ended the actor),
     /// subscribers hear `Closed`.
     fn finish(&mut self, ctx: &mut Context<Self>) {
-        self.live.store(0, Ordering::SeqCst);
+        self.live.clear();
         self.lease.closed();
         self.health.session(HealthState::Closed, None, self.generation);
         match std::mem::replace(&mut self.state, State::Closed) {

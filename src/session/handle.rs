@@ -17,7 +17,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Recipient};
 
@@ -39,8 +39,8 @@ pub struct SessionHandle {
     addr: Addr<SessionActor>,
     /// The session's own thread, where recipes start the actors that talk to the session most.
     arbiter: ArbiterHandle,
-    /// The live session's id, 0 while none is (kept by the actor).
-    live: Arc<AtomicI64>,
+    /// The live session's id and generation (kept by the actor).
+    live: Arc<LiveCell>,
     /// How the recipes on this session retry, unless their own config says otherwise.
     retry: RetryPolicy,
     /// Until when the live session is certainly alive (kept by the actor).
@@ -60,7 +60,7 @@ impl SessionHandle {
     pub fn start(config: SessionConfig) -> Result<SessionHandle> {
         config.validate()?;
         let arbiter = Arbiter::new();
-        let live = Arc::new(AtomicI64::new(0));
+        let live = Arc::new(LiveCell::default());
         let cell = live.clone();
         let retry = config.retry();
         let lease = Lease::new();
@@ -94,7 +94,15 @@ impl SessionHandle {
     /// True once the session `id` is not the live one: it has ended (expired or closed) as far
     /// as the session actor knows, even if the news has not reached the caller's mailbox yet.
     pub(crate) fn has_ended(&self, id: SessionId) -> bool {
-        self.live.load(Ordering::SeqCst) != id.0
+        self.live.id() != id.0
+    }
+
+    /// The live session's generation, `None` while no session is live (connecting, or
+    /// rebuilding after an expiry), as far as the session actor knows. A request pinned to it
+    /// ([`pinned`](Self::pinned)) is sent only on that session: one that meets a later session
+    /// fails `SessionLost` without being sent.
+    pub(crate) fn live_generation(&self) -> Option<u64> {
+        self.live.generation()
     }
 
     /// The live session's [`Lease`]: until when it is certainly alive on the server, renewed by
@@ -472,5 +480,37 @@ impl SessionHandle {
     /// True while the actor runs.
     pub fn is_running(&self) -> bool {
         self.addr.connected()
+    }
+}
+
+/// The live session as the actor keeps it for its handles: its id (0 while none) and its
+/// generation (0 while none). Set generation first and cleared id first, so that a reader that
+/// sees an id never sees the generation of an older session for long.
+#[derive(Debug, Default)]
+pub(crate) struct LiveCell {
+    id: AtomicI64,
+    generation: AtomicU64,
+}
+
+impl LiveCell {
+    /// Session `id` of `generation` is live.
+    pub(crate) fn set(&self, id: SessionId, generation: u64) {
+        self.generation.store(generation, Ordering::SeqCst);
+        self.id.store(id.0, Ordering::SeqCst);
+    }
+
+    /// No session is live.
+    pub(crate) fn clear(&self) {
+        self.id.store(0, Ordering::SeqCst);
+        self.generation.store(0, Ordering::SeqCst);
+    }
+
+    fn id(&self) -> i64 {
+        self.id.load(Ordering::SeqCst)
+    }
+
+    fn generation(&self) -> Option<u64> {
+        let generation = self.generation.load(Ordering::SeqCst);
+        (generation != 0 && self.id() != 0).then_some(generation)
     }
 }
