@@ -184,8 +184,8 @@ async fn a_dropped_reentrant_acquire_leaves_the_grant_with_its_holder() {
     let lease = pool.acquire(None).await.expect("holds a lease");
     for _ in 0..3 {
         // Sent at the call; answered at once (held already); dropped unread.
-        let again = lock.acquire(None);
-        let again_lease = pool.acquire(None);
+        let again = lock.acquire_reentrant(None);
+        let again_lease = pool.acquire_reentrant(None);
         actix_rt::time::sleep(Duration::from_millis(50)).await;
         drop((again, again_lease));
     }
@@ -196,7 +196,7 @@ async fn a_dropped_reentrant_acquire_leaves_the_grant_with_its_holder() {
     assert!(taken.is_err(), "the lease stays with its holder: {taken:?}");
     assert!(a.exists(&lease.node).await.expect("read").is_some(), "the lease node stays");
     // A re-entrant acquire that *is* read changes nothing either, and one release ends it.
-    assert_eq!(lock.acquire(None).await, Ok(grant.clone()));
+    assert_eq!(lock.acquire_reentrant(None).await, Ok(grant.clone()));
     lock.release().await.expect("release");
     pool.release().await.expect("release");
     other.acquire(Some(Duration::from_secs(10))).await.expect("the other takes it after the release");

@@ -39,7 +39,7 @@ async fn a_lock_handle_acquires_tries_releases_and_names_holder_and_waiters() {
     assert_eq!(alice.holder().await, Ok(None), "nobody holds a lock nobody asked for");
 
     let grant = alice.acquire(None).await.expect("alice acquires");
-    assert_eq!(alice.acquire(None).await, Ok(grant.clone()), "holding already: the same grant");
+    assert_eq!(alice.acquire_reentrant(None).await, Ok(grant.clone()), "holding already, re-entrant: the same grant");
     assert_eq!(bob.try_acquire().await, Ok(None), "held by alice: bob's try says no");
     let waiting = actix_rt::spawn(bob.acquire(Some(Duration::from_secs(10))));
     wait_until_async("the handle's effect", || async { alice.participants().await.map(|p| p.len()) == Ok(2) }).await;

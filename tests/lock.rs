@@ -1400,3 +1400,105 @@ async fn a_waiter_in_line_again_after_an_expiry_hears_a_new_revocation_request()
     holder_a.send(Release).await.expect("actor").expect("a releases");
     b_waits.await.expect("actor").expect("b holds after a");
 }
+
+/// Who is inside a critical section guarded by one shared handle, and the most seen at once.
+#[derive(Clone, Default)]
+struct Inside {
+    now: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+    rounds: Arc<AtomicUsize>,
+}
+
+impl Inside {
+    async fn hold(&self, token: FencingToken, tokens: &std::sync::Mutex<Vec<FencingToken>>) {
+        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        tokens.lock().expect("tokens").push(token);
+        // Long enough for a second task that shares the grant to be inside too.
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+        self.now.fetch_sub(1, Ordering::SeqCst);
+        self.rounds.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Regression (issue 39, item 6): the natural actix-web design, one `LockHandle` in the app
+/// state used by every request, let two concurrent requests hold the lock at once (the second
+/// got the first's grant: re-entrancy per participant). Tasks that share a handle now exclude
+/// each other: four tasks, ten rounds each, never two inside, and every round a new grant.
+#[actix_rt::test]
+async fn tasks_sharing_one_handle_exclude_each_other() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("lock-shared-handle");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
+    let inside = Inside::default();
+    let tokens = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let (lock, inside, tokens) = (lock.clone(), inside.clone(), tokens.clone());
+            actix_rt::spawn(async move {
+                for _ in 0..10 {
+                    let grant = lock.acquire(Some(WAIT)).await.expect("acquired");
+                    inside.hold(grant.token, &tokens).await;
+                    lock.release().await.expect("released");
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        bounded("a task's rounds", task).await.expect("task");
+    }
+    assert_eq!(inside.rounds.load(Ordering::SeqCst), 40);
+    assert_eq!(inside.most.load(Ordering::SeqCst), 1, "two tasks held the lock at once");
+    let tokens = tokens.lock().expect("tokens").clone();
+    let mut distinct = tokens.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 40, "every round is a grant of its own: {tokens:?}");
+    lock.stop().await;
+    s.close().await;
+}
+
+/// The control for the test above: re-entrancy asked for explicitly shares the grant, and the
+/// check sees two inside. Also the guard: dropped, it releases, and the task waiting on the
+/// same handle gets a new grant.
+#[actix_rt::test]
+async fn an_explicit_reentrant_acquire_shares_the_grant_and_a_dropped_guard_releases() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("lock-reentrant-guard");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
+    let inside = Inside::default();
+    let tokens = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let grant = lock.acquire(Some(WAIT)).await.expect("acquired");
+    let nested = {
+        let (lock, inside, tokens) = (lock.clone(), inside.clone(), tokens.clone());
+        actix_rt::spawn(async move {
+            let again = lock.acquire_reentrant(Some(WAIT)).await.expect("re-entrant");
+            inside.hold(again.token, &tokens).await;
+            again
+        })
+    };
+    inside.hold(grant.token, &tokens).await;
+    let again = bounded("the nested acquire", nested).await.expect("task");
+    assert_eq!(again, grant, "the same grant");
+    assert_eq!(inside.most.load(Ordering::SeqCst), 2, "the control: the check sees a shared grant");
+    lock.release().await.expect("one release ends it");
+
+    let guard = lock.lock(Some(WAIT)).await.expect("locked");
+    let waiting = {
+        let lock = lock.clone();
+        actix_rt::spawn(async move { lock.lock(Some(WAIT)).await.map(|guard| guard.token) })
+    };
+    actix_rt::time::sleep(Duration::from_millis(100)).await;
+    assert!(!waiting.is_finished(), "the second task waits while the guard is held");
+    assert!(lock.try_acquire().await.expect("try").is_none(), "busy for a third task too");
+    let first = guard.token;
+    drop(guard);
+    let second = bounded("the waiting task's lock", waiting).await.expect("task").expect("locked");
+    assert!(second > first, "a new grant after the dropped guard: {first:?} then {second:?}");
+    wait_until_nodes(&s, "/l", 0).await;
+    s.close().await;
+}

@@ -301,9 +301,6 @@ async fn container_and_ttl_nodes_are_ours_again_after_a_new_session() {
     }
 }
 
-/// Row "a TTL node's owner runs / stops": kept past many TTLs while its child is touched (the
-/// control, a TTL node nobody touches, is reaped on the same server), made again after a
-/// deletion, and left to its TTL at stop: child then node reaped.
 /// Regression (issue 39, item 3): dropping the last handle of a `PersistentTtlNode` without
 /// `stop()` left its actor running (its touch interval kept it alive): it touched its child
 /// forever, the node was never reaped, and the session stayed pinned open. It now stops as
@@ -338,6 +335,9 @@ async fn a_dropped_ttl_node_stops_touching_and_is_reaped() {
     s.close().await;
 }
 
+/// Row "a TTL node's owner runs / stops": kept past many TTLs while its child is touched (the
+/// control, a TTL node nobody touches, is reaped on the same server), made again after a
+/// deletion, and left to its TTL at stop: child then node reaped.
 #[actix_rt::test]
 async fn a_ttl_node_lives_while_touched_and_goes_after_its_ttl_once_stopped() {
     use actix_zookeeper::testkit::{ServerOptions, ZkServer};

@@ -10,6 +10,11 @@
 //!
 //! A handle holds a strong address: the actor lives while a handle (or another address) does,
 //! and dropping the last one stops it, which releases what it held.
+//!
+//! Tasks that share a handle (one `LockHandle` in an actix-web app's state, used by every
+//! request) exclude each other ([`Turn`]): a second `acquire` waits until the first caller
+//! releases, as with a `tokio::sync::Mutex` around the distributed lock. Re-entrancy is asked
+//! for explicitly (`acquire_reentrant`).
 
 use std::future::Future;
 use std::time::Duration;
@@ -22,6 +27,7 @@ use super::error::LockError;
 use super::grant::LockGrant;
 use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, ReleaseAndStop, Subscribe, TryAcquire};
 use super::semaphore::SemaphoreActor;
+use super::turn::Turn;
 use crate::events::EventStream;
 use crate::recipe::FencingToken;
 use crate::recipe::holder::CallerGone;
@@ -39,24 +45,34 @@ use crate::session::SessionHandle;
 /// let grant = lock.acquire(Some(Duration::from_secs(10))).await?;
 /// println!("holding {} with token {}", grant.node, grant.token);
 /// lock.release().await?;
+///
+/// // Or with a guard, which releases when dropped:
+/// let guard = lock.lock(Some(Duration::from_secs(10))).await?;
+/// println!("token {}", guard.token);
+/// guard.release().await?; // or just drop it
 /// # Ok(()) }
 /// ```
+///
+/// Clones share one participant, and the tasks that use them exclude each other: while one
+/// caller holds the lock, another's `acquire` waits for its `release` (or its guard's drop).
 #[derive(Clone, Debug)]
 pub struct LockHandle {
     addr: Addr<LockActor>,
     dir: String,
+    turn: Turn,
 }
 
 impl LockHandle {
     /// Starts a [`LockActor`] for `config` on the current Arbiter.
     pub fn start(session: SessionHandle, config: LockConfig) -> LockHandle {
         let dir = config.dir().to_owned();
-        LockHandle { addr: LockActor::new(session, config).start(), dir }
+        LockHandle { addr: LockActor::new(session, config).start(), dir, turn: Turn::new() }
     }
 
-    /// A handle to a running actor of the lock at `dir`.
+    /// A handle to a running actor of the lock at `dir`. Its callers exclude each other, and
+    /// its clones', not those of another handle made from the same address.
     pub fn new(addr: Addr<LockActor>, dir: impl Into<String>) -> LockHandle {
-        LockHandle { addr, dir: dir.into() }
+        LockHandle { addr, dir: dir.into(), turn: Turn::new() }
     }
 
     /// The actor, for sending messages.
@@ -70,34 +86,76 @@ impl LockHandle {
     }
 
     /// Waits for the lock, at most `timeout` if given (our node is deleted when it passes).
-    /// Holding it already: the same grant at once.
+    /// Another task holding it through this handle (or a clone): waits for its release first,
+    /// as for any other holder. Pair every `acquire` with a [`release`](Self::release), or use
+    /// [`lock`](Self::lock), whose guard releases when dropped.
     ///
     /// # Cancel safety
     /// Cancel-safe: dropped while waiting (a `tokio::time::timeout`, a `select!`), its node leaves
     /// the line and the next `acquire` on this handle starts at once; dropped with the grant in
-    /// hand, the grant is given back, unless it was already held when this call was made (a
-    /// re-entrant acquire leaves the lock with its holder).
+    /// hand, the grant is given back.
     pub fn acquire(&self, timeout: Option<Duration>) -> impl Future<Output = Result<LockGrant, LockError>> + 'static {
-        acquire(&self.addr, &self.dir, timeout)
+        acquire_in_turn(&self.addr, &self.dir, &self.turn, timeout)
+    }
+
+    /// [`acquire`](Self::acquire), as a guard that releases the lock when dropped (the release
+    /// is sent at the drop; [`LockGuard::release`] awaits it).
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](Self::acquire).
+    pub fn lock(&self, timeout: Option<Duration>) -> impl Future<Output = Result<LockGuard, LockError>> + 'static {
+        let (acquired, handle) = (self.acquire(timeout), self.clone());
+        async move { Ok(LockGuard { grant: acquired.await?, handle: Some(handle) }) }
+    }
+
+    /// Re-entrant: the grant this participant holds now, at once, whichever task took it (code
+    /// that already holds the lock and calls a function that locks it again); when no task of
+    /// this handle holds or waits for it, as [`acquire`](Self::acquire). One
+    /// [`release`](Self::release) ends the grant, however many times it was taken.
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](Self::acquire); a grant that was held when this call was made stays held
+    /// when its future is dropped.
+    pub fn acquire_reentrant(
+        &self,
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = Result<LockGrant, LockError>> + 'static {
+        reentrant(&self.addr, &self.dir, &self.turn, timeout)
     }
 
     /// Takes the lock only if it is free now: `Ok(None)` when someone else holds it (our node is
-    /// deleted by then).
+    /// deleted by then), or another task holds it (or waits for it) through this handle.
     ///
     /// # Cancel safety
     /// Cancel-safe: dropped before it resolved, its node is withdrawn and a grant it was about to
     /// return is given back.
     pub fn try_acquire(&self) -> impl Future<Output = Result<Option<LockGrant>, LockError>> + 'static {
-        ask(&self.addr, &self.dir, TryAcquire, |grant: &Option<LockGrant>| grant.as_ref().map(|grant| grant.token))
+        let Some(permit) = self.turn.try_take() else {
+            return futures::future::Either::Left(futures::future::ready(Ok(None)));
+        };
+        let (asked, turn) = (
+            ask(&self.addr, &self.dir, TryAcquire, |grant: &Option<LockGrant>| grant.as_ref().map(|grant| grant.token)),
+            self.turn.clone(),
+        );
+        futures::future::Either::Right(async move {
+            let taken = asked.await?;
+            if taken.is_some() {
+                turn.keep(permit);
+            }
+            Ok(taken)
+        })
     }
 
     /// Gives the lock up (or stops waiting for it); resolves once our node is deleted.
-    /// [`LockError::Lost`] when the lock had been lost before.
+    /// [`LockError::Lost`] when the lock had been lost before. The next task waiting on this
+    /// handle goes on at once (its request reaches the actor after this release).
     ///
     /// # Cancel safety
     /// Dropping the future does not stop the release: the node is deleted all the same.
     pub fn release(&self) -> impl Future<Output = Result<(), LockError>> + 'static {
-        release(&self.addr, &self.dir)
+        let released = release(&self.addr, &self.dir);
+        self.turn.give_back();
+        released
     }
 
     /// The participant id of the holder (for a read/write lock: of the first node in line),
@@ -138,7 +196,51 @@ impl LockHandle {
     /// The stop is sent when this is called: dropping the future loses only the wait.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
         self.addr.do_send(ReleaseAndStop);
+        self.turn.give_back();
         crate::reply::stopped(self.addr.clone())
+    }
+}
+
+/// The lock (or a semaphore's lease), held by the task that has this guard: dropping it releases
+/// (the release is sent at the drop, not awaited); [`release`](Self::release) awaits it.
+/// Derefs to its [`LockGrant`] (the node and the fencing token).
+#[must_use = "dropping the guard releases the lock at once"]
+#[derive(Debug)]
+pub struct LockGuard {
+    grant: LockGrant,
+    /// `None` once released through [`release`](Self::release).
+    handle: Option<LockHandle>,
+}
+
+impl LockGuard {
+    /// The grant: the node and its fencing token.
+    pub fn grant(&self) -> &LockGrant {
+        &self.grant
+    }
+
+    /// Releases the lock and waits until our node is deleted (see [`LockHandle::release`]).
+    pub async fn release(mut self) -> Result<(), LockError> {
+        match self.handle.take() {
+            Some(handle) => handle.release().await,
+            None => Ok(()),
+        }
+    }
+}
+
+impl std::ops::Deref for LockGuard {
+    type Target = LockGrant;
+
+    fn deref(&self) -> &LockGrant {
+        &self.grant
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            // Sent now (the release is a `Told`): it applies whether or not anyone awaits it.
+            drop(handle.release());
+        }
     }
 }
 
@@ -154,22 +256,26 @@ impl LockHandle {
 /// pool.release().await?;
 /// # Ok(()) }
 /// ```
+///
+/// A participant holds one lease: tasks that share a handle (or its clones) take it in turn, as
+/// with [`LockHandle`]. Start one participant per lease a process wants to hold at once.
 #[derive(Clone, Debug)]
 pub struct SemaphoreHandle {
     addr: Addr<SemaphoreActor>,
     dir: String,
+    turn: Turn,
 }
 
 impl SemaphoreHandle {
     /// Starts a [`SemaphoreActor`] for `config` on the current Arbiter.
     pub fn start(session: SessionHandle, config: SemaphoreConfig) -> SemaphoreHandle {
         let dir = config.dir().to_owned();
-        SemaphoreHandle { addr: SemaphoreActor::new(session, config).start(), dir }
+        SemaphoreHandle { addr: SemaphoreActor::new(session, config).start(), dir, turn: Turn::new() }
     }
 
     /// A handle to a running actor of the semaphore at `dir`.
     pub fn new(addr: Addr<SemaphoreActor>, dir: impl Into<String>) -> SemaphoreHandle {
-        SemaphoreHandle { addr, dir: dir.into() }
+        SemaphoreHandle { addr, dir: dir.into(), turn: Turn::new() }
     }
 
     /// The actor, for sending messages.
@@ -177,15 +283,27 @@ impl SemaphoreHandle {
         &self.addr
     }
 
-    /// Waits for a lease, at most `timeout` if given. Dropping the future gives back a lease
-    /// it received but did not return.
+    /// Waits for a lease, at most `timeout` if given; another task holding this participant's
+    /// lease: waits for its release first. Dropping the future gives back a lease it received
+    /// but did not return.
     ///
     /// # Cancel safety
     /// Cancel-safe, as [`LockHandle::acquire`]: dropped while waiting, its attempt leaves
-    /// the line (its nodes are deleted); dropped with the lease in hand, the lease is given back,
-    /// unless it was already held when this call was made.
+    /// the line (its nodes are deleted); dropped with the lease in hand, the lease is given back.
     pub fn acquire(&self, timeout: Option<Duration>) -> impl Future<Output = Result<LockGrant, LockError>> + 'static {
-        acquire(&self.addr, &self.dir, timeout)
+        acquire_in_turn(&self.addr, &self.dir, &self.turn, timeout)
+    }
+
+    /// Re-entrant: the lease this participant holds now, at once (see
+    /// [`LockHandle::acquire_reentrant`]).
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](Self::acquire); a lease held when this call was made stays held.
+    pub fn acquire_reentrant(
+        &self,
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = Result<LockGrant, LockError>> + 'static {
+        reentrant(&self.addr, &self.dir, &self.turn, timeout)
     }
 
     /// Gives the lease back (or stops waiting for one); resolves once its node is deleted.
@@ -194,7 +312,9 @@ impl SemaphoreHandle {
     /// Dropping the future does not stop the release: the lease node is deleted all the
     /// same.
     pub fn release(&self) -> impl Future<Output = Result<(), LockError>> + 'static {
-        release(&self.addr, &self.dir)
+        let released = release(&self.addr, &self.dir);
+        self.turn.give_back();
+        released
     }
 
     /// The participant ids of the lease nodes in line order (holders first), read now.
@@ -225,7 +345,66 @@ impl SemaphoreHandle {
     /// The stop is sent when this is called: dropping the future loses only the wait.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
         self.addr.do_send(ReleaseAndStop);
+        self.turn.give_back();
         crate::reply::stopped(self.addr.clone())
+    }
+}
+
+/// `acquire` in this handle's turn: waits for the turn (at most `timeout`), then for the grant
+/// (at most what is left of `timeout`), and keeps the turn until the release.
+fn acquire_in_turn<A>(
+    addr: &Addr<A>,
+    dir: &str,
+    turn: &Turn,
+    timeout: Option<Duration>,
+) -> impl Future<Output = Result<LockGrant, LockError>> + 'static + use<A>
+where
+    A: Actor<Context = Context<A>> + Handler<Asked<Acquire>> + Handler<GiveBack> + Handler<CallerGone>,
+{
+    // The turn free now: sent at the call, as every request of a handle is (a caller that
+    // polls later still stands in line from now).
+    if let Some(permit) = turn.try_take() {
+        let (asked, turn) = (acquire(addr, dir, timeout), turn.clone());
+        return futures::future::Either::Left(async move {
+            let grant = asked.await?;
+            turn.keep(permit);
+            Ok(grant)
+        });
+    }
+    let (addr, dir, turn) = (addr.clone(), dir.to_owned(), turn.clone());
+    futures::future::Either::Right(async move {
+        let asked_at = std::time::Instant::now();
+        let Some(permit) = turn.wait(timeout).await else {
+            return Err(LockError::Timeout { dir, after: timeout.unwrap_or_default() });
+        };
+        let left = timeout.map(|timeout| timeout.saturating_sub(asked_at.elapsed()));
+        // Our turn: a grant this participant holds now was released by the task before us (its
+        // release is ahead of this request in the actor's mailbox), so this waits for a new one.
+        let grant = acquire(&addr, &dir, left).await?;
+        turn.keep(permit);
+        Ok(grant)
+    })
+}
+
+/// `acquire_reentrant`: the held grant when a task of this handle has the turn, else
+/// [`acquire_in_turn`].
+fn reentrant<A>(
+    addr: &Addr<A>,
+    dir: &str,
+    turn: &Turn,
+    timeout: Option<Duration>,
+) -> impl Future<Output = Result<LockGrant, LockError>> + 'static + use<A>
+where
+    A: Actor<Context = Context<A>> + Handler<Asked<Acquire>> + Handler<GiveBack> + Handler<CallerGone>,
+{
+    match turn.try_take() {
+        // Nobody of ours holds it: a plain acquire, in turn (a task that takes the turn in
+        // between only makes this one wait).
+        Some(permit) => {
+            drop(permit);
+            futures::future::Either::Left(acquire_in_turn(addr, dir, turn, timeout))
+        }
+        None => futures::future::Either::Right(acquire(addr, dir, timeout)),
     }
 }
 
@@ -237,7 +416,7 @@ fn ask<A, M, T>(
     dir: &str,
     request: M,
     grant_of: fn(&T) -> Option<FencingToken>,
-) -> impl Future<Output = Result<T, LockError>> + 'static
+) -> impl Future<Output = Result<T, LockError>> + 'static + use<A, M, T>
 where
     A: Actor<Context = Context<A>> + Handler<Asked<M>> + Handler<GiveBack> + Handler<CallerGone>,
     M: Message<Result = Result<T, LockError>> + Send + 'static,
@@ -259,7 +438,7 @@ fn acquire<A>(
     addr: &Addr<A>,
     dir: &str,
     timeout: Option<Duration>,
-) -> impl Future<Output = Result<LockGrant, LockError>> + 'static
+) -> impl Future<Output = Result<LockGrant, LockError>> + 'static + use<A>
 where
     A: Actor<Context = Context<A>> + Handler<Asked<Acquire>> + Handler<GiveBack> + Handler<CallerGone>,
 {

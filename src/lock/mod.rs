@@ -31,12 +31,13 @@ mod messages;
 mod multi;
 mod revoke;
 mod semaphore;
+mod turn;
 
 pub use actor::LockActor;
 pub use config::{LockConfig, LockKind, SemaphoreConfig};
 pub use error::LockError;
 pub use grant::LockGrant;
-pub use handle::{LockHandle, SemaphoreHandle};
+pub use handle::{LockGuard, LockHandle, SemaphoreHandle};
 pub use messages::{Acquire, GiveBack, LockEvent, LockLostReason, Participants, Release, Subscribe, TryAcquire};
 pub use multi::{MultiGrant, MultiLock};
 pub use revoke::{Revocation, revoke};

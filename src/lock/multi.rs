@@ -94,7 +94,7 @@ impl MultiLock {
         let mut taken = Taken { locks: &self.locks, before, grants: Vec::with_capacity(self.locks.len()) };
         for lock in &self.locks {
             let left = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
-            match lock.acquire(left).await {
+            match lock.acquire_reentrant(left).await {
                 Ok(grant) => taken.grants.push(grant),
                 Err(err) => {
                     debug!(dir = lock.dir(), error = %err, taken = taken.grants.len(), "giving back the locks taken");

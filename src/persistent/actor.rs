@@ -478,6 +478,9 @@ fn is_ephemeral(mode: CreateMode) -> bool {
     matches!(mode, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
 }
 
+/// How often a TTL node's actor looks whether its last handle is gone.
+const LIFETIME_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The child a TTL node's upkeep touches (Curator's `PersistentTtlNode.DEFAULT_CHILD_NODE_NAME`).
 pub(crate) const TOUCHED_CHILD: &str = "touch";
 
@@ -498,15 +501,18 @@ impl Actor for PersistentNode {
         self.session.subscribe(ctx.address().recipient());
         if let Some(ttl) = self.config.touched {
             ctx.run_interval(ttl / 2, |act, ctx| {
-                // The lifetime rule: an interval keeps an actix actor alive, so the timer itself
-                // must stop an actor whose last address its user dropped (the node then goes
-                // after its TTL, as after a stop).
+                if ctx.connected() {
+                    act.touch();
+                }
+            });
+            // The lifetime rule: an interval keeps an actix actor alive, so a timer must stop an
+            // actor whose last address its user dropped (the node then goes after its TTL, as
+            // after a stop); on a short one of its own, since half a TTL may be an hour.
+            ctx.run_interval(LIFETIME_CHECK.min(ttl / 2), |act, ctx| {
                 if !ctx.connected() {
                     info!(parent: &act.span, "the last handle was dropped; stopping");
                     ctx.stop();
-                    return;
                 }
-                act.touch()
             });
         }
     }
