@@ -199,6 +199,8 @@ impl Health {
 struct Board {
     session: SessionHealth,
     recipes: BTreeMap<u64, RecipeHealth>,
+    /// The entries kept as `Failed` after their recipe stopped.
+    kept: std::collections::BTreeSet<u64>,
     next: u64,
 }
 
@@ -236,7 +238,7 @@ impl HealthBoard {
         let (changes, _) = watch::channel(0);
         HealthBoard {
             inner: Arc::new(Inner {
-                board: Mutex::new(Board { session, recipes: BTreeMap::new(), next: 0 }),
+                board: Mutex::new(Board { session, recipes: BTreeMap::new(), kept: Default::default(), next: 0 }),
                 changes,
                 lease,
             }),
@@ -293,8 +295,21 @@ impl HealthBoard {
     }
 
     /// A slot for a recipe of `kind` at `path`, idle; it leaves the board when dropped.
+    ///
+    /// A recipe of the same kind on the same path replaces one that failed: its kept entry
+    /// leaves the board.
     pub(crate) fn slot(&self, kind: &'static str, path: &str) -> HealthSlot {
         let mut board = self.board();
+        let replaced: Vec<u64> = board
+            .recipes
+            .iter()
+            .filter(|(id, r)| board.kept.contains(id) && r.kind == kind && r.path == path)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in replaced {
+            board.kept.remove(&id);
+            board.recipes.remove(&id);
+        }
         let id = board.next;
         board.next += 1;
         board
@@ -343,10 +358,12 @@ impl HealthSlot {
 
 impl HealthSlot {
     /// The recipe failed for good and its actor stops: the entry stays on the board as
-    /// `Failed`, so that a readiness probe sees it (a recipe that vanished would look healthy).
+    /// `Failed`, so that a readiness probe sees it (a recipe that vanished would look healthy),
+    /// until a recipe of the same kind starts on the same path (a restart replaces it).
     pub(crate) fn keep_failed(mut self, reason: String) {
         self.set(RecipeState::Failed { reason });
         self.kept = true;
+        self.board.board().kept.insert(self.id);
     }
 }
 

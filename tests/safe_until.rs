@@ -257,3 +257,32 @@ async fn a_leader_paused_past_its_deadline_starts_no_work_once_another_leads() {
     next.stop().await;
     session.close().await;
 }
+
+/// Regression (issue 39, item 2): a healthy holder idle for longer than its lease read
+/// `is_current() == false` on its first read while its node existed (the lease was renewed only
+/// after someone had read it). A won grant now wants its lease kept fresh: after an idle
+/// stretch of twice the lease, the first read says current, and the deadline is in the future.
+#[actix_rt::test]
+async fn an_idle_holders_first_read_after_a_long_hold_is_current() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("idle-holder");
+    let timeout = Duration::from_secs(2);
+    let s = connected(
+        actix_zookeeper::SessionConfig::new(zk.connect_string()).with_chroot(&root).with_session_timeout(timeout),
+    )
+    .await
+    .0;
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
+    let grant = lock.acquire(Some(WAIT)).await.expect("held");
+    // Idle: nothing of ours reads the lease or writes; the lease span is 0.7 of the timeout.
+    actix_rt::time::sleep(timeout * 2).await;
+    assert!(s.exists(&grant.node).await.expect("exists").is_some(), "the node is there: the holder is healthy");
+    assert!(
+        grant.is_current(),
+        "first read after an idle hold: {:?}",
+        grant.valid_until().map(|t| t.checked_duration_since(Instant::now()))
+    );
+    lock.release().await.expect("released");
+    s.close().await;
+}

@@ -86,6 +86,9 @@ impl Eq for Validity {}
 impl Fence {
     /// The fence of `node`, won by session `session` with `token` at `version`.
     pub(crate) fn won(node: &str, token: FencingToken, version: i32, session: SessionId, lease: Lease) -> Fence {
+        // Kept fresh while anything is held on it: a holder idle past the lease would otherwise
+        // read "not current" first, though its node exists.
+        lease.want();
         Fence {
             node: node.to_owned(),
             token,

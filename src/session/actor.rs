@@ -706,7 +706,9 @@ impl SessionActor {
     }
 
     /// Keeps a wanted lease fresh: when nothing has renewed it for a third of the session
-    /// timeout, sends a `sync` of the chroot's root (it goes through the quorum's leader, which
+    /// timeout (looked at every twelfth, so the `sync` leaves by 5/12 of the timeout, when at
+    /// least 0.7 - 5/12 = 0.28 of it is left of the lease with the default margin), sends a
+    /// `sync` of the chroot's root (it goes through the quorum's leader, which
     /// is what a renewal must prove). The client's own pings renew the session on the server
     /// too, but their replies are not told to us, and a follower answers them alone.
     fn heartbeat(&mut self, ctx: &mut Context<Self>) {
@@ -722,12 +724,12 @@ impl SessionActor {
         ctx.spawn(reply.into_actor_free().map(|_, _: &mut Self, _| ()));
     }
 
-    /// Looks whether a heartbeat is due six times per negotiated session timeout.
+    /// Looks whether a heartbeat is due twelve times per negotiated session timeout.
     fn arm_heartbeat(&mut self, negotiated: Duration, ctx: &mut Context<Self>) {
         if let Some(old) = self.heartbeat_task.take() {
             ctx.cancel_future(old);
         }
-        let beat = (negotiated / 6).max(MIN_HEARTBEAT_TICK);
+        let beat = (negotiated / 12).max(MIN_HEARTBEAT_TICK);
         self.heartbeat_task = Some(ctx.run_interval(beat, |act, ctx| act.heartbeat(ctx)));
     }
 

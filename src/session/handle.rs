@@ -84,8 +84,8 @@ impl SessionHandle {
     /// that computes or blocks for long delays every recipe's replies; and for a session that
     /// does not follow the ensemble's reconfiguration
     /// ([`with_ensemble_tracking(false)`](super::SessionConfig::with_ensemble_tracking)), whose
-    /// connection runs on that thread too, the session's heartbeats (past a third of the session
-    /// timeout the server may expire the session). Keep the default (your actors on your own
+    /// connection runs on that thread too, the client's pings and the session's heartbeats (a
+    /// session the server hears nothing from for its whole timeout expires). Keep the default (your actors on your own
     /// threads) unless each step is short and latency matters.
     pub fn arbiter(&self) -> Option<&ArbiterHandle> {
         self.addr.connected().then_some(&self.arbiter)

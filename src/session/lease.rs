@@ -26,7 +26,15 @@
 //! leader's ping, up to half a tick later, and a tick is at most half the negotiated timeout by
 //! ZooKeeper's defaults (a server whose `minSessionTimeout` allows less needs a larger margin);
 //! it also covers the two machines' clock rates and the time from a check to the work it
-//! guards. Replies that do not come from the server (a lost connection, a timeout) renew
+//! guards. In figures: the leader pings its followers every half tick, and a tick is at most
+//! half the negotiated timeout (`minSessionTimeout` is two ticks), so a renewal through a
+//! follower reaches the leader up to a quarter of the timeout late; the default three tenths
+//! leave a twentieth for the rest.
+//!
+//! The span is the timeout negotiated when the session was made (or moved). A reconnect of the
+//! same session to a server with a lower `maxSessionTimeout` may renegotiate a shorter one,
+//! which zookeeper-client 0.11 does not tell (`Client::session_timeout` keeps the first value):
+//! the lease assumes every server of the ensemble allows the negotiated timeout. Replies that do not come from the server (a lost connection, a timeout) renew
 //! nothing; a read-only server renews nothing (it is not in the quorum); the moment the
 //! session is known to have ended the lease is gone.
 
@@ -126,6 +134,12 @@ impl Lease {
     }
 
     /// True once somebody read the lease: the session keeps it fresh.
+    /// A grant rests on this lease: keep it fresh from now on, as after a read, so that a
+    /// holder idle for longer than the lease does not read `is_current() == false` first.
+    pub(crate) fn want(&self) {
+        self.cell.wanted.store(true, Ordering::Relaxed);
+    }
+
     pub(crate) fn is_wanted(&self) -> bool {
         self.cell.wanted.load(Ordering::Relaxed)
     }
