@@ -1183,12 +1183,20 @@ async fn task_and_counter_actors_stopped_at_random_moments_leave_nothing_behind(
         stop_one(my_worker, by_message, |w| w.do_send(StopWorker));
         stop_one(counter, by_message, |c| c.do_send(StopCount));
         nothing_of(&a, &zk, "/").await.unwrap_or_else(|e| panic!("round {round} (by message: {by_message}): {e}"));
+        // Read on the stopped counter's own session (so after every write it sent): a stopped
+        // counter must not apply an add later (read again after the tasks' results came).
+        let stored = || async {
+            let data = a.get_data("/n").await.expect("the count's node").data;
+            actix_zookeeper::counter::decode_count("/n", &data).expect("a count")
+        };
+        let after_stop = stored().await;
         for (id, data) in &submitted {
             let out = bounded("a result", client.result(id, Duration::from_secs(30))).await.expect("result");
             assert_eq!(&out, &[b"done:".as_slice(), data].concat(), "round {round}");
         }
         let now = reader.send(GetCount).await.expect("counter").expect("count");
         assert!(now.value <= adds, "round {round}: the count {} is ahead of the {adds} adds made", now.value);
+        assert_eq!(stored().await, after_stop, "round {round}: the count moved after its counter stopped");
     }
     live_master.do_send(StopMaster);
     a.close().await;

@@ -18,6 +18,9 @@ use common::*;
 
 const WAIT: Duration = Duration::from_secs(20);
 
+/// How long the exclusion test's holders hold.
+const HOLD: Duration = Duration::from_millis(20);
+
 /// Children of `dir` (none when it does not exist).
 async fn nodes(session: &SessionHandle, dir: &str) -> Vec<String> {
     session.children(dir).await.map(|c| c.names).unwrap_or_default()
@@ -41,7 +44,9 @@ async fn multi_locks_in_opposite_orders_never_deadlock_and_exclude_each_other() 
             for _ in 0..15 {
                 let grant = multi.acquire(Some(WAIT)).await.expect("both locks");
                 let granted = Instant::now();
-                tokio::task::yield_now().await;
+                // Long enough that a second holder, granted after notifications and actor hops,
+                // lands while this hold is still counted (a `yield_now` could not catch one).
+                actix_rt::time::sleep(HOLD).await;
                 let released = Instant::now();
                 let [a, b] = [&grant.grants[0], &grant.grants[1]];
                 assert!(a.node.starts_with("/a/") && b.node.starts_with("/b/"), "taken by directory: {grant:?}");
@@ -58,7 +63,7 @@ async fn multi_locks_in_opposite_orders_never_deadlock_and_exclude_each_other() 
         for _ in 0..15 {
             let grant = single.acquire(Some(WAIT)).await.expect("/b");
             let granted = Instant::now();
-            tokio::task::yield_now().await;
+            actix_rt::time::sleep(HOLD).await;
             holds.record(grant.token.0, granted, Instant::now());
             single.release().await.expect("release /b");
         }
