@@ -265,12 +265,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .route("/locks/{name}", web::get().to(locks))
         })
         .workers(1)
-        .disable_signals()
         .bind(("127.0.0.1", 0))?;
         let port = server.addrs()[0].port();
         let server = server.run();
         let stop = server.handle();
-        actix_rt::spawn(server);
+        // The clean shutdown, in one line. actix-web keeps its own signal handling: on Ctrl-C or
+        // SIGTERM it stops accepting, finishes what is in flight, and its server future ends.
+        // `close_after` then closes the session, the recipes letting go first (the election
+        // resigns, the lock releases), before `main` returns: the System's end would stop the
+        // session's thread with it, and the election node would stay until the session expired.
+        let shutdown = actix_rt::spawn(session.close_after(server));
         println!("  listening on http://127.0.0.1:{port}");
 
         println!("\nThe service is healthy once its session is up, and leads (it is alone).");
@@ -320,11 +324,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .await?;
 
-        println!("\nShutting down: the HTTP server, the consumer, the election, the session.");
+        println!("\nShutting down as on Ctrl-C: the HTTP server stops, then the session lets go and closes.");
+        drop(consumer);
         stop.stop(true).await;
-        consumer.do_send(actix_zookeeper::queue::Stop);
-        election.resign().await?;
-        session.close().await;
+        shutdown.await.map_err(|e| format!("the shutdown task: {e}"))??;
+        let after = SessionHandle::start(SessionConfig::new(zk.connect_string()).with_chroot(ROOT))?;
+        let left = after.children("/jobs/cleanup/leader").await.map(|c| c.names).unwrap_or_default();
+        check(left.is_empty(), "the election node went with the goodbyes, not with a session expiry")?;
+        after.close().await;
+        drop(election);
         Ok(())
     })
 }

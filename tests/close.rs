@@ -298,3 +298,36 @@ impl Handler<actix_zookeeper::queue::Revoked> for HoldingWorker {
     type Result = ();
     fn handle(&mut self, _: actix_zookeeper::queue::Revoked, _: &mut Context<Self>) {}
 }
+
+/// Issue 39, item 7: `close_after(serving)` closes the session once the server future ends (as
+/// actix-web's does on Ctrl-C), with the recipes letting go first: the election node and the
+/// ephemeral node are gone when it resolves, and it returns what the server returned.
+#[actix_rt::test]
+async fn close_after_a_server_ends_lets_the_recipes_go_first() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("close-after");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let observer = session_at(&zk.connect_string(), &root).await;
+    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/election"));
+    bounded("leads", election.leadership()).await.expect("leads");
+    let node = PersistentNodeHandle::start(s.clone(), PersistentNodeConfig::new("/node", CreateMode::Ephemeral))
+        .expect("node");
+    bounded("made", node.wait_for_initial_create(None)).await.expect("made");
+    let (stop_serving, serving) = futures::channel::oneshot::channel::<()>();
+    let server = async move {
+        let _ = serving.await;
+        Ok::<u16, std::io::Error>(8080)
+    };
+    let shutdown = actix_rt::spawn(s.close_after(server));
+    actix_rt::time::sleep(Duration::from_millis(100)).await;
+    assert!(!shutdown.is_finished(), "nothing closes while the server runs");
+    assert!(observer.exists("/node").await.expect("exists").is_some());
+    stop_serving.send(()).expect("the server stops");
+    let served = bounded("the shutdown", shutdown).await.expect("task");
+    assert_eq!(served.expect("what the server returned"), 8080);
+    assert!(observer.children("/election").await.map(|c| c.names).unwrap_or_default().is_empty(), "resigned");
+    assert!(observer.exists("/node").await.expect("exists").is_none(), "the ephemeral went");
+    assert!(matches!(s.exists("/").await, Err(Error::Closed)), "the session is closed");
+    observer.close().await;
+}

@@ -170,6 +170,27 @@ fn finish_resumes_a_paused_process_first() {
     assert!(p.finish(WAIT).expect("exits once resumed").success());
 }
 
+/// The process group of process `pid` (field 5 of `/proc/<pid>/stat`).
+fn process_group(pid: &str) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    // The command name (field 2) is in parentheses and may hold spaces: count after it.
+    let after_name = &stat[stat.rfind(')').expect("a command name") + 2..];
+    after_name.split(' ').nth(2).expect("the process group").to_owned()
+}
+
+/// Issue 39, item 7: the testkit's processes (servers, roles) run in a process group of their
+/// own, so that a terminal's Ctrl-C (sent to the foreground group) does not kill a server
+/// before the program's goodbyes.
+#[test]
+fn testkit_processes_run_in_a_process_group_of_their_own() {
+    let p = RoleProcess::spawn("sh", ["-c", "sleep 5"]).expect("spawn sh");
+    let pid = p.pid().to_string();
+    let theirs = process_group(&pid);
+    assert_eq!(theirs, pid, "the child leads a group of its own");
+    assert_ne!(theirs, process_group("self"), "not ours");
+    p.kill().expect("killed");
+}
+
 #[test]
 fn zk_role_refuses_bad_arguments_with_status_2() {
     for args in [

@@ -465,6 +465,37 @@ impl SessionHandle {
         async move { reply.await.map_err(|_| Error::Closed)? }
     }
 
+    /// Runs `serving` (an actix-web server, say) to its end, then closes the session as
+    /// [`close`](Self::close) does (recipes let go first, bounded), and returns what `serving`
+    /// returned: the one line that makes a service's shutdown clean.
+    ///
+    /// ```no_run
+    /// # async fn demo(session: actix_zookeeper::SessionHandle, server: impl std::future::Future<Output = std::io::Result<()>>) -> std::io::Result<()> {
+    /// // `server` is `HttpServer::new(..).bind(..)?.run()`, with actix-web's own signal handling.
+    /// session.close_after(server).await
+    /// # }
+    /// ```
+    ///
+    /// Why: on Ctrl-C or SIGTERM actix-web stops accepting, finishes what is in flight, and its
+    /// server future resolves; the program then returns from `main` and its System stops, and
+    /// with it the session's thread, before any goodbye (the service's registration and election
+    /// node would stay until the session expires on the server). Closing between the two lets
+    /// the recipes release, resign, leave and unregister while the session can still carry it.
+    /// Do not set actix-web's `system_exit()`: it stops the System (and the session's thread)
+    /// itself, before this close.
+    ///
+    /// # Cancel safety
+    /// Dropped before `serving` ends, nothing is closed; dropped after, the close goes on (it
+    /// is sent when `serving` ends).
+    pub fn close_after<F: Future>(&self, serving: F) -> impl Future<Output = F::Output> + use<F> {
+        let session = self.clone();
+        async move {
+            let served = serving.await;
+            session.close().await;
+            served
+        }
+    }
+
     /// Closes the session (ephemerals go at once) and stops the actor. Resolves when done.
     ///
     /// # Cancel safety

@@ -157,6 +157,12 @@ pub(crate) fn spawn_command(mut command: Command) -> io::Result<Child> {
             if libc::getppid() != parent {
                 return Err(io::Error::from_raw_os_error(libc::ESRCH));
             }
+            // A process group of its own: a terminal's Ctrl-C goes to the foreground group, and
+            // a server killed by it before the program's goodbyes would leave them undone (the
+            // program's session closes first; the server still dies with us, by the signal above).
+            if libc::setpgid(0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
             Ok(())
         });
     }
