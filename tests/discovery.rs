@@ -532,3 +532,31 @@ async fn unregistering_a_static_instance_never_deletes_the_registration_that_rep
     s.close().await;
     other.close().await;
 }
+
+/// Regression (issue 39, item 3): a `Static`/`Permanent` registration survived
+/// `SessionHandle::close()` (a close lets recipes let go first, but a persistent node did not
+/// take part), so the instance stayed registered for good after its service shut down. A close
+/// now unregisters it, as Curator's `ServiceDiscovery.close()` does; a persistent node of the
+/// session's own (not a registration) goes the same way, and a TTL node is left to its TTL.
+#[actix_rt::test]
+async fn a_close_unregisters_persistent_registrations_first() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("discovery-close-static");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let observer = session_at(&zk.connect_string(), &root).await;
+    let d = discovery(&s);
+    let fixed = d.register(instance("s1", 1).with_service_type(ServiceType::Static)).await.expect("static");
+    let permanent = d.register(instance("p1", 2).with_service_type(ServiceType::Permanent)).await.expect("permanent");
+    let kept = PersistentNodeHandle::start(s.clone(), PersistentNodeConfig::new("/kept", CreateMode::Persistent))
+        .expect("node");
+    kept.wait_for_initial_create(Some(WAIT)).await.expect("made");
+    for path in [fixed.path(), permanent.path(), "/kept"] {
+        assert_eq!(observer.exists(path).await.expect("exists").map(|stat| stat.ephemeral_owner), Some(0), "{path}");
+    }
+    bounded("the close", s.close()).await;
+    for path in [fixed.path(), permanent.path(), "/kept"] {
+        assert!(observer.exists(path).await.expect("exists").is_none(), "{path} outlived the close");
+    }
+    observer.close().await;
+}

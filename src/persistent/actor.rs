@@ -499,6 +499,10 @@ impl Actor for PersistentNode {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         self.session.subscribe(ctx.address().recipient());
+        // A close lets the node go first, as its stop does (Curator's `ServiceDiscovery.close()`
+        // unregisters every instance, persistent ones too): a persistent node left by a close
+        // would outlive its owner for good.
+        self.session.on_close(ctx.address().recipient());
         if let Some(ttl) = self.config.touched {
             ctx.run_interval(ttl / 2, |act, ctx| {
                 if ctx.connected() {
@@ -674,6 +678,20 @@ impl Handler<DeleteAndStop> for PersistentNode {
         if !self.in_flight {
             self.finish_stop(node, ctx);
         }
+    }
+}
+
+impl Handler<crate::session::requests::Goodbye> for PersistentNode {
+    type Result = ResponseFuture<()>;
+
+    /// The session is closing: stop as [`DeleteAndStop`] does (the node deleted, a TTL node left
+    /// to its TTL), and answer once stopped.
+    fn handle(&mut self, _: crate::session::requests::Goodbye, ctx: &mut Context<Self>) -> Self::Result {
+        let (stopped, done) = oneshot::channel();
+        <Self as Handler<DeleteAndStop>>::handle(self, DeleteAndStop { stopped }, ctx);
+        Box::pin(async move {
+            let _ = done.await;
+        })
     }
 }
 
