@@ -316,7 +316,7 @@ impl HealthBoard {
             .recipes
             .insert(id, RecipeHealth { kind, path: path.to_owned(), state: RecipeState::Idle, since: Instant::now() });
         self.publish();
-        HealthSlot { board: self.clone(), id, last: RecipeState::Idle, kept: false }
+        HealthSlot { board: self.clone(), id, last: RecipeState::Idle }
     }
 }
 
@@ -325,8 +325,6 @@ pub(crate) struct HealthSlot {
     board: HealthBoard,
     id: u64,
     last: RecipeState,
-    /// Left on the board when dropped (a recipe that failed for good).
-    kept: bool,
 }
 
 impl std::fmt::Debug for HealthSlot {
@@ -362,17 +360,17 @@ impl HealthSlot {
     /// until a recipe of the same kind starts on the same path (a restart replaces it).
     pub(crate) fn keep_failed(mut self, reason: String) {
         self.set(RecipeState::Failed { reason });
-        self.kept = true;
         self.board.board().kept.insert(self.id);
     }
 }
 
 impl Drop for HealthSlot {
     fn drop(&mut self) {
-        if self.kept {
+        let mut board = self.board.board();
+        // A recipe that failed for good stays on the board (see `keep_failed`).
+        if board.kept.contains(&self.id) {
             return;
         }
-        let mut board = self.board.board();
         board.recipes.remove(&self.id);
         self.board.publish();
     }

@@ -571,18 +571,19 @@ impl QueueConsumerActor {
         let item = self.item_path(id);
         let mut ops = vec![Op::Delete { path: claim, version: None }];
         let attempt = u32::try_from(flight.version).unwrap_or(0) + 1;
-        let dead = match outcome {
-            Outcome::Ack => None,
-            Outcome::Nack => Some(self.config.max_attempts.is_some_and(|max| attempt >= max)),
+        let fate = match outcome {
+            Outcome::Ack => Fate::Removed,
+            Outcome::Nack if self.config.max_attempts.is_some_and(|max| attempt >= max) => Fate::DeadLettered,
+            Outcome::Nack => Fate::Retried,
             // A worker's call: at once, whatever the attempt count.
-            Outcome::DeadLetter { .. } => Some(true),
+            Outcome::DeadLetter { .. } => Fate::DeadLettered,
         };
-        let event = match dead {
-            None => {
+        let event = match fate {
+            Fate::Removed => {
                 ops.push(Op::Delete { path: item, version: None });
                 "acked"
             }
-            Some(true) => {
+            Fate::DeadLettered => {
                 if let Some(dead) = &self.config.dead_letter {
                     // A new sequence number in the dead-letter queue: two queues may share one
                     // dead-letter path, and their item names collide.
@@ -596,7 +597,7 @@ impl QueueConsumerActor {
                 "dead_lettered"
             }
             // Rewriting the same data bumps the version, which counts the attempts.
-            Some(false) => {
+            Fate::Retried => {
                 ops.push(Op::SetData { path: item, data: flight.data.clone(), version: Some(flight.version) });
                 "nacked"
             }
@@ -832,6 +833,16 @@ impl QueueConsumerActor {
             ctx.notify(Flush);
         }
     }
+}
+
+/// What a settlement does to its item.
+enum Fate {
+    /// Acked: removed from the queue.
+    Removed,
+    /// Nacked within the attempt limit: delivered again later.
+    Retried,
+    /// Poison, or out of attempts: moved to the dead-letter path (dropped without one).
+    DeadLettered,
 }
 
 /// A settlement waiting for the next batch.
