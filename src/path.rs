@@ -41,9 +41,10 @@ pub fn validate(path: &str, sequential: bool) -> Result<(), Error> {
 }
 
 // The same ranges as ZooKeeper's PathUtils: NUL, control characters, and code points that
-// Java strings cannot round-trip safely.
+// Java strings cannot round-trip safely. PathUtils sees a Java string, where a code point above
+// U+FFFF is a surrogate pair (U+D800..U+DFFF), so the server refuses those too.
 fn forbidden_char(c: char) -> bool {
-    matches!(c as u32, 0x0000..=0x001F | 0x007F..=0x009F | 0xD800..=0xF8FF | 0xFFF0..=0xFFFF)
+    matches!(c as u32, 0x0000..=0x001F | 0x007F..=0x009F | 0xD800..=0xF8FF | 0xFFF0..)
 }
 
 /// Checks that `name` can be one node's name (a group member's id, a service's name or an
@@ -138,7 +139,8 @@ mod tests {
         for ok in ["/", "/a", "/a/b", "/a-b_c.d", "/zookeeper", "/a/..b", "/über"] {
             assert!(validate(ok, false).is_ok(), "{ok} should be valid");
         }
-        for bad in ["", "a", "/a/", "//", "/a//b", "/a/./b", "/a/..", "/a\0b", "/a\u{1}", "/\u{FFF5}"] {
+        let bad = ["", "a", "/a/", "//", "/a//b", "/a/./b", "/a/..", "/a\0b", "/a\u{1}", "/\u{FFF5}", "/\u{1F600}"];
+        for bad in bad {
             assert!(matches!(validate(bad, false), Err(Error::InvalidPath { .. })), "{bad:?} should be invalid");
         }
         assert!(validate("/locks/lock-", true).is_ok());
@@ -194,5 +196,45 @@ mod tests {
         sort_by_sequence(&mut line);
         let numbers: Vec<u64> = line.iter().map(|n| sequence(n).expect("numbered")).collect();
         assert_eq!(numbers, (0..1000).collect::<Vec<_>>());
+    }
+}
+
+/// Names another process wrote, read without a panic (issue 39, item 12).
+#[cfg(test)]
+mod bad_input {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn any_name_has_a_number_or_none_and_sorting_keeps_every_name(
+            names in prop::collection::vec(".{0,40}", 0..30),
+        ) {
+            for name in &names {
+                if let Some(number) = sequence(name) {
+                    prop_assert!(name.ends_with(&number.to_string()));
+                }
+            }
+            let mut sorted = names.clone();
+            sort_by_sequence(&mut sorted);
+            let (mut a, mut b) = (names.clone(), sorted.clone());
+            a.sort();
+            b.sort();
+            prop_assert_eq!(a, b, "sorting neither loses nor invents a name");
+            let numbers: Vec<Option<u64>> = sorted.iter().map(|n| sequence(n)).collect();
+            let numbered = numbers.iter().take_while(|n| n.is_some()).count();
+            prop_assert!(numbers[numbered..].iter().all(Option::is_none), "numbered names first");
+            prop_assert!(numbers[..numbered].windows(2).all(|w| w[0] <= w[1]), "in number order");
+            prop_assert_eq!(sequential_in_order(names).len(), numbered);
+        }
+
+        #[test]
+        fn any_path_is_checked_without_a_panic(path in ".{0,60}", sequential: bool) {
+            if validate(&path, sequential).is_ok() {
+                prop_assert!(path.starts_with('/'));
+            }
+            let _ = (validate_name(&path), parent(&path), name(&path));
+        }
     }
 }

@@ -450,6 +450,12 @@ async fn oversize_and_foreign_items_are_reported_not_fatal() {
     s.ensure_path("/q").await.expect("queue");
     s.create("/q/foreign", "?", CreateMode::Persistent).await.expect("foreign node");
     s.create("/q/qn-garbage", "?", CreateMode::Persistent).await.expect("malformed name");
+    // Names that look almost like items: non-ASCII before the number (such a name once panicked
+    // the consumer), a due time too large for 64 bits, a due time that is not hex.
+    let hostile = ["qn-\u{fc}0000000001", "qn-|FFFFFFFFFFFFFFFFFFFFF|0000000002", "qn-|zz|0000000003", "qn-\u{4E2D}-"];
+    for name in hostile {
+        s.create(&format!("/q/{name}"), "?", CreateMode::Persistent).await.expect("hostile name");
+    }
     queue.put("real").await.expect("put");
     let ledger = Ledger::default();
     let _consumer =
@@ -459,7 +465,10 @@ async fn oversize_and_foreign_items_are_reported_not_fatal() {
     assert_eq!(ledger.seen.lock().expect("ledger").len(), 1, "foreign nodes are not delivered");
     let mut left = children(&s, "/q").await;
     left.sort();
-    assert_eq!(left, ["claims", "foreign", "qn-garbage"]);
+    let mut expected = vec!["claims", "foreign", "qn-garbage"];
+    expected.extend(hostile);
+    expected.sort();
+    assert_eq!(left, expected);
     s.close().await;
 }
 

@@ -11,6 +11,7 @@ mod common;
 
 mod acl;
 mod atomic;
+mod bad_input;
 mod barrier;
 mod cache;
 mod cancellation;

@@ -1160,3 +1160,34 @@ async fn closing_a_workers_session_lets_its_running_task_finish_and_deregister_f
     assert_eq!(finished, 1, "the run finished on the closing worker, not elsewhere");
     assert!(children(&observer, &format!("{ROOT}/workers")).await.is_empty(), "deregistered");
 }
+
+/// Nodes another client left under `tasks/` with names that are no task id are never assigned
+/// (a worker could not run them): they stay where they are and real tasks go on around them.
+#[actix_rt::test]
+async fn nodes_under_tasks_that_are_no_task_are_never_assigned() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let rig = Rig::new(zk.connect_string(), "tasks-foreign");
+    let s = rig.session().await;
+    s.ensure_path(&format!("{ROOT}/tasks")).await.expect("tasks dir");
+    let mut foreign = vec!["junk", "task-", "t\u{fc}sk-1"];
+    for name in &foreign {
+        s.create(&format!("{ROOT}/tasks/{name}"), "?", CreateMode::Persistent).await.expect("foreign node");
+    }
+    let master = rig.master("m").await;
+    let worker = rig.worker("w", 1, Duration::ZERO, 0).await;
+    let client = rig.client().await;
+    let tasks = submit(&client, "real", 3).await;
+    expect_results(&client, &tasks).await;
+    let mut left = children(&s, &format!("{ROOT}/tasks")).await;
+    left.sort();
+    foreign.sort();
+    assert_eq!(left, foreign, "the foreign nodes stay under tasks/");
+    for dir in children(&s, &format!("{ROOT}/assign")).await {
+        let assigned = children(&s, &format!("{ROOT}/assign/{dir}")).await;
+        assert!(assigned.is_empty(), "nothing assigned to {dir}: {assigned:?}");
+    }
+    master.addr.do_send(StopMaster);
+    worker.addr.do_send(StopWorker);
+    s.close().await;
+}

@@ -50,3 +50,24 @@ mod tests {
         }
     }
 }
+
+/// Values another process wrote, read without a panic (issue 39, item 12).
+#[cfg(test)]
+mod bad_input {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn any_bytes_are_a_value_or_a_typed_error_naming_the_node(data in prop::collection::vec(any::<u8>(), 0..20)) {
+            match decode_long("/a", &data) {
+                Ok(value) => {
+                    let encoded = encode_long(value).to_vec();
+                    prop_assert!(data.is_empty() && value == 0 || encoded == data);
+                }
+                Err(e) => prop_assert_eq!(e, AtomicError::NotALong { path: "/a".into(), len: data.len() }),
+            }
+        }
+    }
+}

@@ -48,3 +48,21 @@ mod tests {
         }
     }
 }
+
+/// Counts another process wrote, read without a panic (issue 39, item 12).
+#[cfg(test)]
+mod bad_input {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn any_bytes_are_a_count_or_a_typed_error_naming_the_node(data in prop::collection::vec(any::<u8>(), 0..12)) {
+            match decode_count("/c", &data) {
+                Ok(count) => prop_assert_eq!(encode_count(count).to_vec(), data),
+                Err(e) => prop_assert_eq!(e, CounterError::NotACount { path: "/c".into(), len: data.len() }),
+            }
+        }
+    }
+}

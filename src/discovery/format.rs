@@ -208,3 +208,68 @@ mod tests {
         }
     }
 }
+
+/// Instance nodes another process wrote, read without a panic (issue 39, item 12).
+#[cfg(test)]
+mod bad_input {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Any JSON value, a few levels deep.
+    fn json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            ".{0,12}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((".{0,8}", inner), 0..6)
+                    .prop_map(|fields| Value::Object(fields.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// An object with Curator's field names, each holding any JSON value.
+    fn instance_like() -> impl Strategy<Value = Value> {
+        let field = prop_oneof![
+            Just("name"),
+            Just("id"),
+            Just("address"),
+            Just("port"),
+            Just("sslPort"),
+            Just("payload"),
+            Just("registrationTimeUTC"),
+            Just("serviceType"),
+            Just("uriSpec"),
+            Just("enabled"),
+        ];
+        prop::collection::vec((field, json()), 0..12)
+            .prop_map(|fields| Value::Object(fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()))
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_are_an_instance_or_a_reason(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+            if let Err(reason) = decode(&bytes) {
+                prop_assert!(!reason.is_empty());
+            }
+        }
+
+        #[test]
+        fn any_json_is_an_instance_that_encodes_again_or_a_reason(json in prop_oneof![json(), instance_like()]) {
+            let bytes = serde_json::to_vec(&json).expect("JSON");
+            match decode(&bytes) {
+                Ok(instance) => {
+                    let again = encode(&instance).expect("a decoded instance encodes");
+                    prop_assert_eq!(decode(&again).expect("and decodes again"), instance);
+                }
+                Err(reason) => prop_assert!(!reason.is_empty()),
+            }
+        }
+    }
+}

@@ -400,3 +400,33 @@ mod tests {
         }
     }
 }
+
+/// Templates and type names another process wrote, read without a panic (issue 39, item 12).
+#[cfg(test)]
+mod bad_input {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn any_template_is_a_spec_or_a_typed_error(template in "[{}a-z:/. ]{0,30}|.{0,30}") {
+            match UriSpec::parse(&template) {
+                Ok(spec) => {
+                    let _ = spec.build(&ServiceInstance::new("s", "i"));
+                }
+                Err(e) => {
+                    let typed = matches!(e, DiscoveryError::InvalidInstance { field: "uri_spec", .. });
+                    prop_assert!(typed);
+                }
+            }
+        }
+
+        #[test]
+        fn any_type_name_is_a_type_or_none(name in ".{0,20}") {
+            if let Some(kind) = ServiceType::parse(&name) {
+                prop_assert_eq!(kind.as_str(), name);
+            }
+        }
+    }
+}

@@ -206,3 +206,27 @@ mod tests {
         );
     }
 }
+
+/// Election node data another process wrote, read without a panic (issue 39, item 12).
+#[cfg(test)]
+mod bad_input {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn any_bytes_are_a_proclamation_or_none(
+            data in prop_oneof![
+                prop::collection::vec(any::<u8>(), 0..40),
+                prop::collection::vec(any::<u8>(), 0..20).prop_map(|tail| [MAGIC, &tail[..]].concat()),
+            ],
+        ) {
+            if let Some((term, value)) = decode(&data) {
+                prop_assert_eq!(encode(term, value), data.clone());
+            } else {
+                prop_assert!(!data.starts_with(MAGIC) || data.len() < MAGIC.len() + 8);
+            }
+        }
+    }
+}

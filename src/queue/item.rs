@@ -213,3 +213,47 @@ mod tests {
         assert_eq!(parse(&due[0]).map(|i| i.priority), Some(-9));
     }
 }
+
+/// Item names another process wrote, read without a panic (issue 39, item 12): a non-ASCII
+/// name once panicked the consumer.
+#[cfg(test)]
+mod bad_input {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Any text, or what looks like an item name around any text.
+    fn name() -> impl Strategy<Value = String> {
+        prop_oneof![
+            ".{0,40}",
+            (".{0,20}", 0u64..10_000_000_000).prop_map(|(mid, seq)| format!("{ITEM_PREFIX}{mid}{seq:010}")),
+            ("[|0-9A-Fa-f]{0,20}", "[01]?[0-9A-F]{0,9}", 0u64..10_000_000_000)
+                .prop_map(|(due, p, seq)| format!("{ITEM_PREFIX}{due}{p}{seq:010}")),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn any_listing_orders_its_items_and_skips_the_rest(names in prop::collection::vec(name(), 0..30), now: u64) {
+            for name in &names {
+                if let Some(item) = parse(name) {
+                    prop_assert!(name.starts_with(ITEM_PREFIX));
+                    let digits = format!("{:010}", item.seq);
+                    prop_assert!(name.ends_with(&digits));
+                }
+            }
+            let ordered = in_order(names.clone());
+            prop_assert!(ordered.windows(2).all(|w| w[0].1.key() <= w[1].1.key()));
+            prop_assert_eq!(ordered.len(), names.iter().filter(|n| parse(n).is_some()).count());
+            let (due, next) = due(names, now);
+            prop_assert!(due.len() <= ordered.len());
+            prop_assert!(next.is_none_or(|next| next > now));
+        }
+
+        #[test]
+        fn every_name_we_lay_out_reads_back(due_ms in prop::option::of(any::<u64>()), priority: i32, seq in 0u64..10_000_000_000) {
+            let name = format!("{}{seq:010}", prefix(None, due_ms, priority));
+            prop_assert_eq!(parse(&name), Some(ItemName { due_ms, priority, seq }));
+        }
+    }
+}

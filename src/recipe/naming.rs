@@ -313,3 +313,43 @@ mod tests {
         assert!(!belongs_to(&format!("{name}0000000001"), &b));
     }
 }
+
+/// Listings another process wrote into, read without a panic (issue 39, item 12).
+#[cfg(test)]
+mod bad_input {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A name of any characters, or one ending in a sequence number after any prefix.
+    fn child() -> impl Strategy<Value = String> {
+        prop_oneof![".{0,30}", (".{0,20}", 0u64..20_000_000_000).prop_map(|(prefix, n)| format!("{prefix}{n:010}"))]
+    }
+
+    proptest! {
+        #[test]
+        fn any_listing_gives_a_standing_that_names_a_listed_node(
+            children in prop::collection::vec(child(), 0..20),
+            pick in any::<prop::sample::Index>(),
+            leases in 1usize..4,
+        ) {
+            let ours = if children.is_empty() { "lock-0000000001".to_owned() } else { pick.get(&children).clone() };
+            for rule in [Rule::Exclusive, Rule::Shared, Rule::Leases(leases)] {
+                match standing(&children, &ours, rule) {
+                    Standing::Waits { watch, blockers } => {
+                        prop_assert!(children.contains(&watch) && watch != ours && blockers >= 1);
+                    }
+                    Standing::Holds | Standing::WaitsForAny => prop_assert!(children.contains(&ours)),
+                    Standing::Missing => prop_assert!(!children.contains(&ours) || path::sequence(&ours).is_none()),
+                }
+            }
+            if let Some(first) = first_in_line(&children) {
+                prop_assert!(children.iter().any(|c| c == first));
+            }
+            if let Some(name) = strip_protection(&ours) {
+                prop_assert!(ours.ends_with(name));
+            }
+            prop_assert!(!belongs_to(&ours, "") || ours.starts_with(PROTECTED_PREFIX));
+        }
+    }
+}

@@ -48,19 +48,30 @@ fn client_address(line: &str) -> Option<String> {
     // A server listening on every address is reached at its quorum address (Curator does so).
     let host = match host.trim_start_matches('[').trim_end_matches(']') {
         "" | "0.0.0.0" | "::" | "0:0:0:0:0:0:0:0" => quorum_host,
-        _ => host.to_owned(),
+        bare => connectable(bare)?,
     };
     Some(format!("{host}:{port}"))
+}
+
+/// `host` as a connect string can hold it (an IPv6 address in brackets), `None` when it is no
+/// host name or address: a ',' would split the connect string and a '/' would start its chroot,
+/// so a server line written by something else must not smuggle either in.
+fn connectable(host: &str) -> Option<String> {
+    let name_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_');
+    if host.contains(':') {
+        let address_char = |c: char| c.is_ascii_hexdigit() || matches!(c, ':' | '.' | '%');
+        return host.chars().all(address_char).then(|| format!("[{host}]"));
+    }
+    (!host.is_empty() && host.chars().all(name_char)).then(|| host.to_owned())
 }
 
 /// The host of `<host>:<port>:<port>[:<role>]` (an IPv6 host is in brackets).
 fn host_of(quorum: &str) -> Option<String> {
     if let Some(rest) = quorum.strip_prefix('[') {
         let (host, _) = rest.split_once(']')?;
-        return Some(format!("[{host}]"));
+        return connectable(host);
     }
-    let host = quorum.split(':').next()?.trim();
-    (!host.is_empty()).then(|| host.to_owned())
+    connectable(quorum.split(':').next()?.trim())
 }
 
 /// The hosts of a connect string (without a chroot), as a set to compare.
@@ -155,5 +166,36 @@ mod tests {
         assert!(!tracked.must_move("c:1, b:1"), "the same servers in another order");
         assert!(!tracked.read(ensemble(7, &["z:1"])), "a reading older than the newest");
         assert_eq!(tracked.connect_string("a:1,b:1"), "b:1,c:1");
+    }
+}
+
+/// Configurations read from `/zookeeper/config`, read without a panic (issue 39, item 12).
+#[cfg(test)]
+mod bad_input {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Any line, or a `server.` line with any parts.
+    fn line() -> impl Strategy<Value = String> {
+        prop_oneof![
+            ".{0,40}",
+            ("[0-9]{1,2}", "[a-z0-9.:\\[\\]]{0,16}", "[a-z0-9.:\\[\\], /;=]{0,12}", "[0-9]{0,6}")
+                .prop_map(|(id, quorum, host, port)| format!("server.{id}={quorum};{host}:{port}")),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn any_configuration_gives_hosts_a_connect_string_can_hold(lines in prop::collection::vec(line(), 0..6)) {
+            let Some(ensemble) = Ensemble::parse(lines.join("\n").as_bytes(), 1) else { return Ok(()) };
+            for host in &ensemble.hosts {
+                let (name, port) = host.rsplit_once(':').expect("host:port");
+                prop_assert!(port.parse::<u16>().is_ok(), "{}", host);
+                prop_assert!(!name.is_empty(), "{}", host);
+                // A comma would split the connect string, a '/' would start its chroot.
+                prop_assert!(!host.contains([',', '/', ' ', ';', '=']), "{}", host);
+            }
+        }
     }
 }

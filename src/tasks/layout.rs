@@ -163,3 +163,32 @@ mod tests {
         assert!(check_worker_id("").is_err());
     }
 }
+
+/// Task names another process wrote, read without a panic (issue 39, item 12).
+#[cfg(test)]
+mod bad_input {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn any_name_is_a_task_id_or_a_typed_error(name in prop_oneof![".{0,20}", ".{0,20}".prop_map(|n| format!("task-{n}"))]) {
+            match TaskId::parse(name.clone()) {
+                Ok(id) => {
+                    prop_assert_eq!(id.as_str(), name.as_str());
+                    prop_assert!(path::validate(&Layout::new("/t").expect("root").task(id.as_str()), false).is_ok());
+                }
+                Err(e) => {
+                    let named = matches!(e, TaskError::InvalidTaskId { ref id, .. } if *id == name);
+                    prop_assert!(named);
+                }
+            }
+        }
+
+        #[test]
+        fn any_capacity_node_is_a_capacity_of_at_least_one(data in prop::collection::vec(any::<u8>(), 0..12)) {
+            prop_assert!(crate::tasks::term::parse_capacity(&data) >= 1);
+        }
+    }
+}

@@ -257,7 +257,8 @@ impl MasterTerm {
         let list_workers = dirty.workers.then(|| session.children(&layout.workers()));
         let list_dirs = dirty.assign.then(|| session.children(&layout.assign()));
         let list_tasks = dirty.tasks.then(|| session.children(&layout.tasks()));
-        let seen_tasks: Vec<String> = dirty.new_tasks.iter().filter(|t| !known_tasks.contains(*t)).cloned().collect();
+        let seen_tasks: Vec<String> =
+            dirty.new_tasks.iter().filter(|t| !known_tasks.contains(*t) && is_task(t)).cloned().collect();
         let dir_reads: Vec<_> =
             dirty.dirs.iter().map(|d| (d.clone(), session.children(&layout.assign_dir(d)))).collect();
         async move {
@@ -270,7 +271,7 @@ impl MasterTerm {
                 reads.dirs = Some(list.await?.names);
             }
             if let Some(list) = list_tasks {
-                reads.tasks = Some(list.await?.names);
+                reads.tasks = Some(list.await?.names.into_iter().filter(|t| is_task(t)).collect());
             }
             let mut listings = Vec::new();
             for (dir, list) in dir_reads {
@@ -669,6 +670,16 @@ fn absent_as_none<T>(read: Result<T, Error>) -> Result<Option<T>, Error> {
 
 /// A worker's registration data is its capacity in decimal; anything else counts as 1, so a
 /// registration made by other software still gets work, one task at a time.
+/// Whether a node under `tasks/` is a task: one another client left there under another name
+/// is never assigned (a worker could not run it), and stays where it is.
+fn is_task(name: &str) -> bool {
+    let task = TaskId::parse(name).is_ok();
+    if !task {
+        debug!(node = name, "not a task id under tasks/; skipped");
+    }
+    task
+}
+
 pub(crate) fn parse_capacity(data: &[u8]) -> usize {
     std::str::from_utf8(data).ok().and_then(|s| s.trim().parse::<usize>().ok()).filter(|&n| n > 0).unwrap_or(1)
 }
