@@ -117,7 +117,7 @@ pub use session::requests::{
 };
 pub use session::{
     RebuildPolicy, SessionActor, SessionConfig, SessionEvent, SessionHandle, SessionId, WatchEvent, WatchEventKind,
-    WatchId,
+    WatchId, WatchRefusal,
 };
 
 /// The names most programs need: the session, each recipe's handle or actor with its config,
@@ -140,7 +140,9 @@ pub mod prelude {
     pub use crate::recipe::{ConnectionPolicy, Fence, FenceError, FencingToken};
     pub use crate::retry::RetryPolicy;
     pub use crate::session::requests::{CreateMode, Op, OpResult, PersistentWatchMode};
-    pub use crate::session::{RebuildPolicy, SessionConfig, SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
+    pub use crate::session::{
+        RebuildPolicy, SessionConfig, SessionEvent, SessionHandle, WatchEvent, WatchEventKind, WatchRefusal,
+    };
     pub use crate::tasks::{
         MasterEvent, TaskClient, TaskError, TaskMaster, TaskMasterConfig, TaskMasterHandle, TaskWorker,
         TaskWorkerConfig, TaskWorkerHandle, WorkerEvent,

@@ -576,3 +576,77 @@ async fn a_multi_with_a_create_the_server_lacks_is_refused_typed_and_applies_not
         session.close().await;
     }
 }
+
+/// A mixed ensemble during a rolling upgrade: the session moves from a member with persistent
+/// watches to one without. The watch it adds again is refused there; its owner is told
+/// (`WatchRefused`), a cache goes on with one-shot watches and keeps following changes, and once
+/// the session is back on a newer member, persistent watches are asked for again, not switched
+/// off for good by the old member's refusal.
+#[actix_rt::test]
+async fn a_move_to_an_older_member_is_told_and_a_cache_falls_back_to_one_shot_watches() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("compat-mixed");
+    let newer = FaultProxy::start(&zk.connect_string()).expect("proxy");
+    let older = FaultProxy::start_as(&zk.connect_string(), OlderServer::without_extras()).expect("proxy");
+    older.blackhole();
+    let config = SessionConfig::new(format!("{},{}", newer.address(), older.address()))
+        .with_chroot(&root)
+        .with_session_timeout(Duration::from_secs(6));
+    let (session, session_events) = connected(config).await;
+    let writer = session_at(&zk.connect_string(), &root).await;
+    writer.ensure_path("/tree/a").await.expect("tree");
+    let (me, watched) = connected_recorder();
+    let id = session.add_watch("/tree", PersistentWatchMode::Recursive, me).await.expect("a persistent watch");
+    assert_eq!(session.server_features().persistent_watches, Support::Yes);
+    let cache =
+        CacheHandle::start(session.clone(), CacheConfig::new("/tree").with_scope(CacheScope::Tree { max_depth: None }))
+            .expect("cache");
+    let mut events = cache.events();
+    let mut until = async |what: &str, pred: &dyn Fn(&CacheEvent) -> bool| {
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match actix_rt::time::timeout(left, events.next()).await {
+                Ok(Some(Ok(event))) if pred(&event) => return,
+                Ok(Some(_)) => {}
+                other => panic!("no {what}: {other:?}"),
+            }
+        }
+    };
+    until("load", &|e| matches!(e, CacheEvent::CacheInitialized)).await;
+
+    // To the older member.
+    older.heal();
+    newer.blackhole();
+    newer.reset();
+    let refused = |e: &WatchEvent| e.kind == WatchEventKind::WatchRefused(WatchRefusal::Unsupported);
+    let (_, told) = watched.wait_for(0, WAIT, refused).await;
+    assert_eq!((told.watch, told.path.as_str()), (Some(id), "/tree"), "the owner hears which watch went");
+    writer.create("/tree/a/b", "1", CreateMode::Persistent).await.expect("b");
+    until("b added on the older member", &|e| matches!(e, CacheEvent::NodeAdded { path, .. } if path == "/tree/a/b"))
+        .await;
+    writer.set_data("/tree/a/b", "2", None).await.expect("set");
+    until("b updated", &|e| {
+        matches!(e, CacheEvent::NodeUpdated { path, data, .. } if path == "/tree/a/b" && data.as_deref() == Some(&b"2"[..]))
+    })
+    .await;
+    assert_eq!(session.server_features().persistent_watches, Support::No, "learned from the older member");
+
+    // Back to a newer member: asked again.
+    let moves = session_events.snapshot().len();
+    newer.heal();
+    older.blackhole();
+    older.reset();
+    session_events
+        .wait_for(moves, WAIT, |e| matches!(e, SessionEvent::Reconnected { .. } | SessionEvent::Connected { .. }))
+        .await;
+    let (me, _watched) = connected_recorder();
+    session.add_watch("/tree", PersistentWatchMode::Node, me).await.expect("a newer member takes persistent watches");
+    assert_eq!(session.server_features().persistent_watches, Support::Yes);
+    writer.delete("/tree/a/b", None).await.expect("delete");
+    until("b removed", &|e| matches!(e, CacheEvent::NodeRemoved { path, .. } if path == "/tree/a/b")).await;
+    cache.stop().await;
+    session.close().await;
+    writer.close().await;
+}

@@ -36,7 +36,7 @@ use super::messages::*;
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::retry::{Backoff, Verdict};
-use crate::session::{Feature, SessionEvent, SessionHandle, WatchEvent, WatchEventKind, WatchId};
+use crate::session::{Feature, SessionEvent, SessionHandle, WatchEvent, WatchEventKind, WatchId, WatchRefusal};
 use crate::{PersistentWatchMode, Stat, path};
 
 /// Reads in flight at most (they are all sent already; this bounds only what is polled).
@@ -487,6 +487,26 @@ impl CacheActor {
         self.start_walk();
     }
 
+    /// The session could not add the cache's persistent watch again (the connection moved to
+    /// a member without them, or the path's ACL changed): without it, nothing would tell the
+    /// cache of a change, and it would serve what it holds as if it were current.
+    fn watch_refused(&mut self, refusal: WatchRefusal, ctx: &mut Context<Self>) {
+        self.watch = None;
+        match refusal {
+            // What a cache on an older server does from the start (see `started`).
+            WatchRefusal::Unsupported => {
+                warn!(parent: &self.span, "the server no longer has persistent watches; using one-shot watches");
+                self.oneshot = Some(OneShot { me: Some(ctx.address().recipient()), ..OneShot::default() });
+                self.resync();
+            }
+            WatchRefusal::NoAuth => self.fail(Error::NoAuth { path: self.config.path.clone() }, ctx),
+            _ => {
+                let reason = "the server refused to add the cache's persistent watch again".to_owned();
+                self.fail(Error::BadArguments { path: self.config.path.clone(), reason }, ctx);
+            }
+        }
+    }
+
     fn fail(&mut self, error: Error, ctx: &mut Context<Self>) {
         warn!(parent: &self.span, %error, "the cache cannot work; it stops");
         self.phase = Phase::Failed;
@@ -595,7 +615,13 @@ impl Handler<Read> for CacheActor {
 impl Handler<WatchEvent> for CacheActor {
     type Result = ();
 
-    fn handle(&mut self, event: WatchEvent, _: &mut Context<Self>) {
+    fn handle(&mut self, event: WatchEvent, ctx: &mut Context<Self>) {
+        if let WatchEventKind::WatchRefused(refusal) = event.kind {
+            if event.watch.is_some() && event.watch == self.watch {
+                self.watch_refused(refusal, ctx);
+            }
+            return;
+        }
         if let Some(oneshot) = self.oneshot.as_mut() {
             if event.generation < self.generation {
                 return; // a watch of an ended session; the new session's walk sets new ones
@@ -621,7 +647,7 @@ impl Handler<WatchEvent> for CacheActor {
                     self.rewalk();
                     return;
                 }
-                WatchEventKind::SessionEnded => return,
+                WatchEventKind::SessionEnded | WatchEventKind::WatchRefused(_) => return,
             }
             if let Some(depth) = self.config.depth_of(&event.path).filter(|depth| self.config.holds(*depth)) {
                 self.read_node(event.path, depth, None);
@@ -639,7 +665,7 @@ impl Handler<WatchEvent> for CacheActor {
             WatchEventKind::NodeCreated | WatchEventKind::DataChanged | WatchEventKind::NodeDeleted => {
                 self.read_node(event.path, depth, None)
             }
-            WatchEventKind::ChildrenChanged | WatchEventKind::SessionEnded => {}
+            WatchEventKind::ChildrenChanged | WatchEventKind::SessionEnded | WatchEventKind::WatchRefused(_) => {}
         }
     }
 }

@@ -290,6 +290,8 @@ impl Handler<WatchEvent> for ElectionObserver {
                 self.armed = Armed::default();
                 return;
             }
+            // Only persistent watches are refused so; the observer sets one-shot ones.
+            WatchEventKind::WatchRefused(_) => return,
         }
         self.refresh(ctx);
     }

@@ -414,6 +414,7 @@ impl SessionActor {
         self.generation += 1;
         let generation = self.generation;
         let session_id = client.session_id();
+        self.features.connected_again();
         let timeout = client.session_timeout();
         self.lease.began(session_id, sent, timeout, self.config.lease_margin(timeout));
         let read_only = client.session().is_readonly();
@@ -498,6 +499,8 @@ impl SessionActor {
         live.link = Link::Up;
         self.lease.read_only(read_only);
         if was_down {
+            // Maybe another member, maybe of another version (see `features.rs`).
+            self.features.connected_again();
             let up = HealthState::Connected { since: Instant::now(), read_only };
             self.health.session(up, Some(session_id), generation);
         }

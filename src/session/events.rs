@@ -75,6 +75,35 @@ pub enum WatchEventKind {
     /// A one-shot watch ended without a node event because its session ended (expired or
     /// closed). Re-read and re-watch under the new session.
     SessionEnded,
+    /// A persistent watch was refused for good when the session added it again (after a
+    /// reconnect, possibly to another member, or on a new session): no event will come from it,
+    /// and it is removed. The owner decides what now: read with one-shot watches, or fail
+    /// visibly. Told once, with the watch's id in [`WatchEvent::watch`].
+    WatchRefused(WatchRefusal),
+}
+
+/// Why the server refused to add a persistent watch again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WatchRefusal {
+    /// The server has no persistent watches (`Unimplemented`: an older member of a mixed
+    /// ensemble, during a rolling upgrade).
+    Unsupported,
+    /// The session may not watch the path (`NoAuth`).
+    NoAuth,
+    /// Another final error; the session's log says which.
+    Other,
+}
+
+impl WatchRefusal {
+    pub(crate) fn of(error: &crate::error::Error) -> WatchRefusal {
+        use crate::error::Error;
+        match error {
+            Error::Unsupported { .. } => WatchRefusal::Unsupported,
+            Error::NoAuth { .. } => WatchRefusal::NoAuth,
+            _ => WatchRefusal::Other,
+        }
+    }
 }
 
 impl WatchEventKind {

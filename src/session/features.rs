@@ -3,6 +3,15 @@
 //! ([`SessionConfig::with_server_version`](super::SessionConfig::with_server_version)) or learned
 //! from the server's answers to their first uses.
 //!
+//! What is learned holds for one server: a mixed ensemble (during a rolling upgrade) has
+//! members with and without a feature, and a refusal by an old member must not switch the
+//! feature off once the session has moved to a newer one. The client library does not say which
+//! member a connection reached, so a new connection starts again from what was declared and the
+//! first use asks the server it reached, with one exception: ZooKeeper closes the connection
+//! after every `Unimplemented` answer, so the connection that follows a refusal is that
+//! refusal's own doing, not news of another server, and what was learned stands (else every
+//! use would be refused and cut the connection again).
+//!
 //! Owns: what is known of each feature ([`Support`]) and the rule from a version to it. Does
 //! not own the fallbacks: the session's handlers decide what to do when a feature is missing
 //! (see "Any ZooKeeper-compatible server" in `docs/compatibility.md`).
@@ -124,18 +133,39 @@ impl ServerFeatures {
 #[derive(Clone, Debug)]
 pub(crate) struct Features {
     cells: Arc<[AtomicU8; 4]>,
+    /// Refusals (`Unimplemented`) heard on the current connection.
+    refusals: Arc<AtomicU8>,
+    /// What was declared (all unknown when nothing was): what a new connection starts from.
+    declared: [Support; 4],
 }
 
 impl Features {
     /// What a server of `declared` version has, or all unknown.
     pub(crate) fn new(declared: Option<(u32, u32, u32)>) -> Features {
-        let cells = Arc::new([const { AtomicU8::new(0) }; 4]);
-        if let Some(version) = declared {
-            for feature in Feature::ALL {
-                cells[feature.index()].store(Support::of_version(feature, version).code(), Ordering::SeqCst);
+        let declared =
+            Feature::ALL.map(|feature| declared.map_or(Support::Unknown, |v| Support::of_version(feature, v)));
+        let features =
+            Features { cells: Arc::new([const { AtomicU8::new(0) }; 4]), refusals: Arc::default(), declared };
+        features.forget_learned();
+        features
+    }
+
+    /// The session has a new connection (to the same server, or another). What was learned
+    /// from the last one is forgotten, unless a refusal ended it (see the module's docs).
+    pub(crate) fn connected_again(&self) {
+        if self.refusals.swap(0, Ordering::SeqCst) == 0 {
+            self.forget_learned();
+        }
+    }
+
+    fn forget_learned(&self) {
+        for feature in Feature::ALL {
+            let declared = self.declared[feature.index()].code();
+            let before = self.cells[feature.index()].swap(declared, Ordering::SeqCst);
+            if before != declared {
+                tracing::debug!(%feature, "a new connection: what was learned of the last server is forgotten");
             }
         }
-        Features { cells }
     }
 
     /// What is known of `feature`.
@@ -151,6 +181,9 @@ impl Features {
     /// The server answered a use of `feature`: it has it (`true`) or not.
     pub(crate) fn learned(&self, feature: Feature, has: bool) {
         let support = if has { Support::Yes } else { Support::No };
+        if !has {
+            self.refusals.fetch_add(1, Ordering::SeqCst);
+        }
         let before = self.cells[feature.index()].swap(support.code(), Ordering::SeqCst);
         if before != support.code() {
             tracing::info!(%feature, has, "learned what the server supports");
@@ -203,5 +236,29 @@ mod tests {
         assert_eq!(features.clone().support(Feature::Ttl), Support::No, "clones share what is known");
         features.learned(Feature::Containers, true);
         assert_eq!(features.snapshot().containers, Support::Yes);
+    }
+
+    #[test]
+    fn a_new_connection_forgets_what_was_learned_unless_a_refusal_ended_the_last() {
+        let features = Features::new(Some((3, 5, 9)));
+        features.learned(Feature::PersistentWatches, true);
+        features.learned(Feature::Ttl, false);
+        features.learned(Feature::Containers, false);
+        features.connected_again();
+        let now = features.snapshot();
+        assert_eq!(now.ttl, Support::No, "the connection after a refusal is the refusal's doing: it stands");
+        features.clone().connected_again();
+        let now = features.snapshot();
+        assert_eq!(
+            (now.persistent_watches, now.ttl, now.containers, now.create2),
+            (Support::No, Support::Unknown, Support::Yes, Support::Yes),
+            "back to the declared 3.5.9"
+        );
+        let undeclared = Features::new(None);
+        undeclared.learned(Feature::PersistentWatches, false);
+        undeclared.connected_again();
+        assert!(!undeclared.may_have(Feature::PersistentWatches));
+        undeclared.connected_again();
+        assert!(undeclared.may_have(Feature::PersistentWatches), "asked again on the next server");
     }
 }

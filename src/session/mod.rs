@@ -25,7 +25,7 @@ pub(crate) mod watch;
 pub(crate) use actor::IntoActorFree;
 pub use actor::SessionActor;
 pub use config::{DEFAULT_MAX_REQUEST_SIZE, RebuildPolicy, SessionConfig};
-pub use events::{SessionEvent, SessionId, WatchEvent, WatchEventKind, WatchId};
+pub use events::{SessionEvent, SessionId, WatchEvent, WatchEventKind, WatchId, WatchRefusal};
 pub(crate) use features::Features;
 pub use features::{Feature, ServerFeatures, Support};
 pub use handle::SessionHandle;

@@ -150,6 +150,8 @@ pub(crate) struct MasterTerm {
     dirty: Dirty,
     pass_running: bool,
     watches: Vec<WatchId>,
+    /// Reading everything every second, for want of a watch.
+    polling: bool,
     /// Delay before reading again after a failed pass; reset by a pass that succeeds.
     backoff: Backoff,
     span: tracing::Span,
@@ -183,6 +185,7 @@ impl MasterTerm {
             dirty: Dirty::everything(),
             pass_running: false,
             watches: Vec::new(),
+            polling: false,
             // Only the delays: a term never gives up a pass (it holds its office until it ends).
             backoff: retry.backoff(),
             span,
@@ -613,6 +616,21 @@ impl MasterTerm {
         retry
     }
 
+    /// Without a watch a change could go unseen: read everything every second instead, for
+    /// the rest of the term.
+    fn poll(&mut self, ctx: &mut Context<Self>) {
+        if std::mem::replace(&mut self.polling, true) {
+            return;
+        }
+        info!(parent: &self.span, "reading every second");
+        ctx.run_interval(Duration::from_secs(1), |act, ctx| {
+            act.dirty.merge(Dirty::everything());
+            act.kick(ctx);
+        });
+        self.dirty.merge(Dirty::everything());
+        self.kick(ctx);
+    }
+
     fn on_watch(&mut self, event: &WatchEvent) {
         let assign = self.layout.assign();
         if event.path == self.layout.workers() {
@@ -702,13 +720,9 @@ impl Actor for MasterTerm {
             for watch in added {
                 match watch {
                     Ok(id) => act.watches.push(id),
-                    // Without the watch a change could go unseen: read periodically instead.
                     Err(error) => {
-                        warn!(parent: &act.span, %error, "could not watch; reading every second instead");
-                        ctx.run_interval(Duration::from_secs(1), |act, ctx| {
-                            act.dirty.merge(Dirty::everything());
-                            act.kick(ctx);
-                        });
+                        warn!(parent: &act.span, %error, "could not watch");
+                        act.poll(ctx);
                     }
                 }
             }
@@ -729,6 +743,12 @@ impl Handler<WatchEvent> for MasterTerm {
     type Result = ();
 
     fn handle(&mut self, event: WatchEvent, ctx: &mut Context<Self>) {
+        if let WatchEventKind::WatchRefused(refusal) = event.kind {
+            warn!(parent: &self.span, path = %event.path, ?refusal, "a watch could not be added again");
+            self.watches.retain(|id| Some(*id) != event.watch);
+            self.poll(ctx);
+            return;
+        }
         self.on_watch(&event);
         self.kick(ctx);
     }

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::session::Feature;
+use crate::session::events::WatchRefusal;
 use crate::session::watch::owner;
 
 impl SessionActor {
@@ -79,9 +80,16 @@ impl SessionActor {
                 watch.task = None;
             }
             Err(err) => {
-                warn!(?id, error = %err, "persistent watch refused");
-                if let Some(mut watch) = self.watches.remove(id) {
-                    watch.settle(Err(err));
+                warn!(?id, path = %watch.path, error = %err, "persistent watch refused");
+                let Some(mut watch) = self.watches.remove(id) else { return };
+                // Answered before: this was the watch added again (after a reconnect or on a
+                // new session), and its owner relies on it. Tell the owner, or it would wait
+                // for events that never come.
+                let added_again = watch.waiters.is_empty();
+                watch.settle(Err(err.clone()));
+                if let Some(owner) = owner(&watch.recipient).filter(|_| added_again) {
+                    let kind = WatchEventKind::WatchRefused(WatchRefusal::of(&err));
+                    owner.do_send(WatchEvent { path: watch.path, kind, generation, watch: Some(id) });
                 }
             }
         }
