@@ -10,7 +10,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use actix_zookeeper::election::{ElectionConfig, ElectionEvent, ElectionHandle, LeaderTerm};
 use actix_zookeeper::lock::{LockConfig, LockHandle};
-use actix_zookeeper::testkit::{ClientLinks, RoleLine, RoleProcess, TestZooKeeper, unique_root};
+use actix_zookeeper::prelude::*;
+use actix_zookeeper::testkit::{ClientLinks, FaultProxy, RoleLine, RoleProcess, TestZooKeeper, ZkServer, unique_root};
 use common::*;
 use futures::StreamExt;
 
@@ -285,4 +286,49 @@ async fn an_idle_holders_first_read_after_a_long_hold_is_current() {
     );
     lock.release().await.expect("released");
     s.close().await;
+}
+
+/// Issue 39, item 2: a reconnect to a server restarted with a lower `maxSessionTimeout`
+/// renegotiates a shorter timeout, and the server counts the session's life with it. The lease
+/// follows: its span shrinks at the reconnect, and when the session is then cut off, the
+/// deadline it gave is never later than the moment the server expires the session (seen from
+/// another session: its ephemeral node goes). The control: the server does expire it after the
+/// lower timeout, far sooner than after the first.
+#[actix_rt::test]
+async fn a_lease_shrinks_with_a_timeout_renegotiated_on_a_reconnect() {
+    init_tracing();
+    let mut server = ZkServer::start().expect("ZooKeeper");
+    let proxy = FaultProxy::start(&server.address()).expect("proxy");
+    let root = unique_root("safe-until-renegotiated");
+    let (first, lower) = (Duration::from_secs(20), Duration::from_secs(4));
+    let config = SessionConfig::new(proxy.address()).with_chroot(&root).with_session_timeout(first);
+    let (session, events) = connected(config).await;
+    session.ensure_path("/").await.expect("root");
+    session.create("/alive", "", CreateMode::Ephemeral).await.expect("ephemeral");
+    assert!(session.lease().remaining().expect("lease") > lower, "the first span is the first timeout's");
+
+    let seen = events.snapshot().len();
+    server.restart_with_max_session_timeout(lower).expect("restarted with a lower maximum");
+    events.wait_for(seen, WAIT, |e| matches!(e, SessionEvent::Reconnected { .. })).await;
+    let snapshot = session.session().await.expect("live");
+    assert_eq!(snapshot.timeout, lower, "the renegotiated timeout is told");
+    let left = session.lease().remaining().expect("lease");
+    assert!(left <= lower, "the span shrank with the timeout: {left:?} left");
+
+    // Cut off: the lease's deadline against the server's own expiry.
+    let watcher = session_at(&server.connect_string(), &root).await;
+    let cut = Instant::now();
+    let until = session.lease().valid_until().expect("lease");
+    proxy.blackhole();
+    let deadline = cut + WAIT;
+    while watcher.exists("/alive").await.expect("exists").is_some() {
+        assert!(Instant::now() < deadline, "the server never expired the session");
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    let expired = Instant::now();
+    assert!(expired - cut < first / 2, "the server expired it after the lower timeout: {:?}", expired - cut);
+    assert!(until <= expired, "the lease ran {:?} past the server's expiry", until - expired);
+    proxy.heal();
+    watcher.close().await;
+    session.close().await;
 }

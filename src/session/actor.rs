@@ -83,6 +83,8 @@ struct Live {
     /// The thread `client` runs on; tells what went through `client` when the session moves
     /// away from it.
     thread: ClientThread,
+    /// The timeout the lease and the heartbeat were last sized for.
+    negotiated: Duration,
 }
 
 /// The watch on the ensemble's configuration (see `actor/reconfig.rs`).
@@ -424,8 +426,15 @@ impl SessionActor {
         let state_task = Self::watch_state(client.state_watcher(), generation, ctx);
         info!(session = %session_id, generation, timeout = ?client.session_timeout(), "session established");
         let retired = thread.retired();
-        self.state =
-            State::Live(Live { client: client.clone(), session_id, link: Link::Up, state_task, hosts, thread });
+        self.state = State::Live(Live {
+            client: client.clone(),
+            session_id,
+            link: Link::Up,
+            state_task,
+            hosts,
+            thread,
+            negotiated: timeout,
+        });
         self.live.set(session_id, generation);
         // Watches first, then the requests that waited, then the news: anything a subscriber
         // sends after `Connected` reaches the server after all of these.
@@ -498,6 +507,16 @@ impl SessionActor {
         };
         live.link = Link::Up;
         self.lease.read_only(read_only);
+        // A reconnect renegotiates the timeout (a server restarted with a lower
+        // `maxSessionTimeout` grants less): the server counts the session's life from the
+        // reconnect with the new timeout, and every renewal the lease counts from was sent
+        // before it, so the new span applies to it at once.
+        let timeout = live.client.session_timeout();
+        if std::mem::replace(&mut live.negotiated, timeout) != timeout {
+            info!(?timeout, "the session's timeout was renegotiated on the reconnect");
+            self.lease.respan(session_id, timeout, self.config.lease_margin(timeout));
+            self.arm_heartbeat(timeout, ctx);
+        }
         if was_down {
             // Maybe another member, maybe of another version (see `features.rs`).
             self.features.connected_again();

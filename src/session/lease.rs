@@ -31,10 +31,13 @@
 //! follower reaches the leader up to a quarter of the timeout late; the default three tenths
 //! leave a twentieth for the rest.
 //!
-//! The span is the timeout negotiated when the session was made (or moved). A reconnect of the
-//! same session to a server with a lower `maxSessionTimeout` may renegotiate a shorter one,
-//! which zookeeper-client 0.11 does not tell (`Client::session_timeout` keeps the first value):
-//! the lease assumes every server of the ensemble allows the negotiated timeout. Replies that do not come from the server (a lost connection, a timeout) renew
+//! The span is the timeout negotiated on the latest connect. A reconnect of the same session to
+//! a server with a lower `maxSessionTimeout` renegotiates a shorter one, and the server counts
+//! the session's life from that reconnect with it; every renewal the lease counts from was sent
+//! before, so the new span applies at once (zookeeper-client 0.11.2 is patched to tell the
+//! renegotiated value: `vendor/zookeeper-client/PATCHED.md`). What is left is the time between
+//! the server's answer to the reconnect and the session reading it, one hop on this machine.
+//! Replies that do not come from the server (a lost connection, a timeout) renew
 //! nothing; a read-only server renews nothing (it is not in the quorum); the moment the
 //! session is known to have ended the lease is gone.
 
@@ -105,6 +108,14 @@ impl Lease {
         self.cell.heard.store(self.nanos(sent), Ordering::SeqCst);
         self.cell.span.store(u64::try_from(span.as_nanos()).unwrap_or(u64::MAX), Ordering::SeqCst);
         self.cell.session.store(id.0, Ordering::SeqCst);
+    }
+
+    /// The session `id` reconnected and negotiated `timeout`: the same renewals, a new span.
+    pub(crate) fn respan(&self, id: SessionId, timeout: Duration, margin: Duration) {
+        if self.cell.session.load(Ordering::SeqCst) == id.0 {
+            let span = timeout.saturating_sub(margin);
+            self.cell.span.store(u64::try_from(span.as_nanos()).unwrap_or(u64::MAX), Ordering::SeqCst);
+        }
     }
 
     /// The connection is to a read-only server (`true`), or to one in the quorum again.

@@ -139,6 +139,30 @@ impl ZkServer {
         Ok(())
     }
 
+    /// Starts the server again with the same port and data, allowing sessions at most `max`
+    /// (`maxSessionTimeout`; 60 s otherwise): a session that reconnects to it renegotiates its
+    /// timeout down to `max`. A running server is stopped gracefully first.
+    pub fn restart_with_max_session_timeout(&mut self, max: std::time::Duration) -> Result<(), TestkitError> {
+        if self.process.is_running() {
+            self.stop()?;
+        }
+        let cfg_path = self.dir.join("zoo.cfg");
+        let config = std::fs::read_to_string(&cfg_path)
+            .map_err(|e| TestkitError::io(format!("read {}", cfg_path.display()), e))?;
+        let config: String = config
+            .lines()
+            .map(|line| {
+                if line.starts_with("maxSessionTimeout=") {
+                    format!("maxSessionTimeout={}\n", max.as_millis())
+                } else {
+                    format!("{line}\n")
+                }
+            })
+            .collect();
+        write_file(&cfg_path, &config)?;
+        self.restart()
+    }
+
     /// Starts the server again with the same port, data and configuration, and blocks until it
     /// serves. A running server is stopped gracefully first.
     pub fn restart(&mut self) -> Result<(), TestkitError> {

@@ -202,6 +202,7 @@ impl SessionActor {
         live.thread = thread;
         live.client = client.clone();
         live.hosts = hosts;
+        live.negotiated = timeout;
         live.state_task = Self::watch_state(client.state_watcher(), generation, ctx);
         let retired = live.thread.retired();
         let read_only = client.session().is_readonly();
