@@ -125,7 +125,7 @@ fn instance(connect: &str, base: &str, id: &str, port: u16) -> Result<(), Box<dy
         println!("registered");
         std::io::stdout().flush()?;
         actix_rt::task::spawn_blocking(|| std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink())).await??;
-        registration.unregister().await;
+        registration.unregister().await.expect("unregistered");
         session.close().await;
         Ok(())
     })

@@ -531,7 +531,7 @@ async fn recipe_actors_stopped_at_random_moments_leave_nothing_behind() {
             bounded("the id registers elsewhere", discovery(&b).register(ServiceInstance::new("svc", "me")))
                 .await
                 .expect("the id was left taken");
-        registered.unregister().await;
+        registered.unregister().await.expect("unregistered");
     }
     other_leader.stop().await;
     settled(&a, &zk, "/", &[], before).await.unwrap_or_else(|e| panic!("after the rounds: {e}"));

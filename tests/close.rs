@@ -268,7 +268,7 @@ async fn stops_after_an_expiry_with_the_server_unreachable_resolve() {
     bounded("the group member's stop", member.stop()).await;
     bounded("the node's stop", node.stop()).await;
     bounded("the consumer's stop", consumer.stop()).await;
-    bounded("the registration's stop", registration.unregister()).await;
+    bounded("the registration's stop", registration.unregister()).await.expect("a dynamic node goes with its session");
     bounded("the cache's stop", cache.stop()).await;
     drop(waiter);
     for (dir, left) in [("/lock", 0), ("/busy", 1), ("/election", 0), ("/sem/leases", 0), ("/group", 0)] {

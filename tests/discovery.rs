@@ -11,6 +11,7 @@ use actix_zookeeper::discovery::*;
 use actix_zookeeper::persistent::{PersistentNodeError, PersistentNodeEvent};
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::testkit::{ClientLinks, TestZooKeeper, expire_session, unique_root};
+use actix_zookeeper::{Acl, Permission};
 use common::*;
 use futures::StreamExt;
 
@@ -90,7 +91,7 @@ async fn an_instance_is_registered_and_read_back_by_every_query() {
     let ids: Vec<_> = d.query_for_instances("billing").await.expect("read").into_iter().map(|i| i.id).collect();
     assert_eq!(ids.len(), 3, "{ids:?}");
     for r in [&registration, &fixed, &numbered] {
-        r.unregister().await;
+        r.unregister().await.expect("unregistered");
     }
     assert_eq!(d.query_for_instances("billing").await.expect("read"), vec![]);
     s.close().await;
@@ -114,7 +115,7 @@ async fn a_taken_id_is_refused_and_the_other_sessions_instance_is_left_alone() {
     let still = discovery(&b).query_for_instance("billing", "a1").await.expect("read").expect("there");
     assert_eq!(still.port, Some(1));
 
-    first.unregister().await;
+    first.unregister().await.expect("unregistered");
     let second = discovery(&b).register(instance("a1", 2)).await.expect("free now");
     wait_owned(&b, second.path(), session_id(&b).await).await;
     a.close().await;
@@ -167,7 +168,7 @@ async fn an_instance_is_registered_again_after_a_deletion_and_after_expiry() {
         actix_rt::time::sleep(Duration::from_millis(20)).await;
     }
     wait_owned(&observer, registration.path(), session_id(&s).await).await;
-    registration.unregister().await;
+    registration.unregister().await.expect("unregistered");
     assert_eq!(observer.exists(registration.path()).await.expect("exists"), None);
     s.close().await;
     observer.close().await;
@@ -208,7 +209,7 @@ async fn caches_see_updates_and_unregistering_or_dropping_removes_the_instance()
     assert_eq!(held.iter().map(|i| (i.id.as_str(), i.port)).collect::<Vec<_>>(), [("a1", Some(2))]);
     assert!(!registration.instance().enabled, "a refused update leaves the current instance as it was");
 
-    registration.unregister().await;
+    registration.unregister().await.expect("unregistered");
     let (i, _) = seen.wait_for(i + 1, WAIT, removed("a1")).await;
     assert_eq!(cache.instances().await.expect("held"), vec![]);
 
@@ -254,7 +255,7 @@ async fn a_node_that_is_not_an_instance_is_skipped_and_the_others_are_served() {
             .expect("utf-8");
     s.set_data("/services/billing/junk", fixed.into_bytes(), None).await.expect("fixed");
     seen.wait_for(0, WAIT, added("junk")).await;
-    good.unregister().await;
+    good.unregister().await.expect("unregistered");
     s.close().await;
 }
 
@@ -298,7 +299,7 @@ async fn a_provider_round_robins_over_enabled_instances_and_skips_those_noted_do
         assert_eq!(sticky.get_instance().await.expect("picked").expect("one").id, first);
     }
     let stuck = kept.iter().find(|r| r.id() == first).expect("registered").clone();
-    stuck.unregister().await;
+    stuck.unregister().await.expect("unregistered");
     wait_until_async("the sticky provider moves on", || {
         let (sticky, first) = (sticky.clone(), first.clone());
         async move { sticky.get_instance().await.ok().flatten().is_some_and(|i| i.id != first) }
@@ -306,7 +307,7 @@ async fn a_provider_round_robins_over_enabled_instances_and_skips_those_noted_do
     .await;
 
     for r in &kept {
-        r.unregister().await;
+        r.unregister().await.expect("unregistered");
     }
     wait_until_async("nothing to pick", || {
         let provider = provider.clone();
@@ -337,7 +338,7 @@ async fn a_cut_off_registration_stays_and_a_cut_off_cache_resyncs() {
 
     registrant.proxy.blackhole();
     watcher.proxy.blackhole();
-    goes.unregister().await;
+    goes.unregister().await.expect("unregistered");
     let comes = discovery(&observer).register(instance("comes", 3)).await.expect("registered");
     // Past the 8/20 of the session timeout (2.4 s) after which the client gives a silent
     // connection up, well within the timeout itself (6 s): the same sessions, events missed.
@@ -352,7 +353,7 @@ async fn a_cut_off_registration_stays_and_a_cut_off_cache_resyncs() {
     wait_owned(&observer, stays.path(), owner).await;
     assert_eq!(session_id(&registrant.session).await, owner, "the same session");
     for r in [stays, comes] {
-        r.unregister().await;
+        r.unregister().await.expect("unregistered");
     }
     observer.close().await;
 }
@@ -476,7 +477,7 @@ async fn a_registration_stopped_after_its_create_reply_was_lost_leaves_no_instan
     })
     .await;
     let again = discovery(&observer).register(instance("ghost", 2)).await.expect("the id is free");
-    again.unregister().await;
+    again.unregister().await.expect("unregistered");
     s.close().await;
     observer.close().await;
 }
@@ -503,7 +504,7 @@ async fn a_dynamic_registration_never_takes_over_a_node_that_would_outlive_it() 
     s.delete("/services/billing/box/keep", None).await.expect("emptied");
     let registration = discovery(&s).register(instance("box", 1)).await.expect("replaced");
     wait_owned(&s, registration.path(), session_id(&s).await).await;
-    registration.unregister().await;
+    registration.unregister().await.expect("unregistered");
     s.close().await;
 }
 
@@ -525,7 +526,7 @@ async fn unregistering_a_static_instance_never_deletes_the_registration_that_rep
     links.proxy(0).set_latency(Direction::Downstream, Duration::from_millis(1500));
     other.delete(ours.path(), None).await.expect("the other deletes ours");
     let theirs = other.create(ours.path(), b"theirs".to_vec(), CreateMode::Persistent).await.expect("theirs");
-    bounded("unregister", ours.unregister()).await;
+    bounded("unregister", ours.unregister()).await.expect("nothing of ours stays (theirs is not ours)");
     links.reset();
     let left = other.get_data(&theirs.path).await.expect("their registration stays");
     assert_eq!((left.data.as_slice(), left.stat.czxid), (&b"theirs"[..], theirs.stat.czxid));
@@ -559,4 +560,53 @@ async fn a_close_unregisters_persistent_registrations_first() {
         assert!(observer.exists(path).await.expect("exists").is_none(), "{path} outlived the close");
     }
     observer.close().await;
+}
+
+/// Issue 39, item 3: an unregister that did not delete says so, naming the node. Another
+/// identity takes DELETE on the service's directory away, so our delete is refused for good:
+/// `unregister` answers `NotDeleted` with the node's path (the node stays, read back); for a
+/// registration on another session, that session's close tried the delete first, and the
+/// `unregister` after the close tells the same. (Before, `unregister` answered `()` in both.) The control: with DELETE given back, a third unregisters `Ok` and
+/// its node is gone.
+#[actix_rt::test]
+async fn an_unregister_that_did_not_delete_names_the_node_that_stays() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("discovery-not-deleted");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let (admin, _) =
+        connected(SessionConfig::new(zk.connect_string()).with_chroot(&root).with_digest_auth("admin", "admin-secret"))
+            .await;
+    let d = discovery(&s);
+    let fixed = |id: &str| instance(id, 1).with_service_type(ServiceType::Static);
+    let (first, third) =
+        (d.register(fixed("first")).await.expect("first"), d.register(fixed("third")).await.expect("third"));
+    let no_delete = Permission::READ | Permission::WRITE | Permission::CREATE | Permission::ADMIN;
+    let dir = "/services/billing";
+    admin.set_acl(dir, vec![Acl::new_const(no_delete, "world", "anyone")], None).await.expect("no DELETE");
+
+    let refused = first.unregister().await;
+    assert!(
+        matches!(&refused, Err(DiscoveryError::Registration(PersistentNodeError::NotDeleted { path, source: actix_zookeeper::Error::NoAuth { .. } })) if path == first.path()),
+        "{refused:?}"
+    );
+    assert!(admin.exists(first.path()).await.expect("exists").is_some(), "the node stays, as the error says");
+
+    // Closed first: the close's goodbye met the same refusal.
+    let other = session_at(&zk.connect_string(), &root).await;
+    let late = discovery(&other).register(fixed("late")).await.expect("late");
+    other.close().await;
+    let after_close = late.unregister().await;
+    assert!(
+        matches!(&after_close, Err(DiscoveryError::Registration(PersistentNodeError::NotDeleted { path, .. })) if path == late.path()),
+        "{after_close:?}"
+    );
+    assert!(admin.exists(late.path()).await.expect("exists").is_some());
+
+    // The control: DELETE given back.
+    admin.set_acl(dir, vec![Acl::new_const(Permission::ALL, "world", "anyone")], None).await.expect("DELETE again");
+    third.unregister().await.expect("unregistered");
+    assert_eq!(admin.exists(third.path()).await.expect("exists"), None);
+    s.close().await;
+    admin.close().await;
 }

@@ -126,7 +126,7 @@ async fn curator_reads_every_instance_shape_we_write() {
     let (_java, mismatch) = peer(java, |p| p.query_instances_as("texts", "java.util.Map")).await;
     assert!(mismatch.is_err(), "a Map reader read a text payload: {mismatch:?}");
     for r in kept.iter().chain(&typed) {
-        r.unregister().await;
+        r.unregister().await.expect("unregistered");
     }
     s.close().await;
 }
@@ -166,7 +166,7 @@ async fn we_discover_curators_instances_and_see_them_change_and_go() {
     let mine = d.register(r1).await.expect("registered");
     let mine_bytes = String::from_utf8(s.get_data(mine.path()).await.expect("bytes").data).expect("utf-8");
     assert_eq!(mine_bytes, raw.replace(r#""id":"j1""#, r#""id":"r1""#));
-    mine.unregister().await;
+    mine.unregister().await.expect("unregistered");
 
     let cache = d.cache("billing").expect("cache");
     let seen = Recorded::<ServiceCacheEvent>::start();
@@ -242,7 +242,7 @@ async fn curator_caches_see_ours_register_update_and_go_when_our_process_is_kill
     process.kill().expect("killed");
     let (java, seen) = peer(java, |p| p.wait_event(WAIT, |e| e == "CACHE r1:7002")).await;
     seen.expect("Curator's cache sees the killed process's instance go");
-    registration.unregister().await;
+    registration.unregister().await.expect("unregistered");
     let (_java, seen) = peer(java, |p| p.wait_event(WAIT, |e| e == "CACHE -")).await;
     seen.expect("Curator's cache sees our unregistration");
     s.close().await;
@@ -311,6 +311,6 @@ async fn curator_registering_an_id_we_hold_deletes_our_node_and_one_of_us_ends_u
     }
     assert!((1..=2).contains(&deletions), "Curator deletes at most twice: {deletions}");
     java.kill();
-    registration.unregister().await;
+    registration.unregister().await.expect("unregistered");
     s.close().await;
 }

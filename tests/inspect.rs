@@ -329,6 +329,6 @@ async fn services_and_kept_nodes_are_shown() {
     let plain = inspect(&connect, &["node", &format!("{root}/nothing")]);
     assert_eq!(plain.trim(), format!("node {root}/nothing: missing"));
     node.stop().await;
-    a.unregister().await;
-    b.unregister().await;
+    a.unregister().await.expect("unregistered");
+    b.unregister().await.expect("unregistered");
 }

@@ -146,7 +146,7 @@ async fn a_lock_cycle_and_a_queue_delivery_move_their_series() {
         seen.count("zk_discovery_registrations_total", &registrations("reregistered")) == 1
     })
     .await;
-    registration.unregister().await;
+    registration.unregister().await.expect("unregistered");
     assert_eq!(seen.count("zk_discovery_registrations_total", &registrations("unregistered")), 1);
     actix_rt::time::sleep(Duration::from_millis(100)).await;
     session.close().await;

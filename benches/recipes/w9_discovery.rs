@@ -40,7 +40,7 @@ async fn cycles(d: Option<&ServiceDiscovery>, client: &Client, n: usize) -> (Vec
                 let registration = d.register(instance).await.expect("register");
                 register.push(micros(t));
                 let t = Instant::now();
-                registration.unregister().await;
+                registration.unregister().await.expect("unregistered");
                 unregister.push(micros(t));
             }
             None => {

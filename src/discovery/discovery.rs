@@ -34,7 +34,7 @@ use crate::session::SessionHandle;
 /// if let Some(instance) = provider.get_instance().await? {
 ///     println!("calling {:?}:{:?}", instance.address, instance.port);
 /// }
-/// registration.unregister().await;
+/// registration.unregister().await?; // Err names a node that stays
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]

@@ -164,13 +164,17 @@ impl Registration {
 
     /// Unregisters: deletes the node (a `Dynamic` one only if our session made it; fenced by
     /// its owner, so another process's registration of the same id is never deleted) and stops;
-    /// resolves once done. Every clone stops with it.
+    /// resolves once done. Every clone stops with it. `Ok` means no node of ours stays;
+    /// [`DiscoveryError::Registration`] with [`PersistentNodeError::NotDeleted`] names the node
+    /// that does (its delete refused for good, or the session closed before it could be sent,
+    /// also when that close came first).
     ///
     /// # Cancel safety
-    /// The stop is sent when this is called: dropping the future loses only the wait.
-    pub fn unregister(&self) -> impl std::future::Future<Output = ()> + 'static {
+    /// The stop is sent when this is called: dropping the future loses only the answer.
+    pub fn unregister(&self) -> impl std::future::Future<Output = Result<(), DiscoveryError>> + 'static {
         crate::metrics::discovery("unregistered", &self.name);
-        self.node.stop()
+        let deleted = self.node.delete();
+        async move { deleted.await.map_err(DiscoveryError::from) }
     }
 }
 

@@ -48,8 +48,13 @@ pub struct PersistentNode {
     /// Where the last create whose outcome is unknown aimed (its reply was lost, and no create
     /// has made the node since): a stop looks for our node there.
     maybe_made: Option<String>,
+    /// What a stop could not delete, for the handles to tell once the actor has gone.
+    left: Left,
     span: tracing::Span,
 }
+
+/// The node a stop left behind (with why), shared by the actor and its handles.
+pub(crate) type Left = std::sync::Arc<std::sync::Mutex<Option<PersistentNodeError>>>;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum State {
@@ -80,6 +85,11 @@ enum Made {
 struct MadeReport(Result<Made, Error>, String);
 
 impl PersistentNode {
+    /// What a stop leaves behind, shared with the handles.
+    pub(crate) fn left(&self) -> Left {
+        self.left.clone()
+    }
+
     /// A persistent node for `config` on `session`; start it with `.start()`. A path that can
     /// never be created fails at once (`PersistentNodeError::Failed`).
     pub fn new(session: SessionHandle, config: PersistentNodeConfig) -> Result<Self, PersistentNodeError> {
@@ -105,6 +115,7 @@ impl PersistentNode {
             subscribers: Subscribers::new(),
             stopping: Vec::new(),
             maybe_made: None,
+            left: Left::default(),
             span,
         })
     }
@@ -299,10 +310,15 @@ impl PersistentNode {
         let maybe = self.maybe_made.take().filter(|_| node.is_none() && !kept && is_ephemeral(self.config.mode));
         let (session, mode, guid, generation) =
             (self.session.clone(), self.config.mode, self.guid.clone(), self.generation);
+        let (left, span) = (self.left.clone(), self.span.clone());
         ctx.wait(
             async move {
                 if let Some((path, generation, czxid)) = node {
-                    let _ = delete_ours(&session, path, generation, czxid, mode).await;
+                    if let Err(source) = delete_ours(&session, path.clone(), generation, czxid, mode).await {
+                        warn!(parent: &span, %path, error = %source, "the node was not deleted; it stays");
+                        *left.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                            Some(PersistentNodeError::NotDeleted { path, source });
+                    }
                 } else if let Some(target) = maybe {
                     let _ = delete_if_made(&session, target, guid, generation).await;
                 }

@@ -32,6 +32,15 @@ pub enum PersistentNodeError {
         /// Why.
         source: Error,
     },
+    /// The node was not deleted and stays at `path`: its delete was refused for good (`NoAuth`,
+    /// say), or the session closed before it could be sent.
+    #[error("{path} was not deleted and stays: {source}")]
+    NotDeleted {
+        /// The node's path.
+        path: String,
+        /// Why.
+        source: Error,
+    },
     /// The actor has stopped.
     #[error("the persistent node {path} has stopped")]
     Stopped {

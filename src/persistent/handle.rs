@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 
-use super::actor::{DeleteAndStop, PersistentNode};
+use super::actor::{DeleteAndStop, Left, PersistentNode};
 use super::config::PersistentNodeConfig;
 use super::error::PersistentNodeError;
 use super::messages::{ActualPath, PersistentNodeEvent, SetData, Subscribe, WaitForInitialCreate};
@@ -38,6 +38,7 @@ use crate::session::SessionHandle;
 pub struct PersistentNodeHandle {
     addr: Addr<PersistentNode>,
     path: String,
+    left: Left,
 }
 
 impl PersistentNodeHandle {
@@ -48,7 +49,9 @@ impl PersistentNodeHandle {
         config: PersistentNodeConfig,
     ) -> Result<PersistentNodeHandle, PersistentNodeError> {
         let path = config.path().to_owned();
-        Ok(PersistentNodeHandle { addr: PersistentNode::new(session, config)?.start(), path })
+        let node = PersistentNode::new(session, config)?;
+        let left = node.left();
+        Ok(PersistentNodeHandle { addr: node.start(), path, left })
     }
 
     /// The actor, for sending messages.
@@ -112,6 +115,24 @@ impl PersistentNodeHandle {
         self.addr.do_send(DeleteAndStop { stopped });
         async move {
             let _ = dropped.await;
+        }
+    }
+
+    /// Deletes the node and stops, as [`stop`](Self::stop) does, and says whether the node went:
+    /// [`PersistentNodeError::NotDeleted`] names a node that stays (its delete refused for good,
+    /// or the session closed first), also when an earlier stop or the session's close left it.
+    /// A TTL node is left to its TTL by design: `Ok`.
+    ///
+    /// # Cancel safety
+    /// The stop is sent when this is called: dropping the future loses only the answer.
+    pub fn delete(&self) -> impl Future<Output = Result<(), PersistentNodeError>> + 'static {
+        let (stopped, left) = (self.stop(), self.left.clone());
+        async move {
+            stopped.await;
+            match left.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone() {
+                Some(error) => Err(error),
+                None => Ok(()),
+            }
         }
     }
 }
