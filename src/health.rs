@@ -117,9 +117,14 @@ pub enum RecipeState {
         /// The grant's fencing token.
         token: FencingToken,
     },
-    /// A cache (or a recipe built on one): loaded, and following changes. It is `Idle` while it
-    /// loads, and while it loads again after the connection came back.
+    /// A cache (or a recipe built on one), a shared value or count, or an election observer:
+    /// loaded, and following changes. It is `Idle` while it loads, and while it loads again
+    /// after the connection came back.
     Watching,
+    /// A persistent node, TTL node or service registration: its node exists and is kept. It is
+    /// `Idle` while it is being made (again), and `Waiting` while another session's node holds
+    /// its path.
+    Kept,
     /// Consuming a queue, with this many items claimed and not yet finished (a queue consumer),
     /// or running this many tasks (a master–worker task worker).
     Consuming {
@@ -292,6 +297,14 @@ impl HealthBoard {
         board.session.session_id = session_id;
         board.session.generation = generation;
         self.publish();
+    }
+
+    /// A slot for a call that waits (a barrier's wait, enter or leave), `Waiting` until the
+    /// call ends and drops it.
+    pub(crate) fn waiting(&self, kind: &'static str, path: &str) -> HealthSlot {
+        let mut slot = self.slot(kind, path);
+        slot.set(RecipeState::Waiting);
+        slot
     }
 
     /// A slot for a recipe of `kind` at `path`, idle; it leaves the board when dropped.

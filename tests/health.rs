@@ -340,3 +340,88 @@ async fn a_dropped_change_stream_or_handle_leaves_nothing_on_the_board() {
     wait_until("the stream saw it go", || changes.any(|h| h.recipes.is_empty() && h.is_ready())).await;
     session.close().await;
 }
+
+/// Issue 39, item 4: every recipe kind reports. Persistent and TTL nodes and registrations are
+/// `Kept` (a node held by another session's ephemeral: `Waiting`); shared values, counts and
+/// election observers are `Watching` once read, and `Idle` while the connection is down;
+/// barriers (waits, enters) and atomic writes are `Waiting` while the call waits. Each entry
+/// leaves with its recipe (or its call).
+#[actix_rt::test]
+async fn every_recipe_kind_reports_and_leaves_the_board() {
+    use actix_zookeeper::atomic::{AtomicLongConfig, DistributedAtomicLong};
+    use actix_zookeeper::barrier::{DistributedBarrier, DistributedDoubleBarrier};
+    use actix_zookeeper::counter::{SharedCountConfig, SharedCountHandle};
+    use actix_zookeeper::discovery::{DiscoveryConfig, ServiceDiscovery, ServiceInstance};
+    use actix_zookeeper::election::ElectionObserverHandle;
+    use actix_zookeeper::persistent::{PersistentNodeConfig, PersistentNodeHandle, PersistentTtlNode};
+    use actix_zookeeper::shared::{SharedValueConfig, SharedValueHandle};
+
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("health-every-kind");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let s = session_at(&links.connect_string(), &root).await;
+    let other = session_at(&zk.connect_string(), &root).await;
+    let is = |kind: &'static str, path: &'static str, state: RecipeState| {
+        move |h: &Health| state_of(h, kind, path) == Some(state.clone())
+    };
+
+    let node =
+        PersistentNodeHandle::start(s.clone(), PersistentNodeConfig::new("/pn", CreateMode::Persistent)).expect("node");
+    let ttl = PersistentTtlNode::start(s.clone(), "/ttl", Duration::from_secs(30), "").expect("ttl node");
+    other.create("/held", "", CreateMode::Ephemeral).await.expect("another session's ephemeral");
+    let blocked = PersistentNodeHandle::start(s.clone(), PersistentNodeConfig::new("/held", CreateMode::Ephemeral))
+        .expect("node");
+    let discovery = ServiceDiscovery::new(s.clone(), DiscoveryConfig::new("/services")).expect("discovery");
+    let registration = discovery.register(ServiceInstance::new("svc", "i1")).await.expect("registered");
+    let value = SharedValueHandle::start(s.clone(), SharedValueConfig::new("/v"));
+    let count = SharedCountHandle::start(s.clone(), SharedCountConfig::new("/n"));
+    let observer = ElectionObserverHandle::start(s.clone(), "/e");
+    health_until(&s, "a kept node", is("persistent-node", "/pn", RecipeState::Kept)).await;
+    health_until(&s, "a kept TTL node", is("ttl-node", "/ttl", RecipeState::Kept)).await;
+    health_until(&s, "a blocked node", is("persistent-node", "/held", RecipeState::Waiting)).await;
+    health_until(&s, "a registration", is("registration", "/services/svc/i1", RecipeState::Kept)).await;
+    health_until(&s, "a watched value", is("shared-value", "/v", RecipeState::Watching)).await;
+    health_until(&s, "a watched count", is("shared-count", "/n", RecipeState::Watching)).await;
+    health_until(&s, "an observer", is("election-observer", "/e", RecipeState::Watching)).await;
+
+    // Cut off: what follows changes stops being watched, and an atomic write waits.
+    links.blackhole();
+    health_until(&s, "a value no longer watched", is("shared-value", "/v", RecipeState::Idle)).await;
+    health_until(&s, "an observer no longer watching", is("election-observer", "/e", RecipeState::Idle)).await;
+    let atomic = DistributedAtomicLong::new(s.clone(), AtomicLongConfig::new("/a"));
+    let adding = actix_rt::spawn(async move { atomic.increment().await });
+    health_until(&s, "an atomic write waiting", is("atomic-long", "/a", RecipeState::Waiting)).await;
+    links.heal();
+    let added = bounded("the atomic write", adding).await.expect("task").expect("added");
+    assert!(added.succeeded && added.post == 1, "{added:?}");
+    health_until(&s, "the atomic write done", |h| state_of(h, "atomic-long", "/a").is_none()).await;
+    health_until(&s, "the value watched again", is("shared-value", "/v", RecipeState::Watching)).await;
+
+    let barrier = DistributedBarrier::new(s.clone(), "/b").expect("barrier");
+    barrier.set().await.expect("set");
+    let waiting = actix_rt::spawn(barrier.wait(Some(WAIT)));
+    health_until(&s, "a barrier wait", is("barrier", "/b", RecipeState::Waiting)).await;
+    DistributedBarrier::new(other.clone(), "/b").expect("barrier").remove().await.expect("removed");
+    bounded("the wait", waiting).await.expect("task").expect("the barrier went");
+    let double = DistributedDoubleBarrier::new(s.clone(), "/d", 2).expect("double barrier");
+    let entering = actix_rt::spawn(double.enter(Some(WAIT)));
+    health_until(&s, "a double barrier enter", is("double-barrier", "/d", RecipeState::Waiting)).await;
+    entering.abort();
+
+    node.stop().await;
+    ttl.stop().await;
+    blocked.stop().await;
+    registration.unregister().await.expect("unregistered");
+    value.stop().await;
+    count.stop().await;
+    observer.stop().await;
+    let kinds = ["persistent-node", "ttl-node", "registration", "shared-value", "shared-count", "election-observer"];
+    let h = health_until(&s, "every entry gone", |h| {
+        h.recipes.iter().all(|r| !kinds.contains(&r.kind) && r.kind != "barrier" && r.kind != "double-barrier")
+    })
+    .await;
+    assert!(h.is_ready(), "{h:#?}");
+    s.close().await;
+    other.close().await;
+}

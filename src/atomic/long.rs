@@ -183,6 +183,8 @@ impl DistributedAtomicLong {
 
     /// The optimistic tries, then the promoted ones if those gave up.
     async fn apply(&self, make: Make<'_>) -> Result<AtomicValue, AtomicError> {
+        // An atomic holds nothing between calls: it is on the board while a write contends.
+        let _health = self.session.health_board().waiting("atomic-long", self.path());
         let mut stats = AtomicStats::default();
         let started = Instant::now();
         let policy = self.policy();

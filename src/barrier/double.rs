@@ -132,7 +132,10 @@ impl DistributedDoubleBarrier {
         let member = self.member.clone();
         let span = debug_span!("barrier.enter", path = %member.path, member = %member.id, count = member.member_count);
         let deadline = timeout.map(|t| Instant::now() + t);
+        let health = member.session.health_board().waiting("double-barrier", &member.path);
         async move {
+            // On the board while it waits, gone with the call.
+            let _health = health;
             let Some(mut entered) = within(deadline, member.entered.lock()).await else {
                 return Err(member.timeout(timeout));
             };
@@ -178,7 +181,10 @@ impl DistributedDoubleBarrier {
         let member = self.member.clone();
         let span = debug_span!("barrier.leave", path = %member.path, member = %member.id, count = member.member_count);
         let deadline = timeout.map(|t| Instant::now() + t);
+        let health = member.session.health_board().waiting("double-barrier", &member.path);
         async move {
+            // On the board while it waits, gone with the call.
+            let _health = health;
             let Some(mut entered) = within(deadline, member.entered.lock()).await else {
                 return Err(member.timeout(timeout));
             };

@@ -151,7 +151,10 @@ impl DistributedBarrier {
             }
         };
         let barrier = self.path.clone();
+        let health = self.session.health_board().waiting("barrier", &self.path);
         async move {
+            // On the board while it waits, gone with the call.
+            let _health = health;
             match within(deadline, waiting).await {
                 Some(outcome) => outcome,
                 None => {

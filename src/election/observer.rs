@@ -22,6 +22,7 @@ use super::messages::{CurrentProclamation, ProclamationChanged, Stop, SubscribeP
 use super::proclamation::{Observed, Proclamation, Reading, Step};
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
+use crate::health::{HealthSlot, RecipeState};
 use crate::path;
 use crate::recipe::FencingToken;
 use crate::reply::{Pending, Reply};
@@ -67,6 +68,9 @@ pub struct ElectionObserver {
     needs_sync: bool,
     /// A reading failed for good (no permission, a bad path): told to every caller.
     failed: Option<Error>,
+    /// Its entry on the session's health board: `Watching` once a reading is in and the
+    /// connection has not dropped since, `Idle` before and after.
+    health: Option<HealthSlot>,
     span: tracing::Span,
 }
 
@@ -87,7 +91,15 @@ impl ElectionObserver {
             generation: 0,
             needs_sync: false,
             failed: None,
+            health: None,
             span,
+        }
+    }
+
+    fn report(&mut self, state: RecipeState) {
+        // Failed for good stays so.
+        if let Some(health) = self.health.as_mut().filter(|_| self.failed.is_none()) {
+            health.set(state);
         }
     }
 
@@ -193,6 +205,7 @@ impl ElectionObserver {
                     for waiter in self.waiting.drain(..) {
                         let _ = waiter.send(Err(ElectionError::ZooKeeper(error.clone())));
                     }
+                    self.report(RecipeState::Failed { reason: error.to_string() });
                     self.failed = Some(error);
                     return;
                 }
@@ -214,6 +227,7 @@ impl ElectionObserver {
 
     /// A reading is in: tell it when it is news.
     fn take(&mut self, reading: Reading) {
+        self.report(RecipeState::Watching);
         match self.observed.step(reading) {
             Step::Tell(current) => {
                 debug!(?current, "the election changed");
@@ -252,8 +266,10 @@ impl Actor for ElectionObserver {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        self.health = Some(self.session.health_board().slot("election-observer", &self.path));
         if let Err(error) = path::validate(&self.path, false) {
             warn!(parent: &self.span, %error, "unusable election path");
+            self.report(RecipeState::Failed { reason: error.to_string() });
             self.failed = Some(error);
             return;
         }
@@ -309,10 +325,17 @@ impl Handler<SessionEvent> for ElectionObserver {
                 self.generation = generation;
                 self.armed = Armed::default();
                 self.needs_sync = true;
+                self.report(RecipeState::Idle);
                 self.refresh(ctx);
             }
-            SessionEvent::Reconnected { .. } => self.refresh(ctx),
-            SessionEvent::Suspended { generation, .. } => self.generation = self.generation.max(generation),
+            SessionEvent::Reconnected { .. } => {
+                self.report(RecipeState::Idle);
+                self.refresh(ctx);
+            }
+            SessionEvent::Suspended { generation, .. } => {
+                self.generation = self.generation.max(generation);
+                self.report(RecipeState::Idle);
+            }
             SessionEvent::Expired { generation, .. } => {
                 self.generation = self.generation.max(generation);
                 self.armed = Armed::default();

@@ -13,6 +13,7 @@ use super::error::PersistentNodeError;
 use super::messages::{ActualPath, PersistentNodeEvent, SetData, Subscribe, WaitForInitialCreate};
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
+use crate::health::{HealthSlot, RecipeState};
 use crate::path;
 use crate::recipe::naming;
 use crate::retry::Backoff;
@@ -50,6 +51,8 @@ pub struct PersistentNode {
     maybe_made: Option<String>,
     /// What a stop could not delete, for the handles to tell once the actor has gone.
     left: Left,
+    /// Its entry on the session's health board (from its start).
+    health: Option<HealthSlot>,
     span: tracing::Span,
 }
 
@@ -90,6 +93,29 @@ impl PersistentNode {
         self.left.clone()
     }
 
+    /// What the health board calls this node.
+    fn kind(&self) -> &'static str {
+        match (self.config.replace_persistent, self.config.touched) {
+            (true, _) => "registration",
+            (false, Some(_)) => "ttl-node",
+            (false, None) => "persistent-node",
+        }
+    }
+
+    /// Puts where the node stands on its health slot.
+    fn report(&mut self) {
+        let state = match &self.state {
+            State::Creating => RecipeState::Idle,
+            State::Live => RecipeState::Kept,
+            State::Blocked => RecipeState::Waiting,
+            State::Failed(error) => RecipeState::Failed { reason: error.to_string() },
+            State::Stopping => return,
+        };
+        if let Some(health) = self.health.as_mut() {
+            health.set(state);
+        }
+    }
+
     /// A persistent node for `config` on `session`; start it with `.start()`. A path that can
     /// never be created fails at once (`PersistentNodeError::Failed`).
     pub fn new(session: SessionHandle, config: PersistentNodeConfig) -> Result<Self, PersistentNodeError> {
@@ -116,6 +142,7 @@ impl PersistentNode {
             stopping: Vec::new(),
             maybe_made: None,
             left: Left::default(),
+            health: None,
             span,
         })
     }
@@ -137,6 +164,7 @@ impl PersistentNode {
             return;
         }
         self.state = State::Creating;
+        self.report();
         if self.in_flight {
             self.again = true;
             return;
@@ -203,6 +231,7 @@ impl PersistentNode {
                 self.made_on = generation;
                 self.made_czxid = czxid;
                 self.state = State::Live;
+                self.report();
                 if self.writing != self.config.data {
                     // Set while the create was on its way: the node has the data before.
                     let (session, data) = (self.session.clone(), self.config.data.clone());
@@ -222,6 +251,7 @@ impl PersistentNode {
             Ok(Made::Blocked(path)) => {
                 info!(%path, "another session's ephemeral node is there; waiting for it to go");
                 self.state = State::Blocked;
+                self.report();
                 self.subscribers.tell(PersistentNodeEvent::Blocked { path: path.clone() });
                 let watched = self.session.exists_watched(&path, ctx.address().recipient());
                 ctx.spawn(watched.into_actor(self).map(move |exists, act, ctx| match exists {
@@ -237,6 +267,7 @@ impl PersistentNode {
                 warn!(%error, "cannot create the node; giving up");
                 let failed = PersistentNodeError::Failed { path: self.config.path.clone(), source: error };
                 self.state = State::Failed(failed.clone());
+                self.report();
                 for waiter in self.waiters.drain(..) {
                     let _ = waiter.send(Err(failed.clone()));
                 }
@@ -514,6 +545,8 @@ impl Actor for PersistentNode {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        self.health = Some(self.session.health_board().slot(self.kind(), &self.config.path));
+        self.report();
         self.session.subscribe(ctx.address().recipient());
         // A close lets the node go first, as its stop does (Curator's `ServiceDiscovery.close()`
         // unregisters every instance, persistent ones too): a persistent node left by a close
@@ -570,6 +603,7 @@ impl Handler<SessionEvent> for PersistentNode {
             // An ephemeral went with its session: it is not ours to report, write or delete now.
             SessionEvent::Expired { .. } if self.state == State::Live && is_ephemeral(self.config.mode) => {
                 self.state = State::Creating;
+                self.report();
             }
             // The same session: a deletion while cut off fires the watch the client sets again.
             SessionEvent::Closed => ctx.stop(),

@@ -23,6 +23,7 @@ use tracing::{debug, info, warn};
 
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
+use crate::health::{HealthSlot, RecipeState};
 use crate::path;
 use crate::reply::Reply;
 use crate::retry::{Backoff, RetryPolicy, Verdict};
@@ -169,6 +170,9 @@ pub struct SharedNode<F: SharedFormat> {
     subscribers: Subscribers<F::Event>,
     /// Delay before reading again after a failed read that no session event will follow.
     backoff: Backoff,
+    /// What the health board calls it (`shared-value`, `shared-count`), and its entry there.
+    kind: &'static str,
+    health: Option<HealthSlot>,
     span: tracing::Span,
 }
 
@@ -190,7 +194,18 @@ impl<F: SharedFormat> SharedNode<F> {
             in_flight: HashMap::new(),
             subscribers: Subscribers::new(),
             backoff,
+            kind: if kind == "count" { "shared-count" } else { "shared-value" },
+            health: None,
             span,
+        }
+    }
+
+    /// `seen` is (`true`) or may not be (`false`) the node as it is now; the health board
+    /// says `Watching` or `Idle`.
+    fn set_fresh(&mut self, fresh: bool) {
+        self.fresh = fresh;
+        if let Some(health) = self.health.as_mut() {
+            health.set(if fresh { RecipeState::Watching } else { RecipeState::Idle });
         }
     }
 
@@ -271,7 +286,7 @@ impl<F: SharedFormat> SharedNode<F> {
                 }
                 self.backoff.reset();
                 self.accept_node(&node);
-                self.fresh = self.watches > 0 && self.connected && !again;
+                self.set_fresh(self.watches > 0 && self.connected && !again);
                 self.current()
             }
             // The read was bound to a session that ended before it was answered (it waited
@@ -279,7 +294,7 @@ impl<F: SharedFormat> SharedNode<F> {
             // session's read, as the docs promise, instead of being told a session they never
             // chose is gone.
             Err(err @ Error::SessionLost { .. }) => {
-                self.fresh = false;
+                self.set_fresh(false);
                 if let Verdict::RetryAfter(delay) = self.backoff.verdict(&err) {
                     debug!(parent: &self.span, "the read's session ended; reading on the next one");
                     self.reader.queued.extend(waiters);
@@ -294,7 +309,7 @@ impl<F: SharedFormat> SharedNode<F> {
             }
             Err(err) => {
                 debug!(parent: &self.span, error = %err, "cannot read the value");
-                self.fresh = false;
+                self.set_fresh(false);
                 // A reconnect or a new session reads again too; this covers a failure that no
                 // session event follows. The waiters hear the error either way.
                 if let Verdict::RetryAfter(delay) = self.backoff.verdict(&err) {
@@ -318,7 +333,7 @@ impl<F: SharedFormat> SharedNode<F> {
     /// Forgets every watch: their session is gone.
     fn watches_gone(&mut self) {
         self.watches = 0;
-        self.fresh = false;
+        self.set_fresh(false);
     }
 
     fn on_try_set(
@@ -348,7 +363,7 @@ impl<F: SharedFormat> SharedNode<F> {
             Err(Error::NoNode { .. }) => {
                 // Deleted: the version we expected is gone with it. Re-create it with the seed.
                 info!(parent: &self.span, "the node is gone; creating it again with the seed");
-                self.fresh = false;
+                self.set_fresh(false);
                 self.refresh(true, ctx);
                 Ok(false)
             }
@@ -542,11 +557,15 @@ impl<F: SharedFormat> Actor for SharedNode<F> {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        let mut health = self.session.health_board().slot(self.kind, &self.config.path);
         if let Err(err) = path::validate(&self.config.path, false) {
             warn!(parent: &self.span, error = %err, "unusable path; every request will fail");
+            health.set(RecipeState::Failed { reason: err.to_string() });
+            self.health = Some(health);
             self.invalid = Some(err);
             return;
         }
+        self.health = Some(health);
         self.session.subscribe(ctx.address().recipient());
         self.refresh(true, ctx);
     }
@@ -566,7 +585,7 @@ impl<F: SharedFormat> Handler<WatchEvent> for SharedNode<F> {
             return;
         }
         self.watches -= 1;
-        self.fresh = false;
+        self.set_fresh(false);
         // A deletion is handled by the read: it finds the node missing and creates it again.
         self.refresh(false, ctx);
     }
@@ -597,7 +616,7 @@ impl<F: SharedFormat> Handler<SessionEvent> for SharedNode<F> {
             }
             SessionEvent::Suspended { .. } => {
                 self.connected = false;
-                self.fresh = false;
+                self.set_fresh(false);
             }
             SessionEvent::Expired { .. } | SessionEvent::Closed | SessionEvent::AuthFailed => {
                 self.connected = false;
