@@ -67,6 +67,10 @@ async fn closing_a_session_lets_its_recipes_release_resign_and_leave_first() {
     blocker.acquire(None).await.expect("the other session holds /w");
     let waiting = actix_rt::spawn(waiter.acquire(None));
     wait_until_async("the waiter in line", || async { children(&other, "/w").await.len() == 2 }).await;
+    // An ephemeral nobody lets go: it goes with the session's end, in the close's own
+    // transaction, so its directory's pzxid tells when the session ended.
+    s.ensure_path("/m").await.expect("marker dir");
+    s.create("/m/marker", "", CreateMode::Ephemeral).await.expect("marker");
 
     s.close().await;
 
@@ -90,6 +94,14 @@ async fn closing_a_session_lets_its_recipes_release_resign_and_leave_first() {
         assert!(children(&other, dir).await.is_empty(), "{dir} is empty after the close");
     }
     assert_eq!(children(&other, "/w").await.len(), 1, "only the other session's holder is left in /w");
+    // The member left first: its node's delete is an earlier transaction than the session's end
+    // (a member that did not would be deleted in the close's own transaction: equal pzxids).
+    let pzxid = |dir: &'static str| {
+        let other = other.clone();
+        async move { other.exists(dir).await.expect("exists").expect("dir").pzxid }
+    };
+    let (left, ended) = (pzxid("/g").await, pzxid("/m").await);
+    assert!(left < ended, "the member left before the session ended: {left} vs {ended}");
     blocker.release().await.expect("release");
     other.close().await;
 }
@@ -108,7 +120,9 @@ async fn a_close_whose_goodbyes_cannot_reach_the_server_still_closes() {
     links.blackhole();
     let started = Instant::now();
     bounded("the close", s.close()).await;
-    println!("closed in {:?} with the link cut", started.elapsed());
+    let took = started.elapsed();
+    // The goodbyes' bound (5 s), and no more than a little on top.
+    assert!(took < Duration::from_secs(7), "closed in {took:?} with the link cut");
     let heard = until("the end of the grant", &mut events, |e| matches!(e, LockEvent::Lost { .. })).await;
     assert!(!heard.iter().any(|e| matches!(e, LockEvent::Released { .. })), "no release could happen: {heard:?}");
 }
@@ -330,4 +344,55 @@ async fn close_after_a_server_ends_lets_the_recipes_go_first() {
     assert!(observer.exists("/node").await.expect("exists").is_none(), "the ephemeral went");
     assert!(matches!(s.exists("/").await, Err(Error::Closed)), "the session is closed");
     observer.close().await;
+}
+
+/// A worker that keeps every delivery, for the test to settle later.
+struct KeepingWorker(std::sync::Arc<std::sync::Mutex<Vec<actix_zookeeper::queue::Delivery>>>);
+
+impl Actor for KeepingWorker {
+    type Context = Context<Self>;
+}
+
+impl Handler<actix_zookeeper::queue::Delivery> for KeepingWorker {
+    type Result = ();
+    fn handle(&mut self, delivery: actix_zookeeper::queue::Delivery, _: &mut Context<Self>) {
+        self.0.lock().expect("kept").push(delivery);
+    }
+}
+
+impl Handler<actix_zookeeper::queue::Revoked> for KeepingWorker {
+    type Result = ();
+    fn handle(&mut self, _: actix_zookeeper::queue::Revoked, _: &mut Context<Self>) {}
+}
+
+/// `docs/recipes/queue.md`, "session closed": a consumer holding a delivery when its session is
+/// closed. The claim goes with the session (at once: the close ends it), the item is back in
+/// line for anyone, and the kept delivery's late settlement answers an error and changes
+/// nothing.
+#[actix_rt::test]
+async fn closing_a_consumers_session_returns_its_claimed_item_and_a_late_settle_changes_nothing() {
+    use actix_zookeeper::queue::{ConsumerConfig, Queue, QueueConsumerHandle, QueueError};
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("close-queue");
+    let (s, other) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
+    Queue::new(s.clone(), "/q").put(b"x".to_vec()).await.expect("put");
+    let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keeping = kept.clone();
+    let _consumer = QueueConsumerHandle::start(
+        s.clone(),
+        ConsumerConfig::new("/q").with_workers(1, move |_| KeepingWorker(keeping.clone())),
+    );
+    wait_until("the delivery", || !kept.lock().expect("kept").is_empty()).await;
+    assert_eq!(children(&other, "/q/claims").await.len(), 1, "claimed");
+
+    s.close().await;
+    assert!(children(&other, "/q/claims").await.is_empty(), "the claim went with the close");
+    let line = Queue::new(other.clone(), "/q");
+    assert_eq!(line.peek().await.expect("peek").as_deref(), Some(&b"x"[..]), "the item is back in line");
+    let delivery = kept.lock().expect("kept").pop().expect("a delivery");
+    let late = bounded("the late ack", delivery.ack()).await;
+    assert!(matches!(late, Err(QueueError::ZooKeeper(Error::Closed))), "{late:?}");
+    assert_eq!(line.len().await.expect("len"), 1, "the late ack deleted nothing");
+    other.close().await;
 }

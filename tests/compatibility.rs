@@ -107,6 +107,28 @@ async fn the_session_falls_back_where_it_can_and_refuses_typed_where_it_cannot()
             other => panic!("{}: expected Unsupported TTL, got {other:?}", kind.name()),
         }
         assert_eq!(direct.exists("/ttl").await.expect("exists"), None);
+        // The recipe on top says the same, typed, and makes nothing.
+        let ttl_node = actix_zookeeper::persistent::PersistentTtlNode::start(
+            session.clone(),
+            "/ttl-node",
+            Duration::from_secs(5),
+            "",
+        )
+        .expect("a valid TTL node");
+        let refused = bounded("the TTL node's first create", ttl_node.wait_for_initial_create(None)).await;
+        assert!(
+            matches!(
+                &refused,
+                Err(actix_zookeeper::persistent::PersistentNodeError::Failed {
+                    source: Error::Unsupported { feature: Feature::Ttl, .. },
+                    ..
+                })
+            ),
+            "{}: {refused:?}",
+            kind.name()
+        );
+        assert_eq!(direct.exists("/ttl-node").await.expect("exists"), None);
+        ttl_node.stop().await;
         let (me, _) = connected_recorder();
         match session.add_watch("/plain", PersistentWatchMode::Node, me).await {
             Err(Error::Unsupported { feature: Feature::PersistentWatches, .. }) => {}
@@ -196,10 +218,23 @@ async fn locks_elections_and_queues_work_on_older_servers() {
                 kind.name()
             );
             assert_eq!(a.children("/q").await.expect("items").names.iter().filter(|n| n.starts_with("qn-")).count(), 5);
+            // `put_all` is a `multi` of creates too: refused typed, nothing put.
+            let refused = queue.put_all(vec![b"a".to_vec(), b"b".to_vec()]).await;
+            assert!(
+                matches!(&refused, Err(QueueError::ZooKeeper(Error::Multi { .. } | Error::Unsupported { .. }))),
+                "{}: {refused:?}",
+                kind.name()
+            );
+            assert_eq!(a.children("/q").await.expect("items").names.iter().filter(|n| n.starts_with("qn-")).count(), 5);
         } else {
             for i in 0..5 {
                 let item = bounded("take", other.take(None)).await.expect("take");
                 assert_eq!(item, format!("item-{i}").into_bytes(), "{}", kind.name());
+            }
+            queue.put_all(vec![b"a".to_vec(), b"b".to_vec()]).await.expect("put_all");
+            for item in ["a", "b"] {
+                let taken = bounded("take", other.take(None)).await.expect("take");
+                assert_eq!(taken, item.as_bytes(), "{}", kind.name());
             }
         }
 

@@ -153,9 +153,20 @@ async fn replace_every_member(tracking: bool) -> Run {
         lock.release().await.expect("released");
         bounded("the waiter's grant", waiting).await.expect("joined").expect("the waiter holds it");
         assert_eq!(*failed_acks.lock().expect("failed"), 0, "an ack failed");
+        // Every put landed (the producer gives up at its first failure: a short count is one).
+        assert_eq!(put.len(), 3 * ITEMS_PER_ROUND, "a put failed during the moves");
+        waiter.release().await.expect("the waiter releases");
     }
     holder.close().await;
     other.close().await;
+    if tracking {
+        // The closes let go of everything: read on the new members alone.
+        let checker = session_at(&new_members.join(","), &root).await;
+        for dir in ["/lock", "/leader"] {
+            assert!(children(&checker, dir).await.is_empty(), "{dir} is empty after the closes");
+        }
+        checker.close().await;
+    }
     Run { expired, lock_lost, leadership_lost, waiter_acquired_early, missing_items, acked_twice, on_new_members }
 }
 

@@ -154,8 +154,8 @@ async fn a_partitioned_leader_stops_being_current_before_anybody_else_leads() {
         links.blackhole();
         let (granted_seen, _) =
             next_events.first("b's leadership", |e| matches!(e, ElectionEvent::LeadershipAcquired { .. })).await;
-        let false_at = watching.await.expect("watcher");
-        let (cut_at, outcome) = guarded.await.expect("guarded work");
+        let false_at = bounded("is_current turning false", watching).await.expect("watcher");
+        let (cut_at, outcome) = bounded("the guarded work's end", guarded).await.expect("guarded work");
         let refused = outcome.expect_err("the guarded work was cut off");
         assert!(refused.started, "{refused}");
         assert!(
@@ -176,6 +176,82 @@ async fn a_partitioned_leader_stops_being_current_before_anybody_else_leads() {
         links.heal();
         next.stop().await;
         leader.stop().await;
+        other.close().await;
+        cut_off.close().await;
+    }
+}
+
+/// The same for a lock: the holder cut off from the server reads `is_current() == false`, and
+/// its guarded work is cut off, before the waiter on another session is granted the lock. The
+/// control: the holder hears of its loss only after that grant.
+#[actix_rt::test]
+async fn a_partitioned_lock_holder_stops_being_current_before_the_next_holder_is_granted() {
+    use actix_zookeeper::lock::LockEvent;
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let timeout = Duration::from_secs(3);
+    for round in 0..2 {
+        let root = unique_root(&format!("safe-until-lock-{round}"));
+        let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+        let cut_off = session_with_timeout(&links.connect_string(), &root, timeout).await;
+        let other = session_with_timeout(&zk.connect_string(), &root, timeout).await;
+        let (holder, waiter) = (
+            LockHandle::start(cut_off.clone(), LockConfig::new("/l")),
+            LockHandle::start(other.clone(), LockConfig::new("/l")),
+        );
+        let mut holder_events = holder.events();
+        let grant = bounded("the first grant", holder.acquire(None)).await.expect("held");
+        let next = actix_rt::spawn({
+            let waiter = waiter.clone();
+            async move {
+                let granted = waiter.acquire(None).await;
+                (Instant::now(), granted)
+            }
+        });
+        wait_until_async("the waiter in line", || async { children(&other, "/l").await.len() == 2 }).await;
+        assert!(grant.is_current());
+        let guarded = actix_rt::spawn({
+            let grant = grant.clone();
+            async move {
+                let outcome = grant.while_current(futures::future::pending::<()>()).await;
+                (Instant::now(), outcome)
+            }
+        });
+        let watching = actix_rt::spawn({
+            let grant = grant.clone();
+            async move {
+                while grant.is_current() {
+                    actix_rt::time::sleep(Duration::from_millis(1)).await;
+                }
+                Instant::now()
+            }
+        });
+        links.blackhole();
+        let (granted_at, granted) = bounded("the waiter's grant", next).await.expect("task");
+        granted.expect("the waiter holds");
+        let false_at = bounded("is_current turning false", watching).await.expect("watcher");
+        let (cut_at, outcome) = bounded("the guarded work's end", guarded).await.expect("guarded work");
+        assert!(outcome.is_err(), "round {round}: the guarded work was cut off");
+        assert!(
+            false_at < granted_at && cut_at < granted_at,
+            "round {round}: the cut-off holder was current until {:?} after the next grant",
+            false_at.saturating_duration_since(granted_at)
+        );
+        // The control: events alone would have overlapped two holders.
+        let lost = bounded("the holder's loss", async {
+            while let Some(event) = holder_events.next().await {
+                if matches!(event, Ok(LockEvent::Lost { .. })) {
+                    return Instant::now();
+                }
+            }
+            panic!("no loss heard")
+        })
+        .await;
+        assert!(lost > granted_at, "round {round}: the control: the holder heard of its loss in time");
+        links.heal();
+        waiter.release().await.expect("released");
+        holder.stop().await;
+        waiter.stop().await;
         other.close().await;
         cut_off.close().await;
     }
@@ -233,6 +309,7 @@ async fn a_leader_paused_past_its_deadline_starts_no_work_once_another_leads() {
     // Paused a moment longer, then let go: what it does on waking is what is judged.
     actix_rt::time::sleep(Duration::from_millis(500)).await;
     let resumed_from = holder.line_count();
+    let resumed_at = wall_ms();
     holder.resume().expect("SIGCONT");
     holder
         .wait_for_from(resumed_from, |l| l.kind == "session" && l.get("state") == Some("expired"), WAIT)
@@ -254,6 +331,17 @@ async fn a_leader_paused_past_its_deadline_starts_no_work_once_another_leads() {
     // granted, so a holder guided by its events would have started work then.
     let expired = lines(&holder, "session").into_iter().find(|l| l.get("state") == Some("expired")).expect("expired");
     assert!(u128::from(expired.at_ms) > granted_seen, "the control: the expiry was heard before the next grant");
+    // And the fault bit: between waking and hearing of the expiry, the holder tried to work and
+    // its guard refused (a holder that never tried again would pass the checks above unjudged).
+    let refused = lines(&holder, "refused");
+    assert!(
+        refused.iter().any(|l| {
+            let at = u128::from(l.at_ms);
+            at >= resumed_at && at <= u128::from(expired.at_ms) && l.num::<i64>("term") == Some(term)
+        }),
+        "no write was refused between the resume ({resumed_at}) and the expiry ({}): {refused:#?}",
+        expired.at_ms
+    );
     drop(holder);
     next.stop().await;
     session.close().await;
