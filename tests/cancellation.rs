@@ -441,6 +441,7 @@ async fn recipe_actors_stopped_at_random_moments_leave_nothing_behind() {
     let other_lock = LockHandle::start(b.clone(), LockConfig::new("/l"));
     let other_pool = SemaphoreHandle::start(b.clone(), SemaphoreConfig::new("/s", 1));
     let other_leader = ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("other"));
+    let (mut kept_made, mut member_made) = (0usize, 0usize);
     for round in 0..12 {
         let by_message = rng.below(2) == 0;
         // A lock actor acquiring (with the other participant holding in half the rounds).
@@ -468,6 +469,12 @@ async fn recipe_actors_stopped_at_random_moments_leave_nothing_behind() {
             .expect("config");
         let registering = actix_rt::spawn(discovery(&a).register(ServiceInstance::new("svc", "me")));
         actix_rt::time::sleep(rng.drop_delay() * 4).await;
+        // Which window the stops hit: with our nodes made (their deletes are what a stop owes),
+        // or with the creates still on their way.
+        let made = [a.exists("/p/me"), a.exists("/g/me")];
+        for (made, tally) in futures::future::join_all(made).await.into_iter().zip([&mut kept_made, &mut member_made]) {
+            *tally += usize::from(made.is_ok_and(|stat| stat.is_some()));
+        }
         if by_message {
             drop(kept.stop());
         }
@@ -535,6 +542,9 @@ async fn recipe_actors_stopped_at_random_moments_leave_nothing_behind() {
     }
     other_leader.stop().await;
     settled(&a, &zk, "/", &[], before).await.unwrap_or_else(|e| panic!("after the rounds: {e}"));
+    eprintln!("stopped with the kept node made in {kept_made} of 12 rounds, the member's node in {member_made}");
+    // The rounds hit the window that matters: a stop that owes a delete.
+    assert!(kept_made > 0 && member_made > 0, "no round stopped a recipe whose node was made");
     a.close().await;
     b.close().await;
 }

@@ -292,10 +292,27 @@ async fn caches_and_task_workers_report_what_they_do() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("health-cache-tasks");
-    let session = session_at(&zk.connect_string(), &root).await;
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let session = session_at(&links.connect_string(), &root).await;
     session.ensure_path("/c/a").await.expect("a tree");
+    // Replies held back, so that the load takes a while: `Idle` all along it.
+    links.proxy(0).set_latency(actix_zookeeper::testkit::Direction::Downstream, Duration::from_millis(300));
     let cache = CacheHandle::start(session.clone(), CacheConfig::new("/c")).expect("cache");
+    let mut loaded = cache.events();
+    health_until(&session, "a loading cache", |h| state_of(h, "cache", "/c") == Some(RecipeState::Idle)).await;
+    let early = actix_rt::time::timeout(Duration::from_millis(100), loaded.next()).await;
+    assert!(early.is_err(), "Idle while nothing of the load was in yet: {early:?}");
     health_until(&session, "a watching cache", |h| state_of(h, "cache", "/c") == Some(RecipeState::Watching)).await;
+    bounded("the load's end", async {
+        while let Some(event) = loaded.next().await {
+            if matches!(event, Ok(actix_zookeeper::cache::CacheEvent::CacheInitialized)) {
+                return;
+            }
+        }
+        panic!("the cache's events ended before it was loaded");
+    })
+    .await;
+    links.proxy(0).set_latency(actix_zookeeper::testkit::Direction::Downstream, Duration::ZERO);
 
     let _master = TaskMasterHandle::start(session.clone(), TaskMasterConfig::new("/jobs")).expect("master");
     let runner = SlowRunner.start();

@@ -166,7 +166,9 @@ async fn observers_tell_each_terms_values_in_order_over_hand_offs_and_an_expiry(
 
     // The control: a reader that takes the stored value without its term shows, right after a
     // hand-off, the old leader's value as the new leader's, and the check above catches it.
+    let deadline = std::time::Instant::now() + WAIT;
     let (leader, term) = loop {
+        assert!(std::time::Instant::now() < deadline, "nobody leads for the control");
         let mut found = None;
         for (i, m) in members.iter().enumerate() {
             if let Ok(Ok(term)) = actix_rt::time::timeout(Duration::from_millis(50), m.election.leadership()).await {
@@ -180,7 +182,9 @@ async fn observers_tell_each_terms_values_in_order_over_hand_offs_and_an_expiry(
     let value = format!("{}:{}:1", members[leader].id, term.token.0);
     members[leader].election.proclaim(value).await.expect("proclaimed");
     members[leader].election.resign_and_requeue().await.expect("requeued");
+    let deadline = std::time::Instant::now() + WAIT;
     let next = loop {
+        assert!(std::time::Instant::now() < deadline, "no next leader for the control");
         let listed = plain.children("/leader").await.expect("line");
         let first = actix_zookeeper::path::sequential_in_order(listed.names).into_iter().next().expect("a leader");
         let node = plain.get_data(&format!("/leader/{first}")).await.expect("leader node");
@@ -190,6 +194,11 @@ async fn observers_tell_each_terms_values_in_order_over_hand_offs_and_an_expiry(
         actix_rt::time::sleep(Duration::from_millis(10)).await;
     };
     let raw = plain.get_data("/leader").await.expect("stored").data;
+    // The hazard is real, not only constructed: with the next leader in place, the stored value
+    // is still the old term's (a reader must check the term, as the observer does).
+    let stored_term = i64::from_be_bytes(raw[4..12].try_into().expect("a proclamation's term"));
+    assert_eq!(stored_term, term.token.0, "the control: the old term's value is what is stored under the new leader");
+    assert!(stored_term < next.1);
     let naive = Some(Proclamation {
         leader_id: next.0.clone(),
         term: FencingToken(next.1),
