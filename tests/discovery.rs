@@ -610,3 +610,57 @@ async fn an_unregister_that_did_not_delete_names_the_node_that_stays() {
     s.close().await;
     admin.close().await;
 }
+
+/// The dangerous window of a dropped `register`, hit on purpose: the replies are held back, the
+/// create is seen applied by another session, and only then is the future dropped, before its
+/// reply could arrive. The node that the dropped registration made still goes, and the id
+/// registers elsewhere at once. The same for a `register` that timed out after its create
+/// applied (issue 39, item 3).
+#[actix_rt::test]
+async fn a_register_dropped_after_its_create_applied_leaves_no_node() {
+    use actix_zookeeper::testkit::Direction;
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("discovery-drop-window");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let s = session_at(&links.connect_string(), &root).await;
+    let observer = session_at(&zk.connect_string(), &root).await;
+    let d = discovery(&s);
+    // The service's directory first, so that the instance's create is one request.
+    d.register(instance("warm-up", 1)).await.expect("registered").unregister().await.expect("unregistered");
+    links.proxy(0).set_latency(Direction::Downstream, Duration::from_millis(800));
+    let register = actix_rt::spawn(d.register(instance("window", 1)));
+    wait_until_async("the create applied", || {
+        let observer = observer.clone();
+        async move { matches!(observer.exists("/services/billing/window").await, Ok(Some(_))) }
+    })
+    .await;
+    assert!(!register.is_finished(), "dropped before its reply arrived");
+    register.abort();
+    links.proxy(0).set_latency(Direction::Downstream, Duration::ZERO);
+    wait_until_async("the dropped registration's node goes", || {
+        let observer = observer.clone();
+        async move { matches!(observer.exists("/services/billing/window").await, Ok(None)) }
+    })
+    .await;
+    let elsewhere = discovery(&observer).register(instance("window", 2)).await.expect("the id is free");
+    elsewhere.unregister().await.expect("unregistered");
+
+    // A `register` that times out while its create's reply is held back (the create applied):
+    // `Timeout`, and the node it made goes too.
+    let impatient =
+        ServiceDiscovery::new(s.clone(), DiscoveryConfig::new("/services").with_timeout(Duration::from_millis(300)))
+            .expect("valid base");
+    links.proxy(0).set_latency(Direction::Downstream, Duration::from_millis(800));
+    let timed_out = impatient.register(instance("late", 1)).await;
+    assert!(matches!(timed_out, Err(DiscoveryError::Timeout { .. })), "{timed_out:?}");
+    assert!(observer.exists("/services/billing/late").await.expect("exists").is_some(), "the create had applied");
+    links.proxy(0).set_latency(Direction::Downstream, Duration::ZERO);
+    wait_until_async("the timed-out registration's node goes", || {
+        let observer = observer.clone();
+        async move { matches!(observer.exists("/services/billing/late").await, Ok(None)) }
+    })
+    .await;
+    s.close().await;
+    observer.close().await;
+}
