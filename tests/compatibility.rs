@@ -614,7 +614,8 @@ async fn a_multi_with_a_create_the_server_lacks_is_refused_typed_and_applies_not
 
 /// A mixed ensemble during a rolling upgrade: the session moves from a member with persistent
 /// watches to one without. The watch it adds again is refused there; its owner is told
-/// (`WatchRefused`), a cache goes on with one-shot watches and keeps following changes, and once
+/// (`WatchRefused`), a cache goes on with one-shot watches and keeps following changes, a task
+/// master reads its tree every second and keeps assigning, and once
 /// the session is back on a newer member, persistent watches are asked for again, not switched
 /// off for good by the old member's refusal.
 #[actix_rt::test]
@@ -650,6 +651,15 @@ async fn a_move_to_an_older_member_is_told_and_a_cache_falls_back_to_one_shot_wa
         }
     };
     until("load", &|e| matches!(e, CacheEvent::CacheInitialized)).await;
+    // A task master on the same session (its watches are persistent), a worker and a client on
+    // a session of their own.
+    let _master = TaskMasterHandle::start(session.clone(), TaskMasterConfig::new("/tasks")).expect("master");
+    let runner = actix::Actor::start(Doubler);
+    let _worker = TaskWorkerHandle::start(writer.clone(), TaskWorkerConfig::new("/tasks", "w"), runner.recipient())
+        .expect("worker");
+    let client = TaskClient::new(writer.clone(), "/tasks").expect("client");
+    let task = client.submit("ab").await.expect("submitted");
+    assert_eq!(bounded("a result before the move", client.result(&task, WAIT)).await.expect("result"), b"abab");
 
     // To the older member.
     older.heal();
@@ -667,6 +677,14 @@ async fn a_move_to_an_older_member_is_told_and_a_cache_falls_back_to_one_shot_wa
     })
     .await;
     assert_eq!(session.server_features().persistent_watches, Support::No, "learned from the older member");
+    // The master lost its watches too, and reads every second instead: tasks are still assigned.
+    // Submitted once the moves are over (each refusal cuts the connection, and every reconnect
+    // makes the master read everything once): from then on only the polling can see it.
+    let settled = session_events.snapshot().len();
+    actix_rt::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(session_events.snapshot().len(), settled, "the session was still moving");
+    let task = client.submit("cd").await.expect("submitted");
+    assert_eq!(bounded("a result after the move", client.result(&task, WAIT)).await.expect("result"), b"cdcd");
 
     // Back to a newer member: asked again.
     let moves = session_events.snapshot().len();
