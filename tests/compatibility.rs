@@ -374,6 +374,35 @@ impl actix::Handler<Revoked> for Acker {
     fn handle(&mut self, _: Revoked, _: &mut actix::Context<Self>) {}
 }
 
+/// Sets every delivery aside as a dead letter and keeps the answer.
+struct DeadLetterer(Arc<Mutex<Vec<Result<(), QueueError>>>>);
+
+impl actix::Actor for DeadLetterer {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<Delivery> for DeadLetterer {
+    type Result = ();
+
+    fn handle(&mut self, delivery: Delivery, ctx: &mut actix::Context<Self>) {
+        let answers = self.0.clone();
+        let letter = delivery.dead_letter("poison");
+        actix::AsyncContext::spawn(
+            ctx,
+            actix::fut::wrap_future(async move {
+                let answer = letter.await;
+                answers.lock().expect("answers").push(answer);
+            }),
+        );
+    }
+}
+
+impl actix::Handler<Revoked> for DeadLetterer {
+    type Result = ();
+
+    fn handle(&mut self, _: Revoked, _: &mut actix::Context<Self>) {}
+}
+
 /// Runs `task` for the test's payload.
 struct Doubler;
 
@@ -448,6 +477,35 @@ async fn the_other_recipes_work_on_older_servers() {
         wait_until("the job acked", || acked.lock().expect("acked").len() == 1).await;
         assert_eq!(acked.lock().expect("acked")[0], b"job", "{name}");
         assert!(b.children("/work").await.expect("items").names.iter().all(|n| !n.starts_with("qn-")), "{name}");
+        consumer.stop().await;
+
+        // A dead letter moves the item in one `multi` with a create: refused typed on 3.4, where
+        // the item stays in its queue; moved elsewhere.
+        Queue::new(a.clone(), "/poison").put("bad").await.expect("put");
+        let answers = Arc::new(Mutex::new(Vec::new()));
+        let letterer = actix::Actor::start(DeadLetterer(answers.clone()));
+        let consumer = QueueConsumerHandle::start(
+            a.clone(),
+            ConsumerConfig::new("/poison").with_dead_letter("/dead").with_worker(Worker::new(&letterer)),
+        );
+        wait_until("the dead letter answered", || !answers.lock().expect("answers").is_empty()).await;
+        let answer = answers.lock().expect("answers")[0].clone();
+        let queued = |dir: &'static str| {
+            let b = b.clone();
+            async move {
+                b.children(dir).await.map(|c| c.names.iter().filter(|n| n.starts_with("qn-")).count()).unwrap_or(0)
+            }
+        };
+        if lacks_create2(version) {
+            assert!(
+                matches!(&answer, Err(QueueError::ZooKeeper(Error::Multi { .. } | Error::Unsupported { .. }))),
+                "{name}: {answer:?}"
+            );
+            assert_eq!((queued("/poison").await, queued("/dead").await), (1, 0), "{name}: nothing moved");
+        } else {
+            answer.unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!((queued("/poison").await, queued("/dead").await), (0, 1), "{name}: moved");
+        }
         consumer.stop().await;
 
         // Barriers: a double barrier of two lets both in and out; a set barrier holds a waiter
