@@ -281,5 +281,34 @@ mod tests {
         assert_eq!(stream.next().now_or_never(), Some(Some(Ok(8))));
     }
 
+    /// What every recipe's events go through: a dropped `events()` stream is let go of by the
+    /// next event (or the next reader that attaches), and the other readers go on hearing.
+    #[derive(actix::Message, Clone, Debug, PartialEq)]
+    #[rtype(result = "()")]
+    struct Ev(usize);
+
+    #[test]
+    fn a_dropped_stream_leaves_the_subscribers_and_the_others_go_on() {
+        let mut subscribers = Subscribers::<Ev>::new();
+        let (first, dropped) = channel();
+        let (second, mut kept) = channel();
+        subscribers.listen(first);
+        subscribers.listen(second);
+        subscribers.tell(Ev(1));
+        assert_eq!(subscribers.listeners.len(), 2);
+        drop(dropped);
+        subscribers.tell(Ev(2));
+        assert_eq!(subscribers.listeners.len(), 1, "the dropped stream's listener is gone");
+        assert_eq!(kept.next().now_or_never(), Some(Some(Ok(Ev(1)))));
+        assert_eq!(kept.next().now_or_never(), Some(Some(Ok(Ev(2)))));
+        // A reader that attaches lets go of a dropped one too, even with no event between.
+        let (third, gone) = channel();
+        subscribers.listen(third);
+        drop(gone);
+        let (fourth, _alive) = channel();
+        subscribers.listen(fourth);
+        assert_eq!(subscribers.listeners.len(), 2);
+    }
+
     use futures::FutureExt;
 }

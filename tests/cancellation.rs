@@ -1486,3 +1486,32 @@ async fn questions_to_recipe_actors_dropped_at_random_moments_lose_only_their_an
     nothing_of(&s, &zk, "/").await.expect("nothing left");
     s.close().await;
 }
+
+/// The window of a cache stopped before its persistent watch was confirmed, hit on purpose: the
+/// replies are held back, the server counts the watch (so the `addWatch` applied), and only then
+/// is the cache stopped. Once the reply arrives, the watch is removed: none is left on the
+/// server.
+#[actix_rt::test]
+async fn a_cache_stopped_before_its_watch_was_confirmed_leaves_no_watch() {
+    use actix_zookeeper::cache::{CacheConfig, CacheHandle};
+    use actix_zookeeper::testkit::{ClientLinks, Direction};
+    init_tracing();
+    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let root = unique_root("cache-stop-window");
+    let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let s = session_at(&links.connect_string(), &root).await;
+    s.ensure_path("/c").await.expect("dir");
+    let Some(before) = watch_count(&zk) else { return };
+    links.proxy(0).set_latency(Direction::Downstream, Duration::from_millis(600));
+    let cache = CacheHandle::start(s.clone(), CacheConfig::new("/c")).expect("cache");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while watch_count(&zk).is_some_and(|now| now <= before) {
+        assert!(Instant::now() < deadline, "the server never counted the cache's watch");
+        actix_rt::time::sleep(Duration::from_millis(5)).await;
+    }
+    let stopped = cache.stop();
+    links.proxy(0).set_latency(Direction::Downstream, Duration::ZERO);
+    bounded("the cache's stop", stopped).await;
+    settled(&s, &zk, "/", &[], Some(before)).await.unwrap_or_else(|e| panic!("{e}"));
+    s.close().await;
+}
