@@ -370,10 +370,52 @@ impl HealthSlot {
 impl HealthSlot {
     /// The recipe failed for good and its actor stops: the entry stays on the board as
     /// `Failed`, so that a readiness probe sees it (a recipe that vanished would look healthy),
-    /// until a recipe of the same kind starts on the same path (a restart replaces it).
-    pub(crate) fn keep_failed(mut self, reason: String) {
+    /// until a recipe of the same kind starts on the same path (a restart replaces it), or,
+    /// when the recipe was started through a handle (`keeper`), until the last of its
+    /// handles is dropped or one of them stops it.
+    pub(crate) fn keep_failed(mut self, reason: String, keeper: Option<&FailureKeeper>) {
         self.set(RecipeState::Failed { reason });
         self.board.board().kept.insert(self.id);
+        if let Some(keeper) = keeper {
+            keeper.hold(KeptEntry { board: self.board.clone(), id: self.id });
+        }
+    }
+}
+
+/// A failed recipe's entry kept on the board; it leaves when this is dropped (unless a
+/// replacement took it off first).
+#[derive(Debug)]
+struct KeptEntry {
+    board: HealthBoard,
+    id: u64,
+}
+
+impl Drop for KeptEntry {
+    fn drop(&mut self) {
+        let mut board = self.board.board();
+        if board.kept.remove(&self.id) {
+            board.recipes.remove(&self.id);
+            self.board.publish();
+        }
+    }
+}
+
+/// Where a recipe started through a handle leaves its failed entry: shared by the handle's
+/// clones (and the actor, until it stops), so the entry lives as long as somebody can still
+/// ask the recipe, and leaves with the last handle or at a `stop()`. A recipe the user no longer
+/// holds is not failing anything the user runs.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FailureKeeper(Arc<Mutex<Option<KeptEntry>>>);
+
+impl FailureKeeper {
+    fn hold(&self, entry: KeptEntry) {
+        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(entry);
+    }
+
+    /// The recipe was stopped: its failed entry (if any) leaves the board.
+    pub(crate) fn release(&self) {
+        let entry = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        drop(entry);
     }
 }
 
@@ -446,5 +488,40 @@ mod tests {
         assert!(board.snapshot().is_alive(Duration::from_secs(60)));
         board.session(SessionState::Closed, None, 1);
         assert!(!board.snapshot().is_alive(Duration::MAX));
+    }
+
+    #[test]
+    fn a_failed_entry_leaves_with_its_last_handle_or_a_stop_or_a_replacement() {
+        let board = HealthBoard::new(Lease::new());
+        let failed = |board: &HealthBoard| {
+            board.snapshot().recipes.iter().filter(|r| matches!(r.state, RecipeState::Failed { .. })).count()
+        };
+        // Kept by two handles: it stays while one is left.
+        let keeper = FailureKeeper::default();
+        let other_handle = keeper.clone();
+        board.slot("cache", "/c").keep_failed("no permission".into(), Some(&keeper));
+        assert_eq!(failed(&board), 1);
+        drop(keeper);
+        assert_eq!(failed(&board), 1, "one handle is left");
+        drop(other_handle);
+        assert_eq!(failed(&board), 0, "the last handle went");
+        // Stopped through a handle that is kept.
+        let keeper = FailureKeeper::default();
+        board.slot("cache", "/c").keep_failed("no permission".into(), Some(&keeper));
+        keeper.release();
+        assert_eq!(failed(&board), 0, "stopped");
+        // Replaced while its handle is kept; the handle's later drop takes nothing else along.
+        let keeper = FailureKeeper::default();
+        board.slot("cache", "/c").keep_failed("no permission".into(), Some(&keeper));
+        let replacement = board.slot("cache", "/c");
+        assert_eq!(failed(&board), 0, "replaced");
+        drop(keeper);
+        assert_eq!(board.snapshot().recipes.len(), 1, "the replacement stays");
+        drop(replacement);
+        // Without a handle (an actor started by hand): kept until replaced.
+        board.slot("cache", "/c").keep_failed("no permission".into(), None);
+        assert_eq!(failed(&board), 1);
+        let _replacement = board.slot("cache", "/c");
+        assert_eq!(failed(&board), 0);
     }
 }

@@ -296,6 +296,121 @@ async fn stops_after_an_expiry_with_the_server_unreachable_resolve() {
     other.close().await;
 }
 
+/// Issue 39, item 3: a stop that races the session's expiry, with the server unreachable,
+/// resolves. The stops are sent while the session still looks alive, and the owners' thread is
+/// held until the session actor has moved on to building the next session: the owners then
+/// handle the stop before they hear `Expired` (the window the recipes' two-hop session events
+/// leave), and their deletes reach a session actor that has no session. Such a delete was queued
+/// for whichever session came next, retried for ever with the server gone; it now goes to the
+/// session the node was made on, and a session that ended deleted the node itself.
+#[actix_rt::test]
+async fn stops_sent_as_the_session_expires_resolve_with_the_server_unreachable() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("stop-racing-expiry");
+    let links = actix_zookeeper::testkit::ClientLinks::to([zk.connect_string()]).expect("proxy");
+    let (s, _events) = connected(
+        SessionConfig::new(links.connect_string()).with_chroot(&root).with_session_timeout(Duration::from_secs(2)),
+    )
+    .await;
+    let other = session_at(&zk.connect_string(), &root).await;
+
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/lock"));
+    bounded("lock", lock.acquire(None)).await.expect("held");
+    let held_elsewhere = LockHandle::start(other.clone(), LockConfig::new("/busy"));
+    bounded("busy", held_elsewhere.acquire(None)).await.expect("held by the other session");
+    let waiting = LockHandle::start(s.clone(), LockConfig::new("/busy"));
+    let waiter = waiting.acquire(None);
+    wait_until_async("the waiter stands in line", || {
+        let other = other.clone();
+        async move { other.children("/busy").await.is_ok_and(|c| c.names.len() == 2) }
+    })
+    .await;
+    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/election"));
+    bounded("leads", election.leadership()).await.expect("leads");
+    let semaphore = SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/sem", 2));
+    bounded("lease", semaphore.acquire(None)).await.expect("a lease");
+    let member =
+        actix_zookeeper::group::GroupMemberHandle::start(s.clone(), GroupConfig::new("/group", "m1")).expect("member");
+    let node = PersistentNodeHandle::start(s.clone(), PersistentNodeConfig::new("/node", CreateMode::Ephemeral))
+        .expect("node");
+    bounded("node", node.wait_for_initial_create(None)).await.expect("made");
+    Queue::new(s.clone(), "/q").put(b"x".to_vec()).await.expect("put");
+    let consumer = QueueConsumerHandle::start(s.clone(), ConsumerConfig::new("/q").with_workers(1, |_| HoldingWorker));
+    let runner = IdleRunner.start();
+    let worker = actix_zookeeper::tasks::TaskWorkerHandle::start(
+        s.clone(),
+        actix_zookeeper::tasks::TaskWorkerConfig::new("/tasks", "w1"),
+        runner.recipient(),
+    )
+    .expect("worker");
+    for (what, dir, count) in
+        [("claimed", "/q/claims", 1), ("in the group", "/group", 1), ("registered", "/tasks/workers", 1)]
+    {
+        wait_until_async(what, || {
+            let other = other.clone();
+            async move { other.children(dir).await.is_ok_and(|c| c.names.len() == count) }
+        })
+        .await;
+    }
+
+    let info = s.session().await.expect("session").info;
+    links.blackhole();
+    actix_zookeeper::testkit::expire_session(&zk.connect_string(), &info).await.expect("expired on the server");
+    // Sent now, while the session still looks alive to the recipes.
+    let (lock_stop, waiting_stop, election_stop) = (lock.stop(), waiting.stop(), election.stop());
+    let (semaphore_stop, member_stop, node_stop) = (semaphore.stop(), member.stop(), node.stop());
+    let (consumer_stop, worker_stop) = (consumer.stop(), worker.stop());
+    // The owners run on this thread: hold it until the session actor has handled the expiry.
+    let held_from = Instant::now();
+    while !matches!(s.health().session.state, actix_zookeeper::health::SessionState::Connecting { .. }) {
+        assert!(held_from.elapsed() < Duration::from_secs(30), "the session never declared the expiry");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+
+    bounded("the waiting contender's stop", waiting_stop).await;
+    bounded("the lock holder's stop", lock_stop).await;
+    bounded("the leader's stop", election_stop).await;
+    bounded("the semaphore's stop", semaphore_stop).await;
+    bounded("the group member's stop", member_stop).await;
+    bounded("the node's stop", node_stop).await;
+    bounded("the consumer's stop", consumer_stop).await;
+    bounded("the task worker's stop", worker_stop).await;
+    drop(waiter);
+    assert!(other.exists("/node").await.expect("exists").is_none(), "the ephemeral went with its session");
+    for (dir, left) in [
+        ("/lock", 0),
+        ("/busy", 1),
+        ("/election", 0),
+        ("/sem/leases", 0),
+        ("/group", 0),
+        ("/q/claims", 0),
+        ("/tasks/workers", 0),
+    ] {
+        let children = other.children(dir).await.map(|c| c.names).unwrap_or_default();
+        assert_eq!(children.len(), left, "{dir}: {children:?} (only the other session's lock node stays)");
+    }
+    links.heal();
+    held_elsewhere.stop().await;
+    s.close().await;
+    other.close().await;
+}
+
+/// A task runner that is never given a task.
+struct IdleRunner;
+
+impl Actor for IdleRunner {
+    type Context = Context<Self>;
+}
+
+impl Handler<actix_zookeeper::tasks::TaskAssigned> for IdleRunner {
+    type Result = actix_zookeeper::tasks::TaskOutcome;
+    fn handle(&mut self, task: actix_zookeeper::tasks::TaskAssigned, _: &mut Context<Self>) -> Self::Result {
+        actix_zookeeper::tasks::TaskOutcome::Done(task.data)
+    }
+}
+
 /// A worker that keeps every delivery (so that its claim is held at the expiry).
 struct HoldingWorker;
 

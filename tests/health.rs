@@ -12,7 +12,9 @@ use actix_zookeeper::election::{ElectionConfig, ElectionHandle};
 use actix_zookeeper::health::{Health, RecipeState, SessionState};
 use actix_zookeeper::lock::{LockConfig, LockHandle};
 use actix_zookeeper::prelude::*;
-use actix_zookeeper::queue::{ConsumerConfig, Delivery, Queue, QueueConsumerActor, Revoked, Worker};
+use actix_zookeeper::queue::{
+    ConsumerConfig, Delivery, Queue, QueueConsumerActor, QueueConsumerHandle, Revoked, Worker,
+};
 use actix_zookeeper::tasks::{
     TaskAssigned, TaskClient, TaskMasterConfig, TaskMasterHandle, TaskOutcome, TaskWorkerConfig, TaskWorkerHandle,
 };
@@ -215,8 +217,8 @@ async fn a_recipe_that_failed_for_good_is_not_ready() {
 /// Regression (issue 39, item 4): a recipe that gave up left its `Failed` entry on the board
 /// for good: readiness stayed false behind working replacements, and each restart added an
 /// entry (3 cycles, 3 entries). A failed entry now leaves when a recipe of the same kind starts
-/// on the same path; readiness speaks of the recipes that run. (Not yet: leaving when the failed
-/// recipe's handle is dropped; see the session note.)
+/// on the same path; readiness speaks of the recipes that run. (Leaving with the failed recipe's
+/// handle: the next test.)
 #[actix_rt::test]
 async fn a_failed_recipe_leaves_the_board_when_replaced() {
     init_tracing();
@@ -264,6 +266,78 @@ async fn a_failed_recipe_leaves_the_board_when_replaced() {
     assert_eq!(failed_entries(&health), 0, "{health:#?}");
     drop(working);
     drop(kept);
+    session.close().await;
+}
+
+/// Regression (issue 39, item 4): a recipe started through a handle that gave up kept its
+/// `Failed` entry on the board after the user stopped it or dropped every handle to it, so
+/// readiness stayed false with nothing failed running. The entry now leaves then (and stays
+/// while a handle is kept: a recipe that vanished would look healthy). For each kind that gives
+/// up (queue consumer, cache, task worker): one failed instance stopped, another dropped. (A
+/// cache gives up when its session is closed: its own session's board is checked.)
+#[actix_rt::test]
+async fn a_failed_recipe_leaves_the_board_when_its_handle_is_stopped_or_dropped() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("health-failed-dropped");
+    let session = session_at(&zk.connect_string(), &root).await;
+    unreadable_dir(&session, "/closed").await;
+    read_only_dir(&session, "/tasks").await;
+    let keeper = Keeper(Arc::new(Mutex::new(Vec::new()))).start();
+    let runner = SlowRunner.start();
+    let failed = |kind: &'static str, path: &'static str| {
+        move |h: &Health| matches!(state_of(h, kind, path), Some(RecipeState::Failed { .. }))
+    };
+    let gone = |kind: &'static str, path: &'static str| move |h: &Health| state_of(h, kind, path).is_none();
+    for stop in [true, false] {
+        let consumer = QueueConsumerHandle::start(
+            session.clone(),
+            ConsumerConfig::new("/closed").with_worker(Worker::new(&keeper)),
+        );
+        let worker =
+            TaskWorkerHandle::start(session.clone(), TaskWorkerConfig::new("/tasks", "w1"), runner.clone().recipient())
+                .expect("worker");
+        let closing = session_at(&zk.connect_string(), &root).await;
+        let cache = CacheHandle::start(closing.clone(), CacheConfig::new("/tasks")).expect("cache");
+        health_until(&closing, "a watching cache", |h| state_of(h, "cache", "/tasks") == Some(RecipeState::Watching))
+            .await;
+        closing.close().await;
+        health_until(&closing, "a failed cache", failed("cache", "/tasks")).await;
+        for (kind, path) in [("queue-consumer", "/closed"), ("task-worker", "/tasks")] {
+            health_until(&session, &format!("a failed {kind}"), failed(kind, path)).await;
+        }
+        // Given up, with its handle kept: it stays, and readiness says so.
+        actix_rt::time::sleep(Duration::from_millis(300)).await;
+        let health = session.health();
+        assert!(!health.is_ready(), "{health:#?}");
+        assert_eq!(health.recipes.iter().filter(|r| matches!(r.state, RecipeState::Failed { .. })).count(), 2);
+        assert!(failed("cache", "/tasks")(&closing.health()), "{:#?}", closing.health());
+        if stop {
+            bounded("the consumer's stop", consumer.stop()).await;
+            health_until(&session, "the stopped consumer gone", gone("queue-consumer", "/closed")).await;
+            bounded("the worker's stop", worker.stop()).await;
+            health_until(&session, "the stopped worker gone", gone("task-worker", "/tasks")).await;
+            bounded("the cache's stop", cache.stop()).await;
+            health_until(&closing, "the stopped cache gone", gone("cache", "/tasks")).await;
+        } else {
+            // A clone outlives the first drop: still kept.
+            let (consumer_clone, cache_clone, worker_clone) = (consumer.clone(), cache.clone(), worker.clone());
+            drop((consumer, cache, worker));
+            actix_rt::time::sleep(Duration::from_millis(300)).await;
+            assert_eq!(session.health().recipes.len(), 2, "{:#?}", session.health());
+            assert_eq!(closing.health().recipes.len(), 1, "{:#?}", closing.health());
+            drop(consumer_clone);
+            health_until(&session, "the dropped consumer gone", gone("queue-consumer", "/closed")).await;
+            drop(worker_clone);
+            health_until(&session, "the dropped worker gone", gone("task-worker", "/tasks")).await;
+            drop(cache_clone);
+            health_until(&closing, "the dropped cache gone", gone("cache", "/tasks")).await;
+        }
+        let health = session.health();
+        assert!(health.is_ready(), "stop={stop}: nothing failed runs: {health:#?}");
+        assert!(health.recipes.is_empty(), "{health:#?}");
+        assert!(closing.health().recipes.is_empty(), "{:#?}", closing.health());
+    }
     session.close().await;
 }
 

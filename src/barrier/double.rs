@@ -470,9 +470,14 @@ impl Member {
         let session = self.session.clone();
         let ours = self.our_path.clone();
         let ready = after_leave.then(|| self.ready_path.clone());
+        // Our node is an ephemeral of the live session, if any: with none live it went with its
+        // session (or was never made).
+        let pinned = session.live_generation().map(|generation| session.pinned(generation));
         let cleanup = async move {
-            if let Err(error) = delete_until_gone(session.clone(), ours).await {
-                debug!(%error, "could not remove our node");
+            if let Some(pinned) = pinned {
+                if let Err(error) = delete_until_gone(pinned, ours).await {
+                    debug!(%error, "could not remove our node");
+                }
             }
             if let Some(ready) = ready {
                 match session.delete(&ready, None).await {

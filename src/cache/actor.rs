@@ -129,6 +129,9 @@ pub struct CacheActor {
     generation: u64,
     /// Its slot on the session's health board (`None` once left as failed).
     health: Option<crate::health::HealthSlot>,
+    /// Where a handle keeps the failed entry (see `HealthSlot::keep_failed`); `None` for an
+    /// actor started by hand.
+    failure: Option<crate::health::FailureKeeper>,
     span: tracing::Span,
 }
 
@@ -175,8 +178,15 @@ impl CacheActor {
             walk_due: false,
             generation: 0,
             health,
+            failure: None,
             span,
         })
+    }
+
+    /// Keeps a failed entry with the handle's `keeper` (see `HealthSlot::keep_failed`).
+    pub(crate) fn with_failure_keeper(mut self, keeper: crate::health::FailureKeeper) -> Self {
+        self.failure = Some(keeper);
+        self
     }
 
     /// Tells the session's health board what the cache is doing.
@@ -511,7 +521,7 @@ impl CacheActor {
         warn!(parent: &self.span, %error, "the cache cannot work; it stops");
         self.phase = Phase::Failed;
         if let Some(health) = self.health.take() {
-            health.keep_failed(error.to_string());
+            health.keep_failed(error.to_string(), self.failure.as_ref());
         }
         self.tell(CacheEvent::CacheFailed { error });
         ctx.stop();

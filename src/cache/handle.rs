@@ -36,6 +36,9 @@ use crate::session::SessionHandle;
 pub struct CacheHandle {
     addr: Addr<CacheActor>,
     path: String,
+    /// Keeps the cache's entry on the health board if it fails for good, until the last
+    /// handle is dropped or one stops it.
+    failure: crate::health::FailureKeeper,
 }
 
 impl CacheHandle {
@@ -43,12 +46,14 @@ impl CacheHandle {
     /// loads. [`CacheError::ZooKeeper`] for an invalid path.
     pub fn start(session: SessionHandle, config: CacheConfig) -> Result<CacheHandle, CacheError> {
         let path = config.path().to_owned();
-        Ok(CacheHandle { addr: CacheActor::new(session, config)?.start(), path })
+        let failure = crate::health::FailureKeeper::default();
+        let addr = CacheActor::new(session, config)?.with_failure_keeper(failure.clone()).start();
+        Ok(CacheHandle { addr, path, failure })
     }
 
     /// A handle to a running cache of `path`.
     pub fn new(addr: Addr<CacheActor>, path: impl Into<String>) -> CacheHandle {
-        CacheHandle { addr, path: path.into() }
+        CacheHandle { addr, path: path.into(), failure: Default::default() }
     }
 
     /// The actor, for sending messages.
@@ -98,6 +103,7 @@ impl CacheHandle {
     /// The stop is sent when this is called: dropping the future loses only the wait.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
         self.addr.do_send(Stop);
+        self.failure.release();
         crate::reply::stopped(self.addr.clone())
     }
 }

@@ -102,7 +102,8 @@ impl GroupMember {
         let generation = self.generation;
         self.membership = Membership::Joining { generation };
         let parents = vec![self.config.group.clone()];
-        let joined = register_ephemeral(&self.session, parents, self.node.clone(), self.config.data.clone());
+        let joined =
+            register_ephemeral(&self.session.pinned(generation), parents, self.node.clone(), self.config.data.clone());
         self.joins_in_flight += 1;
         ctx.spawn(joined.into_actor_free().map(move |joined, act: &mut Self, ctx| {
             act.joins_in_flight -= 1;
@@ -122,6 +123,9 @@ impl GroupMember {
                     info!(parent: &act.span, generation, "joined the group");
                     act.membership = Membership::Joined { generation };
                     act.tell(GroupEvent::Joined { generation });
+                }
+                NextStep::AwaitSession => {
+                    debug!(parent: &act.span, generation, "the session ended before the join; joining on the next")
                 }
                 NextStep::GiveUp(error) => {
                     // The actor stays, so that late subscribers hear it too.

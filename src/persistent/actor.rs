@@ -384,6 +384,14 @@ async fn make(
     let current = session.session().await;
     let owner = current.as_ref().map(|s| s.session_id.0);
     let generation = current.map_or(0, |s| s.generation);
+    // An ephemeral is made on the session it is reported made on (`generation`), or not at all:
+    // one that landed on the next session would be deleted (pinned) on this one, which cannot,
+    // and would stay. With no session live there is nothing to make it on yet; the caller tries
+    // again.
+    let ephemeral = is_ephemeral(mode);
+    if ephemeral && owner.is_none() {
+        return Err(Error::SessionLost { path: target });
+    }
     // A protected sequential create is looked for before it is made (again): an earlier create
     // whose reply was lost may have made it, on this session or before it.
     if mode.is_sequential() {
@@ -392,7 +400,12 @@ async fn make(
         }
     }
     for _ in 0..3 {
-        let failed = match session.create(&target, data.clone(), mode).await {
+        let create = if ephemeral {
+            futures::future::Either::Left(session.pinned(generation).create(&target, data.clone(), mode))
+        } else {
+            futures::future::Either::Right(session.create(&target, data.clone(), mode))
+        };
+        let failed = match create.await {
             Ok(created) => return Ok(Made::Ours(created.path, generation, created.stat.czxid)),
             Err(error) => error,
         };

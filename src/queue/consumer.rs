@@ -125,6 +125,9 @@ pub struct QueueConsumerActor {
     backoff: Backoff,
     /// Its slot on the session's health board: items in flight (`None` once left as failed).
     health: Option<crate::health::HealthSlot>,
+    /// Where a handle keeps the failed entry (see `HealthSlot::keep_failed`); `None` for an
+    /// actor started by hand.
+    failure: Option<crate::health::FailureKeeper>,
     span: tracing::Span,
 }
 
@@ -136,6 +139,7 @@ impl QueueConsumerActor {
         let health = Some(session.health_board().slot("queue-consumer", &config.queue));
         QueueConsumerActor {
             health,
+            failure: None,
             session,
             config,
             in_flight: HashMap::new(),
@@ -161,6 +165,12 @@ impl QueueConsumerActor {
             backoff: retry.backoff(),
             span,
         }
+    }
+
+    /// Keeps a failed entry with the handle's `keeper` (see `HealthSlot::keep_failed`).
+    pub(crate) fn with_failure_keeper(mut self, keeper: crate::health::FailureKeeper) -> Self {
+        self.failure = Some(keeper);
+        self
     }
 
     /// Turns `true` once this consumer has stopped and every claim it held is given back.
@@ -611,7 +621,7 @@ impl QueueConsumerActor {
     fn give_up(&mut self, error: Error, ctx: &mut Context<Self>) {
         tracing::error!(parent: &self.span, %error, "cannot consume this queue; stopping");
         if let Some(health) = self.health.take() {
-            health.keep_failed(error.to_string());
+            health.keep_failed(error.to_string(), self.failure.as_ref());
         }
         ctx.stop();
     }

@@ -37,6 +37,9 @@ pub struct QueueConsumerHandle {
     /// Turns `true` once the consumer has stopped and given its claims back (known from the
     /// start for a handle that started the consumer).
     released: Option<tokio::sync::watch::Receiver<bool>>,
+    /// Keeps the consumer's entry on the health board if it fails for good, until the last
+    /// handle is dropped or one stops it.
+    failure: crate::health::FailureKeeper,
 }
 
 impl QueueConsumerHandle {
@@ -44,14 +47,15 @@ impl QueueConsumerHandle {
     /// config describes; it begins once the session is up.
     pub fn start(session: SessionHandle, config: ConsumerConfig) -> QueueConsumerHandle {
         let queue = config.queue().to_owned();
-        let consumer = QueueConsumerActor::new(session, config);
+        let failure = crate::health::FailureKeeper::default();
+        let consumer = QueueConsumerActor::new(session, config).with_failure_keeper(failure.clone());
         let released = consumer.released();
-        QueueConsumerHandle { addr: consumer.start(), queue, released }
+        QueueConsumerHandle { addr: consumer.start(), queue, released, failure }
     }
 
     /// A handle to a running consumer of the queue at `queue`.
     pub fn new(addr: Addr<QueueConsumerActor>, queue: impl Into<String>) -> QueueConsumerHandle {
-        QueueConsumerHandle { addr, queue: queue.into(), released: None }
+        QueueConsumerHandle { addr, queue: queue.into(), released: None, failure: Default::default() }
     }
 
     /// The actor, for sending messages.
@@ -86,6 +90,7 @@ impl QueueConsumerHandle {
             None => futures::future::Either::Right(self.addr.send(Released)),
         };
         self.addr.do_send(Stop);
+        self.failure.release();
         let stopped = crate::reply::stopped(self.addr.clone());
         async move {
             // `None` or an error: the consumer had stopped already and nothing says when its

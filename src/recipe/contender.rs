@@ -48,7 +48,7 @@ use crate::error::Error;
 use crate::path;
 use crate::retry::{Backoff, RetryPolicy, Verdict};
 use crate::session::requests::{Children, CreateMode, Created, EnsurePath};
-use crate::session::{SessionEvent, SessionHandle, SessionId, WatchEvent, WatchEventKind};
+use crate::session::{PinnedSession, SessionEvent, SessionHandle, SessionId, WatchEvent, WatchEventKind};
 
 /// What to contend for.
 #[derive(Debug, Clone)]
@@ -113,6 +113,8 @@ pub enum ContenderEvent {
         version: i32,
         /// The session that owns the node.
         session_id: SessionId,
+        /// That session's generation: requests about the node are pinned to it.
+        generation: u64,
     },
     /// The node is in line behind `ahead` (sent once per wait, for `TryAcquire` and tracing).
     Waiting {
@@ -162,6 +164,10 @@ struct Node {
     token: FencingToken,
     version: i32,
     owner: SessionId,
+    /// The generation of the session that made it: deletes are pinned to it, so that one sent
+    /// after that session ended answers `SessionLost` (the node went with it) instead of
+    /// waiting for whichever session comes next.
+    generation: u64,
 }
 
 /// The watch on our own node (protocol step 4).
@@ -184,8 +190,9 @@ enum State {
     AwaitingSession,
     /// `create` (pinned to the session of generation `on`) and `getChildren` are in flight.
     Creating { on: u64 },
-    /// The create's outcome is unknown (connection loss): looking for our GUID.
-    Recovering,
+    /// The create's outcome (on the session of generation `on`) is unknown: looking for our
+    /// GUID, with reads pinned to that session.
+    Recovering { on: u64 },
     /// In line, watching the one node that blocks us.
     Waiting { node: Node, watch: String, blockers: usize },
     /// Holding the grant.
@@ -298,6 +305,7 @@ impl Contender {
                     token: FencingToken(created.stat.czxid),
                     version: created.stat.version,
                     owner: SessionId(created.stat.ephemeral_owner),
+                    generation: self.creating_on(),
                 };
                 debug!(node = %node.path, token = %node.token, "contender node created");
                 self.adopt(node, listed.ok(), ctx);
@@ -325,7 +333,7 @@ impl Contender {
             // up too: `stopped` then deletes whatever node bears it).
             Err(err) => {
                 debug!(error = %err, "create outcome unknown; recovering by GUID");
-                self.state = State::Recovering;
+                self.state = State::Recovering { on: self.creating_on() };
                 self.retry_or_fail(err, ctx, Self::recover);
             }
         }
@@ -528,6 +536,7 @@ impl Contender {
             token: node.token,
             version: node.version,
             session_id: node.owner,
+            generation: node.generation,
         });
         self.state = State::Holding { node };
         if self.spec.revocable {
@@ -584,30 +593,26 @@ impl Contender {
     /// leader applied (or is about to commit): without the `sync` the listing can miss our node,
     /// and we would create a second one behind it and wait on ourselves.
     fn recover(&mut self, ctx: &mut Context<Self>) {
-        let synced = self.session.sync(&self.spec.dir);
-        let list = self.session.children(&self.spec.dir);
+        let State::Recovering { on } = self.state else { return };
+        // Pinned to the create's session: once it has ended, whatever the create made went with
+        // it, and a read queued for the next session could wait for ever (servers unreachable).
+        let pinned = self.session.pinned(on);
+        let synced = pinned.sync(&self.spec.dir);
+        let list = pinned.children(&self.spec.dir);
         let session = self.session.session();
         let all = async move { (synced.await, list.await, session.await) };
-        ctx.spawn(all.into_actor(self).map(|(synced, listed, session), act, ctx| {
+        ctx.spawn(all.into_actor(self).map(move |(synced, listed, session), act, ctx| {
             // A listing is only trusted behind a `sync` that succeeded.
             let children = match synced.and(listed) {
                 Ok(children) => children,
-                // No directory, so no node of ours in it: the lost create did not happen.
-                Err(Error::NoNode { .. }) => {
-                    if act.withdrawing() {
-                        act.finish(Ok(()), ctx)
-                    } else {
-                        act.contend(ctx)
-                    }
-                    return;
-                }
+                // No directory, so no node of ours in it (the lost create did not happen), or
+                // the create's session ended and took it along.
+                Err(Error::NoNode { .. } | Error::SessionLost { .. }) => return act.nothing_made(ctx),
                 Err(error) => return act.retry_or_fail(error, ctx, Self::recover),
             };
-            let Some(session) = session else {
-                // No live session to compare owners with (it is being rebuilt): as a lost
-                // connection.
-                let lost = Error::ConnectionLoss { path: act.spec.dir.clone() };
-                return act.retry_or_fail(lost, ctx, Self::recover);
+            let Some(session) = session.filter(|s| s.generation == on) else {
+                // The listing was of the create's session, which is no longer the live one.
+                return act.nothing_made(ctx);
             };
             // No reset here: the step is "have our node", and a create that keeps failing must
             // use up the policy's attempts however well the recovery reads go. `adopt` resets.
@@ -617,10 +622,33 @@ impl Contender {
         }));
     }
 
+    /// Recovery found that the lost create left nothing of ours: finish a withdrawal, or
+    /// create again (with a new GUID: a node of an ended session bearing the old one may still
+    /// be listed until the server removes it).
+    fn nothing_made(&mut self, ctx: &mut Context<Self>) {
+        if self.withdrawing() {
+            self.finish(Ok(()), ctx);
+        } else {
+            self.guid = naming::new_guid();
+            self.contend(ctx);
+        }
+    }
+
+    /// The generation the create in flight (or under recovery) was sent on.
+    fn creating_on(&self) -> u64 {
+        match self.state {
+            State::Creating { on } | State::Recovering { on } => on,
+            // A create's answer that arrives after the contender finished: nothing is sent on
+            // a generation that never was.
+            _ => 0,
+        }
+    }
+
     /// Every node bearing our GUID was made by one of our creates: the first on the current
     /// session is adopted; every other one (a duplicate, or a node of an earlier session the
     /// server has not removed yet, CURATOR-604/696) is deleted, never acquired on.
     fn inspect_recovered(&mut self, ours: Vec<String>, listing: Children, current: SessionId, ctx: &mut Context<Self>) {
+        let on = self.creating_on();
         if ours.is_empty() {
             debug!("the lost create did not happen; creating again");
             if self.withdrawing() {
@@ -630,7 +658,8 @@ impl Contender {
             }
             return;
         }
-        let reads: Vec<_> = ours.iter().map(|name| self.session.exists(&path::join(&self.spec.dir, name))).collect();
+        let pinned = self.session.pinned(on);
+        let reads: Vec<_> = ours.iter().map(|name| pinned.exists(&path::join(&self.spec.dir, name))).collect();
         ctx.spawn(futures::future::join_all(reads).into_actor(self).map(move |stats, act, ctx| {
             let mut adopted = None;
             let mut others = Vec::new();
@@ -641,11 +670,12 @@ impl Contender {
                     }
                     Ok(Some(_)) => others.push(path::join(&act.spec.dir, &name)),
                     Ok(None) => {}
+                    Err(Error::SessionLost { .. }) => return act.nothing_made(ctx),
                     Err(error) => return act.retry_or_fail(error, ctx, Self::recover),
                 }
             }
             let deletes = futures::future::join_all(
-                others.into_iter().map(|other| delete_until_gone(act.session.clone(), other)).collect::<Vec<_>>(),
+                others.into_iter().map(|other| delete_until_gone(pinned.clone(), other)).collect::<Vec<_>>(),
             );
             match adopted {
                 Some((name, stat)) => {
@@ -657,6 +687,7 @@ impl Contender {
                         token: FencingToken(stat.czxid),
                         version: stat.version,
                         owner: SessionId(stat.ephemeral_owner),
+                        generation: on,
                     };
                     // The others may sort ahead of ours: the adopted node then waits for their
                     // deletion like for any predecessor's.
@@ -680,11 +711,11 @@ impl Contender {
     fn withdraw(&mut self, ctx: &mut Context<Self>) {
         match std::mem::replace(&mut self.state, State::Withdrawing) {
             State::Waiting { node, .. } | State::Holding { node } => {
-                let delete = delete_until_gone(self.session.clone(), node.path);
+                let delete = delete_until_gone(self.session.pinned(node.generation), node.path);
                 ctx.spawn(delete.into_actor(self).map(|outcome, act, ctx| act.finish(outcome, ctx)));
             }
             // The create (or its recovery) is in flight; its callback sees `withdrawing()`.
-            state @ (State::Creating { .. } | State::Recovering) => self.state = state,
+            state @ (State::Creating { .. } | State::Recovering { .. }) => self.state = state,
             // Nothing was sent: nothing of ours exists.
             State::AwaitingSession | State::Done => self.finish(Ok(()), ctx),
             State::Withdrawing => {}
@@ -722,10 +753,14 @@ impl Contender {
 
 /// Deletes `path`, retrying through connection loss, until it is gone or its session is.
 ///
+/// Pinned to the session that made the node: once that session has ended, the node went with
+/// it, and a delete queued for the next session would wait for one (for ever, with the servers
+/// unreachable).
+///
 /// The first delete is sent *now*, in the caller's handler, so that whatever the caller sends
 /// next (a new contender's create, say) reaches the server after it.
 pub(crate) fn delete_until_gone(
-    session: SessionHandle,
+    session: PinnedSession,
     path: String,
 ) -> impl std::future::Future<Output = Result<(), Error>> + 'static {
     let first = session.delete(&path, None);
@@ -733,7 +768,7 @@ pub(crate) fn delete_until_gone(
         let mut attempt = first;
         // Without the attempt limit: giving up would leave our node blocking the others until
         // our session ends.
-        let mut backoff = session.retry_policy().without_attempt_limit().backoff();
+        let mut backoff = session.handle().retry_policy().without_attempt_limit().backoff();
         loop {
             match attempt.await {
                 Ok(()) | Err(Error::NoNode { .. }) | Err(Error::SessionLost { .. }) => return Ok(()),
@@ -782,30 +817,34 @@ impl Actor for Contender {
         match std::mem::replace(&mut self.state, State::Done) {
             State::Waiting { node, .. } | State::Holding { node } => {
                 actix::spawn(async move {
-                    let _ = delete_until_gone(session, node.path).await;
+                    let _ = delete_until_gone(session.pinned(node.generation), node.path).await;
                 });
             }
             State::AwaitingSession => {}
-            State::Creating { .. } | State::Recovering => {
+            State::Creating { on } | State::Recovering { on } => {
                 // Sent after the create, and synced, so it sees the create's node if there is
                 // one (also when the connection moved to another member meanwhile).
                 let (dir, guid) = (self.spec.dir.clone(), self.guid.clone());
+                // On the create's session only: once it has ended, so has what it made.
+                let pinned = session.pinned(on);
                 actix::spawn(async move {
                     // Cleanup of our own node: without the attempt limit.
                     let mut backoff = session.retry_policy().without_attempt_limit().backoff();
                     loop {
                         // Synced first, as in `recover`: the server now serving us may not
                         // have applied the create yet.
-                        let synced = session.sync(&dir);
-                        let listed = session.children(&dir);
+                        let synced = pinned.sync(&dir);
+                        let listed = pinned.children(&dir);
                         match synced.await.and(listed.await) {
                             Ok(children) => {
                                 for name in children.names.iter().filter(|c| naming::belongs_to(c, &guid)) {
-                                    let _ = delete_until_gone(session.clone(), path::join(&dir, name)).await;
+                                    let _ = delete_until_gone(pinned.clone(), path::join(&dir, name)).await;
                                 }
                                 return;
                             }
-                            Err(err) if !err.is_final() && !matches!(err, Error::NoNode { .. }) => {
+                            // Gone with the session (or never there).
+                            Err(Error::SessionLost { .. } | Error::NoNode { .. }) => return,
+                            Err(err) if !err.is_final() => {
                                 if backoff.retry_after(err).await.is_err() {
                                     return;
                                 }

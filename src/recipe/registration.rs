@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::CreateMode;
 use crate::error::Error;
 use crate::retry::{Backoff, Verdict};
-use crate::session::SessionHandle;
+use crate::session::PinnedSession;
 
 /// Why a registration was not made.
 #[derive(Debug)]
@@ -30,10 +30,14 @@ impl From<Error> for RegisterError {
     }
 }
 
-/// Creates the directories `parents` if missing, then `node` as an ephemeral node of the current
-/// session with `data`; resolves to the node's `czxid`.
+/// Creates the directories `parents` if missing, then `node` as an ephemeral node of `session`
+/// with `data`; resolves to the node's `czxid`.
+///
+/// Every request is pinned to that session: a registration meant for it never lands on the next
+/// one (where its owner would not know to delete it), and once it has ended the attempt answers
+/// [`Error::SessionLost`] at once instead of waiting for the next session ([`NextStep::AwaitSession`]).
 pub(crate) fn register_ephemeral(
-    session: &SessionHandle,
+    session: &PinnedSession,
     parents: Vec<String>,
     node: String,
     data: Vec<u8>,
@@ -44,7 +48,8 @@ pub(crate) fn register_ephemeral(
         for done in ensured {
             done.await?;
         }
-        let owner = session.session().await.map(|s| s.session_id);
+        let generation = session.generation();
+        let owner = session.handle().session().await.filter(|s| s.generation == generation).map(|s| s.session_id);
         match session.create(&node, data, CreateMode::Ephemeral).await {
             Ok(created) => Ok(created.stat.czxid),
             Err(Error::NodeExists { .. }) => match (session.exists(&node).await?, owner) {
@@ -68,6 +73,9 @@ pub(crate) enum NextStep {
     /// session holds the name (it frees up when that session ends), which the actor tells its
     /// subscribers; otherwise the connection or the session is not there yet, not worth telling.
     RetryAfter { delay: Duration, because: RegisterError },
+    /// The session the attempt was pinned to has ended: nothing of it remains, and the next
+    /// session's `Connected` starts the next attempt (not counted against the policy).
+    AwaitSession,
 }
 
 /// The decision after a registration attempt at `node`, the same for every registering actor.
@@ -77,6 +85,7 @@ pub(crate) fn next_step(outcome: Result<i64, RegisterError>, backoff: &mut Backo
             backoff.reset();
             return NextStep::Registered(czxid);
         }
+        Err(RegisterError::ZooKeeper(Error::SessionLost { .. })) => return NextStep::AwaitSession,
         Err(because) => because,
     };
     let error = match &because {
@@ -110,6 +119,9 @@ mod tests {
             NextStep::RetryAfter { because: RegisterError::Taken, delay } if delay == Duration::from_millis(200)
         ));
         assert!(matches!(next_step(Ok(7), &mut backoff, "/g/m"), NextStep::Registered(7)));
+        // An ended session is waited out, not retried: the backoff does not move.
+        let lost = Error::SessionLost { path: "/g/m".into() };
+        assert!(matches!(next_step(Err(lost.into()), &mut backoff, "/g/m"), NextStep::AwaitSession));
         assert!(matches!(
             next_step(Err(RegisterError::Taken), &mut backoff, "/g/m"),
             NextStep::RetryAfter { delay, .. } if delay == Duration::from_millis(100)

@@ -80,6 +80,24 @@ impl PinnedSession {
         self.session.request(self.on(path, GetData { path: path.into(), watch: None }))
     }
 
+    /// Creates `path` and its missing ancestors (persistent nodes) on this session.
+    ///
+    /// # Cancel safety
+    /// Sent when this is called and carried out to the end whether or not the future is
+    /// awaited: dropping it loses only the answer. Calling it again is harmless.
+    pub fn ensure_path(&self, path: &str) -> impl Future<Output = Result<()>> + 'static + use<> {
+        self.session.request(self.on(path, EnsurePath { path: path.into(), containers: false }))
+    }
+
+    /// Lists a node's children on this session.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: a read, sent when this is called; dropping the future loses only the
+    /// answer.
+    pub fn children(&self, path: &str) -> impl Future<Output = Result<Children>> + 'static + use<> {
+        self.session.request(self.on(path, GetChildren { path: path.into(), watch: None }))
+    }
+
     /// Replaces a node's data on this session, optionally only at `version`.
     ///
     /// # Cancel safety

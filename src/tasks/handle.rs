@@ -106,6 +106,9 @@ impl TaskMasterHandle {
 #[derive(Clone, Debug)]
 pub struct TaskWorkerHandle {
     addr: Addr<TaskWorker>,
+    /// Keeps the worker's entry on the health board if it fails for good, until the last
+    /// handle is dropped or one stops it.
+    failure: crate::health::FailureKeeper,
 }
 
 impl TaskWorkerHandle {
@@ -116,12 +119,14 @@ impl TaskWorkerHandle {
         config: TaskWorkerConfig,
         runner: Recipient<TaskAssigned>,
     ) -> Result<TaskWorkerHandle, TaskError> {
-        Ok(TaskWorkerHandle { addr: TaskWorker::new(session, config, runner)?.start() })
+        let failure = crate::health::FailureKeeper::default();
+        let addr = TaskWorker::new(session, config, runner)?.with_failure_keeper(failure.clone()).start();
+        Ok(TaskWorkerHandle { addr, failure })
     }
 
     /// A handle to a running worker.
     pub fn new(addr: Addr<TaskWorker>) -> TaskWorkerHandle {
-        TaskWorkerHandle { addr }
+        TaskWorkerHandle { addr, failure: Default::default() }
     }
 
     /// The actor, for sending messages.
@@ -149,6 +154,7 @@ impl TaskWorkerHandle {
     /// The stop is sent when this is called: dropping the future loses only the wait.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
         self.addr.do_send(StopWorker);
+        self.failure.release();
         crate::reply::stopped(self.addr.clone())
     }
 }

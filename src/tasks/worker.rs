@@ -120,6 +120,9 @@ pub struct TaskWorker {
     stop_waiters: Vec<futures::channel::oneshot::Sender<()>>,
     /// Its slot on the session's health board: tasks running (`None` once left as failed).
     health: Option<crate::health::HealthSlot>,
+    /// Where a handle keeps the failed entry (see `HealthSlot::keep_failed`); `None` for an
+    /// actor started by hand.
+    failure: Option<crate::health::FailureKeeper>,
     span: tracing::Span,
 }
 
@@ -154,8 +157,15 @@ impl TaskWorker {
             backoff: retry.backoff(),
             stop_waiters: Vec::new(),
             health: Some(session_slot),
+            failure: None,
             span,
         })
+    }
+
+    /// Keeps a failed entry with the handle's `keeper` (see `HealthSlot::keep_failed`).
+    pub(crate) fn with_failure_keeper(mut self, keeper: crate::health::FailureKeeper) -> Self {
+        self.failure = Some(keeper);
+        self
     }
 
     fn tell(&mut self, event: WorkerEvent) {
@@ -168,7 +178,7 @@ impl TaskWorker {
         warn!(parent: &self.span, %error, "cannot go on; stopping");
         // A worker that vanished from the board would look healthy to a probe.
         if let Some(health) = self.health.take() {
-            health.keep_failed(error.to_string());
+            health.keep_failed(error.to_string(), self.failure.as_ref());
         }
         self.tell(WorkerEvent::Failed { error: TaskError::ZooKeeper(error) });
         ctx.stop();
@@ -189,7 +199,7 @@ impl TaskWorker {
         let parents = vec![self.layout.workers(), self.layout.assign_dir(&self.config.worker_id)];
         let node = self.layout.worker(&self.config.worker_id);
         let capacity = self.config.concurrency.to_string().into_bytes();
-        let register = register_ephemeral(&self.session, parents, node.clone(), capacity);
+        let register = register_ephemeral(&self.session.pinned(generation), parents, node.clone(), capacity);
         ctx.spawn(register.into_actor_free().map(move |registered, act: &mut Self, ctx| {
             if act.registration != (Registration::Registering { generation }) {
                 return; // stopped, or a newer session is registering
@@ -201,6 +211,9 @@ impl TaskWorker {
                     act.registered_at = czxid;
                     act.tell(WorkerEvent::Registered { generation });
                     act.list(ctx);
+                }
+                NextStep::AwaitSession => {
+                    debug!(parent: &act.span, generation, "the session ended before the registration; registering on the next")
                 }
                 NextStep::GiveUp(error) => act.give_up(error, ctx),
                 NextStep::RetryAfter { delay, because } => {
@@ -535,14 +548,15 @@ impl TaskWorker {
     /// directory if it is empty, then stops.
     fn deregister(&mut self, ctx: &mut Context<Self>) {
         self.registration = Registration::Stopped;
-        let session = self.session.clone();
-        let registration =
-            delete_own_ephemeral(self.session.pinned(self.generation), self.layout.worker(&self.config.worker_id));
+        let session = self.session.pinned(self.generation);
+        let registration = delete_own_ephemeral(session.clone(), self.layout.worker(&self.config.worker_id));
         let dir = self.layout.assign_dir(&self.config.worker_id);
         let gone = async move {
             let _ = registration.await;
             // Fails (NotEmpty) when tasks are still assigned here: the master moves them and
-            // removes the directory.
+            // removes the directory. On our registration's session only: once it has ended, the
+            // master does that too, and a delete queued for the next session would hold the
+            // stop until one comes (up to the request timeout, with the servers unreachable).
             let _ = session.delete(&dir, None).await;
         };
         ctx.wait(gone.into_actor_free().map(|(), act: &mut Self, ctx| {

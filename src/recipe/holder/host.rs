@@ -19,7 +19,7 @@ use crate::recipe::contender::{
     Abandon, Contender, ContenderEvent, ContenderReport, ContenderSpec, Relisted, Withdraw,
 };
 use crate::retry::{Backoff, RetryPolicy, Verdict};
-use crate::session::{SessionEvent, SessionHandle};
+use crate::session::{PinnedSession, SessionEvent, SessionHandle};
 
 /// A recipe actor built on a [`Holder`]: it starts its contenders and words its events; the
 /// core decides the rest.
@@ -252,7 +252,7 @@ fn perform<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, ctx: &mu
                 info!(parent: host.span(), node = %held.node, token = %held.token, "releasing");
                 // Detached, so that the delete (and its retries) complete even if we stop now; the
                 // request itself is sent here, ahead of anything we send next.
-                let deleted = delete_held(host.session().clone(), held.node.clone(), host.retry());
+                let deleted = delete_held(host.session().pinned(held.generation), held.node.clone(), host.retry());
                 let (done, outcome) = oneshot::channel();
                 actix::spawn(async move {
                     let _ = done.send(deleted.await);
@@ -413,8 +413,12 @@ fn check_callers<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) {
 }
 
 /// Deletes a held node, retrying through connection loss, and says whether it was ours to delete.
+///
+/// Pinned to the session that made the node: once that session has ended, the node went with
+/// it, and a delete queued for the next session would wait for one (for ever, with the servers
+/// unreachable).
 fn delete_held(
-    session: SessionHandle,
+    session: PinnedSession,
     path: String,
     retry: RetryPolicy,
 ) -> impl std::future::Future<Output = Result<Deleted, Error>> {

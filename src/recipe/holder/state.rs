@@ -98,6 +98,8 @@ pub(crate) struct Granted<G> {
     pub token: FencingToken,
     /// The session that owns the node.
     pub session: SessionId,
+    /// That session's generation (the release's delete is pinned to it).
+    pub generation: u64,
 }
 
 /// How a held grant's connection stands.
@@ -444,9 +446,9 @@ impl<G: Grant, W: Waiter<G>> Holder<G, W> {
         grant: impl FnOnce(&str, FencingToken, i32, SessionId) -> G,
     ) -> Vec<Effect<G>> {
         match event {
-            ContenderEvent::Granted { node, token, version, session_id } => {
+            ContenderEvent::Granted { node, token, version, session_id, generation } => {
                 let grant = grant(&node, token, version, session_id);
-                self.granted(attempt, Granted { grant, node, token, session: session_id })
+                self.granted(attempt, Granted { grant, node, token, session: session_id, generation })
             }
             ContenderEvent::Waiting { .. } => self.in_line(attempt),
             ContenderEvent::Lost { reason, .. } => self.lost(attempt, reason),
@@ -798,7 +800,13 @@ mod tests {
     }
 
     fn held(session: i64) -> Granted<u32> {
-        Granted { grant: 7, node: "/l/n-1".into(), token: FencingToken(100), session: SessionId(session) }
+        Granted {
+            grant: 7,
+            node: "/l/n-1".into(),
+            token: FencingToken(100),
+            session: SessionId(session),
+            generation: 1,
+        }
     }
 
     fn expired(session: i64) -> SessionEvent {

@@ -269,7 +269,7 @@ macro_rules! on_session {
     )*};
 }
 
-on_session!(Create, Delete, Exists, GetData, SetData, Multi, Sync);
+on_session!(Create, Delete, EnsurePath, Exists, GetData, GetChildren, SetData, Multi, Sync);
 
 impl Handler<Sync> for SessionActor {
     type Result = ResponseFuture<Result<()>>;
