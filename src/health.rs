@@ -405,16 +405,38 @@ impl Drop for KeptEntry {
 /// ask the recipe, and leaves with the last handle or at a `stop()`. A recipe the user no longer
 /// holds is not failing anything the user runs.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct FailureKeeper(Arc<Mutex<Option<KeptEntry>>>);
+pub(crate) struct FailureKeeper(Arc<Mutex<Keeping>>);
+
+#[derive(Debug, Default)]
+struct Keeping {
+    /// A handle stopped the recipe: nothing is kept from then on (a failure between the stop
+    /// and the actor's end is no reason for the board to say `Failed` later).
+    released: bool,
+    entry: Option<KeptEntry>,
+}
 
 impl FailureKeeper {
-    fn hold(&self, entry: KeptEntry) {
-        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(entry);
+    fn keeping(&self) -> std::sync::MutexGuard<'_, Keeping> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The recipe was stopped: its failed entry (if any) leaves the board.
+    fn hold(&self, entry: KeptEntry) {
+        let mut keeping = self.keeping();
+        if keeping.released {
+            drop(keeping);
+            drop(entry);
+        } else {
+            keeping.entry = Some(entry);
+        }
+    }
+
+    /// The recipe was stopped: its failed entry (if any, now or later) leaves the board.
     pub(crate) fn release(&self) {
-        let entry = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        let entry = {
+            let mut keeping = self.keeping();
+            keeping.released = true;
+            keeping.entry.take()
+        };
         drop(entry);
     }
 }
@@ -510,6 +532,11 @@ mod tests {
         board.slot("cache", "/c").keep_failed("no permission".into(), Some(&keeper));
         keeper.release();
         assert_eq!(failed(&board), 0, "stopped");
+        // Failed after the stop was sent, before the actor took it: not kept either.
+        let keeper = FailureKeeper::default();
+        keeper.release();
+        board.slot("cache", "/c").keep_failed("no permission".into(), Some(&keeper));
+        assert_eq!(failed(&board), 0, "failed while stopping");
         // Replaced while its handle is kept; the handle's later drop takes nothing else along.
         let keeper = FailureKeeper::default();
         board.slot("cache", "/c").keep_failed("no permission".into(), Some(&keeper));

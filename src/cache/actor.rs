@@ -133,6 +133,8 @@ pub struct CacheActor {
     /// actor started by hand.
     failure: Option<crate::health::FailureKeeper>,
     span: tracing::Span,
+    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
+    lifeline: crate::reply::Lifeline,
 }
 
 /// The one-shot watches set on the server, so that a read sets each only once until it fires.
@@ -162,6 +164,7 @@ impl CacheActor {
         let backoff = session.retry_policy_or(config.retry).backoff();
         let health = Some(session.health_board().slot("cache", &config.path));
         Ok(CacheActor {
+            lifeline: Default::default(),
             session,
             config,
             phase: Phase::Loading,
@@ -554,6 +557,8 @@ async fn read_watched(
         Err(error) => Err(error),
     }
 }
+
+crate::reply::keeps_a_lifeline!(CacheActor);
 
 impl Actor for CacheActor {
     type Context = Context<Self>;

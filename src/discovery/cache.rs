@@ -35,6 +35,8 @@ pub struct ServiceCache {
     waiters: Vec<oneshot::Sender<Result<(), DiscoveryError>>>,
     subscribers: Subscribers<ServiceCacheEvent>,
     span: tracing::Span,
+    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
+    lifeline: crate::reply::Lifeline,
 }
 
 impl ServiceCache {
@@ -45,6 +47,7 @@ impl ServiceCache {
         let dir = path::join(base_path, name);
         let span = tracing::info_span!("zk.service_cache", service = %dir);
         Ok(ServiceCache {
+            lifeline: Default::default(),
             session,
             name: name.to_owned(),
             dir,
@@ -101,6 +104,8 @@ impl ServiceCache {
         }
     }
 }
+
+crate::reply::keeps_a_lifeline!(ServiceCache);
 
 impl Actor for ServiceCache {
     type Context = Context<Self>;

@@ -117,6 +117,8 @@ pub struct ElectionActor {
     /// Its slot on the session's health board (made at the core's first report).
     health: Option<crate::health::HealthSlot>,
     span: tracing::Span,
+    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
+    lifeline: crate::reply::Lifeline,
 }
 
 /// How the delete of a resign ended, as the holder core answered it.
@@ -134,6 +136,7 @@ impl ElectionActor {
         let span = tracing::info_span!("zk.election", path = %config.path, id = %config.participant_id);
         let holder = Holder::new(config.policy, false, config.requeue_after_loss);
         ElectionActor {
+            lifeline: Default::default(),
             session,
             config,
             holder,
@@ -395,6 +398,8 @@ impl HolderHost for ElectionActor {
         self.subscribers.tell(event);
     }
 }
+
+crate::reply::keeps_a_lifeline!(ElectionActor);
 
 impl Actor for ElectionActor {
     type Context = Context<Self>;

@@ -72,6 +72,8 @@ pub struct ElectionObserver {
     /// connection has not dropped since, `Idle` before and after.
     health: Option<HealthSlot>,
     span: tracing::Span,
+    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
+    lifeline: crate::reply::Lifeline,
 }
 
 impl ElectionObserver {
@@ -80,6 +82,7 @@ impl ElectionObserver {
         let path = path.into();
         let span = tracing::info_span!("zk.election.observer", path = %path);
         ElectionObserver {
+            lifeline: Default::default(),
             session,
             path,
             observed: Observed::default(),
@@ -261,6 +264,8 @@ impl ElectionObserver {
         }));
     }
 }
+
+crate::reply::keeps_a_lifeline!(ElectionObserver);
 
 impl Actor for ElectionObserver {
     type Context = Context<Self>;

@@ -59,6 +59,8 @@ pub struct GroupMember {
     /// Callers of `Leave`, answered once our node is gone (after an in-flight join has landed).
     leaving: Vec<oneshot::Sender<Result<(), GroupError>>>,
     span: tracing::Span,
+    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
+    lifeline: crate::reply::Lifeline,
 }
 
 impl GroupMember {
@@ -69,6 +71,7 @@ impl GroupMember {
         let span = tracing::info_span!("zk.group", group = %config.group, id = %config.id);
         let backoff = session.retry_policy_or(config.retry).backoff();
         Ok(GroupMember {
+            lifeline: Default::default(),
             session,
             config,
             node,
@@ -176,6 +179,8 @@ impl GroupMember {
         }));
     }
 }
+
+crate::reply::keeps_a_lifeline!(GroupMember);
 
 impl Actor for GroupMember {
     type Context = Context<Self>;

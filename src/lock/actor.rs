@@ -46,6 +46,8 @@ pub struct LockActor {
     /// Its slot on the session's health board (made at the core's first report).
     health: Option<crate::health::HealthSlot>,
     span: tracing::Span,
+    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
+    lifeline: crate::reply::Lifeline,
 }
 
 impl LockActor {
@@ -54,6 +56,7 @@ impl LockActor {
         let span = tracing::info_span!("zk.lock", dir = %config.dir, kind = ?config.kind);
         let holder = Holder::new(config.policy, true, config.reacquire_after_loss);
         LockActor {
+            lifeline: Default::default(),
             session,
             config,
             holder,
@@ -120,6 +123,8 @@ impl HolderHost for LockActor {
         }
     }
 }
+
+crate::reply::keeps_a_lifeline!(LockActor);
 
 impl Actor for LockActor {
     type Context = Context<Self>;

@@ -46,6 +46,8 @@ pub struct SemaphoreActor {
     lease: ContenderSlot,
     subscribers: Subscribers<LockEvent>,
     span: tracing::Span,
+    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
+    lifeline: crate::reply::Lifeline,
 }
 
 impl SemaphoreActor {
@@ -54,6 +56,7 @@ impl SemaphoreActor {
         let span = tracing::info_span!("zk.semaphore", dir = %config.dir, max = config.max_leases);
         let holder = Holder::new(config.policy, true, false);
         SemaphoreActor {
+            lifeline: Default::default(),
             health: None,
             session,
             config,
@@ -160,6 +163,8 @@ impl HolderHost for SemaphoreActor {
         }
     }
 }
+
+crate::reply::keeps_a_lifeline!(SemaphoreActor);
 
 impl Actor for SemaphoreActor {
     type Context = Context<Self>;

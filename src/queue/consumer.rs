@@ -129,6 +129,8 @@ pub struct QueueConsumerActor {
     /// actor started by hand.
     failure: Option<crate::health::FailureKeeper>,
     span: tracing::Span,
+    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
+    lifeline: crate::reply::Lifeline,
 }
 
 impl QueueConsumerActor {
@@ -138,6 +140,7 @@ impl QueueConsumerActor {
         let retry = session.retry_policy_or(config.retry);
         let health = Some(session.health_board().slot("queue-consumer", &config.queue));
         QueueConsumerActor {
+            lifeline: Default::default(),
             health,
             failure: None,
             session,
@@ -670,6 +673,8 @@ impl QueueConsumerActor {
         self.listed = false;
     }
 }
+
+crate::reply::keeps_a_lifeline!(QueueConsumerActor);
 
 impl Actor for QueueConsumerActor {
     type Context = Context<Self>;

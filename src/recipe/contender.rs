@@ -911,7 +911,9 @@ impl Handler<SessionEvent> for Contender {
                     }
                     // Withdrawing while the create's session ended: whatever it made went with
                     // that session, and nothing was sent on another (the create is pinned).
-                    State::Creating { on } if *on == generation && self.withdrawing() => self.finish(Ok(()), ctx),
+                    State::Creating { on } | State::Recovering { on } if *on == generation && self.withdrawing() => {
+                        self.finish(Ok(()), ctx)
+                    }
                     // Creating / Recovering: the pending request reports `SessionLost`.
                     _ => {}
                 }

@@ -174,6 +174,8 @@ pub struct SharedNode<F: SharedFormat> {
     kind: &'static str,
     health: Option<HealthSlot>,
     span: tracing::Span,
+    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
+    lifeline: crate::reply::Lifeline,
 }
 
 impl<F: SharedFormat> SharedNode<F> {
@@ -182,6 +184,7 @@ impl<F: SharedFormat> SharedNode<F> {
         let span = tracing::info_span!("zk.shared", kind, path = %config.path);
         let backoff = session.retry_policy_or(config.retry).backoff();
         SharedNode {
+            lifeline: Default::default(),
             session,
             config,
             invalid: None,
@@ -550,6 +553,14 @@ fn write_node(
             }
         }
         Err(Error::NoNode { path })
+    }
+}
+
+impl<F: SharedFormat> Handler<crate::reply::AwaitStopped> for SharedNode<F> {
+    type Result = ();
+
+    fn handle(&mut self, waiter: crate::reply::AwaitStopped, _: &mut Context<Self>) {
+        self.lifeline.keep(waiter);
     }
 }
 

@@ -87,7 +87,7 @@ impl TaskMasterHandle {
     /// The stop is sent when this is called: dropping the future loses only the wait.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
         self.addr.do_send(StopMaster);
-        crate::reply::stopped(self.addr.clone())
+        crate::reply::stopped(&self.addr)
     }
 }
 
@@ -155,6 +155,6 @@ impl TaskWorkerHandle {
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
         self.addr.do_send(StopWorker);
         self.failure.release();
-        crate::reply::stopped(self.addr.clone())
+        crate::reply::stopped(&self.addr)
     }
 }

@@ -111,6 +111,8 @@ pub struct TaskMaster {
     backoff: Backoff,
     master_id: Option<String>,
     span: tracing::Span,
+    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
+    lifeline: crate::reply::Lifeline,
 }
 
 impl TaskMaster {
@@ -120,6 +122,7 @@ impl TaskMaster {
         let span = tracing::info_span!("zk.tasks.master", root = %config.root, id = %config.master_id);
         let backoff = session.retry_policy_or(config.retry).backoff();
         Ok(TaskMaster {
+            lifeline: Default::default(),
             session,
             layout,
             config,
@@ -173,6 +176,8 @@ impl TaskMaster {
         self.election = Some(election);
     }
 }
+
+crate::reply::keeps_a_lifeline!(TaskMaster);
 
 impl Actor for TaskMaster {
     type Context = Context<Self>;

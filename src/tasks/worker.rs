@@ -124,6 +124,8 @@ pub struct TaskWorker {
     /// actor started by hand.
     failure: Option<crate::health::FailureKeeper>,
     span: tracing::Span,
+    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
+    lifeline: crate::reply::Lifeline,
 }
 
 impl TaskWorker {
@@ -139,6 +141,7 @@ impl TaskWorker {
         let retry = session.retry_policy_or(config.retry);
         let session_slot = session.health_board().slot("task-worker", &config.root);
         Ok(TaskWorker {
+            lifeline: Default::default(),
             session,
             layout,
             config,
@@ -607,6 +610,8 @@ impl TaskWorker {
         }
     }
 }
+
+crate::reply::keeps_a_lifeline!(TaskWorker);
 
 impl Actor for TaskWorker {
     type Context = Context<Self>;
