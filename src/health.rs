@@ -11,7 +11,7 @@
 //! should check, and what the health says in each fault.
 //!
 //! # Cost
-//! A snapshot is built when asked ([`SessionHandle::health`](crate::SessionHandle::health)) and
+//! A snapshot is built when asked ([`SessionHandle::health`](crate::session::SessionHandle::health)) and
 //! when a state changes (not on every reply: the last server contact is read from the lease at
 //! snapshot time). The board holds one small entry per recipe.
 //!

@@ -34,8 +34,9 @@ use crate::path;
 use crate::recipe::delete_until_gone;
 use crate::recipe::naming::new_guid;
 use crate::session::SessionHandle;
+use crate::session::WatchEventKind;
+use crate::session::requests::CreateMode;
 use crate::session::requests::{Delete, EnsurePath};
-use crate::{CreateMode, WatchEventKind};
 
 /// Curator's `DistributedDoubleBarrier`: `member_count` members [`enter`](Self::enter) and wait
 /// until all of them are there, do their work, then [`leave`](Self::leave) and wait until all of

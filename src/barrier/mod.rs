@@ -55,7 +55,7 @@ const OUTAGE_BUDGET: Duration = Duration::from_secs(30);
 /// Checks a barrier path: ZooKeeper's rules, and not the root.
 fn validate(barrier: &str) -> Result<(), BarrierError> {
     path::validate(barrier, false).map_err(|error| match error {
-        crate::Error::InvalidPath { path, reason } => BarrierError::InvalidPath { path, reason },
+        crate::error::Error::InvalidPath { path, reason } => BarrierError::InvalidPath { path, reason },
         other => BarrierError::ZooKeeper(other),
     })?;
     if barrier == "/" {
@@ -76,7 +76,7 @@ async fn within<F: Future>(deadline: Option<Instant>, fut: F) -> Option<F::Outpu
 }
 
 /// Waits before a retry, longer after each, or gives up with `error` (the session's policy).
-async fn pause(backoff: &mut crate::retry::Backoff, error: crate::Error) -> Result<(), crate::Error> {
+async fn pause(backoff: &mut crate::retry::Backoff, error: crate::error::Error) -> Result<(), crate::error::Error> {
     backoff.retry_after(error).await
 }
 

@@ -14,7 +14,8 @@ use super::{BarrierError, OUTAGE_BUDGET, pause, validate, within};
 use crate::error::Error;
 use crate::path;
 use crate::session::SessionHandle;
-use crate::{CreateMode, WatchEventKind};
+use crate::session::WatchEventKind;
+use crate::session::requests::CreateMode;
 
 /// Curator's `DistributedBarrier`: processes wait until the node at the barrier's path is gone.
 ///

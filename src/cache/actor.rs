@@ -35,9 +35,11 @@ use super::error::CacheError;
 use super::messages::*;
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
+use crate::path;
 use crate::retry::{Backoff, Verdict};
+use crate::session::requests::PersistentWatchMode;
+use crate::session::requests::Stat;
 use crate::session::{Feature, SessionEvent, SessionHandle, WatchEvent, WatchEventKind, WatchId, WatchRefusal};
-use crate::{PersistentWatchMode, Stat, path};
 
 /// Reads in flight at most (they are all sent already; this bounds only what is polled).
 const PIPELINE: usize = 1 << 20;

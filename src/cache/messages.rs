@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use actix::{Message, Recipient};
 
-use crate::Stat;
 use crate::error::Error;
+use crate::session::requests::Stat;
 
 /// A node as the cache holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]

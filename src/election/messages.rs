@@ -3,7 +3,6 @@
 use actix::{Message, Recipient};
 
 use super::error::ElectionError;
-use super::proclamation::Proclamation;
 use crate::error::Error;
 use crate::recipe::FencingToken;
 
@@ -53,6 +52,18 @@ pub struct Leadership;
 pub struct Proclaim {
     /// The value.
     pub value: Vec<u8>,
+}
+
+/// Who leads an election, in which term, and what it proclaimed in that term (`None` until it
+/// proclaims).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proclamation {
+    /// The leader's participant id (its node's data).
+    pub leader_id: String,
+    /// The term's fencing token: the leader node's czxid, larger for every later term.
+    pub term: FencingToken,
+    /// The value the leader proclaimed in this term, if it did.
+    pub value: Option<Vec<u8>>,
 }
 
 /// The election's leader, its term or its proclaimed value changed (or this is the first

@@ -36,10 +36,11 @@ pub use error::ElectionError;
 pub use handle::ElectionHandle;
 pub use messages::{
     CurrentLeader, CurrentProclamation, ElectionEvent, Join, LeaderTerm, Leadership, LeadershipLostReason,
-    Participants, Proclaim, ProclamationChanged, Resign, Stop, StopLeading, Subscribe, SubscribeProclamations,
+    Participants, Proclaim, Proclamation, ProclamationChanged, Resign, Stop, StopLeading, Subscribe,
+    SubscribeProclamations,
 };
 pub use observer::ElectionObserver;
 pub use observer_handle::ElectionObserverHandle;
-pub use proclamation::{Proclamation, proclaim};
+pub use proclamation::proclaim;
 
 pub use crate::recipe::{ConnectionPolicy, FencingToken};

@@ -18,8 +18,8 @@ use actix::prelude::*;
 use tracing::{debug, info, warn};
 
 use super::error::ElectionError;
-use super::messages::{CurrentProclamation, ProclamationChanged, Stop, SubscribeProclamations};
-use super::proclamation::{Observed, Proclamation, Reading, Step};
+use super::messages::{CurrentProclamation, Proclamation, ProclamationChanged, Stop, SubscribeProclamations};
+use super::proclamation::{Observed, Reading, Step};
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::health::{HealthSlot, RecipeState};

@@ -10,9 +10,8 @@ use std::future::Future;
 use actix::prelude::*;
 
 use super::error::ElectionError;
-use super::messages::{CurrentProclamation, ProclamationChanged, Stop, SubscribeProclamations};
+use super::messages::{CurrentProclamation, Proclamation, ProclamationChanged, Stop, SubscribeProclamations};
 use super::observer::ElectionObserver;
-use super::proclamation::Proclamation;
 use crate::events::EventStream;
 use crate::session::SessionHandle;
 

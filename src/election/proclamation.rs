@@ -18,25 +18,13 @@
 use std::future::Future;
 
 use super::error::ElectionError;
-use super::messages::LeaderTerm;
+use super::messages::{LeaderTerm, Proclamation};
 use crate::recipe::{FenceError, FencingToken};
 use crate::session::SessionHandle;
 use crate::session::requests::Op;
 
 /// What the stored value starts with.
 const MAGIC: &[u8; 4] = b"ZKP1";
-
-/// Who leads an election, in which term, and what it proclaimed in that term (`None` until it
-/// proclaims).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Proclamation {
-    /// The leader's participant id (its node's data).
-    pub leader_id: String,
-    /// The term's fencing token: the leader node's czxid, larger for every later term.
-    pub term: FencingToken,
-    /// The value the leader proclaimed in this term, if it did.
-    pub value: Option<Vec<u8>>,
-}
 
 /// The election node's data for `value` proclaimed in `term`.
 pub(crate) fn encode(term: FencingToken, value: &[u8]) -> Vec<u8> {

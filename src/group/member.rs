@@ -337,7 +337,7 @@ impl Handler<Leave> for GroupMember {
         if self.joins_in_flight == 0 && self.leaving.len() == 1 {
             self.finish_leave(ctx);
         }
-        Box::pin(async move { answered.await.unwrap_or(Err(GroupError::from(crate::Error::Closed))) })
+        Box::pin(async move { answered.await.unwrap_or(Err(GroupError::from(crate::error::Error::Closed))) })
     }
 }
 

@@ -17,7 +17,9 @@
 //! `<seq>` is the 10 digits the server appends. A plain or id item has priority 0. Due items go
 //! first by priority (lower first), then by sequence; an item not yet due is not in line.
 
-use super::producer::ITEM_PREFIX;
+/// The name prefix of items: the same as ZooKeeper's own `DistributedQueue` recipe and Curator's
+/// `SimpleDistributedQueue`, so either can read (and write) this queue.
+pub const ITEM_PREFIX: &str = "qn-";
 
 /// Width of the server's sequence suffix.
 const SEQUENCE_DIGITS: usize = 10;

@@ -30,5 +30,6 @@ pub use config::{ConsumerConfig, DeliveryMode, Worker};
 pub use consumer::QueueConsumerActor;
 pub use error::QueueError;
 pub use handle::QueueConsumerHandle;
+pub use item::ITEM_PREFIX;
 pub use messages::{Delivery, Outcome, Revoked, Settle, Stop, WaitIdle};
-pub use producer::{ITEM_PREFIX, ItemOptions, Queue};
+pub use producer::{ItemOptions, Queue};

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::QueueError;
-use super::item;
+use super::item::{self, ITEM_PREFIX};
 use crate::error::Error;
 use crate::path;
 use crate::recipe::fencing::delete_own_ephemeral_holding;
@@ -18,10 +18,6 @@ use crate::retry::RetryPolicy;
 use crate::session::requests::{CreateMode, Op, OpResult};
 use crate::session::{PinnedSession, SessionHandle, SessionId};
 use tracing::{debug, warn};
-
-/// The name prefix of items: the same as ZooKeeper's own `DistributedQueue` recipe and Curator's
-/// `SimpleDistributedQueue`, so either can read (and write) this queue.
-pub const ITEM_PREFIX: &str = "qn-";
 
 /// The child of a queue under which consumers claim items (`<queue>/claims/<item>`).
 const CLAIMS: &str = "claims";

@@ -30,21 +30,23 @@ pub(crate) enum GuardFailure {
     /// The guarding node at this index of the nodes checked is gone: the grant it stood for has
     /// ended, and the server refused the write, so nothing of it applied.
     Ended(usize),
-    /// The write may or may not have applied ([`crate::Error::outcome_unknown`]): the connection
+    /// The write may or may not have applied ([`crate::error::Error::outcome_unknown`]): the connection
     /// dropped or the session expired while it was in flight. An expired session means the grant
     /// has ended too, but not that the write arrived after it did.
-    Unknown(crate::Error),
+    Unknown(crate::error::Error),
     /// The write failed for another reason; nothing of it applied.
-    ZooKeeper(crate::Error),
+    ZooKeeper(crate::error::Error),
 }
 
 /// What a check op compares a node's version with to check only that the node exists.
 pub(crate) const ANY_VERSION: i32 = -1;
 
 /// `ops`, preceded by a check that each of `nodes` exists (at any version).
-pub(crate) fn checked(nodes: &[&str], ops: Vec<crate::Op>) -> Vec<crate::Op> {
-    let mut guarded: Vec<crate::Op> =
-        nodes.iter().map(|node| crate::Op::Check { path: (*node).to_owned(), version: ANY_VERSION }).collect();
+pub(crate) fn checked(nodes: &[&str], ops: Vec<crate::session::requests::Op>) -> Vec<crate::session::requests::Op> {
+    let mut guarded: Vec<crate::session::requests::Op> = nodes
+        .iter()
+        .map(|node| crate::session::requests::Op::Check { path: (*node).to_owned(), version: ANY_VERSION })
+        .collect();
     guarded.extend(ops);
     guarded
 }
@@ -56,9 +58,10 @@ pub(crate) fn checked(nodes: &[&str], ops: Vec<crate::Op>) -> Vec<crate::Op> {
 pub(crate) fn guarded_multi(
     session: &crate::session::SessionHandle,
     nodes: &[&str],
-    ops: Vec<crate::Op>,
-) -> impl std::future::Future<Output = Result<Vec<crate::OpResult>, GuardFailure>> + 'static + use<> {
-    use crate::Error;
+    ops: Vec<crate::session::requests::Op>,
+) -> impl std::future::Future<Output = Result<Vec<crate::session::requests::OpResult>, GuardFailure>> + 'static + use<>
+{
+    use crate::error::Error;
     let total = ops.len();
     let guarded = checked(nodes, ops);
     let checks = guarded.len() - total;
@@ -109,8 +112,8 @@ pub(crate) async fn delete_fenced(
     session: crate::session::PinnedSession,
     path: String,
     czxid: i64,
-) -> Result<FencedDelete, crate::Error> {
-    use crate::Error;
+) -> Result<FencedDelete, crate::error::Error> {
+    use crate::error::Error;
     // Without the attempt limit: giving up would leave our node in the others' way until our
     // session ends.
     let mut backoff = session.handle().retry_policy().without_attempt_limit().backoff();
@@ -149,7 +152,7 @@ pub(crate) async fn delete_fenced(
 pub(crate) async fn delete_own_ephemeral(
     session: crate::session::PinnedSession,
     path: String,
-) -> Result<(), crate::Error> {
+) -> Result<(), crate::error::Error> {
     delete_own_ephemeral_holding(session, path, None).await
 }
 
@@ -160,8 +163,8 @@ pub(crate) async fn delete_own_ephemeral_holding(
     session: crate::session::PinnedSession,
     path: String,
     data: Option<Vec<u8>>,
-) -> Result<(), crate::Error> {
-    use crate::Error;
+) -> Result<(), crate::error::Error> {
+    use crate::error::Error;
     // Without the attempt limit: giving up would leave our node in the others' way until our
     // session ends.
     let mut backoff = session.handle().retry_policy().without_attempt_limit().backoff();

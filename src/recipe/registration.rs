@@ -10,10 +10,10 @@ use std::future::Future;
 
 use std::time::Duration;
 
-use crate::CreateMode;
 use crate::error::Error;
 use crate::retry::{Backoff, Verdict};
 use crate::session::PinnedSession;
+use crate::session::requests::CreateMode;
 
 /// Why a registration was not made.
 #[derive(Debug)]

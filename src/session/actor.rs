@@ -161,7 +161,7 @@ pub struct SessionActor {
     /// closed): shared with every [`SessionHandle`](super::SessionHandle), so that an actor on
     /// another thread can tell, without a message, whether a session it got a reply from has
     /// ended since.
-    live: Arc<super::handle::LiveCell>,
+    live: Arc<super::live::LiveCell>,
     /// Until when the live session is certainly alive on the server, shared with every handle.
     lease: Lease,
     /// The session's and its recipes' health, shared with every handle.
@@ -205,7 +205,7 @@ impl SessionActor {
             owns_arbiter,
             ended_by: None,
             suspended_at: None,
-            live: Arc::new(super::handle::LiveCell::default()),
+            live: Arc::new(super::live::LiveCell::default()),
             lease: Lease::new(),
             health: HealthBoard::new(Lease::new()),
             features,
@@ -218,7 +218,7 @@ impl SessionActor {
     }
 
     /// Keeps the live session's id in `cell` (see the field).
-    pub(crate) fn with_live_cell(mut self, cell: Arc<super::handle::LiveCell>) -> Self {
+    pub(crate) fn with_live_cell(mut self, cell: Arc<super::live::LiveCell>) -> Self {
         self.live = cell;
         self
     }

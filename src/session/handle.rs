@@ -17,7 +17,6 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Recipient};
 
@@ -25,6 +24,7 @@ use super::actor::SessionActor;
 use super::config::SessionConfig;
 use super::events::{SessionEvent, SessionId, WatchEvent, WatchId};
 use super::lease::Lease;
+use super::live::LiveCell;
 use super::requests::*;
 use super::{Features, ServerFeatures};
 use crate::error::{Error, Result};
@@ -511,37 +511,5 @@ impl SessionHandle {
     /// True while the actor runs.
     pub fn is_running(&self) -> bool {
         self.addr.connected()
-    }
-}
-
-/// The live session as the actor keeps it for its handles: its id (0 while none) and its
-/// generation (0 while none). Set generation first and cleared id first, so that a reader that
-/// sees an id never sees the generation of an older session for long.
-#[derive(Debug, Default)]
-pub(crate) struct LiveCell {
-    id: AtomicI64,
-    generation: AtomicU64,
-}
-
-impl LiveCell {
-    /// Session `id` of `generation` is live.
-    pub(crate) fn set(&self, id: SessionId, generation: u64) {
-        self.generation.store(generation, Ordering::SeqCst);
-        self.id.store(id.0, Ordering::SeqCst);
-    }
-
-    /// No session is live.
-    pub(crate) fn clear(&self) {
-        self.id.store(0, Ordering::SeqCst);
-        self.generation.store(0, Ordering::SeqCst);
-    }
-
-    fn id(&self) -> i64 {
-        self.id.load(Ordering::SeqCst)
-    }
-
-    fn generation(&self) -> Option<u64> {
-        let generation = self.generation.load(Ordering::SeqCst);
-        (generation != 0 && self.id() != 0).then_some(generation)
     }
 }

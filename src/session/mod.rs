@@ -15,6 +15,7 @@ mod events;
 mod features;
 mod handle;
 mod lease;
+mod live;
 mod pinned;
 pub mod requests;
 mod sizing;

@@ -263,7 +263,7 @@ impl Op {
 }
 
 /// Apply several operations atomically: all or none. A failure is reported as
-/// [`Error::Multi`](crate::Error::Multi) with the index and path of the operation that failed.
+/// [`Error::Multi`](crate::error::Error::Multi) with the index and path of the operation that failed.
 #[derive(Message, Debug, Clone)]
 #[rtype(result = "Result<Vec<OpResult>>")]
 pub struct Multi {
@@ -395,7 +395,7 @@ pub(crate) struct OnClose {
 pub struct GetSession;
 
 /// Wait until the session is connected (Curator's `blockUntilConnected`): answered at once
-/// when it is, else when it next connects (or reconnects); [`Error::Closed`](crate::Error::Closed) once the session
+/// when it is, else when it next connects (or reconnects); [`Error::Closed`](crate::error::Error::Closed) once the session
 /// is closed.
 #[derive(Message, Debug, Clone, Copy)]
 #[rtype(result = "Result<SessionSnapshot>")]
@@ -425,7 +425,7 @@ pub struct SessionSnapshot {
 pub struct Close;
 
 /// Run `request` only on the session of `generation`: if that session has ended (or a newer one
-/// is up), fail with [`Error::SessionLost`](crate::Error::SessionLost) and send nothing.
+/// is up), fail with [`Error::SessionLost`](crate::error::Error::SessionLost) and send nothing.
 ///
 /// A write made for one session (a claim's settlement, a worker's result, a registration's
 /// delete) must never be re-sent on a later one, where the nodes it was meant for may belong

@@ -15,7 +15,8 @@ use super::layout::{Layout, TaskId};
 use crate::error::Error;
 use crate::path;
 use crate::session::SessionHandle;
-use crate::{CreateMode, Op};
+use crate::session::requests::CreateMode;
+use crate::session::requests::Op;
 
 /// What an installation looks like right now (read from ZooKeeper).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -197,7 +198,7 @@ impl TaskClient {
         let status = self.session.exists(&self.layout.status_of(task.as_str()));
         let waiting = self.session.exists(&self.layout.task(task.as_str()));
         async move {
-            let or_none = |read: Result<Option<crate::Stat>, Error>| match read {
+            let or_none = |read: Result<Option<crate::session::requests::Stat>, Error>| match read {
                 Ok(stat) => Ok(stat),
                 Err(Error::NoNode { .. }) => Ok(None),
                 Err(error) => Err(error),
@@ -247,7 +248,7 @@ impl TaskClient {
                 session.children(&layout.tasks()),
                 session.children(&layout.assign()),
             );
-            let or_empty = |listed: Result<crate::Children, Error>| match listed {
+            let or_empty = |listed: Result<crate::session::requests::Children, Error>| match listed {
                 Ok(children) => Ok(children.names),
                 Err(Error::NoNode { .. }) => Ok(Vec::new()),
                 Err(error) => Err(error),

@@ -123,7 +123,10 @@ impl Layout {
     }
 
     /// Creates the directories that are missing (all requests sent at once).
-    pub(crate) fn ensure(&self, session: &SessionHandle) -> impl Future<Output = Result<(), crate::Error>> + 'static {
+    pub(crate) fn ensure(
+        &self,
+        session: &SessionHandle,
+    ) -> impl Future<Output = Result<(), crate::error::Error>> + 'static {
         let created: Vec<_> = [self.master(), self.workers(), self.tasks(), self.assign(), self.status()]
             .iter()
             .map(|dir| session.ensure_path(dir))

@@ -30,8 +30,11 @@ use super::strategy::{AssignStrategy, WorkerLoad};
 use crate::election::StopLeading;
 use crate::error::Error;
 use crate::retry::{Backoff, RetryPolicy};
+use crate::session::requests::CreateMode;
+use crate::session::requests::Op;
+use crate::session::requests::OpResult;
+use crate::session::requests::PersistentWatchMode;
 use crate::session::{IntoActorFree, SessionEvent, SessionHandle, WatchEvent, WatchEventKind, WatchId};
-use crate::{CreateMode, Op, OpResult, PersistentWatchMode};
 
 /// What must be read again before the next writes.
 #[derive(Debug, Default)]

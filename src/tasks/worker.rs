@@ -22,13 +22,13 @@ use tracing::{debug, info, warn};
 use super::error::TaskError;
 use super::layout::{Layout, TaskId, check_worker_id};
 use super::messages::*;
-use crate::Op;
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::recipe::fencing::delete_own_ephemeral;
 use crate::recipe::registration::{NextStep, RegisterError, next_step, register_ephemeral};
 use crate::retry::{Backoff, RetryPolicy, Verdict};
 use crate::session::requests::Goodbye;
+use crate::session::requests::Op;
 use crate::session::{IntoActorFree, SessionEvent, SessionHandle, WatchEvent};
 
 /// How a [`TaskWorker`] works.
@@ -495,7 +495,11 @@ impl TaskWorker {
                 path: self.layout.assignment(&self.config.worker_id, &task),
                 version: Some(assignment.version),
             },
-            Op::Create { path: self.layout.task(&task), data: assignment.data, mode: crate::CreateMode::Persistent },
+            Op::Create {
+                path: self.layout.task(&task),
+                data: assignment.data,
+                mode: crate::session::requests::CreateMode::Persistent,
+            },
         ];
         let mut backoff = self.retry.backoff();
         let returned = async move {

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use super::classpath;
 use super::four_letter::{has_mode, srvr};
-use super::process::{
+use super::launch::{
     FAST_STARTUP_FLAG, JVM_FLAGS, STANDALONE_MAIN, common_config, free_ports, fresh_temp_dir_in, spawn_command,
     write_file,
 };

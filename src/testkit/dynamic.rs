@@ -14,7 +14,8 @@ use zookeeper_client::{Client, EnsembleUpdate};
 
 use super::TestkitError;
 use super::four_letter::srvr;
-use super::process::{QUORUM_MAIN, ServerProcess, common_config, free_ports, fresh_temp_dir_in, write_file};
+use super::launch::{QUORUM_MAIN, common_config, free_ports, fresh_temp_dir_in, write_file};
+use super::process::ServerProcess;
 
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 const START_ATTEMPTS: usize = 3;

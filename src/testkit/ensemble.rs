@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use super::TestkitError;
 use super::four_letter::{sessions_on, srvr};
-use super::process::{QUORUM_MAIN, ServerProcess, common_config, free_ports, fresh_temp_dir_in, write_file};
+use super::launch::{QUORUM_MAIN, common_config, free_ports, fresh_temp_dir_in, write_file};
+use super::process::ServerProcess;
 use super::proxy::{ElectionHint, FaultProxy, Rewrite, reserve_listener};
 use super::server::ServerOptions;
 

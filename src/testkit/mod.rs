@@ -45,6 +45,7 @@ mod ensemble;
 mod expire;
 mod four_letter;
 mod holds;
+mod launch;
 mod older_server;
 mod process;
 mod proxy;

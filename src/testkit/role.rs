@@ -21,7 +21,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::TestkitError;
-use super::process::{fresh_temp_dir_in, log_tail, spawn_command};
+use super::launch::{fresh_temp_dir_in, log_tail, spawn_command};
 
 /// How often [`RoleProcess::finish`] looks whether the process has exited.
 const EXIT_POLL: Duration = Duration::from_millis(10);

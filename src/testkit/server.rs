@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::TestkitError;
-use super::process::{STANDALONE_MAIN, ServerProcess, common_config, free_ports, fresh_temp_dir_in, write_file};
+use super::launch::{STANDALONE_MAIN, common_config, free_ports, fresh_temp_dir_in, write_file};
+use super::process::ServerProcess;
 
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Attempts per (re)start; a start only repeats when the JVM exits during startup.
