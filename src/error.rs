@@ -144,7 +144,7 @@ pub enum Error {
         /// The node concerned.
         path: String,
         /// What the server lacks.
-        feature: crate::session::Feature,
+        feature: crate::feature::Feature,
     },
     /// The server's reply to a request does not fit the request (e.g. a `multi` reply naming an
     /// operation the request does not have). A real server does not send one; the outcome is
@@ -195,7 +195,7 @@ impl Error {
 
     /// `err`, the answer to a request on `path` that needs `feature`: `Unimplemented` becomes
     /// [`Error::Unsupported`], anything else as [`from_zk`](Self::from_zk) says.
-    pub(crate) fn from_zk_needing(path: &str, feature: crate::session::Feature, err: zookeeper_client::Error) -> Error {
+    pub(crate) fn from_zk_needing(path: &str, feature: crate::feature::Feature, err: zookeeper_client::Error) -> Error {
         match err {
             zookeeper_client::Error::Unimplemented => Error::Unsupported { path: path.to_owned(), feature },
             err => Error::from_zk(path, err),
@@ -335,7 +335,7 @@ mod tests {
             Error::Closed,
             Error::Multi { index: 1, source: Box::new(Error::NoNode { path: path() }) },
             Error::UnexpectedReply { path: path(), reason: "r".into() },
-            Error::Unsupported { path: path(), feature: crate::session::Feature::Ttl },
+            Error::Unsupported { path: path(), feature: crate::feature::Feature::Ttl },
             Error::ZooKeeper { path: path(), source: zookeeper_client::Error::SessionMoved },
         ]
     }
@@ -369,7 +369,7 @@ mod tests {
 
     #[test]
     fn an_operation_the_server_does_not_support_applied_nothing_and_is_final() {
-        let err = Error::Unsupported { path: "/a".into(), feature: crate::session::Feature::Ttl };
+        let err = Error::Unsupported { path: "/a".into(), feature: crate::feature::Feature::Ttl };
         assert!(err.was_not_applied() && !err.outcome_unknown() && err.is_final(), "{err:?}");
         assert!(!err.answered_by_server(), "no proof the leader saw it: no renewal");
     }

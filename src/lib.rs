@@ -90,8 +90,9 @@ pub mod discovery;
 pub mod election;
 pub mod error;
 pub mod events;
+mod feature;
 pub mod group;
-pub mod health;
+pub use session::health;
 #[cfg(feature = "cli")]
 pub mod inspect;
 pub mod lock;
@@ -107,6 +108,7 @@ pub mod shared;
 pub mod tasks;
 #[cfg(feature = "testkit")]
 pub mod testkit;
+mod token;
 
 pub use error::{Error, Result};
 #[cfg(feature = "tls")]

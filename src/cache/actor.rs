@@ -130,10 +130,10 @@ pub struct CacheActor {
     walk_due: bool,
     generation: u64,
     /// Its slot on the session's health board (`None` once left as failed).
-    health: Option<crate::health::HealthSlot>,
+    health: Option<crate::session::health::HealthSlot>,
     /// Where a handle keeps the failed entry (see `HealthSlot::keep_failed`); `None` for an
     /// actor started by hand.
-    failure: Option<crate::health::FailureKeeper>,
+    failure: Option<crate::session::health::FailureKeeper>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
     lifeline: crate::reply::Lifeline,
@@ -189,13 +189,13 @@ impl CacheActor {
     }
 
     /// Keeps a failed entry with the handle's `keeper` (see `HealthSlot::keep_failed`).
-    pub(crate) fn with_failure_keeper(mut self, keeper: crate::health::FailureKeeper) -> Self {
+    pub(crate) fn with_failure_keeper(mut self, keeper: crate::session::health::FailureKeeper) -> Self {
         self.failure = Some(keeper);
         self
     }
 
     /// Tells the session's health board what the cache is doing.
-    fn report(&mut self, state: crate::health::RecipeState) {
+    fn report(&mut self, state: crate::session::health::RecipeState) {
         if let Some(health) = self.health.as_mut() {
             health.set(state);
         }
@@ -443,13 +443,13 @@ impl CacheActor {
             Phase::Loading => {
                 info!(parent: &self.span, nodes = self.nodes.len(), "cache loaded");
                 self.phase = Phase::Live;
-                self.report(crate::health::RecipeState::Watching);
+                self.report(crate::session::health::RecipeState::Watching);
                 self.tell(CacheEvent::CacheInitialized);
             }
             Phase::Resyncing => {
                 info!(parent: &self.span, nodes = self.nodes.len(), "cache re-synced");
                 self.phase = Phase::Live;
-                self.report(crate::health::RecipeState::Watching);
+                self.report(crate::session::health::RecipeState::Watching);
                 self.tell(CacheEvent::CacheResynced);
             }
             Phase::Live | Phase::Failed => {}
@@ -497,7 +497,7 @@ impl CacheActor {
         }
         if self.phase == Phase::Live {
             self.phase = Phase::Resyncing;
-            self.report(crate::health::RecipeState::Idle);
+            self.report(crate::session::health::RecipeState::Idle);
         }
         self.start_walk();
     }

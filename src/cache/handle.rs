@@ -38,7 +38,7 @@ pub struct CacheHandle {
     path: String,
     /// Keeps the cache's entry on the health board if it fails for good, until the last
     /// handle is dropped or one stops it.
-    failure: crate::health::FailureKeeper,
+    failure: crate::session::health::FailureKeeper,
 }
 
 impl CacheHandle {
@@ -46,7 +46,7 @@ impl CacheHandle {
     /// loads. [`CacheError::ZooKeeper`] for an invalid path.
     pub fn start(session: SessionHandle, config: CacheConfig) -> Result<CacheHandle, CacheError> {
         let path = config.path().to_owned();
-        let failure = crate::health::FailureKeeper::default();
+        let failure = crate::session::health::FailureKeeper::default();
         let addr = CacheActor::new(session, config)?.with_failure_keeper(failure.clone()).start();
         Ok(CacheHandle { addr, path, failure })
     }

@@ -115,7 +115,7 @@ pub struct ElectionActor {
     /// `Leadership` asked while requeuing: asked again once the participant stands in line.
     after_requeue: Vec<LeadershipWaiter>,
     /// Its slot on the session's health board (made at the core's first report).
-    health: Option<crate::health::HealthSlot>,
+    health: Option<crate::session::health::HealthSlot>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
     lifeline: crate::reply::Lifeline,
@@ -306,7 +306,7 @@ impl ElectionActor {
 }
 
 impl HolderHost for ElectionActor {
-    fn health(&mut self) -> &mut Option<crate::health::HealthSlot> {
+    fn health(&mut self) -> &mut Option<crate::session::health::HealthSlot> {
         &mut self.health
     }
 

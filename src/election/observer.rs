@@ -22,11 +22,11 @@ use super::messages::{CurrentProclamation, Proclamation, ProclamationChanged, St
 use super::proclamation::{Observed, Reading, Step};
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
-use crate::health::{HealthSlot, RecipeState};
 use crate::path;
 use crate::recipe::FencingToken;
 use crate::reply::{Pending, Reply};
 use crate::retry::Verdict;
+use crate::session::health::{HealthSlot, RecipeState};
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
 /// Why a reading did not produce a [`Reading`].

@@ -44,7 +44,7 @@ pub struct LockActor {
     contender: ContenderSlot,
     subscribers: Subscribers<LockEvent>,
     /// Its slot on the session's health board (made at the core's first report).
-    health: Option<crate::health::HealthSlot>,
+    health: Option<crate::session::health::HealthSlot>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
     lifeline: crate::reply::Lifeline,
@@ -69,7 +69,7 @@ impl LockActor {
 }
 
 impl HolderHost for LockActor {
-    fn health(&mut self) -> &mut Option<crate::health::HealthSlot> {
+    fn health(&mut self) -> &mut Option<crate::session::health::HealthSlot> {
         &mut self.health
     }
 

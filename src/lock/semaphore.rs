@@ -36,7 +36,7 @@ use crate::session::{SessionEvent, SessionHandle};
 /// Curator's; see the [lock module](super) docs.
 pub struct SemaphoreActor {
     /// Its slot on the session's health board (made at the core's first report).
-    health: Option<crate::health::HealthSlot>,
+    health: Option<crate::session::health::HealthSlot>,
     session: SessionHandle,
     config: SemaphoreConfig,
     holder: Holder<LockGrant, LockWaiter>,
@@ -113,7 +113,7 @@ impl SemaphoreActor {
 }
 
 impl HolderHost for SemaphoreActor {
-    fn health(&mut self) -> &mut Option<crate::health::HealthSlot> {
+    fn health(&mut self) -> &mut Option<crate::session::health::HealthSlot> {
         &mut self.health
     }
 

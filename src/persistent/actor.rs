@@ -13,10 +13,10 @@ use super::error::PersistentNodeError;
 use super::messages::{ActualPath, PersistentNodeEvent, SetData, Subscribe, WaitForInitialCreate};
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
-use crate::health::{HealthSlot, RecipeState};
 use crate::path;
 use crate::recipe::naming;
 use crate::retry::Backoff;
+use crate::session::health::{HealthSlot, RecipeState};
 use crate::session::requests::CreateMode;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 

@@ -124,10 +124,10 @@ pub struct QueueConsumerActor {
     /// Delay before the next retry of a failed listing, claim or take; reset by a listing.
     backoff: Backoff,
     /// Its slot on the session's health board: items in flight (`None` once left as failed).
-    health: Option<crate::health::HealthSlot>,
+    health: Option<crate::session::health::HealthSlot>,
     /// Where a handle keeps the failed entry (see `HealthSlot::keep_failed`); `None` for an
     /// actor started by hand.
-    failure: Option<crate::health::FailureKeeper>,
+    failure: Option<crate::session::health::FailureKeeper>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
     lifeline: crate::reply::Lifeline,
@@ -171,7 +171,7 @@ impl QueueConsumerActor {
     }
 
     /// Keeps a failed entry with the handle's `keeper` (see `HealthSlot::keep_failed`).
-    pub(crate) fn with_failure_keeper(mut self, keeper: crate::health::FailureKeeper) -> Self {
+    pub(crate) fn with_failure_keeper(mut self, keeper: crate::session::health::FailureKeeper) -> Self {
         self.failure = Some(keeper);
         self
     }
@@ -563,7 +563,7 @@ impl QueueConsumerActor {
     fn count_in_flight(&mut self) {
         metrics::queue_in_flight(&self.config.queue, self.in_flight.len());
         if let Some(health) = self.health.as_mut() {
-            health.set(crate::health::RecipeState::Consuming { in_flight: self.in_flight.len() });
+            health.set(crate::session::health::RecipeState::Consuming { in_flight: self.in_flight.len() });
         }
     }
 

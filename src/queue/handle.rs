@@ -39,7 +39,7 @@ pub struct QueueConsumerHandle {
     released: Option<tokio::sync::watch::Receiver<bool>>,
     /// Keeps the consumer's entry on the health board if it fails for good, until the last
     /// handle is dropped or one stops it.
-    failure: crate::health::FailureKeeper,
+    failure: crate::session::health::FailureKeeper,
 }
 
 impl QueueConsumerHandle {
@@ -47,7 +47,7 @@ impl QueueConsumerHandle {
     /// config describes; it begins once the session is up.
     pub fn start(session: SessionHandle, config: ConsumerConfig) -> QueueConsumerHandle {
         let queue = config.queue().to_owned();
-        let failure = crate::health::FailureKeeper::default();
+        let failure = crate::session::health::FailureKeeper::default();
         let consumer = QueueConsumerActor::new(session, config).with_failure_keeper(failure.clone());
         let released = consumer.released();
         QueueConsumerHandle { addr: consumer.start(), queue, released, failure }

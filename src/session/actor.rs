@@ -36,13 +36,13 @@ use super::config::SessionConfig;
 use super::damper::{Damped, Damper};
 use super::ensemble::Tracked;
 use super::events::{SessionEvent, SessionId, WatchEvent, WatchEventKind, WatchId};
+use super::health::{HealthBoard, SessionState as HealthState};
 use super::lease::Lease;
 use super::requests::*;
 use super::sizing;
 use super::watch::{PersistentWatch, ReconnectGate, WatchRegistry, WatchSink, deliver_once};
 use crate::error::{Error, Result};
 use crate::events::{Listen, Subscribers};
-use crate::health::{HealthBoard, SessionState as HealthState};
 use crate::metrics;
 use crate::path;
 

@@ -23,13 +23,13 @@ use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Recipient};
 use super::actor::SessionActor;
 use super::config::SessionConfig;
 use super::events::{SessionEvent, SessionId, WatchEvent, WatchId};
+use super::health::{Health, HealthBoard};
 use super::lease::Lease;
 use super::live::LiveCell;
 use super::requests::*;
 use super::{Features, ServerFeatures};
 use crate::error::{Error, Result};
 use crate::events::EventStream;
-use crate::health::{Health, HealthBoard};
 use crate::reply::{Answer, Told};
 use crate::retry::RetryPolicy;
 

@@ -14,6 +14,7 @@ mod ensemble;
 mod events;
 mod features;
 mod handle;
+pub mod health;
 mod lease;
 mod live;
 mod pinned;

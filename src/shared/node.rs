@@ -23,10 +23,10 @@ use tracing::{debug, info, warn};
 
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
-use crate::health::{HealthSlot, RecipeState};
 use crate::path;
 use crate::reply::Reply;
 use crate::retry::{Backoff, RetryPolicy, Verdict};
+use crate::session::health::{HealthSlot, RecipeState};
 use crate::session::requests::{CreateMode, NodeData, Stat};
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 

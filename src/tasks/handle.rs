@@ -108,7 +108,7 @@ pub struct TaskWorkerHandle {
     addr: Addr<TaskWorker>,
     /// Keeps the worker's entry on the health board if it fails for good, until the last
     /// handle is dropped or one stops it.
-    failure: crate::health::FailureKeeper,
+    failure: crate::session::health::FailureKeeper,
 }
 
 impl TaskWorkerHandle {
@@ -119,7 +119,7 @@ impl TaskWorkerHandle {
         config: TaskWorkerConfig,
         runner: Recipient<TaskAssigned>,
     ) -> Result<TaskWorkerHandle, TaskError> {
-        let failure = crate::health::FailureKeeper::default();
+        let failure = crate::session::health::FailureKeeper::default();
         let addr = TaskWorker::new(session, config, runner)?.with_failure_keeper(failure.clone()).start();
         Ok(TaskWorkerHandle { addr, failure })
     }

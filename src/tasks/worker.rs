@@ -119,10 +119,10 @@ pub struct TaskWorker {
     backoff: Backoff,
     stop_waiters: Vec<futures::channel::oneshot::Sender<()>>,
     /// Its slot on the session's health board: tasks running (`None` once left as failed).
-    health: Option<crate::health::HealthSlot>,
+    health: Option<crate::session::health::HealthSlot>,
     /// Where a handle keeps the failed entry (see `HealthSlot::keep_failed`); `None` for an
     /// actor started by hand.
-    failure: Option<crate::health::FailureKeeper>,
+    failure: Option<crate::session::health::FailureKeeper>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
     lifeline: crate::reply::Lifeline,
@@ -166,7 +166,7 @@ impl TaskWorker {
     }
 
     /// Keeps a failed entry with the handle's `keeper` (see `HealthSlot::keep_failed`).
-    pub(crate) fn with_failure_keeper(mut self, keeper: crate::health::FailureKeeper) -> Self {
+    pub(crate) fn with_failure_keeper(mut self, keeper: crate::session::health::FailureKeeper) -> Self {
         self.failure = Some(keeper);
         self
     }
@@ -610,7 +610,7 @@ impl TaskWorker {
     /// Tells the session's health board how many tasks are running.
     fn count_running(&mut self) {
         if let Some(health) = self.health.as_mut() {
-            health.set(crate::health::RecipeState::Consuming { in_flight: self.running.len() });
+            health.set(crate::session::health::RecipeState::Consuming { in_flight: self.running.len() });
         }
     }
 }

@@ -13,12 +13,12 @@ use tracing::{debug, info, warn};
 
 use super::state::{Attempt, Deleted, Effect, Happened, Holder, Link, Phase, ReleaseError, Waiter};
 use crate::error::Error;
-use crate::health::{HealthSlot, RecipeState};
 use crate::metrics;
 use crate::recipe::contender::{
     Abandon, Contender, ContenderEvent, ContenderReport, ContenderSpec, Relisted, Withdraw,
 };
 use crate::retry::{Backoff, RetryPolicy, Verdict};
+use crate::session::health::{HealthSlot, RecipeState};
 use crate::session::{PinnedSession, SessionEvent, SessionHandle};
 
 /// A recipe actor built on a [`Holder`]: it starts its contenders and words its events; the

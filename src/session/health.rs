@@ -15,7 +15,7 @@
 //! when a state changes (not on every reply: the last server contact is read from the lease at
 //! snapshot time). The board holds one small entry per recipe.
 //!
-#![doc = include_str!("../docs/recipes/health.md")]
+#![doc = include_str!("../../docs/recipes/health.md")]
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use futures::Stream;
 use tokio::sync::watch;
 
-use crate::recipe::FencingToken;
-use crate::session::{Lease, SessionId};
+use super::{Lease, SessionId};
+use crate::token::FencingToken;
 
 /// Where the session stands. Its `Debug` prints ages in milliseconds (`Connected { for_ms: 1200,
 /// .. }`), not raw `Instant`s, so that a health endpoint can print it as is.
