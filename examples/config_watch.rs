@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use actix_zookeeper::cache::{CacheActor, CacheConfig, CacheEvent, CacheScope, Stop, Subscribe};
+use actix_zookeeper::cache::{CacheConfig, CacheEvent, CacheHandle, CacheScope};
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::testkit::{TestZooKeeper, expire_session, unique_root};
 use tokio::net::{TcpListener, TcpStream};
@@ -346,10 +346,9 @@ async fn run(connect: &str, chroot: &str) -> Result<(), String> {
     let service = Service { shared: view.clone(), loaded: false }.start();
     service_session.subscribe(service.clone().recipient());
     let cache_config = CacheConfig::new(CONFIG).with_scope(CacheScope::Children);
-    let cache = CacheActor::new(service_session.clone(), cache_config)
-        .map_err(|e| format!("cannot make the cache: {e}"))?
-        .start();
-    cache.do_send(Subscribe { recipient: service.clone().recipient() });
+    let cache =
+        CacheHandle::start(service_session.clone(), cache_config).map_err(|e| format!("cannot make the cache: {e}"))?;
+    cache.subscribe(service.clone().recipient());
     wait_until("the configuration to load", || view.happened(&Happened::Loaded)).await?;
 
     println!("\n3. The operator changes a value, adds a key and removes one; the service reloads each time.");
@@ -405,7 +404,7 @@ async fn run(connect: &str, chroot: &str) -> Result<(), String> {
     if server != service_view {
         return Err("the service's configuration differs from ZooKeeper's".to_owned());
     }
-    let _ = cache.send(Stop).await;
+    cache.stop().await;
     service_session.close().await;
     operator_session.close().await;
     println!("\nThe service's configuration matches ZooKeeper's, including the change made while it was cut off.");

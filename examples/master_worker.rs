@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::tasks::{
-    CurrentTerm, MasterEvent, StopMaster, StopWorker, SubscribeMaster, SubscribeWorker, TaskAssigned, TaskClient,
-    TaskError, TaskId, TaskMaster, TaskMasterConfig, TaskOutcome, TaskWorker, TaskWorkerConfig, WorkerEvent,
+    MasterEvent, TaskAssigned, TaskClient, TaskError, TaskId, TaskMasterConfig, TaskMasterHandle, TaskOutcome,
+    TaskWorkerConfig, TaskWorkerHandle, WorkerEvent,
 };
 use actix_zookeeper::testkit::{TestZooKeeper, expire_session, unique_root};
 use futures::future::join_all;
@@ -311,7 +311,7 @@ impl Handler<WorkerEvent> for WorkerNarrator {
 struct Master {
     name: &'static str,
     session: SessionHandle,
-    addr: Addr<TaskMaster>,
+    handle: TaskMasterHandle,
     /// Subscribing does not keep an actor alive: this address keeps the narrator.
     _narrator: Addr<MasterNarrator>,
 }
@@ -320,7 +320,7 @@ struct Master {
 struct Worker {
     name: &'static str,
     session: SessionHandle,
-    addr: Addr<TaskWorker>,
+    handle: TaskWorkerHandle,
     runner: Addr<Runner>,
     /// Subscribing does not keep an actor alive: this address keeps the narrator.
     _narrator: Addr<WorkerNarrator>,
@@ -342,22 +342,21 @@ impl Place {
     fn master(&self, name: &'static str, shared: &Shared) -> Result<Master, String> {
         let session = self.session(name)?;
         let config = TaskMasterConfig::new(ROOT).with_master_id(name);
-        let addr = TaskMaster::new(session.clone(), config).map_err(|e| format!("{name}: {e}"))?.start();
+        let handle = TaskMasterHandle::start(session.clone(), config).map_err(|e| format!("{name}: {e}"))?;
         let narrator = MasterNarrator { name, shared: shared.clone(), rebuilding: None }.start();
-        addr.do_send(SubscribeMaster { recipient: narrator.clone().recipient() });
-        Ok(Master { name, session, addr, _narrator: narrator })
+        handle.subscribe(narrator.clone().recipient());
+        Ok(Master { name, session, handle, _narrator: narrator })
     }
 
     fn worker(&self, name: &'static str, shared: &Shared) -> Result<Worker, String> {
         let session = self.session(name)?;
         let runner = Runner { worker: name, shared: shared.clone() }.start();
         let config = TaskWorkerConfig::new(ROOT, name).with_concurrency(CONCURRENCY);
-        let addr = TaskWorker::new(session.clone(), config, runner.clone().recipient())
-            .map_err(|e| format!("{name}: {e}"))?
-            .start();
+        let handle = TaskWorkerHandle::start(session.clone(), config, runner.clone().recipient())
+            .map_err(|e| format!("{name}: {e}"))?;
         let narrator = WorkerNarrator { name, shared: shared.clone() }.start();
-        addr.do_send(SubscribeWorker { recipient: narrator.clone().recipient() });
-        Ok(Worker { name, session, addr, runner, _narrator: narrator })
+        handle.subscribe(narrator.clone().recipient());
+        Ok(Worker { name, session, handle, runner, _narrator: narrator })
     }
 }
 
@@ -378,7 +377,7 @@ async fn current_master(masters: &[Master]) -> Result<usize, String> {
     let deadline = Instant::now() + STEP;
     loop {
         for (i, master) in masters.iter().enumerate() {
-            if let Ok(Some(_)) = master.addr.send(CurrentTerm).await {
+            if let Ok(Some(_)) = master.handle.term().await {
                 return Ok(i);
             }
         }
@@ -523,10 +522,10 @@ async fn run(place: Place, external: bool) -> Result<(), String> {
     println!("\nEveryone still standing stops; the run's nodes are removed.");
     shared.with(|s| s.quiet = true);
     for worker in workers.iter().filter(|w| !shared.crashed(w.name)) {
-        let _ = actix_rt::time::timeout(STEP, worker.addr.send(StopWorker)).await;
+        let _ = actix_rt::time::timeout(STEP, worker.handle.stop()).await;
     }
     for master in masters.iter().filter(|m| !shared.crashed(m.name)) {
-        let _ = master.addr.send(StopMaster).await;
+        let _ = actix_rt::time::timeout(STEP, master.handle.stop()).await;
     }
     // Sessions are closed only once the masters have left the election (and so ended their terms).
     let deadline = Instant::now() + STEP;
@@ -626,7 +625,7 @@ async fn story(
     shared.with(|s| s.crashed.insert(old));
     expire_session(connect, &info).await.map_err(|e| format!("cannot expire {old}'s session: {e}"))?;
     // Otherwise it would build a new session and stand for election again.
-    dying.addr.do_send(StopMaster);
+    drop(dying.handle.stop()); // sent now; its end is not waited for
     let rebuilt = || shared.with(|s| s.rebuilt.iter().skip(terms_before).find(|r| r.0 == new).copied());
     wait_until(&format!("{new} to take over"), || rebuilt().is_some()).await?;
     let (who, w, p, a) = rebuilt().ok_or("no view rebuilt")?;

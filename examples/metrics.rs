@@ -14,7 +14,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use actix::prelude::*;
 use actix_zookeeper::lock::{LockConfig, LockHandle};
 use actix_zookeeper::prelude::*;
-use actix_zookeeper::queue::{ConsumerConfig, Delivery, Queue, QueueConsumerActor, Revoked, Worker};
+use actix_zookeeper::queue::{ConsumerConfig, Delivery, Queue, QueueConsumerHandle, Revoked, Worker};
 use actix_zookeeper::testkit::TestZooKeeper;
 use metrics_exporter_prometheus::PrometheusBuilder;
 use support::check;
@@ -71,8 +71,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
         let acker = Acker.start();
         let _consumer =
-            QueueConsumerActor::new(session.clone(), ConsumerConfig::new("/jobs").with_worker(Worker::new(&acker)))
-                .start();
+            QueueConsumerHandle::start(session.clone(), ConsumerConfig::new("/jobs").with_worker(Worker::new(&acker)));
         let queue = Queue::new(session.clone(), "/jobs");
         for i in 0..5 {
             queue.put(format!("job {i}")).await?;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use actix_zookeeper::prelude::*;
-use actix_zookeeper::queue::{ConsumerConfig, Delivery, Queue, QueueConsumerActor, Revoked, Worker};
+use actix_zookeeper::queue::{ConsumerConfig, Delivery, Queue, QueueConsumerHandle, Revoked, Worker};
 use actix_zookeeper::testkit::TestZooKeeper;
 use support::check;
 
@@ -154,13 +154,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let worker = JobWorker { name, crash_on, jobs_taken: 0, log: log.clone() }.start();
             config = config.with_worker(Worker::new(&worker));
         }
-        let _consumer = QueueConsumerActor::new(session.clone(), config).start();
+        let consumer = QueueConsumerHandle::start(session.clone(), config);
 
         let deadline = Instant::now() + Duration::from_secs(30);
         while log.finished() < JOBS && Instant::now() < deadline {
             actix_rt::time::sleep(Duration::from_millis(50)).await;
         }
 
+        consumer.stop().await;
         let left = queue.len().await?;
         session.close().await;
         summary(&log, left)

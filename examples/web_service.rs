@@ -24,7 +24,7 @@ use actix_web::{App, HttpResponse, HttpServer, web};
 use actix_zookeeper::election::{ElectionConfig, ElectionEvent, ElectionHandle, FencingToken, LeaderTerm, StopLeading};
 use actix_zookeeper::lock::{LockConfig, LockHandle};
 use actix_zookeeper::prelude::*;
-use actix_zookeeper::queue::{ConsumerConfig, Delivery, Queue, QueueConsumerActor, Revoked, Worker};
+use actix_zookeeper::queue::{ConsumerConfig, Delivery, Queue, Revoked, Worker};
 use actix_zookeeper::testkit::{ClientLinks, TestZooKeeper};
 use futures::StreamExt;
 use serde_json::json;
@@ -251,9 +251,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         });
         let done = Arc::new(AtomicUsize::new(0));
         let orders = Orders { done: done.clone() }.start();
-        let consumer =
-            QueueConsumerActor::new(session.clone(), ConsumerConfig::new("/orders").with_worker(Worker::new(&orders)))
-                .start();
+        let consumer = QueueConsumerHandle::start(
+            session.clone(),
+            ConsumerConfig::new("/orders").with_worker(Worker::new(&orders)),
+        );
         let lock = LockHandle::start(session.clone(), LockConfig::new("/locks/report").with_participant_id(ID));
 
         let state = State { session: session.clone(), election: election.clone(), health, term, job_runs };
