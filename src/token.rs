@@ -1,7 +1,7 @@
 //! [`FencingToken`]: the number a grant is fenced by.
 //!
 //! Owns: the token type and how it prints. Does not own making or checking tokens (the recipes'
-//! `fencing.rs` and `fence.rs`).
+//! `guarded.rs` and `fence.rs`).
 
 use std::fmt;
 

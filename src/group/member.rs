@@ -13,7 +13,7 @@ use super::messages::*;
 use crate::cache::{self, CacheActor, CacheConfig, CacheEvent, CacheScope};
 use crate::events::{Listen, Subscribers};
 use crate::path;
-use crate::recipe::fencing::delete_own_ephemeral;
+use crate::recipe::guarded::delete_own_ephemeral;
 use crate::recipe::registration::{NextStep, RegisterError, next_step, register_ephemeral};
 use crate::retry::Backoff;
 use crate::session::IntoActorFree;

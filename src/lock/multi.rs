@@ -18,7 +18,7 @@ use super::grant::LockGrant;
 use super::handle::LockHandle;
 use super::messages::LockEvent;
 use crate::recipe::FenceError;
-use crate::recipe::fencing::{GuardFailure, guarded_multi};
+use crate::recipe::guarded::{GuardFailure, guarded_multi};
 use crate::session::SessionHandle;
 use crate::session::requests::{Op, OpResult};
 

@@ -487,7 +487,7 @@ async fn delete_if_made(
         }
         None => target,
     };
-    crate::recipe::fencing::delete_own_ephemeral(pinned, path).await
+    crate::recipe::guarded::delete_own_ephemeral(pinned, path).await
 }
 
 /// Whether a node's `ephemeralOwner` is a session: not 0 (persistent) and not the markers
@@ -514,7 +514,7 @@ async fn delete_ours(
     mode: CreateMode,
 ) -> Result<(), Error> {
     if is_ephemeral(mode) {
-        return crate::recipe::fencing::delete_own_ephemeral(session.pinned(generation), path).await;
+        return crate::recipe::guarded::delete_own_ephemeral(session.pinned(generation), path).await;
     }
     // Without the attempt limit: a node left behind stays for good.
     let mut backoff = session.retry_policy().without_attempt_limit().backoff();

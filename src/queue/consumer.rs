@@ -28,7 +28,7 @@ use crate::error::Error;
 use crate::metrics;
 use crate::path;
 use crate::recipe::FencingToken;
-use crate::recipe::fencing::{FencedDelete, delete_fenced, delete_own_ephemeral_holding};
+use crate::recipe::guarded::{FencedDelete, delete_fenced, delete_own_ephemeral_holding};
 use crate::reply::{Answer, Pending, Reply};
 use crate::retry::{Backoff, RetryPolicy, Verdict};
 use crate::session::requests::{CreateMode, NodeData, Op};

@@ -11,7 +11,7 @@ use super::QueueError;
 use super::item::{self, ITEM_PREFIX};
 use crate::error::Error;
 use crate::path;
-use crate::recipe::fencing::delete_own_ephemeral_holding;
+use crate::recipe::guarded::delete_own_ephemeral_holding;
 use crate::recipe::naming::new_guid;
 use crate::reply::Answer;
 use crate::retry::RetryPolicy;

@@ -41,7 +41,6 @@ use actix::prelude::*;
 use futures::channel::oneshot;
 use tracing::{debug, info, warn};
 
-use super::fencing::FencingToken;
 use super::known_heads;
 use super::naming::{self, Rule, Standing};
 use crate::error::Error;
@@ -49,6 +48,7 @@ use crate::path;
 use crate::retry::{Backoff, RetryPolicy, Verdict};
 use crate::session::requests::{Children, CreateMode, Created, EnsurePath};
 use crate::session::{PinnedSession, SessionEvent, SessionHandle, SessionId, WatchEvent, WatchEventKind};
+use crate::token::FencingToken;
 
 /// What to contend for.
 #[derive(Debug, Clone)]

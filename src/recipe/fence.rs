@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::FencingToken;
-use super::fencing::{GuardFailure, checked, guarded_multi};
+use super::guarded::{GuardFailure, checked, guarded_multi};
 use crate::error::Error;
 use crate::session::requests::{Op, OpResult};
 use crate::session::{Lease, SessionHandle, SessionId};

@@ -9,7 +9,7 @@
 
 pub(crate) mod contender;
 pub mod fence;
-pub mod fencing;
+pub(crate) mod guarded;
 pub(crate) mod holder;
 pub(crate) mod known_heads;
 pub mod naming;
@@ -19,9 +19,9 @@ pub(crate) mod registration;
 /// Moved below the session ([`crate::reply`]); kept here so that `recipe::reply` paths still work.
 pub use crate::reply;
 pub use crate::reply::Reply;
+pub use crate::token::FencingToken;
 pub(crate) use contender::delete_until_gone;
 pub(crate) use contender::{ContenderEvent, ContenderReport, ContenderSpec, REVOKE_MESSAGE};
 pub use fence::{Fence, FenceError, NotCurrent};
-pub use fencing::FencingToken;
 pub use holder::ConnectionPolicy;
 pub use naming::Rule;

@@ -2,7 +2,7 @@
 //!
 //! Owns: creating `<node>` as an ephemeral of the current session, adopting a node our own
 //! session made (a create whose reply was lost), and refusing one of another live session.
-//! Removing ours again is [`delete_own_ephemeral`](super::fencing::delete_own_ephemeral). And
+//! Removing ours again is [`delete_own_ephemeral`](super::guarded::delete_own_ephemeral). And
 //! what to do with an attempt's outcome ([`next_step`]): both users retry the same way.
 //! Used by the task worker's registration and the group member's membership.
 

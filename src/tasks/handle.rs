@@ -11,8 +11,8 @@ use std::future::Future;
 use actix::prelude::*;
 
 use super::error::TaskError;
-use super::fence::MasterFence;
 use super::master::{TaskMaster, TaskMasterConfig};
+use super::master_fence::MasterFence;
 use super::messages::{
     CurrentTerm, MasterEvent, StopMaster, StopWorker, SubscribeMaster, SubscribeWorker, TaskAssigned, WorkerEvent,
 };

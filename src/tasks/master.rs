@@ -10,8 +10,8 @@ use actix::prelude::*;
 use tracing::{debug, info, warn};
 
 use super::error::TaskError;
-use super::fence::MasterFence;
 use super::layout::Layout;
+use super::master_fence::MasterFence;
 use super::messages::*;
 use super::strategy::{AssignStrategy, LeastLoaded};
 use super::term::MasterTerm;

@@ -3,8 +3,8 @@
 use actix::{Message, Recipient};
 
 use super::error::TaskError;
-use super::fence::MasterFence;
 use super::layout::TaskId;
+use super::master_fence::MasterFence;
 use crate::error::Error;
 use crate::recipe::FencingToken;
 

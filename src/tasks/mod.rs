@@ -35,10 +35,10 @@
 mod backlog;
 mod client;
 mod error;
-mod fence;
 mod handle;
 mod layout;
 mod master;
+mod master_fence;
 mod messages;
 mod strategy;
 mod term;
@@ -46,10 +46,10 @@ mod worker;
 
 pub use client::{Overview, TaskClient, TaskState};
 pub use error::TaskError;
-pub use fence::MasterFence;
 pub use handle::{TaskMasterHandle, TaskWorkerHandle};
 pub use layout::TaskId;
 pub use master::{TaskMaster, TaskMasterConfig};
+pub use master_fence::MasterFence;
 pub use messages::{
     CurrentTerm, DiscardReason, MasterEvent, StopMaster, StopWorker, SubscribeMaster, SubscribeWorker, TaskAssigned,
     TaskOutcome, WorkerEvent,

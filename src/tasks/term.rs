@@ -23,8 +23,8 @@ use tracing::{debug, info, warn};
 
 use super::backlog::Backlog;
 use super::error::TaskError;
-use super::fence::MasterFence;
 use super::layout::{Layout, TaskId};
+use super::master_fence::MasterFence;
 use super::messages::MasterEvent;
 use super::strategy::{AssignStrategy, WorkerLoad};
 use crate::election::StopLeading;

@@ -24,7 +24,7 @@ use super::layout::{Layout, TaskId, check_worker_id};
 use super::messages::*;
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
-use crate::recipe::fencing::delete_own_ephemeral;
+use crate::recipe::guarded::delete_own_ephemeral;
 use crate::recipe::registration::{NextStep, RegisterError, next_step, register_ephemeral};
 use crate::retry::{Backoff, RetryPolicy, Verdict};
 use crate::session::requests::Goodbye;

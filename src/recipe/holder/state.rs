@@ -9,8 +9,8 @@ use futures::channel::oneshot;
 use crate::error::Error;
 use crate::recipe::contender::ContenderEvent;
 pub(crate) use crate::recipe::contender::Loss;
-use crate::recipe::fencing::FencingToken;
 use crate::session::{SessionEvent, SessionId};
+use crate::token::FencingToken;
 
 /// What a holder (of a lock, a lease, a leadership) assumes when the connection drops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

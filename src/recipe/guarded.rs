@@ -1,6 +1,9 @@
-//! Fencing tokens: a number that grows with every grant, so a resource can refuse a stale holder.
-
-pub use crate::token::FencingToken;
+//! Writes and deletes guarded by a node: a `multi` that checks the guarding nodes first
+//! ([`guarded_multi`]), and deletes of our own nodes that touch only the node we made
+//! ([`delete_fenced`], [`delete_own_ephemeral`]).
+//!
+//! Owns: the guard and what its failure means ([`GuardFailure`]). Does not own the token's type
+//! (`token.rs`) or the grant that hands guarded writes out (`fence.rs`).
 
 /// Why a guarded write failed, and whether it may have applied all the same.
 #[derive(Debug)]
@@ -179,7 +182,7 @@ pub(crate) async fn delete_own_ephemeral_holding(
 
 #[cfg(test)]
 mod token_format_tests {
-    use super::FencingToken;
+    use crate::token::FencingToken;
 
     #[test]
     fn display_and_debug_print_the_same_number() {
