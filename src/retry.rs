@@ -4,9 +4,10 @@
 //! [`Backoff`] (the running state of one retried step) and its [`Backoff::verdict`], the one
 //! place that decides about a failed attempt: a final error (`NoAuth`, a bad path, data over the
 //! limit, a closed session, ...) or the last attempt the policy allows ends the step with that
-//! error; anything else is tried again after the next delay. Does not own the retry loops: each
-//! recipe keeps its own steps and asks its `Backoff` what to do; nor which errors a step expects
-//! (a `NoNode` that means "already gone" is an answer, not a failure).
+//! error; anything else is tried again after the next delay. And the one retry loop for steps
+//! written as futures, `retried`: a step says what each attempt came to (`Attempted`), the
+//! loop asks the `Backoff`. Does not own which errors a step expects (a `NoNode` that means
+//! "already gone" is an answer, not a failure): the step's own judgement says so.
 //!
 //! The policy is the user's: [`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)
 //! sets it for every recipe on a session, and each recipe config's `with_retry` for that recipe
@@ -165,6 +166,45 @@ impl Backoff {
     }
 }
 
+/// What one attempt of a retried step came to, as the step judges it.
+#[derive(Debug)]
+pub(crate) enum Attempted<T> {
+    /// The step is done, with this outcome.
+    Done(T),
+    /// The step failed for good with this error (retrying cannot help, as the step knows).
+    Failed(Error),
+    /// The attempt failed in a way another attempt may mend: the backoff decides.
+    Again(Error),
+}
+
+/// The one retry loop for a step written as futures: makes the first attempt *now* (a request
+/// is sent when it is made, so whatever the caller sends next reaches the server after it), then
+/// after each [`Attempted::Again`] waits as `backoff` says and makes the next, until an attempt
+/// is done or failed, or the backoff gives up (with the last attempt's error).
+pub(crate) fn retried<T, F, Fut>(
+    mut backoff: Backoff,
+    mut attempt: F,
+) -> impl std::future::Future<Output = Result<T, Error>> + use<T, F, Fut>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Attempted<T>>,
+{
+    let first = attempt();
+    async move {
+        let mut current = first;
+        loop {
+            match current.await {
+                Attempted::Done(outcome) => return Ok(outcome),
+                Attempted::Failed(error) => return Err(error),
+                Attempted::Again(error) => {
+                    backoff.retry_after(error).await?;
+                    current = attempt();
+                }
+            }
+        }
+    }
+}
+
 /// A number in `[0, 1)`, different on every call and in every process (jitter needs no more).
 fn random_unit() -> f64 {
     use std::collections::hash_map::RandomState;
@@ -230,6 +270,49 @@ mod tests {
         assert!(matches!(backoff.verdict(&lost), Verdict::RetryAfter(_)), "a success starts the count again");
         let mut once = RetryPolicy::default().with_max_attempts(0).backoff();
         assert_eq!(once.verdict(&lost), Verdict::GiveUp, "0 attempts is taken as 1");
+    }
+
+    fn lost() -> Error {
+        Error::ConnectionLoss { path: "/a".into() }
+    }
+
+    /// Attempts that answer `answers` in turn, counting how many were made.
+    fn scripted(
+        answers: Vec<Attempted<u32>>,
+    ) -> (std::rc::Rc<std::cell::Cell<usize>>, impl FnMut() -> std::future::Ready<Attempted<u32>>) {
+        let made = std::rc::Rc::new(std::cell::Cell::new(0));
+        let mut answers = answers.into_iter();
+        let counter = made.clone();
+        (made, move || {
+            counter.set(counter.get() + 1);
+            std::future::ready(answers.next().expect("no attempt beyond the script"))
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_first_attempt_is_made_when_called_and_again_after_each_retryable_failure() {
+        let (made, attempt) = scripted(vec![Attempted::Again(lost()), Attempted::Again(lost()), Attempted::Done(7)]);
+        let policy = RetryPolicy::new(Duration::from_millis(100), Duration::from_secs(1)).with_jitter(0.0);
+        let step = retried(policy.backoff(), attempt);
+        assert_eq!(made.get(), 1, "sent when made, before anybody polls");
+        let started = tokio::time::Instant::now();
+        assert_eq!(step.await.expect("done"), 7);
+        assert_eq!(made.get(), 3);
+        assert_eq!(started.elapsed(), Duration::from_millis(300), "100 ms, then 200 ms");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_attempt_ends_the_step_and_the_policy_limit_gives_up_with_the_last_error() {
+        let (made, attempt) = scripted(vec![Attempted::Again(lost()), Attempted::Failed(Error::Closed)]);
+        assert!(matches!(retried(RetryPolicy::default().backoff(), attempt).await, Err(Error::Closed)));
+        assert_eq!(made.get(), 2);
+        let (made, attempt) = scripted(vec![Attempted::Again(lost()), Attempted::Again(lost()), Attempted::Done(1)]);
+        let limited = RetryPolicy::default().with_max_attempts(2).backoff();
+        assert!(matches!(retried(limited, attempt).await, Err(Error::ConnectionLoss { .. })));
+        assert_eq!(made.get(), 2, "two attempts, as the policy allows");
+        let (made, attempt) = scripted(vec![Attempted::Again(Error::NoAuth { path: "/a".into() })]);
+        assert!(matches!(retried(RetryPolicy::default().backoff(), attempt).await, Err(Error::NoAuth { .. })));
+        assert_eq!(made.get(), 1, "a final error is never retried");
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::path;
 use crate::recipe::naming;
-use crate::retry::Backoff;
+use crate::retry::{Attempted, Backoff, retried};
 use crate::session::health::{HealthSlot, RecipeState};
 use crate::session::requests::CreateMode;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
@@ -517,21 +517,28 @@ async fn delete_ours(
         return crate::recipe::guarded::delete_own_ephemeral(session.pinned(generation), path).await;
     }
     // Without the attempt limit: a node left behind stays for good.
-    let mut backoff = session.retry_policy().without_attempt_limit().backoff();
-    loop {
-        let deleted = match session.exists(&path).await {
-            Ok(Some(stat)) if stat.czxid == czxid => session.delete(&path, Some(stat.version)).await,
-            Ok(_) => return Ok(()),
-            Err(error) => Err(error),
-        };
-        match deleted {
-            Ok(()) | Err(Error::NoNode { .. }) => return Ok(()),
-            // Written meanwhile (our own set, say): look again.
-            Err(Error::BadVersion { .. }) => {}
-            Err(error) if error.is_final() => return Err(error),
-            Err(error) => backoff.retry_after(error).await?,
+    let backoff = session.retry_policy().without_attempt_limit().backoff();
+    let session = session.clone();
+    retried(backoff, move || {
+        let (session, path) = (session.clone(), path.clone());
+        async move {
+            loop {
+                let deleted = match session.exists(&path).await {
+                    Ok(Some(stat)) if stat.czxid == czxid => session.delete(&path, Some(stat.version)).await,
+                    Ok(_) => return Attempted::Done(()),
+                    Err(error) => Err(error),
+                };
+                return match deleted {
+                    Ok(()) | Err(Error::NoNode { .. }) => Attempted::Done(()),
+                    // Written meanwhile (our own set, say): look again, at once.
+                    Err(Error::BadVersion { .. }) => continue,
+                    Err(error) if error.is_final() => Attempted::Failed(error),
+                    Err(error) => Attempted::Again(error),
+                };
+            }
         }
-    }
+    })
+    .await
 }
 
 fn is_ephemeral(mode: CreateMode) -> bool {

@@ -45,7 +45,7 @@ use super::known_heads;
 use super::naming::{self, Rule, Standing};
 use crate::error::Error;
 use crate::path;
-use crate::retry::{Backoff, RetryPolicy, Verdict};
+use crate::retry::{Attempted, Backoff, RetryPolicy, Verdict, retried};
 use crate::session::requests::{Children, CreateMode, Created, EnsurePath};
 use crate::session::{PinnedSession, SessionEvent, SessionHandle, SessionId, WatchEvent, WatchEventKind};
 use crate::token::FencingToken;
@@ -763,25 +763,23 @@ pub(crate) fn delete_until_gone(
     session: PinnedSession,
     path: String,
 ) -> impl std::future::Future<Output = Result<(), Error>> + 'static {
-    let first = session.delete(&path, None);
-    async move {
-        let mut attempt = first;
-        // Without the attempt limit: giving up would leave our node blocking the others until
-        // our session ends.
-        let mut backoff = session.handle().retry_policy().without_attempt_limit().backoff();
-        loop {
-            match attempt.await {
-                Ok(()) | Err(Error::NoNode { .. }) | Err(Error::SessionLost { .. }) => return Ok(()),
-                Err(Error::Closed) => return Err(Error::Closed),
-                Err(err) if err.is_final() => return Err(err),
+    // Without the attempt limit: giving up would leave our node blocking the others until our
+    // session ends.
+    let backoff = session.handle().retry_policy().without_attempt_limit().backoff();
+    retried(backoff, move || {
+        let (sent, path) = (session.delete(&path, None), path.clone());
+        async move {
+            match sent.await {
+                Ok(()) | Err(Error::NoNode { .. } | Error::SessionLost { .. }) => Attempted::Done(()),
+                // `Closed` is final too: nothing more can be sent.
+                Err(err) if err.is_final() => Attempted::Failed(err),
                 Err(err) => {
                     debug!(%path, error = %err, "delete interrupted; retrying");
-                    backoff.retry_after(err).await?;
-                    attempt = session.delete(&path, None);
+                    Attempted::Again(err)
                 }
             }
         }
-    }
+    })
 }
 
 /// The owner deletes the held node itself (it has the path from `Granted`) and wants the
@@ -827,30 +825,27 @@ impl Actor for Contender {
                 let (dir, guid) = (self.spec.dir.clone(), self.guid.clone());
                 // On the create's session only: once it has ended, so has what it made.
                 let pinned = session.pinned(on);
-                actix::spawn(async move {
-                    // Cleanup of our own node: without the attempt limit.
-                    let mut backoff = session.retry_policy().without_attempt_limit().backoff();
-                    loop {
-                        // Synced first, as in `recover`: the server now serving us may not
-                        // have applied the create yet.
-                        let synced = pinned.sync(&dir);
-                        let listed = pinned.children(&dir);
+                // Cleanup of our own node: without the attempt limit.
+                let backoff = session.retry_policy().without_attempt_limit().backoff();
+                let (lister, dir_listed) = (pinned.clone(), dir.clone());
+                let listed = retried(backoff, move || {
+                    // Synced first, as in `recover`: the server now serving us may not have
+                    // applied the create yet.
+                    let synced = lister.sync(&dir_listed);
+                    let listed = lister.children(&dir_listed);
+                    async move {
                         match synced.await.and(listed.await) {
-                            Ok(children) => {
-                                for name in children.names.iter().filter(|c| naming::belongs_to(c, &guid)) {
-                                    let _ = delete_until_gone(pinned.clone(), path::join(&dir, name)).await;
-                                }
-                                return;
-                            }
+                            Ok(children) => Attempted::Done(children.names),
                             // Gone with the session (or never there).
-                            Err(Error::SessionLost { .. } | Error::NoNode { .. }) => return,
-                            Err(err) if !err.is_final() => {
-                                if backoff.retry_after(err).await.is_err() {
-                                    return;
-                                }
-                            }
-                            Err(_) => return,
+                            Err(Error::SessionLost { .. } | Error::NoNode { .. }) => Attempted::Done(Vec::new()),
+                            Err(err) => Attempted::Again(err),
                         }
+                    }
+                });
+                actix::spawn(async move {
+                    let Ok(names) = listed.await else { return };
+                    for name in names.iter().filter(|c| naming::belongs_to(c, &guid)) {
+                        let _ = delete_until_gone(pinned.clone(), path::join(&dir, name)).await;
                     }
                 });
             }

@@ -5,6 +5,8 @@
 //! Owns: the guard and what its failure means ([`GuardFailure`]). Does not own the token's type
 //! (`token.rs`) or the grant that hands guarded writes out (`fence.rs`).
 
+use crate::retry::{Attempted, retried};
+
 /// Why a guarded write failed, and whether it may have applied all the same.
 #[derive(Debug)]
 pub(crate) enum GuardFailure {
@@ -97,29 +99,32 @@ pub(crate) async fn delete_fenced(
     use crate::error::Error;
     // Without the attempt limit: giving up would leave our node in the others' way until our
     // session ends.
-    let mut backoff = session.handle().retry_policy().without_attempt_limit().backoff();
-    loop {
-        let outcome: Result<std::convert::Infallible, Error> = match session.exists(&path).await {
-            Ok(Some(stat)) if stat.czxid == czxid => match session.delete(&path, Some(stat.version)).await {
-                Ok(()) => return Ok(FencedDelete::Deleted),
-                Err(err) => Err(err),
-            },
-            Ok(_) => return Ok(FencedDelete::NotOurs),
-            Err(err) => Err(err),
-        };
-        match outcome {
-            Err(Error::SessionLost { .. }) => return Ok(FencedDelete::SessionEnded),
-            // Gone between the read and the delete (our own earlier delete whose reply was lost)
-            // or changed: read again.
-            Err(Error::NoNode { .. } | Error::BadVersion { .. }) => continue,
-            Err(err) if err.is_final() => return Err(err),
-            Err(err) => {
-                tracing::debug!(%path, error = %err, "fenced delete interrupted; retrying");
-                backoff.retry_after(err).await?;
+    let backoff = session.handle().retry_policy().without_attempt_limit().backoff();
+    retried(backoff, move || {
+        let (session, path) = (session.clone(), path.clone());
+        async move {
+            loop {
+                let deleted = match session.exists(&path).await {
+                    Ok(Some(stat)) if stat.czxid == czxid => session.delete(&path, Some(stat.version)).await,
+                    Ok(_) => return Attempted::Done(FencedDelete::NotOurs),
+                    Err(err) => Err(err),
+                };
+                return match deleted {
+                    Ok(()) => Attempted::Done(FencedDelete::Deleted),
+                    Err(Error::SessionLost { .. }) => Attempted::Done(FencedDelete::SessionEnded),
+                    // Gone between the read and the delete (our own earlier delete whose reply
+                    // was lost) or changed: read again, at once.
+                    Err(Error::NoNode { .. } | Error::BadVersion { .. }) => continue,
+                    Err(err) if err.is_final() => Attempted::Failed(err),
+                    Err(err) => {
+                        tracing::debug!(%path, error = %err, "fenced delete interrupted; retrying");
+                        Attempted::Again(err)
+                    }
+                };
             }
-            Ok(never) => match never {},
         }
-    }
+    })
+    .await
 }
 
 /// Deletes the ephemeral node at `path` if the pinned session owns it, and nothing else.
@@ -148,35 +153,45 @@ pub(crate) async fn delete_own_ephemeral_holding(
     use crate::error::Error;
     // Without the attempt limit: giving up would leave our node in the others' way until our
     // session ends.
-    let mut backoff = session.handle().retry_policy().without_attempt_limit().backoff();
-    loop {
-        let current = session.handle().session().await;
-        let Some(current) = current.filter(|c| c.generation == session.generation()) else {
-            return Ok(());
-        };
-        // The create we clean up after may have been applied by the leader and not yet by the
-        // member serving us now (we never saw its reply, so nothing made the member we
-        // reconnected to catch up): `sync` the parent first; the read is served behind it.
-        let synced = session.sync(crate::path::parent(&path).unwrap_or("/"));
-        let read = session.get_data(&path);
-        let read = async move {
-            match read.await {
-                Ok(node) => Ok(Some(node)),
-                Err(Error::NoNode { .. }) => Ok(None),
-                Err(error) => Err(error),
+    let backoff = session.handle().retry_policy().without_attempt_limit().backoff();
+    let (reader, read_path) = (session.clone(), path.clone());
+    // The czxid of the node to delete, if it is ours.
+    let ours = retried(backoff, move || {
+        let (session, path, data) = (reader.clone(), read_path.clone(), data.clone());
+        async move {
+            let current = session.handle().session().await;
+            let Some(current) = current.filter(|c| c.generation == session.generation()) else {
+                return Attempted::Done(None);
+            };
+            // The create we clean up after may have been applied by the leader and not yet by
+            // the member serving us now (we never saw its reply, so nothing made the member we
+            // reconnected to catch up): `sync` the parent first; the read is served behind it.
+            let synced = session.sync(crate::path::parent(&path).unwrap_or("/"));
+            let read = session.get_data(&path);
+            let read = async move {
+                match read.await {
+                    Ok(node) => Ok(Some(node)),
+                    Err(Error::NoNode { .. }) => Ok(None),
+                    Err(error) => Err(error),
+                }
+            };
+            match synced.await.and(read.await) {
+                Ok(Some(node))
+                    if node.stat.ephemeral_owner == current.session_id.0
+                        && data.as_ref().is_none_or(|data| *data == node.data) =>
+                {
+                    Attempted::Done(Some(node.stat.czxid))
+                }
+                Ok(_) | Err(Error::SessionLost { .. }) => Attempted::Done(None),
+                Err(error) if error.is_final() => Attempted::Failed(error),
+                Err(error) => Attempted::Again(error),
             }
-        };
-        match synced.await.and(read.await) {
-            Ok(Some(node))
-                if node.stat.ephemeral_owner == current.session_id.0
-                    && data.as_ref().is_none_or(|data| *data == node.data) =>
-            {
-                return delete_fenced(session, path, node.stat.czxid).await.map(|_| ());
-            }
-            Ok(_) | Err(Error::SessionLost { .. }) => return Ok(()),
-            Err(error) if error.is_final() => return Err(error),
-            Err(error) => backoff.retry_after(error).await?,
         }
+    })
+    .await?;
+    match ours {
+        Some(czxid) => delete_fenced(session, path, czxid).await.map(|_| ()),
+        None => Ok(()),
     }
 }
 

@@ -17,7 +17,7 @@ use crate::metrics;
 use crate::recipe::contender::{
     Abandon, Contender, ContenderEvent, ContenderReport, ContenderSpec, Relisted, Withdraw,
 };
-use crate::retry::{Backoff, RetryPolicy, Verdict};
+use crate::retry::{Attempted, Backoff, RetryPolicy, Verdict, retried};
 use crate::session::health::{HealthSlot, RecipeState};
 use crate::session::{PinnedSession, SessionEvent, SessionHandle};
 
@@ -422,27 +422,32 @@ fn delete_held(
     path: String,
     retry: RetryPolicy,
 ) -> impl std::future::Future<Output = Result<Deleted, Error>> {
-    let first = session.delete(&path, None);
-    async move {
-        let mut attempt = first;
-        // Without the attempt limit: the contender has stood down, so a delete given up on
-        // would leave our node in the others' way until our session ends.
-        let mut backoff = retry.without_attempt_limit().backoff();
-        let mut unsure = false;
-        loop {
-            match attempt.await {
-                Ok(()) => return Ok(Deleted::ByUs),
-                Err(Error::NoNode { .. }) => return Ok(Deleted::Gone { unsure, session_lost: false }),
-                Err(Error::SessionLost { .. }) => return Ok(Deleted::Gone { unsure, session_lost: true }),
+    // Without the attempt limit: the contender has stood down, so a delete given up on would
+    // leave our node in the others' way until our session ends.
+    let backoff = retry.without_attempt_limit().backoff();
+    // Whether an earlier attempt may have deleted it (its reply lost).
+    let unsure = std::rc::Rc::new(std::cell::Cell::new(false));
+    retried(backoff, move || {
+        let (sent, path, unsure) = (session.delete(&path, None), path.clone(), unsure.clone());
+        async move {
+            match sent.await {
+                Ok(()) => Attempted::Done(Deleted::ByUs),
+                Err(Error::NoNode { .. }) => {
+                    Attempted::Done(Deleted::Gone { unsure: unsure.get(), session_lost: false })
+                }
+                Err(Error::SessionLost { .. }) => {
+                    Attempted::Done(Deleted::Gone { unsure: unsure.get(), session_lost: true })
+                }
                 Err(err) => {
                     debug!(%path, error = %err, "delete interrupted; retrying");
-                    unsure |= matches!(err, Error::ConnectionLoss { .. });
-                    backoff.retry_after(err).await?;
-                    attempt = session.delete(&path, None);
+                    if matches!(err, Error::ConnectionLoss { .. }) {
+                        unsure.set(true);
+                    }
+                    Attempted::Again(err)
                 }
             }
         }
-    }
+    })
 }
 
 /// Under [`ConnectionPolicy::Conservative`](super::ConnectionPolicy::Conservative), a holder whose connection dropped stops claiming its
