@@ -14,7 +14,7 @@ use super::format::{decode_long, encode_long};
 use super::value::{AtomicStats, AtomicValue};
 use crate::error::Error;
 use crate::lock::{LockConfig, LockError, LockHandle};
-use crate::retry::RetryPolicy;
+use crate::retry::{Attempted, RetryPolicy, retried};
 use crate::session::SessionHandle;
 use crate::session::requests::CreateMode;
 
@@ -166,19 +166,21 @@ impl DistributedAtomicLong {
     #[instrument(name = "zk.atomic.force_set", skip(self), fields(path = %self.config.path))]
     pub async fn force_set(&self, value: i64) -> Result<(), AtomicError> {
         let path = &self.config.path;
-        let mut backoff = self.policy().backoff();
-        loop {
-            let failed = match self.session.set_data(path, encode_long(value), None).await {
-                Ok(_) => return Ok(()),
-                Err(Error::NoNode { .. }) => match self.create(value).await {
-                    Ok(()) => return Ok(()),
-                    Err(Error::NodeExists { .. }) => continue,
-                    Err(err) => err,
-                },
-                Err(err) => err,
-            };
-            backoff.retry_after(failed).await?;
-        }
+        let written = retried(self.policy().backoff(), || async move {
+            loop {
+                return match self.session.set_data(path, encode_long(value), None).await {
+                    Ok(_) => Attempted::Done(()),
+                    Err(Error::NoNode { .. }) => match self.create(value).await {
+                        Ok(()) => Attempted::Done(()),
+                        // Made by somebody else meanwhile: write over it, at once.
+                        Err(Error::NodeExists { .. }) => continue,
+                        Err(err) => Attempted::Again(err),
+                    },
+                    Err(err) => Attempted::Again(err),
+                };
+            }
+        });
+        Ok(written.await?)
     }
 
     /// The optimistic tries, then the promoted ones if those gave up.
@@ -253,19 +255,21 @@ impl DistributedAtomicLong {
     /// applied the write yet.
     async fn read(&self, policy: &RetryPolicy, synced: bool) -> Result<(i64, Option<i32>), AtomicError> {
         let path = &self.config.path;
-        let mut backoff = policy.backoff();
-        loop {
+        let read = retried(policy.backoff(), || async move {
             if synced {
                 if let Err(err) = self.session.sync(path).await {
-                    backoff.retry_after(err).await?;
-                    continue;
+                    return Attempted::Again(err);
                 }
             }
             match self.session.get_data(path).await {
-                Ok(node) => return Ok((decode_long(path, &node.data)?, Some(node.stat.version))),
-                Err(Error::NoNode { .. }) => return Ok((0, None)),
-                Err(err) => backoff.retry_after(err).await?,
+                Ok(node) => Attempted::Done(Some(node)),
+                Err(Error::NoNode { .. }) => Attempted::Done(None),
+                Err(err) => Attempted::Again(err),
             }
+        });
+        match read.await? {
+            Some(node) => Ok((decode_long(path, &node.data)?, Some(node.stat.version))),
+            None => Ok((0, None)),
         }
     }
 

@@ -30,7 +30,7 @@ use crate::path;
 use crate::recipe::FencingToken;
 use crate::recipe::guarded::{FencedDelete, delete_fenced, delete_own_ephemeral_holding};
 use crate::reply::{Answer, Pending, Reply};
-use crate::retry::{Backoff, RetryPolicy, Verdict};
+use crate::retry::{Attempted, Backoff, RetryPolicy, Verdict, retried};
 use crate::session::requests::{CreateMode, NodeData, Op};
 use crate::session::{PinnedSession, SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
@@ -1035,21 +1035,27 @@ impl QueueConsumerActor {
             return;
         };
         let (claim, token) = (pending.claim.clone(), pending.token);
-        let mut backoff = self.retry.backoff();
-        let nacked = async move {
-            let mut unsure = false;
-            loop {
-                match session.set_data(&item, data.clone(), Some(version)).await {
-                    Ok(_) => break,
+        // Whether an earlier attempt may have written it (its reply lost).
+        let unsure = std::rc::Rc::new(std::cell::Cell::new(false));
+        let (writer, written_item) = (session.clone(), item.clone());
+        let written = retried(self.retry.backoff(), move || {
+            let sent = writer.set_data(&written_item, data.clone(), Some(version));
+            let unsure = unsure.clone();
+            async move {
+                match sent.await {
+                    Ok(_) => Attempted::Done(()),
                     // Only we write the item while our claim stands: our own earlier attempt.
-                    Err(Error::BadVersion { .. }) if unsure => break,
+                    Err(Error::BadVersion { .. }) if unsure.get() => Attempted::Done(()),
                     Err(err) if err.is_transient() && !matches!(err, Error::SessionLost { .. }) => {
-                        unsure |= err.outcome_unknown();
-                        backoff.retry_after(err).await?;
+                        unsure.set(unsure.get() || err.outcome_unknown());
+                        Attempted::Again(err)
                     }
-                    Err(err) => return Err(err),
+                    Err(err) => Attempted::Failed(err),
                 }
             }
+        });
+        let nacked = async move {
+            written.await?;
             match delete_fenced(session, claim, token.0).await? {
                 FencedDelete::SessionEnded => Err(Error::SessionLost { path: item }),
                 FencedDelete::Deleted | FencedDelete::NotOurs => Ok(()),

@@ -26,7 +26,7 @@ use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::recipe::guarded::delete_own_ephemeral;
 use crate::recipe::registration::{NextStep, RegisterError, next_step, register_ephemeral};
-use crate::retry::{Backoff, RetryPolicy, Verdict};
+use crate::retry::{Attempted, Backoff, RetryPolicy, Verdict, retried};
 use crate::session::requests::Goodbye;
 use crate::session::requests::Op;
 use crate::session::{IntoActorFree, SessionEvent, SessionHandle, WatchEvent};
@@ -501,22 +501,23 @@ impl TaskWorker {
                 mode: crate::session::requests::CreateMode::Persistent,
             },
         ];
-        let mut backoff = self.retry.backoff();
-        let returned = async move {
-            loop {
-                match session.multi(ops.clone()).await {
-                    Ok(_) => return true,
+        let returned = retried(self.retry.backoff(), move || {
+            let sent = session.multi(ops.clone());
+            async move {
+                match sent.await {
+                    Ok(_) => Attempted::Done(true),
                     // Applied before its reply was lost (the assignment is gone, the task back).
-                    Err(Error::Multi { index: 0, source }) if matches!(*source, Error::NoNode { .. }) => return false,
-                    Err(error) if error.is_transient() && !matches!(error, Error::SessionLost { .. }) => {
-                        if backoff.retry_after(error).await.is_err() {
-                            return false;
-                        }
+                    Err(Error::Multi { index: 0, source }) if matches!(*source, Error::NoNode { .. }) => {
+                        Attempted::Done(false)
                     }
-                    Err(_) => return false,
+                    Err(error) if error.is_transient() && !matches!(error, Error::SessionLost { .. }) => {
+                        Attempted::Again(error)
+                    }
+                    Err(error) => Attempted::Failed(error),
                 }
             }
-        };
+        });
+        let returned = async move { returned.await.unwrap_or(false) };
         ctx.spawn(returned.into_actor_free().map(move |returned, act: &mut Self, ctx| {
             act.running.remove(&task);
             act.count_running();
