@@ -3,8 +3,8 @@
 //!
 //! Owns: who hears an actor's events (one list, one rule, for every recipe actor and the
 //! session), the bounded buffer between an actor and one reader, the rule for a reader that falls
-//! behind, and the [`Listen`] message that attaches a reader. Does not own what the events are
-//! (each recipe's).
+//! behind, and the two messages that attach a hearer: [`Listen`] (a reader) and [`Subscribe`]
+//! (a recipient). Does not own what the events are (each recipe's).
 //!
 //! # Reading
 //! Inside an actor: `ctx.add_stream(lock.events())` and a `StreamHandler<Result<LockEvent,
@@ -106,6 +106,30 @@ pub struct Listen<E: Send + 'static> {
 impl<E: Send + 'static> std::fmt::Debug for Listen<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Listen")
+    }
+}
+
+/// Sends every event `E` of an actor to `recipient`, held weakly (subscribing does not keep the
+/// subscriber alive). The one subscription message of every recipe actor and of the session:
+/// each module re-exports it (`lock::Subscribe`, `group::Subscribe`, ...), and what a late
+/// subscriber is told first (the current value, the members in view, ...) is said by the
+/// actor's docs.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Subscribe<E: Message<Result = ()> + Send> {
+    /// Who gets the events.
+    pub recipient: Recipient<E>,
+}
+
+impl<E: Message<Result = ()> + Send> Clone for Subscribe<E> {
+    fn clone(&self) -> Self {
+        Subscribe { recipient: self.recipient.clone() }
+    }
+}
+
+impl<E: Message<Result = ()> + Send> std::fmt::Debug for Subscribe<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscribe").field("event", &std::any::type_name::<E>()).finish()
     }
 }
 

@@ -105,6 +105,7 @@ pub mod reply;
 pub mod retry;
 pub mod session;
 pub mod shared;
+pub mod stop;
 pub mod tasks;
 #[cfg(feature = "testkit")]
 pub mod testkit;

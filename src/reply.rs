@@ -264,55 +264,6 @@ impl<T, F: FnOnce(Option<T>)> Drop for Answer<T, F> {
     }
 }
 
-/// Asks to be told when the actor is gone: it keeps `stopped` in its [`Lifeline`] until it is
-/// dropped. Sent to an actor that has stopped, the message (and `stopped`) is dropped at once.
-#[derive(actix::Message, Debug)]
-#[rtype(result = "()")]
-pub(crate) struct AwaitStopped(pub(crate) futures::channel::oneshot::Sender<()>);
-
-/// What an actor holds for the callers waiting for its end: dropped with the actor, which is
-/// what tells them (no answer is ever sent). actix has no future for an actor's end.
-#[derive(Debug, Default)]
-pub(crate) struct Lifeline(Vec<futures::channel::oneshot::Sender<()>>);
-
-impl Lifeline {
-    /// Keeps `waiter` until the actor is dropped (dropping the senders of waiters who went).
-    pub(crate) fn keep(&mut self, AwaitStopped(waiter): AwaitStopped) {
-        self.0.retain(|kept| !kept.is_canceled());
-        self.0.push(waiter);
-    }
-}
-
-/// `Handler<AwaitStopped>` for recipe actors with a `lifeline: Lifeline` field.
-macro_rules! keeps_a_lifeline {
-    ($($actor:ty),* $(,)?) => {$(
-        impl actix::Handler<$crate::reply::AwaitStopped> for $actor {
-            type Result = ();
-
-            fn handle(&mut self, waiter: $crate::reply::AwaitStopped, _: &mut Self::Context) {
-                self.lifeline.keep(waiter);
-            }
-        }
-    )*};
-}
-pub(crate) use keeps_a_lifeline;
-
-/// Resolves once the actor behind `addr` is gone (its [`Lifeline`] dropped with it), for a
-/// handle's `stop()` that callers can await. Asked when called: a caller that sends the stop
-/// first and then this still hears the end, since a message left in a stopped actor's mailbox
-/// is dropped with it.
-pub(crate) fn stopped<A>(addr: &actix::Addr<A>) -> impl Future<Output = ()> + 'static + use<A>
-where
-    A: Actor + actix::Handler<AwaitStopped>,
-    A::Context: actix::dev::ToEnvelope<A, AwaitStopped>,
-{
-    let (waiter, gone) = futures::channel::oneshot::channel();
-    addr.do_send(AwaitStopped(waiter));
-    async move {
-        let _ = gone.await;
-    }
-}
-
 /// Sends `request` to `addr` and maps a stopped actor to `stopped`: the `ask` of every recipe
 /// handle. actix skips a request whose caller went before the actor took it, so this is for
 /// reads and waits, whose caller going means nothing is wanted any more.

@@ -1158,7 +1158,7 @@ async fn task_calls_dropped_at_random_moments_leave_nothing_behind() {
 async fn task_and_counter_actors_stopped_at_random_moments_leave_nothing_behind() {
     use actix::Actor;
     use actix_zookeeper::counter::{AddCount, GetCount, SharedCount, SharedCountConfig, Stop as StopCount};
-    use actix_zookeeper::tasks::{StopMaster, StopWorker, TaskClient};
+    use actix_zookeeper::tasks::{Stop, TaskClient};
     init_tracing();
     let zk = TestZooKeeper::from_env().expect("ZooKeeper");
     let root = unique_root("stop-tasks");
@@ -1174,7 +1174,7 @@ async fn task_and_counter_actors_stopped_at_random_moments_leave_nothing_behind(
         // In half the rounds ours is first in line (the live master joins again behind it).
         let ours_first = rng.below(2) == 0;
         if ours_first {
-            live_master.send(StopMaster).await.expect("master");
+            live_master.send(Stop).await.expect("master");
         }
         let my_master = master(&a, "mine");
         if ours_first {
@@ -1191,8 +1191,8 @@ async fn task_and_counter_actors_stopped_at_random_moments_leave_nothing_behind(
         }
         actix_rt::time::sleep(Duration::from_millis(rng.below(150))).await;
         let by_message = rng.below(2) == 0;
-        stop_one(my_master, by_message, |m| m.do_send(StopMaster));
-        stop_one(my_worker, by_message, |w| w.do_send(StopWorker));
+        stop_one(my_master, by_message, |m| m.do_send(Stop));
+        stop_one(my_worker, by_message, |w| w.do_send(Stop));
         stop_one(counter, by_message, |c| c.do_send(StopCount));
         nothing_of(&a, &zk, "/").await.unwrap_or_else(|e| panic!("round {round} (by message: {by_message}): {e}"));
         // Read on the stopped counter's own session (so after every write it sent): a stopped
@@ -1210,7 +1210,7 @@ async fn task_and_counter_actors_stopped_at_random_moments_leave_nothing_behind(
         assert!(now.value <= adds, "round {round}: the count {} is ahead of the {adds} adds made", now.value);
         assert_eq!(stored().await, after_stop, "round {round}: the count moved after its counter stopped");
     }
-    live_master.do_send(StopMaster);
+    live_master.do_send(Stop);
     a.close().await;
     b.close().await;
 }

@@ -167,26 +167,26 @@ async fn a_closed_session_ends_its_cache_with_a_word_and_its_counter_answers_clo
 /// candidate's term starts; nothing of the master's is left.
 #[actix_rt::test]
 async fn closing_a_masters_session_ends_its_term_first_and_the_next_candidate_takes_over() {
-    use actix_zookeeper::tasks::{MasterEvent, StopMaster, SubscribeMaster, TaskMaster, TaskMasterConfig};
+    use actix_zookeeper::tasks::{MasterEvent, Stop, Subscribe, TaskMaster, TaskMasterConfig};
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("close-master");
     let (s, other) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let (mine, theirs) = (Recorded::<MasterEvent>::start(), Recorded::<MasterEvent>::start());
     let me = TaskMaster::new(s.clone(), TaskMasterConfig::new("/jobs").with_master_id("me")).expect("config").start();
-    me.do_send(SubscribeMaster { recipient: mine.recipient.clone() });
+    me.do_send(Subscribe { recipient: mine.recipient.clone() });
     let (_, began) = mine.wait_for(0, WAIT, |e| matches!(e, MasterEvent::BecameMaster { .. })).await;
     let MasterEvent::BecameMaster { fence } = began else { unreachable!() };
     let next =
         TaskMaster::new(other.clone(), TaskMasterConfig::new("/jobs").with_master_id("next")).expect("config").start();
-    next.do_send(SubscribeMaster { recipient: theirs.recipient.clone() });
+    next.do_send(Subscribe { recipient: theirs.recipient.clone() });
     wait_until_async("both in line", || async { children(&other, "/jobs/master").await.len() == 2 }).await;
 
     s.close().await;
     mine.wait_for(0, WAIT, |e| *e == MasterEvent::MastershipEnded { token: fence.token }).await;
     theirs.wait_for(0, WAIT, |e| matches!(e, MasterEvent::BecameMaster { .. })).await;
     assert_eq!(children(&other, "/jobs/master").await.len(), 1, "only the next candidate stands in line");
-    next.send(StopMaster).await.expect("master");
+    next.send(Stop).await.expect("master");
     other.close().await;
 }
 

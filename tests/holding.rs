@@ -193,7 +193,7 @@ async fn grants_handed_out_around_an_expiry_are_alive_or_reported_lost() {
             let dir = format!("/r{round}-{semaphore}");
             let a = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(2)).await;
             let b = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(2)).await;
-            let (holder, waiter, subscribe): (Recipient<Acquire>, Recipient<Acquire>, Recipient<Subscribe>) =
+            let (holder, waiter, subscribe): (Recipient<Acquire>, Recipient<Acquire>, Recipient<Subscribe<LockEvent>>) =
                 if semaphore {
                     let waiter = SemaphoreActor::new(b.clone(), SemaphoreConfig::new(dir.clone(), 1)).start();
                     (

@@ -140,7 +140,7 @@ impl Rig {
         let events = Recorded::<MasterEvent>::start();
         let config = TaskMasterConfig::new(ROOT).with_master_id(id);
         let addr = TaskMaster::new(session.clone(), config).expect("valid master config").start();
-        addr.do_send(SubscribeMaster { recipient: events.recipient.clone() });
+        addr.do_send(Subscribe { recipient: events.recipient.clone() });
         Master { addr, session, events }
     }
 
@@ -168,7 +168,7 @@ impl Rig {
         let events = Recorded::<WorkerEvent>::start();
         let config = TaskWorkerConfig::new(ROOT, id).with_concurrency(concurrency);
         let addr = TaskWorker::new(session.clone(), config, runner.recipient()).expect("valid worker config").start();
-        addr.do_send(SubscribeWorker { recipient: events.recipient.clone() });
+        addr.do_send(Subscribe { recipient: events.recipient.clone() });
         events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::Registered { .. })).await;
         Worker { addr, session, events, release }
     }
@@ -255,7 +255,7 @@ async fn two_masters_four_workers_two_clients_500_tasks_each_finished_once() {
 
     // Workers that stop deregister and remove their (empty) directories.
     for w in &workers {
-        w.addr.send(StopWorker).await.expect("worker stops");
+        w.addr.send(Stop).await.expect("worker stops");
     }
     let s = &workers[0].session;
     assert!(children(s, &format!("{ROOT}/workers")).await.is_empty());
@@ -265,7 +265,7 @@ async fn two_masters_four_workers_two_clients_500_tasks_each_finished_once() {
         actix_rt::time::sleep(Duration::from_millis(50)).await;
     }
     for m in &masters {
-        m.addr.send(StopMaster).await.expect("master stops");
+        m.addr.send(Stop).await.expect("master stops");
     }
 }
 
@@ -364,7 +364,7 @@ async fn a_workers_session_expires_while_it_holds_tasks_and_they_finish_elsewher
     let more = submit(&client, "after", 6).await;
     expect_results(&client, &more).await;
     assert_finished_and_clean(&rig.session().await, &tasks).await;
-    w2.addr.send(StopWorker).await.expect("w2 stops");
+    w2.addr.send(Stop).await.expect("w2 stops");
 }
 
 #[actix_rt::test]
@@ -506,7 +506,7 @@ async fn a_worker_runs_at_most_its_concurrency_and_tasks_spread_round_robin() {
     let events = Recorded::<MasterEvent>::start();
     let config = TaskMasterConfig::new(ROOT).with_strategy(RoundRobin::default);
     let master = TaskMaster::new(session, config).expect("config").start();
-    master.do_send(SubscribeMaster { recipient: events.recipient.clone() });
+    master.do_send(Subscribe { recipient: events.recipient.clone() });
     let _a = rig.worker("a", 2, Duration::from_millis(30), 0).await;
     let _b = rig.worker("b", 2, Duration::from_millis(30), 0).await;
     let client = rig.client().await;
@@ -618,7 +618,7 @@ async fn a_worker_that_may_not_register_says_so_once_and_stops_asking() {
     let events = Recorded::<WorkerEvent>::start();
     let worker =
         TaskWorker::new(session.clone(), TaskWorkerConfig::new(ROOT, "w"), runner.recipient()).expect("config").start();
-    worker.do_send(SubscribeWorker { recipient: events.recipient.clone() });
+    worker.do_send(Subscribe { recipient: events.recipient.clone() });
     let (_, failed) = events.wait_for(0, Duration::from_secs(20), |e| matches!(e, WorkerEvent::Failed { .. })).await;
     assert!(matches!(&failed, WorkerEvent::Failed { error: TaskError::ZooKeeper(Error::NoAuth { .. }) }), "{failed:?}");
     wait_until("the worker stops", || !worker.connected()).await;
@@ -708,7 +708,7 @@ async fn stopping_a_worker_never_deletes_another_sessions_registration() {
     let owner = other.session().await.expect("session").session_id;
     w.events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::RegistrationFailed { .. })).await;
 
-    w.addr.send(StopWorker).await.expect("the worker stops");
+    w.addr.send(Stop).await.expect("the worker stops");
     let stat = other.exists(&node).await.expect("exists").expect("the other process's registration is still there");
     assert_eq!(stat.ephemeral_owner, owner.0, "w is still the other process's");
 }
@@ -869,7 +869,7 @@ async fn running(rig: &Rig, n: usize) {
     wait_until(&format!("{n} runs in progress"), || rig.ledger.running.lock().expect("running").len() == n).await;
 }
 
-/// Row "worker stops gracefully (`StopWorker`)", mid-run: `StopWorker` resolves only after the
+/// Row "worker stops gracefully (`Stop`)", mid-run: `Stop` resolves only after the
 /// running tasks finished and were recorded, then the registration is gone; nothing ran twice.
 #[actix_rt::test]
 async fn stopping_a_worker_mid_run_records_its_runs_before_it_deregisters() {
@@ -881,7 +881,7 @@ async fn stopping_a_worker_mid_run_records_its_runs_before_it_deregisters() {
     let client = rig.client().await;
     let tasks = submit(&client, "stop", 2).await;
     running(&rig, 2).await;
-    let stopping = actix_rt::spawn(w.addr.send(StopWorker));
+    let stopping = actix_rt::spawn(w.addr.send(Stop));
     actix_rt::time::sleep(Duration::from_millis(300)).await;
     assert!(!stopping.is_finished(), "stopping waits for the running tasks");
     w.release.notify_one();
@@ -1060,7 +1060,7 @@ async fn a_worker_whose_runner_stops_deregisters_and_its_tasks_finish_elsewhere(
     let quitter = Quitter.start();
     let config = TaskWorkerConfig::new(ROOT, "quitter").with_concurrency(2);
     let worker = TaskWorker::new(session, config, quitter.recipient()).expect("valid worker config").start();
-    worker.do_send(SubscribeWorker { recipient: events.recipient.clone() });
+    worker.do_send(Subscribe { recipient: events.recipient.clone() });
     events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::Registered { .. })).await;
     let client = rig.client().await;
     let tasks = submit(&client, "orphan", 2).await;
@@ -1103,7 +1103,7 @@ async fn a_worker_id_taken_by_a_live_session_waits_for_it() {
     let second = TaskWorker::new(session.clone(), TaskWorkerConfig::new(ROOT, "w"), runner.recipient())
         .expect("valid worker config")
         .start();
-    second.do_send(SubscribeWorker { recipient: events.recipient.clone() });
+    second.do_send(Subscribe { recipient: events.recipient.clone() });
     let (_, refused) = events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::RegistrationFailed { .. })).await;
     assert!(
         matches!(&refused, WorkerEvent::RegistrationFailed { error: TaskError::WorkerIdTaken { .. } }),
@@ -1111,7 +1111,7 @@ async fn a_worker_id_taken_by_a_live_session_waits_for_it() {
     );
     actix_rt::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(owner(observer.clone()).await, Some(first_id), "the first's registration is untouched");
-    first.addr.send(StopWorker).await.expect("the first stops");
+    first.addr.send(Stop).await.expect("the first stops");
     events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::Registered { .. })).await;
     assert_eq!(owner(observer).await, Some(session.session().await.expect("session").session_id.0));
 }
@@ -1134,7 +1134,7 @@ async fn a_dead_clients_results_can_be_read_by_another() {
     assert_finished_and_clean(&rig.session().await, &tasks).await;
 }
 
-/// Row "session closed": closing a worker's session lets the worker stop first, as `StopWorker`
+/// Row "session closed": closing a worker's session lets the worker stop first, as `Stop`
 /// does: its running task finishes and is recorded, then it deregisters, then the session closes
 /// (within the close's bound). Before, the close cut the run off and the task ran again elsewhere.
 #[actix_rt::test]
@@ -1187,7 +1187,7 @@ async fn nodes_under_tasks_that_are_no_task_are_never_assigned() {
         let assigned = children(&s, &format!("{ROOT}/assign/{dir}")).await;
         assert!(assigned.is_empty(), "nothing assigned to {dir}: {assigned:?}");
     }
-    master.addr.do_send(StopMaster);
-    worker.addr.do_send(StopWorker);
+    master.addr.do_send(Stop);
+    worker.addr.do_send(Stop);
     s.close().await;
 }

@@ -16,8 +16,8 @@ pub(crate) use actix_zookeeper::queue::{
     ConsumerConfig, Delivery, DeliveryMode, ITEM_PREFIX, Queue, QueueConsumerActor, Revoked,
 };
 pub(crate) use actix_zookeeper::tasks::{
-    MasterEvent, StopMaster, StopWorker, SubscribeMaster, SubscribeWorker, TaskAssigned, TaskClient, TaskId,
-    TaskMaster, TaskMasterConfig, TaskOutcome, TaskWorker, TaskWorkerConfig, WorkerEvent,
+    MasterEvent, Stop, TaskAssigned, TaskClient, TaskId, TaskMaster, TaskMasterConfig, TaskOutcome, TaskWorker,
+    TaskWorkerConfig, WorkerEvent,
 };
 pub(crate) use actix_zookeeper::testkit::{self, HoldLog, ServerOptions, ZkServer};
 pub(crate) use actix_zookeeper::{CreateMode, Op, SessionConfig, SessionHandle};

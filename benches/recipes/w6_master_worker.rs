@@ -276,7 +276,7 @@ pub(crate) async fn w6_backlog(connect: &str) -> String {
     let master = TaskMaster::new(master_session.clone(), TaskMasterConfig::new(W6_ROOT).with_master_id("m"))
         .expect("master")
         .start();
-    master.do_send(SubscribeMaster { recipient: waiter.clone().recipient() });
+    master.do_send(Subscribe { recipient: waiter.clone().recipient() });
     let pending = tokio::time::timeout(W6_TIMEOUT, rx).await.expect("rebuilt in time").expect("waiter alive");
     let (rss_after, bytes_after) = (rss_kib(), response_bytes());
     let growth = rss_after.zip(rss_before).map_or(-1, |(a, b)| a as i64 - b as i64);
@@ -349,7 +349,7 @@ pub(crate) async fn w6(connect: &str) -> String {
     let master = TaskMaster::new(master_session.clone(), TaskMasterConfig::new(W6_ROOT).with_master_id("m"))
         .expect("a valid master config")
         .start();
-    master.do_send(SubscribeMaster { recipient: subscriber.clone().recipient() });
+    master.do_send(Subscribe { recipient: subscriber.clone().recipient() });
     let workers: Vec<Addr<TaskWorker>> = worker_sessions
         .iter()
         .enumerate()
@@ -358,7 +358,7 @@ pub(crate) async fn w6(connect: &str) -> String {
             let worker =
                 TaskWorker::new(session.clone(), config, W6Runner.start().recipient()).expect("a valid worker config");
             let worker = worker.start();
-            worker.do_send(SubscribeWorker { recipient: subscriber.clone().recipient() });
+            worker.do_send(Subscribe { recipient: subscriber.clone().recipient() });
             worker
         })
         .collect();
@@ -511,9 +511,9 @@ pub(crate) async fn w6(connect: &str) -> String {
     );
 
     for worker in &workers {
-        worker.send(StopWorker).await.expect("worker alive");
+        worker.send(Stop).await.expect("worker alive");
     }
-    master.send(StopMaster).await.expect("master alive");
+    master.send(Stop).await.expect("master alive");
     drop(subscriber);
     for session in std::iter::once(&master_session).chain(&worker_sessions).chain([&client_session]) {
         session.close().await;

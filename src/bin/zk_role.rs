@@ -39,8 +39,8 @@ use actix_zookeeper::lock::{self, Acquire, LockActor, LockConfig, LockError, Loc
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::queue::{ConsumerConfig, Delivery, QueueConsumerActor, QueueError, Revoked, Worker};
 use actix_zookeeper::tasks::{
-    MasterEvent, SubscribeMaster, SubscribeWorker, TaskAssigned, TaskMaster, TaskMasterConfig, TaskOutcome, TaskWorker,
-    TaskWorkerConfig, WorkerEvent,
+    MasterEvent, Subscribe, TaskAssigned, TaskMaster, TaskMasterConfig, TaskOutcome, TaskWorker, TaskWorkerConfig,
+    WorkerEvent,
 };
 use actix_zookeeper::{SessionId, path};
 use futures::StreamExt;
@@ -837,7 +837,7 @@ async fn task_worker_role(
     let config = TaskWorkerConfig::new(root, id).with_concurrency(concurrency);
     let worker = TaskWorker::new(session.clone(), config, runner.recipient()).map_err(|e| e.to_string())?.start();
     let printer = WorkerPrinter.start();
-    worker.do_send(SubscribeWorker { recipient: printer.clone().recipient() });
+    worker.do_send(Subscribe { recipient: printer.clone().recipient() });
     // Dropping the worker's (or the printer's) last address would stop it.
     futures::future::pending::<()>().await;
     drop((worker, printer));
@@ -895,7 +895,7 @@ async fn task_master_role(session: &SessionHandle, id: &str, root: &str) -> Resu
     let config = TaskMasterConfig::new(root).with_master_id(id);
     let master = TaskMaster::new(session.clone(), config).map_err(|e| e.to_string())?.start();
     let printer = MasterPrinter.start();
-    master.do_send(SubscribeMaster { recipient: printer.clone().recipient() });
+    master.do_send(Subscribe { recipient: printer.clone().recipient() });
     futures::future::pending::<()>().await;
     drop((master, printer));
     Ok(())

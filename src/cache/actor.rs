@@ -136,7 +136,7 @@ pub struct CacheActor {
     failure: Option<crate::session::health::FailureKeeper>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::reply::Lifeline,
+    lifeline: crate::stop::Lifeline,
 }
 
 /// The one-shot watches set on the server, so that a read sets each only once until it fires.
@@ -560,7 +560,7 @@ async fn read_watched(
     }
 }
 
-crate::reply::keeps_a_lifeline!(CacheActor);
+crate::stop::keeps_a_lifeline!(CacheActor);
 
 impl Actor for CacheActor {
     type Context = Context<Self>;
@@ -739,10 +739,12 @@ impl Handler<Snapshot> for CacheActor {
     }
 }
 
-impl Handler<Subscribe> for CacheActor {
+/// A subscriber that comes after the initial load first gets `NodeAdded` for every node held
+/// and `CacheInitialized`, so that every subscriber sees the same story.
+impl Handler<Subscribe<CacheEvent>> for CacheActor {
     type Result = ();
 
-    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: Subscribe<CacheEvent>, _: &mut Context<Self>) {
         // What is held already, then (once loaded) that the load is complete: a late subscriber
         // sees the same story as an early one.
         for (path, held) in &self.nodes {
@@ -759,6 +761,7 @@ impl Handler<Subscribe> for CacheActor {
     }
 }
 
+/// Stops the cache; its watch is removed.
 impl Handler<Stop> for CacheActor {
     type Result = ();
 

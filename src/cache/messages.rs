@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use actix::{Message, Recipient};
+use actix::Message;
 
 use crate::error::Error;
 use crate::session::requests::Stat;
@@ -81,17 +81,6 @@ pub struct Get {
 #[rtype(result = "BTreeMap<String, CachedNode>")]
 pub struct Snapshot;
 
-/// Send every [`CacheEvent`] to `recipient`. A subscriber that comes after the initial load
-/// first gets `NodeAdded` for every node held and `CacheInitialized`, so that every subscriber
-/// sees the same story.
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "()")]
-pub struct Subscribe {
-    /// Who gets the events.
-    pub recipient: Recipient<CacheEvent>,
-}
+pub use crate::events::Subscribe;
 
-/// Stop the cache (its watch is removed).
-#[derive(Message, Debug, Clone, Copy, Default)]
-#[rtype(result = "()")]
-pub struct Stop;
+pub use crate::stop::Stop;

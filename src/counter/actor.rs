@@ -145,14 +145,16 @@ impl Handler<AddCount> for SharedCount {
     }
 }
 
-impl Handler<Subscribe> for SharedCount {
+/// Starts with the current count if it is known.
+impl Handler<Subscribe<CountChanged>> for SharedCount {
     type Result = ();
 
-    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: Subscribe<CountChanged>, _: &mut Context<Self>) {
         self.subscribe(msg.recipient);
     }
 }
 
+/// Stops the actor. The node stays (a count outlives its users).
 impl Handler<Stop> for SharedCount {
     type Result = ();
 

@@ -1,6 +1,6 @@
 //! What a shared count is asked, and what it tells its subscribers.
 
-use actix::{Message, Recipient};
+use actix::Message;
 
 use super::error::CounterError;
 
@@ -74,18 +74,9 @@ pub struct AddCount {
     pub by: i32,
 }
 
-/// Send every [`CountChanged`] to `recipient`, starting with the current count if it is known.
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "()")]
-pub struct Subscribe {
-    /// Who gets the notifications.
-    pub recipient: Recipient<CountChanged>,
-}
+pub use crate::events::Subscribe;
 
-/// Stop the actor. The node stays (a count outlives its users).
-#[derive(Message, Debug, Clone, Copy, Default)]
-#[rtype(result = "()")]
-pub struct Stop;
+pub use crate::stop::Stop;
 
 /// The count changed. Sent in version order, never twice for one version; when changes come
 /// faster than a read, intermediate versions are skipped (the newest is always sent).

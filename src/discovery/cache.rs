@@ -36,7 +36,7 @@ pub struct ServiceCache {
     subscribers: Subscribers<ServiceCacheEvent>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::reply::Lifeline,
+    lifeline: crate::stop::Lifeline,
 }
 
 impl ServiceCache {
@@ -105,7 +105,7 @@ impl ServiceCache {
     }
 }
 
-crate::reply::keeps_a_lifeline!(ServiceCache);
+crate::stop::keeps_a_lifeline!(ServiceCache);
 
 impl Actor for ServiceCache {
     type Context = Context<Self>;
@@ -201,10 +201,12 @@ impl Handler<WaitInitialized> for ServiceCache {
     }
 }
 
-impl Handler<Subscribe> for ServiceCache {
+/// A subscriber that comes after the first load first gets `InstanceAdded` for every instance
+/// held, `InstanceUnreadable` for every node that is not one, and `CacheInitialized`.
+impl Handler<Subscribe<ServiceCacheEvent>> for ServiceCache {
     type Result = ();
 
-    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: Subscribe<ServiceCacheEvent>, _: &mut Context<Self>) {
         // What is held now, then live events: the same story a first subscriber heard.
         for instance in self.instances.values() {
             msg.recipient.do_send(ServiceCacheEvent::InstanceAdded { instance: instance.clone() });
@@ -227,6 +229,7 @@ impl Handler<Listen<ServiceCacheEvent>> for ServiceCache {
     }
 }
 
+/// Stops the cache; its watch is removed.
 impl Handler<Stop> for ServiceCache {
     type Result = ();
 

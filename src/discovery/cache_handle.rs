@@ -78,6 +78,6 @@ impl ServiceCacheHandle {
     /// The stop is sent when this is called: dropping the future loses only the wait.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
         self.addr.do_send(Stop);
-        crate::reply::stopped(&self.addr)
+        crate::stop::stopped(&self.addr)
     }
 }

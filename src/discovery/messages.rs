@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use actix::{Message, Recipient};
+use actix::Message;
 
 use super::error::DiscoveryError;
 use super::instance::ServiceInstance;
@@ -62,17 +62,6 @@ pub struct WaitInitialized {
     pub timeout: Option<Duration>,
 }
 
-/// Sends every [`ServiceCacheEvent`] to `recipient` (held weakly). A subscriber that comes after
-/// the first load first gets `InstanceAdded` for every instance held, `InstanceUnreadable` for
-/// every node that is not one, and `CacheInitialized`.
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "()")]
-pub struct Subscribe {
-    /// Who hears.
-    pub recipient: Recipient<ServiceCacheEvent>,
-}
+pub use crate::events::Subscribe;
 
-/// Stops the cache (its watch is removed).
-#[derive(Message, Debug, Clone, Copy, Default)]
-#[rtype(result = "()")]
-pub struct Stop;
+pub use crate::stop::Stop;

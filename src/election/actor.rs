@@ -118,7 +118,7 @@ pub struct ElectionActor {
     health: Option<crate::session::health::HealthSlot>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::reply::Lifeline,
+    lifeline: crate::stop::Lifeline,
 }
 
 /// How the delete of a resign ended, as the holder core answered it.
@@ -399,7 +399,7 @@ impl HolderHost for ElectionActor {
     }
 }
 
-crate::reply::keeps_a_lifeline!(ElectionActor);
+crate::stop::keeps_a_lifeline!(ElectionActor);
 
 impl Actor for ElectionActor {
     type Context = Context<Self>;
@@ -570,6 +570,7 @@ impl ElectionActor {
     }
 }
 
+/// Leaves the election (as [`Resign`] without requeue) and stops the actor.
 impl Handler<Stop> for ElectionActor {
     type Result = ();
 
@@ -673,10 +674,10 @@ impl Handler<Leadership> for ElectionActor {
     }
 }
 
-impl Handler<Subscribe> for ElectionActor {
+impl Handler<Subscribe<ElectionEvent>> for ElectionActor {
     type Result = ();
 
-    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: Subscribe<ElectionEvent>, _: &mut Context<Self>) {
         // A late subscriber learns the current leader at once.
         if let Some(id) = &self.leader_id {
             msg.recipient.do_send(ElectionEvent::LeaderChanged { leader_id: Some(id.clone()) });

@@ -168,6 +168,6 @@ impl ElectionHandle {
     /// same, and only the wait is lost.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
         self.addr.do_send(ResignAndStop);
-        crate::reply::stopped(&self.addr)
+        crate::stop::stopped(&self.addr)
     }
 }

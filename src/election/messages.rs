@@ -1,6 +1,6 @@
 //! What an election actor is asked, and what it tells its subscribers and its leader actor.
 
-use actix::{Message, Recipient};
+use actix::Message;
 
 use super::error::ElectionError;
 use crate::error::Error;
@@ -15,10 +15,7 @@ pub struct Resign {
     pub requeue: bool,
 }
 
-/// Leave the election (as [`Resign`] without requeue) and stop the actor.
-#[derive(Message, Debug, Clone, Copy, Default)]
-#[rtype(result = "()")]
-pub struct Stop;
+pub use crate::stop::Stop;
 
 /// Enter the election (after a `Resign` without requeue). Entering while already in it is fine.
 #[derive(Message, Debug, Clone, Copy, Default)]
@@ -82,22 +79,7 @@ pub struct ProclamationChanged {
 #[rtype(result = "Result<Option<Proclamation>, ElectionError>")]
 pub struct CurrentProclamation;
 
-/// Sends every [`ProclamationChanged`] to `recipient` (held weakly); a late subscriber hears
-/// the current reading at once.
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "()")]
-pub struct SubscribeProclamations {
-    /// Who gets the events.
-    pub recipient: Recipient<ProclamationChanged>,
-}
-
-/// Send every [`ElectionEvent`] of this participant to `recipient`.
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "()")]
-pub struct Subscribe {
-    /// Who gets the events.
-    pub recipient: Recipient<ElectionEvent>,
-}
+pub use crate::events::Subscribe;
 
 /// Why leadership ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -37,7 +37,6 @@ pub use handle::ElectionHandle;
 pub use messages::{
     CurrentLeader, CurrentProclamation, ElectionEvent, Join, LeaderTerm, Leadership, LeadershipLostReason,
     Participants, Proclaim, Proclamation, ProclamationChanged, Resign, Stop, StopLeading, Subscribe,
-    SubscribeProclamations,
 };
 pub use observer::ElectionObserver;
 pub use observer_handle::ElectionObserverHandle;

@@ -18,7 +18,7 @@ use actix::prelude::*;
 use tracing::{debug, info, warn};
 
 use super::error::ElectionError;
-use super::messages::{CurrentProclamation, Proclamation, ProclamationChanged, Stop, SubscribeProclamations};
+use super::messages::{CurrentProclamation, Proclamation, ProclamationChanged, Stop, Subscribe};
 use super::proclamation::{Observed, Reading, Step};
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
@@ -73,7 +73,7 @@ pub struct ElectionObserver {
     health: Option<HealthSlot>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::reply::Lifeline,
+    lifeline: crate::stop::Lifeline,
 }
 
 impl ElectionObserver {
@@ -265,7 +265,7 @@ impl ElectionObserver {
     }
 }
 
-crate::reply::keeps_a_lifeline!(ElectionObserver);
+crate::stop::keeps_a_lifeline!(ElectionObserver);
 
 impl Actor for ElectionObserver {
     type Context = Context<Self>;
@@ -378,10 +378,11 @@ impl Handler<Listen<ProclamationChanged>> for ElectionObserver {
     }
 }
 
-impl Handler<SubscribeProclamations> for ElectionObserver {
+/// A late subscriber hears the current reading at once.
+impl Handler<Subscribe<ProclamationChanged>> for ElectionObserver {
     type Result = ();
 
-    fn handle(&mut self, msg: SubscribeProclamations, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: Subscribe<ProclamationChanged>, _: &mut Context<Self>) {
         if let Some(current) = self.observed.current() {
             msg.recipient.do_send(ProclamationChanged { current: current.clone() });
         }

@@ -10,7 +10,7 @@ use std::future::Future;
 use actix::prelude::*;
 
 use super::error::ElectionError;
-use super::messages::{CurrentProclamation, Proclamation, ProclamationChanged, Stop, SubscribeProclamations};
+use super::messages::{CurrentProclamation, Proclamation, ProclamationChanged, Stop, Subscribe};
 use super::observer::ElectionObserver;
 use crate::events::EventStream;
 use crate::session::SessionHandle;
@@ -70,7 +70,7 @@ impl ElectionObserverHandle {
     /// Sends every [`ProclamationChanged`] to `recipient` (held weakly), starting with the
     /// current reading.
     pub fn subscribe(&self, recipient: Recipient<ProclamationChanged>) {
-        self.addr.do_send(SubscribeProclamations { recipient });
+        self.addr.do_send(Subscribe { recipient });
     }
 
     /// Stops the observer (an observer holds no node: there is nothing to delete). Sent when
@@ -80,6 +80,6 @@ impl ElectionObserverHandle {
     /// The stop is sent when this is called: dropping the future loses only the wait.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
         self.addr.do_send(Stop);
-        crate::reply::stopped(&self.addr)
+        crate::stop::stopped(&self.addr)
     }
 }

@@ -99,6 +99,6 @@ impl GroupMemberHandle {
     /// The leave is sent when this is called: dropping the future loses only the wait.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
         let _left = tell(&self.addr, Leave, self.stopped());
-        crate::reply::stopped(&self.addr)
+        crate::stop::stopped(&self.addr)
     }
 }

@@ -60,7 +60,7 @@ pub struct GroupMember {
     leaving: Vec<oneshot::Sender<Result<(), GroupError>>>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::reply::Lifeline,
+    lifeline: crate::stop::Lifeline,
 }
 
 impl GroupMember {
@@ -180,7 +180,7 @@ impl GroupMember {
     }
 }
 
-crate::reply::keeps_a_lifeline!(GroupMember);
+crate::stop::keeps_a_lifeline!(GroupMember);
 
 impl Actor for GroupMember {
     type Context = Context<Self>;
@@ -270,10 +270,12 @@ impl Handler<CacheEvent> for GroupMember {
     }
 }
 
-impl Handler<Subscribe> for GroupMember {
+/// A late subscriber first gets `MemberJoined` for every member in the view (and `ViewReady`
+/// once it is ready).
+impl Handler<Subscribe<GroupEvent>> for GroupMember {
     type Result = ResponseActFuture<Self, ()>;
 
-    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Subscribe<GroupEvent>, _: &mut Context<Self>) -> Self::Result {
         // The view as it is now, then live events: the same story a first subscriber heard.
         let snapshot = self.view.as_ref().map(|view| view.send(cache::Snapshot));
         Box::pin(

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use actix::{Message, Recipient};
+use actix::Message;
 
 use super::error::GroupError;
 
@@ -47,14 +47,7 @@ pub enum GroupEvent {
     ViewResynced,
 }
 
-/// Send every [`GroupEvent`] to `recipient`. A late subscriber first gets `MemberJoined` for
-/// every member in the view (and `ViewReady` once it is ready).
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "()")]
-pub struct Subscribe {
-    /// Who gets the events.
-    pub recipient: Recipient<GroupEvent>,
-}
+pub use crate::events::Subscribe;
 
 /// The members in the view, by id, with their data (answered from memory).
 #[derive(Message, Debug, Clone, Copy, Default)]

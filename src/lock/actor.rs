@@ -47,7 +47,7 @@ pub struct LockActor {
     health: Option<crate::session::health::HealthSlot>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::reply::Lifeline,
+    lifeline: crate::stop::Lifeline,
 }
 
 impl LockActor {
@@ -124,7 +124,7 @@ impl HolderHost for LockActor {
     }
 }
 
-crate::reply::keeps_a_lifeline!(LockActor);
+crate::stop::keeps_a_lifeline!(LockActor);
 
 impl Actor for LockActor {
     type Context = Context<Self>;
@@ -247,10 +247,10 @@ impl Handler<SessionEvent> for LockActor {
     }
 }
 
-impl Handler<Subscribe> for LockActor {
+impl Handler<Subscribe<LockEvent>> for LockActor {
     type Result = ();
 
-    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: Subscribe<LockEvent>, _: &mut Context<Self>) {
         self.subscribers.add(msg.recipient);
     }
 }

@@ -197,7 +197,7 @@ impl LockHandle {
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
         self.addr.do_send(ReleaseAndStop);
         self.turn.give_back();
-        crate::reply::stopped(&self.addr)
+        crate::stop::stopped(&self.addr)
     }
 }
 
@@ -346,7 +346,7 @@ impl SemaphoreHandle {
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
         self.addr.do_send(ReleaseAndStop);
         self.turn.give_back();
-        crate::reply::stopped(&self.addr)
+        crate::stop::stopped(&self.addr)
     }
 }
 

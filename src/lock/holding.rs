@@ -25,35 +25,35 @@ use crate::session::SessionHandle;
 /// A caller of `Acquire` or `TryAcquire`.
 pub(crate) struct LockWaiter {
     dir: String,
-    reply: Answer,
+    reply: WaiterReply,
 }
 
-enum Answer {
+enum WaiterReply {
     Acquire(Pending<Result<LockGrant, LockError>>),
     Try(Pending<Result<Option<LockGrant>, LockError>>),
 }
 
 impl LockWaiter {
     pub(super) fn acquire(dir: &str, reply: Pending<Result<LockGrant, LockError>>) -> Self {
-        LockWaiter { dir: dir.to_owned(), reply: Answer::Acquire(reply) }
+        LockWaiter { dir: dir.to_owned(), reply: WaiterReply::Acquire(reply) }
     }
 
     pub(super) fn try_acquire(dir: &str, reply: Pending<Result<Option<LockGrant>, LockError>>) -> Self {
-        LockWaiter { dir: dir.to_owned(), reply: Answer::Try(reply) }
+        LockWaiter { dir: dir.to_owned(), reply: WaiterReply::Try(reply) }
     }
 }
 
 impl Waiter<LockGrant> for LockWaiter {
     fn grant(self, grant: &LockGrant) -> bool {
         match self.reply {
-            Answer::Acquire(reply) => reply.send(Ok(grant.clone())).is_ok(),
-            Answer::Try(reply) => reply.send(Ok(Some(grant.clone()))).is_ok(),
+            WaiterReply::Acquire(reply) => reply.send(Ok(grant.clone())).is_ok(),
+            WaiterReply::Try(reply) => reply.send(Ok(Some(grant.clone()))).is_ok(),
         }
     }
 
     fn in_line(self) -> InLine<Self> {
         match self.reply {
-            Answer::Try(reply) => {
+            WaiterReply::Try(reply) => {
                 // "Busy" promises our node is gone: answered once the withdraw has deleted it.
                 let (answer, gone) = oneshot::channel();
                 actix::spawn(async move {
@@ -65,17 +65,17 @@ impl Waiter<LockGrant> for LockWaiter {
                 });
                 InLine::Leaves(answer)
             }
-            reply @ Answer::Acquire(_) => InLine::Waits(LockWaiter { dir: self.dir, reply }),
+            reply @ WaiterReply::Acquire(_) => InLine::Waits(LockWaiter { dir: self.dir, reply }),
         }
     }
 
     fn refuse(self, why: Refusal) {
         let error = refusal(&self.dir, why);
         match self.reply {
-            Answer::Acquire(reply) => {
+            WaiterReply::Acquire(reply) => {
                 let _ = reply.send(Err(error));
             }
-            Answer::Try(reply) => {
+            WaiterReply::Try(reply) => {
                 let _ = reply.send(Err(error));
             }
         }
@@ -83,8 +83,8 @@ impl Waiter<LockGrant> for LockWaiter {
 
     fn is_gone(&self) -> bool {
         match &self.reply {
-            Answer::Acquire(reply) => reply.is_canceled(),
-            Answer::Try(reply) => reply.is_canceled(),
+            WaiterReply::Acquire(reply) => reply.is_canceled(),
+            WaiterReply::Try(reply) => reply.is_canceled(),
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use actix::{Message, Recipient};
+use actix::Message;
 
 use super::error::LockError;
 use super::grant::LockGrant;
@@ -52,13 +52,7 @@ pub struct GiveBack {
 #[rtype(result = "()")]
 pub(crate) struct ReleaseAndStop;
 
-/// Send every [`LockEvent`] of this lock actor to `recipient`.
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "()")]
-pub struct Subscribe {
-    /// Who gets the events.
-    pub recipient: Recipient<LockEvent>,
-}
+pub use crate::events::Subscribe;
 
 /// Why a held lock was lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

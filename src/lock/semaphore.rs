@@ -47,7 +47,7 @@ pub struct SemaphoreActor {
     subscribers: Subscribers<LockEvent>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::reply::Lifeline,
+    lifeline: crate::stop::Lifeline,
 }
 
 impl SemaphoreActor {
@@ -164,7 +164,7 @@ impl HolderHost for SemaphoreActor {
     }
 }
 
-crate::reply::keeps_a_lifeline!(SemaphoreActor);
+crate::stop::keeps_a_lifeline!(SemaphoreActor);
 
 impl Actor for SemaphoreActor {
     type Context = Context<Self>;
@@ -269,10 +269,10 @@ impl Handler<SessionEvent> for SemaphoreActor {
     }
 }
 
-impl Handler<Subscribe> for SemaphoreActor {
+impl Handler<Subscribe<LockEvent>> for SemaphoreActor {
     type Result = ();
 
-    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: Subscribe<LockEvent>, _: &mut Context<Self>) {
         self.subscribers.add(msg.recipient);
     }
 }

@@ -709,10 +709,10 @@ impl Handler<ActualPath> for PersistentNode {
     }
 }
 
-impl Handler<Subscribe> for PersistentNode {
+impl Handler<Subscribe<PersistentNodeEvent>> for PersistentNode {
     type Result = ();
 
-    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: Subscribe<PersistentNodeEvent>, _: &mut Context<Self>) {
         self.subscribers.add(msg.recipient);
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use actix::{Message, Recipient};
+use actix::Message;
 
 use super::error::PersistentNodeError;
 
@@ -29,13 +29,7 @@ pub struct SetData {
 #[rtype(result = "Option<String>")]
 pub struct ActualPath;
 
-/// Sends every [`PersistentNodeEvent`] to `recipient` (held weakly).
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "()")]
-pub struct Subscribe {
-    /// Who hears.
-    pub recipient: Recipient<PersistentNodeEvent>,
-}
+pub use crate::events::Subscribe;
 
 /// What happened to the node.
 #[derive(Message, Debug, Clone, PartialEq, Eq)]

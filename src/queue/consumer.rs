@@ -47,6 +47,7 @@ const MISSES_BEFORE_RELIST: usize = 8;
 /// How often deliveries held by stopped workers are looked for.
 const WORKER_SWEEP: Duration = Duration::from_millis(500);
 
+/// Stops consuming: claimed items go back to the queue at once, workers get [`Revoked`].
 impl Handler<Stop> for QueueConsumerActor {
     type Result = ();
 
@@ -130,7 +131,7 @@ pub struct QueueConsumerActor {
     failure: Option<crate::session::health::FailureKeeper>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::reply::Lifeline,
+    lifeline: crate::stop::Lifeline,
 }
 
 impl QueueConsumerActor {
@@ -674,7 +675,7 @@ impl QueueConsumerActor {
     }
 }
 
-crate::reply::keeps_a_lifeline!(QueueConsumerActor);
+crate::stop::keeps_a_lifeline!(QueueConsumerActor);
 
 impl Actor for QueueConsumerActor {
     type Context = Context<Self>;

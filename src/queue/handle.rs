@@ -91,7 +91,7 @@ impl QueueConsumerHandle {
         };
         self.addr.do_send(Stop);
         self.failure.release();
-        let stopped = crate::reply::stopped(&self.addr);
+        let stopped = crate::stop::stopped(&self.addr);
         async move {
             // `None` or an error: the consumer had stopped already and nothing says when its
             // releases ended; they were sent when it stopped.

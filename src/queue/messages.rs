@@ -111,10 +111,7 @@ pub struct Revoked {
 #[rtype(result = "Result<(), QueueError>")]
 pub struct WaitIdle;
 
-/// Stop consuming: claimed items go back to the queue at once, workers get [`Revoked`].
-#[derive(Message, Debug, Clone, Copy)]
-#[rtype(result = "()")]
-pub struct Stop;
+pub use crate::stop::Stop;
 
 /// The signal that turns `true` once the consumer has stopped and its claims are given back
 /// (`None` once it has stopped): what a [`QueueConsumerHandle`](super::QueueConsumerHandle) made

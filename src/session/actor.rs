@@ -76,7 +76,7 @@ enum State {
 struct Live {
     client: Client,
     session_id: SessionId,
-    link: Link,
+    link: Connection,
     state_task: SpawnHandle,
     /// The connect string `client` was built with.
     hosts: String,
@@ -98,7 +98,7 @@ enum ConfigWatch {
 }
 
 /// The connection under a live session.
-enum Link {
+enum Connection {
     Up,
     Down {
         since: Instant,
@@ -244,7 +244,7 @@ impl SessionActor {
             session_id: live.session_id,
             generation: self.generation,
             timeout: live.client.session_timeout(),
-            connected: matches!(live.link, Link::Up),
+            connected: matches!(live.link, Connection::Up),
             info: live.client.session().clone(),
         })
     }
@@ -429,7 +429,7 @@ impl SessionActor {
         self.state = State::Live(Live {
             client: client.clone(),
             session_id,
-            link: Link::Up,
+            link: Connection::Up,
             state_task,
             hosts,
             thread,
@@ -471,7 +471,7 @@ impl SessionActor {
             SessionState::Disconnected => {
                 info!("connection lost; session suspended");
                 let since = Instant::now();
-                live.link = Link::Down { since };
+                live.link = Connection::Down { since };
                 live.state_task = Self::watch_state(watcher, generation, ctx);
                 self.health.session(HealthState::Suspended { since }, Some(session_id), generation);
                 self.watches.mark_stale();
@@ -499,13 +499,13 @@ impl SessionActor {
         let State::Live(live) = &mut self.state else { return };
         let (session_id, generation) = (live.session_id, self.generation);
         let was_down = match live.link {
-            Link::Down { since } | Link::Moving { since, .. } => {
+            Connection::Down { since } | Connection::Moving { since, .. } => {
                 info!(after = ?since.elapsed(), read_only, "reconnected; same session");
                 true
             }
-            Link::Up => false,
+            Connection::Up => false,
         };
-        live.link = Link::Up;
+        live.link = Connection::Up;
         self.lease.read_only(read_only);
         // A reconnect renegotiates the timeout (a server restarted with a lower
         // `maxSessionTimeout` grants less): the server counts the session's life from the
@@ -603,7 +603,7 @@ impl SessionActor {
             }
             State::Live(live) => {
                 ctx.cancel_future(live.state_task);
-                if let Link::Moving { task, .. } = live.link {
+                if let Connection::Moving { task, .. } = live.link {
                     ctx.cancel_future(task);
                 }
             }
@@ -696,11 +696,11 @@ impl SessionActor {
             })
         };
         match &self.state {
-            State::Live(Live { client, thread, link: Link::Up | Link::Down { .. }, .. }) => {
+            State::Live(Live { client, thread, link: Connection::Up | Connection::Down { .. }, .. }) => {
                 send_now(op(client.clone(), self.generation, thread.retired()).instrument(span))
             }
             State::Closed => Box::pin(futures::future::ready(Err(Error::Closed))),
-            State::Connecting { .. } | State::Live(Live { link: Link::Moving { .. }, .. }) => {
+            State::Connecting { .. } | State::Live(Live { link: Connection::Moving { .. }, .. }) => {
                 let (tx, rx) = oneshot::channel::<BoxFuture<Result<T>>>();
                 self.pending.push_back(Box::new(move |session| {
                     // The caller gave up waiting: do not send a request nobody will read.
@@ -735,7 +735,7 @@ impl SessionActor {
     /// too, but their replies are not told to us, and a follower answers them alone.
     fn heartbeat(&mut self, ctx: &mut Context<Self>) {
         let State::Live(live) = &self.state else { return };
-        if !matches!(live.link, Link::Up) || !self.lease.is_wanted() {
+        if !matches!(live.link, Connection::Up) || !self.lease.is_wanted() {
             return;
         }
         let quiet_for = self.lease.peek().map_or(Duration::MAX, |(heard, _)| heard.elapsed());

@@ -25,7 +25,7 @@ pub use zookeeper_client::SessionInfo;
 /// ephemeral node, 0 otherwise), `data_length`, `num_children` and the times in milliseconds.
 pub use zookeeper_client::Stat;
 
-use super::events::{SessionEvent, SessionId, WatchEvent, WatchId};
+use super::events::{SessionId, WatchEvent, WatchId};
 use crate::error::Result;
 
 /// The kind of node to create.
@@ -360,15 +360,7 @@ pub struct RemoveWatch {
     pub id: WatchId,
 }
 
-/// Receive every [`SessionEvent`]. The current state is sent at once (e.g. `Connected` when a
-/// session is up), so a late subscriber does not miss it. The session keeps only a weak
-/// reference: subscribing does not keep the subscriber alive.
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "()")]
-pub struct Subscribe {
-    /// Who gets the events.
-    pub recipient: Recipient<SessionEvent>,
-}
+pub use crate::events::Subscribe;
 
 /// Asked of every recipe actor registered with [`OnClose`] when the session is closed: let go of
 /// what it holds (release, resign, give back, deregister) and answer once that is done. The

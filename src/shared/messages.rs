@@ -1,6 +1,6 @@
 //! What a shared value is asked, and what it tells its subscribers.
 
-use actix::{Message, Recipient};
+use actix::Message;
 
 use super::error::SharedValueError;
 
@@ -49,18 +49,9 @@ pub struct SetValue {
     pub value: Vec<u8>,
 }
 
-/// Send every [`ValueChanged`] to `recipient`, starting with the current value if it is known.
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "()")]
-pub struct Subscribe {
-    /// Who gets the notifications.
-    pub recipient: Recipient<ValueChanged>,
-}
+pub use crate::events::Subscribe;
 
-/// Stop the actor. The node stays.
-#[derive(Message, Debug, Clone, Copy, Default)]
-#[rtype(result = "()")]
-pub struct Stop;
+pub use crate::stop::Stop;
 
 /// The value changed. Sent in version order, never twice for one version; when changes come
 /// faster than a read, intermediate versions are skipped (the newest is always sent).

@@ -175,7 +175,7 @@ pub struct SharedNode<F: SharedFormat> {
     health: Option<HealthSlot>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::reply::Lifeline,
+    lifeline: crate::stop::Lifeline,
 }
 
 impl<F: SharedFormat> SharedNode<F> {
@@ -556,10 +556,10 @@ fn write_node(
     }
 }
 
-impl<F: SharedFormat> Handler<crate::reply::AwaitStopped> for SharedNode<F> {
+impl<F: SharedFormat> Handler<crate::stop::AwaitStopped> for SharedNode<F> {
     type Result = ();
 
-    fn handle(&mut self, waiter: crate::reply::AwaitStopped, _: &mut Context<Self>) {
+    fn handle(&mut self, waiter: crate::stop::AwaitStopped, _: &mut Context<Self>) {
         self.lifeline.keep(waiter);
     }
 }

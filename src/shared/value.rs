@@ -99,14 +99,16 @@ impl Handler<SetValue> for SharedValue {
     }
 }
 
-impl Handler<Subscribe> for SharedValue {
+/// Starts with the current value if it is known.
+impl Handler<Subscribe<ValueChanged>> for SharedValue {
     type Result = ();
 
-    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: Subscribe<ValueChanged>, _: &mut Context<Self>) {
         self.subscribe(msg.recipient);
     }
 }
 
+/// Stops the actor. The node stays.
 impl Handler<Stop> for SharedValue {
     type Result = ();
 

@@ -13,9 +13,7 @@ use actix::prelude::*;
 use super::error::TaskError;
 use super::master::{TaskMaster, TaskMasterConfig};
 use super::master_fence::MasterFence;
-use super::messages::{
-    CurrentTerm, MasterEvent, StopMaster, StopWorker, SubscribeMaster, SubscribeWorker, TaskAssigned, WorkerEvent,
-};
+use super::messages::{CurrentTerm, MasterEvent, Stop, Subscribe, TaskAssigned, WorkerEvent};
 use super::worker::{TaskWorker, TaskWorkerConfig};
 use crate::events::EventStream;
 use crate::reply::ask;
@@ -75,19 +73,19 @@ impl TaskMasterHandle {
     /// Sends every [`MasterEvent`] to `recipient`, the current state first (held weakly: keep
     /// your subscriber's address, or use [`events`](Self::events)).
     pub fn subscribe(&self, recipient: Recipient<MasterEvent>) {
-        self.addr.do_send(SubscribeMaster { recipient });
+        self.addr.do_send(Subscribe { recipient });
     }
 
     /// Leaves the election (a master ends its term and hands over at once) and stops the
-    /// candidate ([`StopMaster`]). Sent when called; the future resolves once its election node
+    /// candidate ([`Stop`]). Sent when called; the future resolves once its election node
     /// is deleted and the candidate has stopped. While ZooKeeper cannot be reached, the delete is
     /// retried and the stop (and any request to the candidate) waits with it.
     ///
     /// # Cancel safety
     /// The stop is sent when this is called: dropping the future loses only the wait.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
-        self.addr.do_send(StopMaster);
-        crate::reply::stopped(&self.addr)
+        self.addr.do_send(Stop);
+        crate::stop::stopped(&self.addr)
     }
 }
 
@@ -143,18 +141,18 @@ impl TaskWorkerHandle {
     /// Sends every [`WorkerEvent`] to `recipient` (held weakly: keep your subscriber's address,
     /// or use [`events`](Self::events)).
     pub fn subscribe(&self, recipient: Recipient<WorkerEvent>) {
-        self.addr.do_send(SubscribeWorker { recipient });
+        self.addr.do_send(Subscribe { recipient });
     }
 
     /// Stops taking tasks, lets the running ones finish and report, deregisters, and stops
-    /// ([`StopWorker`]). Sent when called; the future resolves once the worker has stopped, after
+    /// ([`Stop`]). Sent when called; the future resolves once the worker has stopped, after
     /// its registration was deleted (the master then moves its unstarted assignments).
     ///
     /// # Cancel safety
     /// The stop is sent when this is called: dropping the future loses only the wait.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
-        self.addr.do_send(StopWorker);
+        self.addr.do_send(Stop);
         self.failure.release();
-        crate::reply::stopped(&self.addr)
+        crate::stop::stopped(&self.addr)
     }
 }

@@ -112,7 +112,7 @@ pub struct TaskMaster {
     master_id: Option<String>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::reply::Lifeline,
+    lifeline: crate::stop::Lifeline,
 }
 
 impl TaskMaster {
@@ -177,7 +177,7 @@ impl TaskMaster {
     }
 }
 
-crate::reply::keeps_a_lifeline!(TaskMaster);
+crate::stop::keeps_a_lifeline!(TaskMaster);
 
 impl Actor for TaskMaster {
     type Context = Context<Self>;
@@ -226,10 +226,10 @@ impl Handler<MasterEvent> for TaskMaster {
     }
 }
 
-impl Handler<SubscribeMaster> for TaskMaster {
+impl Handler<Subscribe<MasterEvent>> for TaskMaster {
     type Result = ();
 
-    fn handle(&mut self, msg: SubscribeMaster, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: Subscribe<MasterEvent>, _: &mut Context<Self>) {
         // A late subscriber learns the current state at once.
         if let Some(id) = &self.master_id {
             msg.recipient.do_send(MasterEvent::MasterChanged { master_id: Some(id.clone()) });
@@ -249,10 +249,12 @@ impl Handler<CurrentTerm> for TaskMaster {
     }
 }
 
-impl Handler<StopMaster> for TaskMaster {
+/// Leaves the election (a master hands over at once) and stops the candidate, once its
+/// election node is deleted.
+impl Handler<Stop> for TaskMaster {
     type Result = ();
 
-    fn handle(&mut self, _: StopMaster, ctx: &mut Context<Self>) {
+    fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
         info!(parent: &self.span, "leaving the election");
         let Some(election) = self.election.clone() else {
             ctx.stop();

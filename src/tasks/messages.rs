@@ -1,6 +1,6 @@
 //! What the master–worker actors are asked, and what they tell.
 
-use actix::{Message, Recipient};
+use actix::Message;
 
 use super::error::TaskError;
 use super::layout::TaskId;
@@ -46,24 +46,14 @@ impl From<Vec<u8>> for TaskOutcome {
     }
 }
 
-/// Send every [`MasterEvent`] of this candidate to `recipient`.
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "()")]
-pub struct SubscribeMaster {
-    /// Who gets the events.
-    pub recipient: Recipient<MasterEvent>,
-}
+pub use crate::events::Subscribe;
 
 /// The fence of the current term if this candidate is master now.
 #[derive(Message, Debug, Clone, Copy, Default)]
 #[rtype(result = "Option<MasterFence>")]
 pub struct CurrentTerm;
 
-/// Leave the election (a master hands over at once) and stop the candidate, once its election
-/// node is deleted.
-#[derive(Message, Debug, Clone, Copy, Default)]
-#[rtype(result = "()")]
-pub struct StopMaster;
+pub use crate::stop::Stop;
 
 /// What happened to a master candidate, told in the past tense.
 #[derive(Message, Debug, Clone, PartialEq, Eq)]
@@ -127,20 +117,6 @@ pub enum MasterEvent {
         error: Error,
     },
 }
-
-/// Send every [`WorkerEvent`] of this worker to `recipient`.
-#[derive(Message, Debug, Clone)]
-#[rtype(result = "()")]
-pub struct SubscribeWorker {
-    /// Who gets the events.
-    pub recipient: Recipient<WorkerEvent>,
-}
-
-/// Stop taking tasks, let the running ones finish, then deregister and stop. Resolves when the
-/// worker has stopped. Unstarted assignments go back to the master.
-#[derive(Message, Debug, Clone, Copy, Default)]
-#[rtype(result = "()")]
-pub struct StopWorker;
 
 /// Why a finished run's result was not recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]

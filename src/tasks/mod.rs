@@ -27,8 +27,9 @@
 //!
 //! Files: `layout.rs` (where everything lives), `messages.rs`, `error.rs`, `master.rs` and
 //! `term.rs` (the master and its term), `backlog.rs` (the waiting tasks, oldest first),
-//! `worker.rs`, `client.rs`, `fence.rs`, `strategy.rs`. It holds three roles, so its requests are
-//! named per role (`SubscribeMaster`, `StopWorker`, ...) rather than `Subscribe`/`Stop`.
+//! `worker.rs`, `client.rs`, `master_fence.rs`, `strategy.rs`. Master and worker take the
+//! `Subscribe` and `Stop` every recipe actor takes; the events they send differ
+//! ([`MasterEvent`], [`WorkerEvent`]).
 //!
 #![doc = include_str!("../../docs/recipes/master-worker.md")]
 
@@ -50,10 +51,7 @@ pub use handle::{TaskMasterHandle, TaskWorkerHandle};
 pub use layout::TaskId;
 pub use master::{TaskMaster, TaskMasterConfig};
 pub use master_fence::MasterFence;
-pub use messages::{
-    CurrentTerm, DiscardReason, MasterEvent, StopMaster, StopWorker, SubscribeMaster, SubscribeWorker, TaskAssigned,
-    TaskOutcome, WorkerEvent,
-};
+pub use messages::{CurrentTerm, DiscardReason, MasterEvent, Stop, Subscribe, TaskAssigned, TaskOutcome, WorkerEvent};
 pub use strategy::{AssignStrategy, LeastLoaded, Random, RoundRobin, WorkerLoad};
 pub use worker::{TaskWorker, TaskWorkerConfig};
 

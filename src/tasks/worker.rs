@@ -8,7 +8,7 @@
 //!
 //! Registration state machine: `Unregistered → Registering → Registered{generation}`; when the
 //! session (and so the registration) ends: `→ WaitingForRuns → Registering → ...`; and
-//! `Draining → Stopped` after [`StopWorker`]. A task that started under a session that expired
+//! `Draining → Stopped` after [`Stop`]. A task that started under a session that expired
 //! still finishes, and its result counts if the task is still assigned here (the master may
 //! have moved it meanwhile; then the result is dropped and [`WorkerEvent::TaskDiscarded`] says
 //! so). The worker registers again only once such runs are over, so it never runs more than
@@ -125,7 +125,7 @@ pub struct TaskWorker {
     failure: Option<crate::session::health::FailureKeeper>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::reply::Lifeline,
+    lifeline: crate::stop::Lifeline,
 }
 
 impl TaskWorker {
@@ -176,7 +176,7 @@ impl TaskWorker {
     }
 
     /// A final error (no permission, a bad path): retrying cannot help. Tells subscribers once
-    /// and stops (deregistering, like `StopWorker`).
+    /// and stops (deregistering, like `Stop`).
     fn give_up(&mut self, error: Error, ctx: &mut Context<Self>) {
         warn!(parent: &self.span, %error, "cannot go on; stopping");
         // A worker that vanished from the board would look healthy to a probe.
@@ -616,7 +616,7 @@ impl TaskWorker {
     }
 }
 
-crate::reply::keeps_a_lifeline!(TaskWorker);
+crate::stop::keeps_a_lifeline!(TaskWorker);
 
 impl Actor for TaskWorker {
     type Context = Context<Self>;
@@ -628,7 +628,7 @@ impl Actor for TaskWorker {
 
     fn stopped(&mut self, _: &mut Context<Self>) {
         if self.registration != Registration::Stopped {
-            // Stopped without StopWorker: deregister anyway, so the master re-assigns our tasks
+            // Stopped without Stop: deregister anyway, so the master re-assigns our tasks
             // now rather than after the session ends. Detached: a request dropped by a stopping
             // actor would never be sent.
             let deleted =
@@ -684,10 +684,10 @@ impl Handler<WatchEvent> for TaskWorker {
     }
 }
 
-impl Handler<SubscribeWorker> for TaskWorker {
+impl Handler<Subscribe<WorkerEvent>> for TaskWorker {
     type Result = ();
 
-    fn handle(&mut self, msg: SubscribeWorker, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: Subscribe<WorkerEvent>, _: &mut Context<Self>) {
         if let Registration::Registered { generation } = self.registration {
             msg.recipient.do_send(WorkerEvent::Registered { generation });
         }
@@ -695,10 +695,12 @@ impl Handler<SubscribeWorker> for TaskWorker {
     }
 }
 
-impl Handler<StopWorker> for TaskWorker {
+/// Stops taking tasks, lets the running ones finish, then deregisters and stops; resolves when
+/// the worker has stopped. Unstarted assignments go back to the master.
+impl Handler<Stop> for TaskWorker {
     type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, _: StopWorker, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) -> Self::Result {
         let (tx, rx) = futures::channel::oneshot::channel();
         self.stop_waiters.push(tx);
         if !matches!(self.registration, Registration::Draining | Registration::Stopped) {
@@ -727,8 +729,8 @@ impl Handler<Goodbye> for TaskWorker {
     type Result = ResponseFuture<()>;
 
     fn handle(&mut self, _: Goodbye, ctx: &mut Context<Self>) -> Self::Result {
-        // The session is closing: stop as `StopWorker` does (running tasks finish and report,
+        // The session is closing: stop as `Stop` does (running tasks finish and report,
         // then the registration goes), within the session's bound for goodbyes.
-        <Self as Handler<StopWorker>>::handle(self, StopWorker, ctx)
+        <Self as Handler<Stop>>::handle(self, Stop, ctx)
     }
 }

@@ -30,7 +30,7 @@ struct Member {
 /// How member `from` reaches member `to`: one proxy in front of `to`'s quorum port (followers
 /// connect to the leader there) and one in front of its election port.
 #[derive(Debug)]
-struct Link {
+struct PeerLink {
     from: usize,
     to: usize,
     quorum: FaultProxy,
@@ -63,7 +63,7 @@ struct Link {
 pub struct ZkEnsemble {
     dir: PathBuf,
     members: Vec<Member>,
-    links: Vec<Link>,
+    links: Vec<PeerLink>,
 }
 
 impl ZkEnsemble {
@@ -108,7 +108,7 @@ impl ZkEnsemble {
                 Some(Rewrite::Election(ElectionHint::new(hint))),
             )?;
             debug_assert_eq!(election.address(), election_address);
-            ensemble.links.push(Link { from, to, quorum, election });
+            ensemble.links.push(PeerLink { from, to, quorum, election });
         }
         for i in 0..n {
             let mut servers = String::new();
@@ -287,7 +287,7 @@ impl ZkEnsemble {
                 && srvr(m.process.addr()).is_ok_and(|answer| answer.lines().any(|l| l.trim() == "Mode: leader"))
         })
     }
-    fn link(&self, from: usize, to: usize) -> Option<&Link> {
+    fn link(&self, from: usize, to: usize) -> Option<&PeerLink> {
         self.links.iter().find(|link| link.from == from && link.to == to)
     }
 

@@ -11,7 +11,7 @@ use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
 use tracing::{debug, info, warn};
 
-use super::state::{Attempt, Deleted, Effect, Happened, Holder, Link, Phase, ReleaseError, Waiter};
+use super::state::{Attempt, Deleted, Effect, GrantConnection, Happened, Holder, Phase, ReleaseError, Waiter};
 use crate::error::Error;
 use crate::metrics;
 use crate::recipe::contender::{
@@ -212,7 +212,7 @@ fn report_health<H: HolderHost>(host: &mut H, failed: Option<String>) {
             None => RecipeState::Idle,
         },
         Phase::Acquiring { .. } => RecipeState::Waiting,
-        Phase::Held { held, link: Link::Up, .. } => RecipeState::Holding { token: held.token },
+        Phase::Held { held, link: GrantConnection::Up, .. } => RecipeState::Holding { token: held.token },
         Phase::Held { held, .. } => RecipeState::Suspended { token: held.token },
     };
     if host.health().is_none() {

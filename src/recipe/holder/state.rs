@@ -104,7 +104,7 @@ pub(crate) struct Granted<G> {
 
 /// How a held grant's connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Link {
+pub(crate) enum GrantConnection {
     /// Connected.
     Up,
     /// Disconnected; the session may live on.
@@ -130,7 +130,7 @@ pub(crate) enum Phase<G> {
         /// What was won.
         held: Granted<G>,
         /// The connection.
-        link: Link,
+        link: GrantConnection,
         /// How many callers were handed this grant (re-entrant acquires count too) and have not
         /// given it back: a grant is given back for good only when none of them has it.
         handed: u32,
@@ -300,7 +300,7 @@ impl<G: Grant, W: Waiter<G>> Holder<G, W> {
 
     /// True while the grant of `attempt` waits for its node to be read again after a reconnect.
     pub(crate) fn is_verifying(&self, attempt: Attempt) -> bool {
-        matches!(self.phase, Phase::Held { attempt: a, link: Link::Verifying, .. } if a == attempt)
+        matches!(self.phase, Phase::Held { attempt: a, link: GrantConnection::Verifying, .. } if a == attempt)
     }
 
     /// The grant held, if any.
@@ -413,10 +413,10 @@ impl<G: Grant, W: Waiter<G>> Holder<G, W> {
             // Nobody took it: give it back rather than hold a grant no one knows about.
             return self.leave(Vec::new());
         }
-        let link = if self.suspended { Link::Suspended } else { Link::Up };
+        let link = if self.suspended { GrantConnection::Suspended } else { GrantConnection::Up };
         self.phase = Phase::Held { attempt, held: held.clone(), link, handed };
         let mut effects = vec![Effect::Tell(Happened::Acquired(held.clone()))];
-        if link == Link::Suspended {
+        if link == GrantConnection::Suspended {
             // The contender's report trailed the `Suspended` (it runs on the session's thread):
             // held, but suspended like a grant the drop caught; `Reconnected` reads it again.
             effects.push(Effect::Tell(Happened::Suspended(held)));
@@ -516,7 +516,7 @@ impl<G: Grant, W: Waiter<G>> Holder<G, W> {
         held.grant.end();
         self.last_loss = Some(loss);
         let mut effects = Vec::new();
-        if link != Link::Up {
+        if link != GrantConnection::Up {
             effects.push(Effect::CancelDeadline);
         }
         // The contender has stopped or is about to; withdrawing it again is harmless and deletes
@@ -590,7 +590,7 @@ impl<G: Grant, W: Waiter<G>> Holder<G, W> {
                 // Ended from the moment it is given up, not once the delete is answered.
                 held.grant.end();
                 let mut effects = Vec::new();
-                if link != Link::Up {
+                if link != GrantConnection::Up {
                     effects.push(Effect::CancelDeadline);
                 }
                 // Stand down first: our delete must not look like somebody else's to the
@@ -657,13 +657,13 @@ impl<G: Grant, W: Waiter<G>> Holder<G, W> {
                 self.suspended = true;
                 let policy = self.policy;
                 let Phase::Held { attempt, held, link, .. } = &mut self.phase else { return Vec::new() };
-                if *link != Link::Up {
-                    if *link == Link::Verifying {
-                        *link = Link::Suspended;
+                if *link != GrantConnection::Up {
+                    if *link == GrantConnection::Verifying {
+                        *link = GrantConnection::Suspended;
                     }
                     return Vec::new();
                 }
-                *link = Link::Suspended;
+                *link = GrantConnection::Suspended;
                 let mut effects = vec![Effect::Tell(Happened::Suspended(held.clone()))];
                 if policy == ConnectionPolicy::Conservative {
                     effects.push(Effect::ArmDeadline(*attempt));
@@ -673,10 +673,10 @@ impl<G: Grant, W: Waiter<G>> Holder<G, W> {
             SessionEvent::Reconnected { .. } => {
                 self.suspended = false;
                 let Phase::Held { attempt, held, link, .. } = &mut self.phase else { return Vec::new() };
-                if *link == Link::Up {
+                if *link == GrantConnection::Up {
                     return Vec::new();
                 }
-                *link = Link::Verifying;
+                *link = GrantConnection::Verifying;
                 vec![Effect::Verify { attempt: *attempt, node: held.node.clone() }]
             }
             SessionEvent::Expired { session_id, .. } => {
@@ -710,7 +710,9 @@ impl<G: Grant, W: Waiter<G>> Holder<G, W> {
 
     /// The read after a reconnect came back: `Ok(true)` when the node is still there.
     pub(crate) fn verified(&mut self, attempt: Attempt, exists: Result<bool, Error>) -> Vec<Effect<G>> {
-        let Phase::Held { attempt: a, held, link: Link::Verifying, .. } = &mut self.phase else { return Vec::new() };
+        let Phase::Held { attempt: a, held, link: GrantConnection::Verifying, .. } = &mut self.phase else {
+            return Vec::new();
+        };
         if *a != attempt {
             return Vec::new();
         }
@@ -718,7 +720,7 @@ impl<G: Grant, W: Waiter<G>> Holder<G, W> {
             Ok(true) => {
                 let held = held.clone();
                 if let Phase::Held { link, .. } = &mut self.phase {
-                    *link = Link::Up;
+                    *link = GrantConnection::Up;
                 }
                 vec![Effect::CancelDeadline, Effect::Tell(Happened::Restored(held))]
             }
@@ -731,7 +733,7 @@ impl<G: Grant, W: Waiter<G>> Holder<G, W> {
     /// The disconnect deadline of `attempt` passed.
     pub(crate) fn deadline_passed(&mut self, attempt: Attempt) -> Vec<Effect<G>> {
         match &self.phase {
-            Phase::Held { attempt: a, link, .. } if *a == attempt && *link != Link::Up => {
+            Phase::Held { attempt: a, link, .. } if *a == attempt && *link != GrantConnection::Up => {
                 self.lose(Loss::DisconnectedTooLong)
             }
             _ => Vec::new(),
@@ -945,7 +947,7 @@ mod tests {
         let effects = core.granted(1, held(1));
         assert_eq!(kinds(&effects), ["Tell(Acquired)", "Tell(Suspended)", "ArmDeadline(1)"]);
         assert_eq!(*log.borrow(), ["granted 7"]);
-        assert!(matches!(core.phase(), Phase::Held { link: Link::Suspended, .. }));
+        assert!(matches!(core.phase(), Phase::Held { link: GrantConnection::Suspended, .. }));
         let back = SessionEvent::Reconnected { session_id: SessionId(1), generation: 1, read_only: false };
         assert_eq!(kinds(&core.session(&back)), ["Verify(1)"]);
         assert_eq!(kinds(&core.verified(1, Ok(true))), ["CancelDeadline", "Tell(Restored)"]);

@@ -29,7 +29,7 @@ impl Handler<Close> for SessionActor {
         self.closing = Some(Vec::new());
         // Goodbyes first, while the session can still carry the recipes' deletes; whoever has not
         // answered within the bound is cut off by the close (the server deletes its ephemerals).
-        let live = matches!(&self.state, State::Live(live) if matches!(live.link, Link::Up));
+        let live = matches!(&self.state, State::Live(live) if matches!(live.link, Connection::Up));
         let recipes: Vec<_> = std::mem::take(&mut self.goodbyes).iter().filter_map(|weak| weak.upgrade()).collect();
         if !live || recipes.is_empty() {
             return Box::pin(actix::fut::ready(()).then(|(), act: &mut Self, ctx| act.close_now(ctx)));
@@ -51,7 +51,7 @@ impl SessionActor {
             self.finish(ctx);
             return Box::pin(actix::fut::ready(()));
         };
-        if let Link::Moving { task, .. } = live.link {
+        if let Connection::Moving { task, .. } = live.link {
             // No client holds the session: the server ends it after its timeout.
             info!(session = %live.session_id, "closing a session that was moving");
             ctx.cancel_future(task);

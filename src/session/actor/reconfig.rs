@@ -61,7 +61,7 @@ impl SessionActor {
                     // is (its news may have come before this answer).
                     Err(error) if Error::from_zk("/zookeeper/config", error.clone()).is_transient() => {
                         debug!(%error, "could not read the ensemble configuration yet");
-                        if matches!(&act.state, State::Live(Live { link: Link::Up, .. })) {
+                        if matches!(&act.state, State::Live(Live { link: Connection::Up, .. })) {
                             ctx.run_later(CONFIG_RETRY, |act, ctx| {
                                 if matches!(act.config_watch, ConfigWatch::Unset) {
                                     act.track_ensemble(ctx);
@@ -99,7 +99,7 @@ impl SessionActor {
             info!(%hosts, version, "the ensemble was reconfigured; following it");
             self.consider_moving(ctx);
         }
-        if matches!(&self.state, State::Live(Live { link: Link::Moving { .. }, .. })) {
+        if matches!(&self.state, State::Live(Live { link: Connection::Moving { .. }, .. })) {
             // The client of `watcher` is retired and must not be polled; the move reads the
             // configuration again on the new client.
             return;
@@ -129,7 +129,7 @@ impl SessionActor {
     /// other servers than its client's.
     pub(super) fn consider_moving(&mut self, ctx: &mut Context<Self>) {
         let State::Live(live) = &mut self.state else { return };
-        let Link::Down { since } = live.link else { return };
+        let Connection::Down { since } = live.link else { return };
         if !self.ensemble.must_move(&live.hosts) {
             return;
         }
@@ -147,7 +147,7 @@ impl SessionActor {
         self.unwatch_config(ctx);
         let task = self.move_session(hosts, since, ctx);
         if let State::Live(live) = &mut self.state {
-            live.link = Link::Moving { since, task };
+            live.link = Connection::Moving { since, task };
         }
     }
 
@@ -163,7 +163,7 @@ impl SessionActor {
         let span = tracing::info_span!("zk.move", to = %hosts);
         ctx.spawn(fut.instrument(span).into_actor(self).map(move |outcome, act, ctx| {
             let State::Live(live) = &mut act.state else { return };
-            if !matches!(live.link, Link::Moving { .. }) {
+            if !matches!(live.link, Connection::Moving { .. }) {
                 return;
             }
             match outcome {
@@ -174,14 +174,14 @@ impl SessionActor {
                     warn!(%error, "could not move the session yet; trying again");
                     let task = ctx.run_later(MOVE_RETRY, move |act, ctx| {
                         let State::Live(live) = &act.state else { return };
-                        if matches!(live.link, Link::Moving { .. }) {
+                        if matches!(live.link, Connection::Moving { .. }) {
                             let task = act.move_session(hosts, since, ctx);
                             if let State::Live(live) = &mut act.state {
-                                live.link = Link::Moving { since, task };
+                                live.link = Connection::Moving { since, task };
                             }
                         }
                     });
-                    live.link = Link::Moving { since, task };
+                    live.link = Connection::Moving { since, task };
                 }
                 Err(error) => {
                     warn!(%error, "no server of the new configuration took the session in time");

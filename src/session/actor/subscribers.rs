@@ -13,8 +13,10 @@ impl SessionActor {
                 Some(SessionEvent::Suspended { session_id: live.session_id, generation: self.generation })
             }
             State::Live(live) => match live.link {
-                Link::Up => Some(SessionEvent::Connected { session_id: live.session_id, generation: self.generation }),
-                Link::Down { .. } | Link::Moving { .. } => {
+                Connection::Up => {
+                    Some(SessionEvent::Connected { session_id: live.session_id, generation: self.generation })
+                }
+                Connection::Down { .. } | Connection::Moving { .. } => {
                     Some(SessionEvent::Suspended { session_id: live.session_id, generation: self.generation })
                 }
             },
@@ -24,10 +26,12 @@ impl SessionActor {
     }
 }
 
-impl Handler<Subscribe> for SessionActor {
+/// The current state is sent at once (e.g. `Connected` when a session is up), so a late
+/// subscriber does not miss it.
+impl Handler<Subscribe<SessionEvent>> for SessionActor {
     type Result = ();
 
-    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: Subscribe<SessionEvent>, _: &mut Context<Self>) {
         if let Some(event) = self.now() {
             msg.recipient.do_send(event);
         }
