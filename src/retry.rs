@@ -177,6 +177,18 @@ pub(crate) enum Attempted<T> {
     Again(Error),
 }
 
+impl<T> Attempted<T> {
+    /// The usual judgement of a request's answer: done with its value; a transient error (see
+    /// [`Error::is_transient`]) is worth another attempt; any other ends the step.
+    pub(crate) fn judged(answer: Result<T, Error>) -> Attempted<T> {
+        match answer {
+            Ok(value) => Attempted::Done(value),
+            Err(error) if error.is_transient() => Attempted::Again(error),
+            Err(error) => Attempted::Failed(error),
+        }
+    }
+}
+
 /// The one retry loop for a step written as futures: makes the first attempt *now* (a request
 /// is sent when it is made, so whatever the caller sends next reaches the server after it), then
 /// after each [`Attempted::Again`] waits as `backoff` says and makes the next, until an attempt

@@ -1105,38 +1105,40 @@ fn answer_without_consumer(settled: Result<(), Error>, batch: Vec<PendingSettle>
 /// replaced by a later claim) means the settlement applied, and our claim still there means try
 /// again. Every request is pinned to the claim's session: once that session has ended the
 /// answer is `SessionLost`, never a look at a later session, where "no claim" proves nothing.
-async fn settle_on_session(
+fn settle_on_session(
     session: PinnedSession,
     ops: Vec<Op>,
     claim: String,
     token: FencingToken,
-    mut backoff: Backoff,
-) -> Result<(), Error> {
-    loop {
-        match session.multi(ops.clone()).await {
-            Ok(_) => return Ok(()),
-            Err(err @ Error::SessionLost { .. }) => return Err(err),
-            Err(err) if err.is_transient() => {
-                let mut failed = err;
-                loop {
-                    backoff.retry_after(failed).await?;
-                    // Synced first: a member that has not applied our `multi` yet would show the
-                    // claim still there, and the `multi` sent again would fail (`ClaimLost`) though
-                    // the first one applied.
-                    let synced = session.sync(path::parent(&claim).unwrap_or("/"));
-                    let read = session.exists(&claim);
-                    match synced.await.and(read.await) {
-                        Ok(Some(stat)) if stat.czxid == token.0 => break,
-                        Ok(_) => return Ok(()),
-                        Err(err @ Error::SessionLost { .. }) => return Err(err),
-                        Err(err) if err.is_final() => return Err(err),
-                        Err(again) => failed = again,
-                    }
+    backoff: Backoff,
+) -> impl std::future::Future<Output = Result<(), Error>> + 'static {
+    let mut sent = false;
+    retried(backoff, move || {
+        // After the first attempt its outcome is unknown: read back before sending again.
+        let read_back = std::mem::replace(&mut sent, true);
+        let (session, ops, claim) = (session.clone(), ops.clone(), claim.clone());
+        async move {
+            if read_back {
+                // Synced first: a member that has not applied our `multi` yet would show the
+                // claim still there, and the `multi` sent again would fail (`ClaimLost`) though
+                // the first one applied.
+                let synced = session.sync(path::parent(&claim).unwrap_or("/"));
+                let read = session.exists(&claim);
+                match synced.await.and(read.await) {
+                    Ok(Some(stat)) if stat.czxid == token.0 => {}
+                    Ok(_) => return Attempted::Done(()),
+                    Err(error @ Error::SessionLost { .. }) => return Attempted::Failed(error),
+                    // The backoff gives up on a final error.
+                    Err(error) => return Attempted::Again(error),
                 }
             }
-            Err(err) => return Err(err),
+            match session.multi(ops).await {
+                Ok(_) => Attempted::Done(()),
+                Err(error @ Error::SessionLost { .. }) => Attempted::Failed(error),
+                Err(error) => Attempted::judged(Err(error)),
+            }
         }
-    }
+    })
 }
 
 impl Handler<SessionEvent> for QueueConsumerActor {

@@ -14,7 +14,7 @@ use crate::path;
 use crate::recipe::guarded::delete_own_ephemeral_holding;
 use crate::recipe::naming::new_guid;
 use crate::reply::Answer;
-use crate::retry::RetryPolicy;
+use crate::retry::{Attempted, RetryPolicy, retried};
 use crate::session::requests::{CreateMode, Op, OpResult};
 use crate::session::{PinnedSession, SessionHandle, SessionId};
 use tracing::{debug, warn};
@@ -130,13 +130,7 @@ impl Queue {
     }
 
     async fn create_item(&self, prefix: String, data: Vec<u8>) -> Result<String, QueueError> {
-        loop {
-            match self.session.create(&prefix, data.clone(), CreateMode::PersistentSequential).await {
-                Ok(created) => return Ok(path::name(&created.path).to_string()),
-                Err(Error::NoNode { .. }) => self.session.ensure_path(&self.path).await?,
-                Err(err) => return Err(err.into()),
-            }
-        }
+        Ok(self.create_in_queue(&prefix, &data).await?)
     }
 
     /// Appends an item; returns its node name (`qn-<seq>`). Over the size limit: a typed error,
@@ -168,31 +162,39 @@ impl Queue {
         check_item_id(id)?;
         let data = data.into();
         let prefix = path::join(&self.path, &item::prefix(Some(id), None, 0));
-        let mut backoff = self.session.retry_policy().backoff();
+        // Every attempt looks again: a create whose reply was lost may have applied.
+        let attempt = || self.put_once_with_id(id, &prefix, &data);
+        Ok(retried(self.session.retry_policy().backoff(), attempt).await?)
+    }
+
+    /// One attempt of [`put_with_id`](Self::put_with_id): the item queued under `id` if there is
+    /// one, else a new one made.
+    async fn put_once_with_id(&self, id: &str, prefix: &str, data: &[u8]) -> Attempted<String> {
+        // Synced first: the member serving us may not have applied a create whose reply was
+        // lost (ours, or that of a call whose future was dropped), and a listing without it
+        // would queue the item twice. Both sent now: one round trip.
+        let synced = self.session.sync(&self.path);
+        let listed = self.session.children(&self.path);
+        let names = match (synced.await, listed.await) {
+            (Ok(()) | Err(Error::NoNode { .. }), Ok(children)) => items_in_order(children.names),
+            (Ok(()) | Err(Error::NoNode { .. }), Err(Error::NoNode { .. })) => Vec::new(),
+            (Err(err), _) | (_, Err(err)) => return Attempted::judged(Err(err)),
+        };
+        if let Some(existing) = names.into_iter().find(|name| is_item_of(name, id)) {
+            return Attempted::Done(existing);
+        }
+        Attempted::judged(self.create_in_queue(prefix, data).await)
+    }
+
+    /// Creates a sequential item node at `prefix`, making the queue's directory whenever it is
+    /// missing (a container directory may be reaped between its making and the create). Its
+    /// node name.
+    async fn create_in_queue(&self, prefix: &str, data: &[u8]) -> Result<String, Error> {
         loop {
-            // Synced first: the member serving us may not have applied a create whose reply was
-            // lost (ours, or that of a call whose future was dropped), and a listing without it
-            // would queue the item twice. Both sent now: one round trip. Every try looks again:
-            // a create whose reply was lost may have applied.
-            let synced = self.session.sync(&self.path);
-            let listed = self.session.children(&self.path);
-            let names = match (synced.await, listed.await) {
-                (Ok(()) | Err(Error::NoNode { .. }), Ok(children)) => items_in_order(children.names),
-                (Ok(()) | Err(Error::NoNode { .. }), Err(Error::NoNode { .. })) => Vec::new(),
-                (Err(err), _) | (_, Err(err)) if err.is_transient() => {
-                    backoff.retry_after(err).await?;
-                    continue;
-                }
-                (Err(err), _) | (_, Err(err)) => return Err(err.into()),
-            };
-            if let Some(existing) = names.into_iter().find(|name| is_item_of(name, id)) {
-                return Ok(existing);
-            }
-            match self.session.create(&prefix, data.clone(), CreateMode::PersistentSequential).await {
+            match self.session.create(prefix, data.to_vec(), CreateMode::PersistentSequential).await {
                 Ok(created) => return Ok(path::name(&created.path).to_string()),
                 Err(Error::NoNode { .. }) => self.session.ensure_path(&self.path).await?,
-                Err(err) if err.is_transient() => backoff.retry_after(err).await?,
-                Err(err) => return Err(err.into()),
+                Err(err) => return Err(err),
             }
         }
     }
@@ -616,37 +618,41 @@ impl Removal {
     /// did, whatever happened to the item since. No receipt of ours and the item still there:
     /// it did not. Neither: another taker took the item. The receipt is read on the removal's
     /// own session; once that has ended the receipt went with it, and the outcome is
-    /// [`Removed::Unknown`] (an item there may have been put back after ours removed it). Retried until one of these is known: the session's end
-    /// bounds it.
+    /// [`Removed::Unknown`] (an item there may have been put back after ours removed it).
+    /// Retried until one of these is known: the session's end bounds it.
     async fn removal_outcome(&self, lost: Error) -> Result<Removed, Error> {
         debug!(item = %self.item, error = %lost, "a take's removal has an unknown outcome; reading back");
-        let mut backoff = self.policy.without_attempt_limit().backoff();
-        let mut failed = lost.clone();
-        loop {
-            if backoff.retry_after(failed).await.is_err() {
-                return Ok(Removed::Unknown(lost));
+        let backoff = self.policy.without_attempt_limit().backoff();
+        match retried(backoff, || self.read_removal(&lost)).await {
+            Ok(outcome) => outcome,
+            // Only a final error ends the reading: nothing more can be learnt.
+            Err(_) => Ok(Removed::Unknown(lost)),
+        }
+    }
+
+    /// One reading back of whether the removal applied (see
+    /// [`removal_outcome`](Self::removal_outcome)).
+    async fn read_removal(&self, lost: &Error) -> Attempted<Result<Removed, Error>> {
+        let handle = self.session.handle();
+        // Synced first: a server behind the leader may not show the removal yet.
+        let synced = handle.sync(&self.item);
+        let receipt = self.session.get_data(&self.claim);
+        let item = handle.exists(&self.item);
+        let read = async {
+            synced.await?;
+            Ok::<_, Error>((receipt.await, item.await?))
+        }
+        .await;
+        match read {
+            Ok((Ok(claim), _)) if claim.data == self.receipt && claim.stat.ephemeral_owner == self.owner.0 => {
+                Attempted::Done(Ok(Removed::Yes))
             }
-            let handle = self.session.handle();
-            // Synced first: a server behind the leader may not show the removal yet.
-            let synced = handle.sync(&self.item);
-            let receipt = self.session.get_data(&self.claim);
-            let item = handle.exists(&self.item);
-            let read = async {
-                synced.await?;
-                Ok::<_, Error>((receipt.await, item.await?))
-            }
-            .await;
-            failed = match read {
-                Ok((Ok(claim), _)) if claim.data == self.receipt && claim.stat.ephemeral_owner == self.owner.0 => {
-                    return Ok(Removed::Yes);
-                }
-                Ok((Ok(_) | Err(Error::NoNode { .. }), Some(_))) => return Ok(Removed::No),
-                Ok((Ok(_) | Err(Error::NoNode { .. }), None)) => return Err(multi_failed_on_item(&self.item)),
-                // The receipt went with its session: the item there may be one put back by
-                // another taker after ours removed it, so nothing tells.
-                Ok((Err(Error::SessionLost { .. }), _)) => return Ok(Removed::Unknown(lost)),
-                Ok((Err(err), _)) | Err(err) => err,
-            };
+            Ok((Ok(_) | Err(Error::NoNode { .. }), Some(_))) => Attempted::Done(Ok(Removed::No)),
+            Ok((Ok(_) | Err(Error::NoNode { .. }), None)) => Attempted::Done(Err(multi_failed_on_item(&self.item))),
+            // The receipt went with its session: the item there may be one put back by
+            // another taker after ours removed it, so nothing tells.
+            Ok((Err(Error::SessionLost { .. }), _)) => Attempted::Done(Ok(Removed::Unknown(lost.clone()))),
+            Ok((Err(err), _)) | Err(err) => Attempted::Again(err),
         }
     }
 }

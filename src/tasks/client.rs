@@ -14,6 +14,7 @@ use super::error::TaskError;
 use super::layout::{Layout, TaskId};
 use crate::error::Error;
 use crate::path;
+use crate::retry::{Attempted, retried};
 use crate::session::SessionHandle;
 use crate::session::requests::CreateMode;
 use crate::session::requests::Op;
@@ -102,39 +103,27 @@ impl TaskClient {
             Op::Create { path: self.layout.task(id.as_str()), data: data.into(), mode: CreateMode::Persistent },
             Op::Create { path: self.layout.status_of(id.as_str()), data: Vec::new(), mode: CreateMode::Persistent },
         ];
-        // Sent now, so that submissions leave in the order they were made.
-        let first = self.session.multi(ops.clone());
         let session = self.session.clone();
         let layout = self.layout.clone();
-        async move {
-            let mut reply = first;
-            let mut ensured = false;
-            let mut backoff = session.retry_policy().backoff();
-            loop {
+        let backoff = self.session.retry_policy().backoff();
+        // The first attempt is sent now, so that submissions leave in the order they were made.
+        let submitted = retried(backoff, move || {
+            let reply = session.multi(ops.clone());
+            let (session, layout, ops, id) = (session.clone(), layout.clone(), ops.clone(), id.clone());
+            async move {
                 match reply.await {
-                    Ok(_) => return Ok(id),
-                    // Our own earlier attempt applied after all (or an earlier call with this
-                    // id did): the task exists (perhaps already moved on to a worker), or its
-                    // status does. Ids are this client's GUIDs or the caller's own choice, so
-                    // nobody else's task has this one.
-                    Err(Error::Multi { source, .. }) if matches!(*source, Error::NodeExists { .. }) => {
-                        debug!(task = %id, "submission had applied before its reply was lost");
-                        return Ok(id);
+                    Err(Error::Multi { source, .. }) if matches!(*source, Error::NoNode { .. }) => {
+                        // First use of this root: make the directories, then send again.
+                        if let Err(error) = layout.ensure(&session).await {
+                            return Attempted::Failed(error);
+                        }
+                        submission(id, session.multi(ops).await)
                     }
-                    Err(Error::Multi { source, .. }) if !ensured && matches!(*source, Error::NoNode { .. }) => {
-                        // First use of this root: make the directories.
-                        ensured = true;
-                        layout.ensure(&session).await?;
-                    }
-                    Err(error) if error.is_transient() => backoff.retry_after(error).await?,
-                    // Name the real problem (e.g. `DataTooLarge` for the task's path), not the
-                    // transaction around it.
-                    Err(Error::Multi { source, .. }) => return Err((*source).into()),
-                    Err(error) => return Err(error.into()),
+                    answer => submission(id, answer),
                 }
-                reply = session.multi(ops.clone());
             }
-        }
+        });
+        async move { submitted.await.map_err(TaskError::from) }
     }
 
     /// Waits up to `timeout` for the task's result (a watch on its status node, not polling).
@@ -153,29 +142,33 @@ impl TaskClient {
         let root = self.root.clone();
         let id = task.clone();
         let wait = async move {
-            let mut backoff = session.retry_policy().backoff();
             loop {
-                // Withdrawn when this future is dropped (a timeout): nothing is left behind.
-                let (read, fired) = session.get_data_until_dropped(&status);
-                match read.await {
+                let read = retried(session.retry_policy().backoff(), || {
+                    // Withdrawn when this future is dropped (a timeout): nothing is left behind.
+                    let (read, fired) = session.get_data_until_dropped(&status);
+                    async move {
+                        match read.await {
+                            Ok(node) => Attempted::Done(Some((node, fired))),
+                            Err(Error::NoNode { .. }) => Attempted::Done(None),
+                            Err(error) => Attempted::judged(Err(error)),
+                        }
+                    }
+                });
+                match read.await? {
+                    None => return Err(TaskError::UnknownTask { id: id.as_str().to_owned(), root }),
                     // Written twice: the runner gave up, and the data is its reason.
-                    Ok(node) if node.stat.version > 1 => {
+                    Some((node, _)) if node.stat.version > 1 => {
                         return Err(TaskError::Abandoned {
                             id: id.as_str().to_owned(),
                             reason: String::from_utf8_lossy(&node.data).into_owned(),
                         });
                     }
-                    Ok(node) if node.stat.version > 0 => return Ok(node.data),
-                    Ok(_) => {
-                        // Not finished: the watch fires when the result is written (or the
-                        // connection state changes); then read again.
+                    Some((node, _)) if node.stat.version > 0 => return Ok(node.data),
+                    // Not finished: the watch fires when the result is written (or the
+                    // connection state changes); then read again.
+                    Some((_, fired)) => {
                         let _ = fired.await;
                     }
-                    Err(Error::NoNode { .. }) => {
-                        return Err(TaskError::UnknownTask { id: id.as_str().to_owned(), root });
-                    }
-                    Err(error) if error.is_transient() => backoff.retry_after(error).await?,
-                    Err(error) => return Err(error.into()),
                 }
             }
         };
@@ -273,5 +266,25 @@ impl TaskClient {
             }
             Ok(Overview { master, workers, pending, assigned })
         }
+    }
+}
+
+/// What a submission's answer means: a task that exists (made now, or by an earlier attempt or
+/// call whose reply was lost) is submitted.
+fn submission(id: TaskId, answer: Result<Vec<crate::session::requests::OpResult>, Error>) -> Attempted<TaskId> {
+    match answer {
+        Ok(_) => Attempted::Done(id),
+        // Our own earlier attempt applied after all (or an earlier call with this id did): the
+        // task exists (perhaps already moved on to a worker), or its status does. Ids are this
+        // client's GUIDs or the caller's own choice, so nobody else's task has this one.
+        Err(Error::Multi { source, .. }) if matches!(*source, Error::NodeExists { .. }) => {
+            debug!(task = %id, "submission had applied before its reply was lost");
+            Attempted::Done(id)
+        }
+        Err(error) if error.is_transient() => Attempted::Again(error),
+        // Name the real problem (e.g. `DataTooLarge` for the task's path), not the transaction
+        // around it.
+        Err(Error::Multi { source, .. }) => Attempted::Failed(*source),
+        Err(error) => Attempted::Failed(error),
     }
 }

@@ -4,6 +4,7 @@
 //! checks its input, then hands the request to `dispatch`. Does not own `multi` (`multi.rs`).
 
 use super::*;
+use crate::retry::{Attempted, retried};
 
 /// How many times the plain parents of a refused container create are sent when they meet the
 /// connection the refusal closes.
@@ -300,7 +301,7 @@ impl Handler<EnsurePath> for SessionActor {
         // Containers where the server has them, plain persistent parents where it does not.
         let containers = msg.containers && self.features.may_have(crate::session::Feature::Containers);
         let features = self.features.clone();
-        let mut backoff = self.config.retry().with_max_attempts(AFTER_REFUSAL_ATTEMPTS).backoff();
+        let backoff = self.config.retry().with_max_attempts(AFTER_REFUSAL_ATTEMPTS).backoff();
         self.dispatch(span, move |client, _, _| {
             Box::pin(async move {
                 let mode = if containers { CreateMode::Container } else { CreateMode::Persistent };
@@ -311,12 +312,18 @@ impl Handler<EnsurePath> for SessionActor {
                         // The server closes the connection after refusing: the plain create
                         // may meet the closing connection. Making parents is idempotent, so
                         // it is sent again (the client reconnects by itself) a few times.
-                        loop {
-                            match client.mkdir(&msg.path, &plain).await.map_err(|e| Error::from_zk(&msg.path, e)) {
-                                Err(error @ Error::ConnectionLoss { .. }) => backoff.retry_after(error).await?,
-                                made => break made,
+                        let (client, path, plain) = (&client, &msg.path, &plain);
+                        retried(backoff, move || {
+                            let made = client.mkdir(path, plain);
+                            async move {
+                                match made.await.map_err(|e| Error::from_zk(path, e)) {
+                                    Ok(()) => Attempted::Done(()),
+                                    Err(error @ Error::ConnectionLoss { .. }) => Attempted::Again(error),
+                                    Err(error) => Attempted::Failed(error),
+                                }
                             }
-                        }
+                        })
+                        .await
                     }
                     made => made.map_err(|e| Error::from_zk(&msg.path, e)),
                 }
