@@ -136,8 +136,8 @@ impl Backoff {
     }
 
     /// Sleeps before the next attempt and returns `Ok`, or returns `error` when the
-    /// [verdict](Self::verdict) is to give up: for the retry loops written as `async` blocks.
-    pub(crate) async fn retry_after(&mut self, error: Error) -> Result<(), Error> {
+    /// [verdict](Self::verdict) is to give up: the wait of [`retried`], the one loop.
+    async fn retry_after(&mut self, error: Error) -> Result<(), Error> {
         match self.verdict(&error) {
             Verdict::RetryAfter(delay) => {
                 tokio::time::sleep(delay).await;

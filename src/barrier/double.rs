@@ -28,11 +28,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::{Instrument, debug, debug_span, info};
 
-use super::{BarrierError, CLEANUP_GRACE, READY_NODE, pause, validate, within};
+use super::{BarrierError, CLEANUP_GRACE, READY_NODE, validate, within};
 use crate::error::Error;
 use crate::path;
 use crate::recipe::delete_until_gone;
 use crate::recipe::naming::new_guid;
+use crate::retry::{Attempted, retried};
 use crate::session::SessionHandle;
 use crate::session::WatchEventKind;
 use crate::session::requests::CreateMode;
@@ -225,7 +226,13 @@ impl Member {
     /// Curator's `enter` and `internalEnter`, restarted from the top whenever the outcome of a
     /// request is unknown or the session ended (every step is safe to repeat).
     async fn enter(&self) -> Result<(), BarrierError> {
-        let mut backoff = self.session.retry_policy().backoff();
+        Ok(retried(self.session.retry_policy().backoff(), || self.enter_pass()).await?)
+    }
+
+    /// One pass of [`enter`](Self::enter): restarted at once where the algorithm starts again
+    /// (our node had to be replaced, the directory was made or went, the session ended), and
+    /// after the backoff's delay where a request failed for a passing reason.
+    async fn enter_pass(&self) -> Attempted<()> {
         let session = &self.session;
         'top: loop {
             // Sent in this order, in one round trip: the watch on `ready` is in place before our
@@ -235,67 +242,53 @@ impl Member {
             let (ready, created) = futures::join!(ready, created);
             let ready = match ready {
                 Ok(stat) => stat.is_some(),
-                Err(error) if error.is_transient() => {
+                Err(error) => {
                     debug!(%error, "reading `ready` failed; starting again");
-                    pause(&mut backoff, error).await?;
-                    continue 'top;
+                    return Attempted::judged(Err(error));
                 }
-                Err(error) => return Err(error.into()),
             };
             match created {
                 Ok(_) => debug!("member node created"),
-                Err(Error::NodeExists { .. }) => {
-                    if !self.adopt(&mut backoff).await? {
-                        continue 'top;
-                    }
-                }
+                Err(Error::NodeExists { .. }) => match self.adopt().await {
+                    Attempted::Done(true) => {}
+                    Attempted::Done(false) => continue 'top,
+                    Attempted::Again(error) => return Attempted::Again(error),
+                    Attempted::Failed(error) => return Attempted::Failed(error),
+                },
                 Err(Error::NoNode { .. }) => {
                     // First use of this path: create it and its parents as containers, as
                     // Curator's `creatingParentContainersIfNeeded` does.
-                    let ensured = session.request(EnsurePath { path: self.path.clone(), containers: true }).await;
-                    match ensured {
-                        Ok(()) => {}
-                        Err(error) if error.is_transient() => pause(&mut backoff, error).await?,
-                        Err(error) => return Err(error.into()),
+                    match session.request(EnsurePath { path: self.path.clone(), containers: true }).await {
+                        Ok(()) => continue 'top,
+                        Err(error) => return Attempted::judged(Err(error)),
                     }
-                    continue 'top;
                 }
-                Err(error) if error.is_transient() => {
-                    debug!(%error, "creating our node: outcome unknown; starting again");
-                    pause(&mut backoff, error).await?;
-                    continue 'top;
+                Err(error) => {
+                    debug!(%error, "creating our node failed; starting again if the outcome is unknown");
+                    return Attempted::judged(Err(error));
                 }
-                Err(error) => return Err(error.into()),
             }
             if ready {
                 debug!("`ready` exists: the barrier is open");
-                return Ok(());
+                return Attempted::Done(());
             }
             let mut fired = fired;
             loop {
                 let members = match session.children(&self.path).await {
                     Ok(children) => children.names.iter().filter(|name| *name != READY_NODE).count(),
-                    Err(error) if error.is_transient() => {
-                        pause(&mut backoff, error).await?;
-                        continue 'top;
-                    }
                     // The directory went, and our node with it (a new session came meanwhile).
                     Err(Error::NoNode { .. }) => continue 'top,
-                    Err(error) => return Err(error.into()),
+                    Err(error) => return Attempted::judged(Err(error)),
                 };
                 if members >= self.member_count {
-                    match session.create(&self.ready_path, Vec::new(), CreateMode::Persistent).await {
+                    return match session.create(&self.ready_path, Vec::new(), CreateMode::Persistent).await {
                         Ok(_) => {
                             debug!(members, "count complete: created `ready`");
-                            return Ok(());
+                            Attempted::Done(())
                         }
-                        Err(Error::NodeExists { .. }) => return Ok(()),
-                        Err(error) if error.is_transient() => {
-                            pause(&mut backoff, error).await?;
-                            continue 'top;
-                        }
-                        Err(error) => return Err(error.into()),
-                    }
+                        Err(Error::NodeExists { .. }) => Attempted::Done(()),
+                        Err(error) => Attempted::judged(Err(error)),
+                    };
                 }
                 debug!(members, "waiting for `ready`");
                 match fired.await {
@@ -303,7 +296,7 @@ impl Member {
                     // tells a watch it could not carry `DataChanged` ("read again"), below.
                     Ok(event) if event.kind == WatchEventKind::NodeCreated => {
                         debug!("`ready` created: the barrier is open");
-                        return Ok(());
+                        return Attempted::Done(());
                     }
                     Ok(event) if event.kind == WatchEventKind::SessionEnded => {
                         info!("session ended while waiting to enter; entering again on the new session");
@@ -315,13 +308,9 @@ impl Member {
                 // Watch again; `ready` existing now means the barrier is open.
                 let (ready, again) = session.exists_until_dropped(&self.ready_path);
                 match ready.await {
-                    Ok(Some(_)) => return Ok(()),
+                    Ok(Some(_)) => return Attempted::Done(()),
                     Ok(None) => fired = again,
-                    Err(error) if error.is_transient() => {
-                        pause(&mut backoff, error).await?;
-                        continue 'top;
-                    }
-                    Err(error) => return Err(error.into()),
+                    Err(error) => return Attempted::judged(Err(error)),
                 }
             }
         }
@@ -329,55 +318,64 @@ impl Member {
 
     /// Our node already exists: keep it if the current session owns it (a create whose reply
     /// was lost, or a second `enter`), otherwise delete it (a node of an ended session of
-    /// ours) so that it can be created again. `Ok(true)`: adopted.
-    async fn adopt(&self, backoff: &mut crate::retry::Backoff) -> Result<bool, BarrierError> {
+    /// ours) so that it can be created again. `Done(true)`: adopted; `Done(false)`: start again.
+    async fn adopt(&self) -> Attempted<bool> {
         let (stat, current) = futures::join!(self.session.exists(&self.our_path), self.session.session());
         match (stat, current) {
             (Ok(Some(stat)), Some(current)) if stat.ephemeral_owner == current.session_id.0 => {
                 debug!("our node exists under the current session: adopted");
-                Ok(true)
+                Attempted::Done(true)
             }
             (Ok(Some(stat)), Some(_)) => {
                 debug!(owner = stat.ephemeral_owner, "our node belongs to an ended session: replacing it");
                 match self.session.delete(&self.our_path, Some(stat.version)).await {
-                    Ok(()) | Err(Error::NoNode { .. }) | Err(Error::BadVersion { .. }) => {}
-                    Err(error) if error.is_transient() => pause(backoff, error).await?,
-                    Err(error) => return Err(error.into()),
+                    Ok(()) | Err(Error::NoNode { .. }) | Err(Error::BadVersion { .. }) => Attempted::Done(false),
+                    Err(error) => Attempted::judged(Err(error)),
                 }
-                Ok(false)
             }
-            (Ok(None), _) => Ok(false),
-            (Err(error), _) if !error.is_transient() => Err(error.into()),
-            (Err(error), _) => {
-                pause(backoff, error).await?;
-                Ok(false)
-            }
+            (Ok(None), _) => Attempted::Done(false),
+            (Err(error), _) => Attempted::judged(Err(error)),
             // No live session to compare owners with (it is being rebuilt): as a lost connection.
-            (Ok(Some(_)), None) => {
-                pause(backoff, Error::ConnectionLoss { path: self.our_path.clone() }).await?;
-                Ok(false)
-            }
+            (Ok(Some(_)), None) => Attempted::Again(Error::ConnectionLoss { path: self.our_path.clone() }),
         }
     }
 
     /// Curator's `internalLeave`, then the deletion of `ready`.
     async fn leave(&self) -> Result<(), BarrierError> {
-        let mut backoff = self.session.retry_policy().backoff();
-        let session = &self.session;
         // The barrier's pzxid at our first listing: every member node that existed when we
-        // began leaving has a czxid at most this.
-        let mut began: Option<i64> = None;
+        // began leaving has a czxid at most this. Kept across passes.
+        let began = std::cell::Cell::new(None);
+        retried(self.session.retry_policy().backoff(), || self.leave_pass(&began)).await?;
+        // As Curator does: the round is over, so `ready` goes (every member tries; the first wins).
+        let deleted = retried(self.session.retry_policy().backoff(), || {
+            let deleted = self.session.delete(&self.ready_path, None);
+            async move {
+                match deleted.await {
+                    Ok(()) | Err(Error::NoNode { .. }) => Attempted::Done(()),
+                    Err(error) => Attempted::judged(Err(error)),
+                }
+            }
+        });
+        Ok(deleted.await?)
+    }
+
+    /// One pass of [`leave`](Self::leave)'s wait for the others: started again after the
+    /// backoff's delay where a request failed for a passing reason.
+    async fn leave_pass(&self, began: &std::cell::Cell<Option<i64>>) -> Attempted<()> {
+        let session = &self.session;
         loop {
             let listing = match session.children(&self.path).await {
                 Ok(children) => children,
-                Err(Error::NoNode { .. }) => break,
-                Err(error) if error.is_transient() => {
-                    pause(&mut backoff, error).await?;
-                    continue;
-                }
-                Err(error) => return Err(error.into()),
+                Err(Error::NoNode { .. }) => return Attempted::Done(()),
+                Err(error) => return Attempted::judged(Err(error)),
             };
-            let began = *began.get_or_insert(listing.stat.pzxid);
+            let began = match began.get() {
+                Some(zxid) => zxid,
+                None => {
+                    began.set(Some(listing.stat.pzxid));
+                    listing.stat.pzxid
+                }
+            };
             let mut members: Vec<String> = listing.names.into_iter().filter(|name| name != READY_NODE).collect();
             members.sort();
             let present = members.contains(&self.id);
@@ -387,26 +385,18 @@ impl Member {
                 // member that already finished leaving and entered the next round.
                 members = match self.created_by(members, began).await {
                     Ok(members) => members,
-                    Err(error) if error.is_transient() => {
-                        pause(&mut backoff, error).await?;
-                        continue;
-                    }
-                    Err(error) => return Err(error.into()),
+                    Err(error) => return Attempted::judged(Err(error)),
                 };
             }
             if members.is_empty() {
-                break;
+                return Attempted::Done(());
             }
             if present && members.len() == 1 {
                 debug!("we are the last member: deleting our node");
-                match session.delete(&self.our_path, None).await {
-                    Ok(()) | Err(Error::NoNode { .. }) => break,
-                    Err(error) if error.is_transient() => {
-                        pause(&mut backoff, error).await?;
-                        continue;
-                    }
-                    Err(error) => return Err(error.into()),
-                }
+                return match session.delete(&self.our_path, None).await {
+                    Ok(()) | Err(Error::NoNode { .. }) => Attempted::Done(()),
+                    Err(error) => Attempted::judged(Err(error)),
+                };
             }
             let lowest = present && members[0] == self.id;
             let watched = if lowest { &members[members.len() - 1] } else { &members[0] };
@@ -416,14 +406,12 @@ impl Member {
             if let Some(deleted) = deleted {
                 match deleted.await {
                     Ok(()) | Err(Error::NoNode { .. }) => debug!("our node deleted"),
-                    Err(error) if error.is_transient() => {
-                        // Do not wait while our node may still be there (someone may be waiting
-                        // for it): list again, and delete again if it is still there.
-                        debug!(%error, "deleting our node: outcome unknown");
-                        pause(&mut backoff, error).await?;
-                        continue;
+                    // Do not wait while our node may still be there (someone may be waiting for
+                    // it): list again, and delete again if it is still there.
+                    Err(error) => {
+                        debug!(%error, "deleting our node failed; listing again if the outcome is unknown");
+                        return Attempted::judged(Err(error));
                     }
-                    Err(error) => return Err(error.into()),
                 }
             }
             match stat {
@@ -433,16 +421,7 @@ impl Member {
                     let _ = fired.await;
                 }
                 Ok(None) => {}
-                Err(error) if error.is_transient() => pause(&mut backoff, error).await?,
-                Err(error) => return Err(error.into()),
-            }
-        }
-        // As Curator does: the round is over, so `ready` goes (every member tries; the first wins).
-        loop {
-            match session.delete(&self.ready_path, None).await {
-                Ok(()) | Err(Error::NoNode { .. }) => return Ok(()),
-                Err(error) if error.is_transient() => pause(&mut backoff, error).await?,
-                Err(error) => return Err(error.into()),
+                Err(error) => return Attempted::judged(Err(error)),
             }
         }
     }

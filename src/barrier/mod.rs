@@ -75,9 +75,14 @@ async fn within<F: Future>(deadline: Option<Instant>, fut: F) -> Option<F::Outpu
     }
 }
 
-/// Waits before a retry, longer after each, or gives up with `error` (the session's policy).
-async fn pause(backoff: &mut crate::retry::Backoff, error: crate::error::Error) -> Result<(), crate::error::Error> {
-    backoff.retry_after(error).await
+/// What a failed step of `set` or `remove` comes to: passing trouble (an outcome unknown, a
+/// connection down) is worth another attempt until `budget`; anything else, or later, ends it.
+fn within_budget<T>(error: crate::error::Error, budget: Instant) -> crate::retry::Attempted<T> {
+    if error.is_transient() && Instant::now() < budget {
+        crate::retry::Attempted::Again(error)
+    } else {
+        crate::retry::Attempted::Failed(error)
+    }
 }
 
 #[cfg(test)]

@@ -10,9 +10,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::{Instrument, debug, debug_span};
 
-use super::{BarrierError, OUTAGE_BUDGET, pause, validate, within};
+use super::{BarrierError, OUTAGE_BUDGET, validate, within, within_budget};
 use crate::error::Error;
 use crate::path;
+use crate::retry::{Attempted, retried};
 use crate::session::SessionHandle;
 use crate::session::WatchEventKind;
 use crate::session::requests::CreateMode;
@@ -61,32 +62,28 @@ impl DistributedBarrier {
         let barrier = self.path.clone();
         let span = debug_span!("barrier.set", path = %barrier);
         async move {
-            let mut backoff = session.retry_policy().backoff();
             let budget = Instant::now() + OUTAGE_BUDGET;
-            let mut ensured = false;
-            loop {
-                match session.create(&barrier, Vec::new(), CreateMode::Persistent).await {
-                    Ok(_) | Err(Error::NodeExists { .. }) => return Ok(()),
-                    Err(Error::NoNode { .. }) if !ensured => {
-                        ensured = true;
-                        if let Some(parent) = path::parent(&barrier).filter(|p| *p != "/") {
-                            match session.ensure_path(parent).await {
-                                Ok(()) => {}
-                                Err(error) if error.is_transient() && Instant::now() < budget => {
-                                    pause(&mut backoff, error).await?
-                                }
-                                Err(error) => return Err(error.into()),
-                            }
+            let set = retried(session.retry_policy().backoff(), || async {
+                let created = match session.create(&barrier, Vec::new(), CreateMode::Persistent).await {
+                    Err(Error::NoNode { .. }) => {
+                        if let Some(parent) = path::parent(&barrier).filter(|p| *p != "/")
+                            && let Err(error) = session.ensure_path(parent).await
+                        {
+                            return within_budget(error, budget);
                         }
+                        session.create(&barrier, Vec::new(), CreateMode::Persistent).await
                     }
-                    Err(error) if error.is_transient() && Instant::now() < budget => {
-                        debug!(%error, "set: outcome unknown; sending again");
-                        ensured = false;
-                        pause(&mut backoff, error).await?;
+                    created => created,
+                };
+                match created {
+                    Ok(_) | Err(Error::NodeExists { .. }) => Attempted::Done(()),
+                    Err(error) => {
+                        debug!(%error, "set failed; sending again if the outcome is unknown");
+                        within_budget(error, budget)
                     }
-                    Err(error) => return Err(error.into()),
                 }
-            }
+            });
+            Ok(set.await?)
         }
         .instrument(span)
     }
@@ -103,18 +100,17 @@ impl DistributedBarrier {
         let barrier = self.path.clone();
         let span = debug_span!("barrier.remove", path = %barrier);
         async move {
-            let mut backoff = session.retry_policy().backoff();
             let budget = Instant::now() + OUTAGE_BUDGET;
-            loop {
+            let removed = retried(session.retry_policy().backoff(), || async {
                 match session.delete(&barrier, None).await {
-                    Ok(()) | Err(Error::NoNode { .. }) => return Ok(()),
-                    Err(error) if error.is_transient() && Instant::now() < budget => {
-                        debug!(%error, "remove: outcome unknown; sending again");
-                        pause(&mut backoff, error).await?;
+                    Ok(()) | Err(Error::NoNode { .. }) => Attempted::Done(()),
+                    Err(error) => {
+                        debug!(%error, "remove failed; sending again if the outcome is unknown");
+                        within_budget(error, budget)
                     }
-                    Err(error) => return Err(error.into()),
                 }
-            }
+            });
+            Ok(removed.await?)
         }
         .instrument(span)
     }
@@ -134,20 +130,25 @@ impl DistributedBarrier {
         let span = debug_span!("barrier.wait", path = %barrier);
         let deadline = timeout.map(|t| Instant::now() + t);
         let waiting = async move {
-            let mut backoff = session.retry_policy().backoff();
             loop {
-                // Withdrawn if this wait is dropped: a caller that gives up leaves no watch.
-                let (stat, fired) = session.exists_until_dropped(&barrier);
-                match stat.await {
-                    Ok(None) => return Ok(()),
-                    Ok(Some(_)) => match fired.await {
+                let looked = retried(session.retry_policy().backoff(), || {
+                    // Withdrawn if this wait is dropped: a caller that gives up leaves no watch.
+                    let (stat, fired) = session.exists_until_dropped(&barrier);
+                    async move {
+                        match stat.await {
+                            Ok(stat) => Attempted::Done((stat, fired)),
+                            Err(error) => Attempted::judged(Err(error)),
+                        }
+                    }
+                });
+                match looked.await? {
+                    (None, _) => return Ok(()),
+                    (Some(_), fired) => match fired.await {
                         Ok(event) if event.kind == WatchEventKind::NodeDeleted => return Ok(()),
                         // Created again, changed, or the session ended: look again.
                         Ok(event) => debug!(kind = ?event.kind, "barrier watch fired; checking again"),
                         Err(_) => debug!("barrier watch dropped; checking again"),
                     },
-                    Err(error) if error.is_transient() => pause(&mut backoff, error).await?,
-                    Err(error) => return Err(BarrierError::from(error)),
                 }
             }
         };
