@@ -217,6 +217,28 @@ where
     }
 }
 
+/// The one retry machinery, on an actor's side: a step that failed with `error` is made again
+/// by `again` after the backoff's delay (on the actor's context, so only while the actor lives),
+/// or the backoff gives up and `error` comes back for the actor to report.
+pub(crate) fn again_later<A>(
+    backoff: &mut Backoff,
+    error: Error,
+    ctx: &mut A::Context,
+    again: impl FnOnce(&mut A, &mut A::Context) + 'static,
+) -> Result<(), Error>
+where
+    A: actix::Actor,
+    A::Context: actix::AsyncContext<A>,
+{
+    match backoff.verdict(&error) {
+        Verdict::RetryAfter(delay) => {
+            actix::AsyncContext::run_later(ctx, delay, again);
+            Ok(())
+        }
+        Verdict::GiveUp => Err(error),
+    }
+}
+
 /// A number in `[0, 1)`, different on every call and in every process (jitter needs no more).
 fn random_unit() -> f64 {
     use std::collections::hash_map::RandomState;
@@ -231,6 +253,44 @@ fn random_unit() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An actor whose step always fails for a passing reason, made again by [`again_later`].
+    struct Stepper {
+        backoff: Backoff,
+        attempts: u32,
+        gave_up: Option<tokio::sync::oneshot::Sender<(u32, Error)>>,
+    }
+
+    impl actix::Actor for Stepper {
+        type Context = actix::Context<Self>;
+
+        fn started(&mut self, ctx: &mut Self::Context) {
+            self.step(ctx);
+        }
+    }
+
+    impl Stepper {
+        fn step(&mut self, ctx: &mut actix::Context<Self>) {
+            self.attempts += 1;
+            let error = Error::ConnectionLoss { path: format!("/attempt-{}", self.attempts) };
+            if let Err(error) = again_later(&mut self.backoff, error, ctx, |act: &mut Self, ctx| act.step(ctx))
+                && let Some(gave_up) = self.gave_up.take()
+            {
+                let _ = gave_up.send((self.attempts, error));
+            }
+        }
+    }
+
+    #[actix_rt::test]
+    async fn an_actors_step_is_made_again_until_the_backoff_gives_up_with_the_last_error() {
+        let backoff =
+            RetryPolicy::new(Duration::from_millis(1), Duration::from_millis(1)).with_max_attempts(3).backoff();
+        let (gave_up, told) = tokio::sync::oneshot::channel();
+        let _stepper = actix::Actor::start(Stepper { backoff, attempts: 0, gave_up: Some(gave_up) });
+        let (attempts, error) = told.await.expect("the backoff gave up");
+        assert_eq!(attempts, 3);
+        assert!(matches!(error, Error::ConnectionLoss { path } if path == "/attempt-3"));
+    }
 
     #[test]
     fn delays_double_up_to_the_cap() {

@@ -36,7 +36,7 @@ use super::messages::*;
 use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::path;
-use crate::retry::{Backoff, Verdict};
+use crate::retry::{Backoff, again_later};
 use crate::session::requests::PersistentWatchMode;
 use crate::session::requests::Stat;
 use crate::session::{Feature, SessionEvent, SessionHandle, WatchEvent, WatchEventKind, WatchId, WatchRefusal};
@@ -419,11 +419,8 @@ impl CacheActor {
             }
             // A load that failed before any reconnect comes (e.g. a request timeout) tries again.
             if self.phase == Phase::Loading {
-                match self.backoff.verdict(&error) {
-                    Verdict::RetryAfter(delay) => {
-                        ctx.run_later(delay, |act, _| act.start_walk());
-                    }
-                    Verdict::GiveUp => self.fail(error, ctx),
+                if let Err(error) = again_later(&mut self.backoff, error, ctx, |act: &mut Self, _| act.start_walk()) {
+                    self.fail(error, ctx);
                 }
             }
             return;

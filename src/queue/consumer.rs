@@ -30,7 +30,7 @@ use crate::path;
 use crate::recipe::FencingToken;
 use crate::recipe::guarded::{FencedDelete, delete_fenced, delete_own_ephemeral_holding};
 use crate::reply::{Answer, Pending, Reply};
-use crate::retry::{Attempted, Backoff, RetryPolicy, Verdict, retried};
+use crate::retry::{Attempted, Backoff, RetryPolicy, Verdict, again_later, retried};
 use crate::session::requests::{CreateMode, NodeData, Op};
 use crate::session::{PinnedSession, SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
@@ -300,15 +300,14 @@ impl QueueConsumerActor {
                     let ensure = act.session.ensure_path(&act.config.queue);
                     ctx.spawn(ensure.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
                 }
-                Err(err) => match act.backoff.verdict(&err) {
-                    Verdict::RetryAfter(delay) => {
-                        // What the last listing found is no longer known to be all there is.
-                        act.listed = false;
-                        debug!(parent: &act.span, error = %err, "listing failed; retrying");
-                        ctx.run_later(delay, |act, ctx| act.fill(ctx));
+                Err(err) => {
+                    // What the last listing found is no longer known to be all there is.
+                    act.listed = false;
+                    debug!(parent: &act.span, error = %err, "listing failed");
+                    if let Err(err) = again_later(&mut act.backoff, err, ctx, |act: &mut Self, ctx| act.fill(ctx)) {
+                        act.give_up(err, ctx);
                     }
-                    Verdict::GiveUp => act.give_up(err, ctx),
-                },
+                }
             }
         }));
     }
@@ -478,14 +477,15 @@ impl QueueConsumerActor {
                             act.set_item_aside(&id, &error);
                             act.fill(ctx);
                         }
-                        Err(error) => match act.backoff.verdict(&error) {
-                            Verdict::RetryAfter(delay) => {
-                                debug!(parent: &act.span, %id, %error, "take failed; retrying");
-                                act.candidates.push_front(id);
-                                ctx.run_later(delay, |act, ctx| act.fill(ctx));
+                        Err(error) => {
+                            debug!(parent: &act.span, %id, %error, "take failed");
+                            act.candidates.push_front(id);
+                            if let Err(error) =
+                                again_later(&mut act.backoff, error, ctx, |act: &mut Self, ctx| act.fill(ctx))
+                            {
+                                act.give_up(error, ctx);
                             }
-                            Verdict::GiveUp => act.give_up(error, ctx),
-                        },
+                        }
                     }
                 }));
             }

@@ -45,7 +45,7 @@ use super::known_heads;
 use super::naming::{self, Rule, Standing};
 use crate::error::Error;
 use crate::path;
-use crate::retry::{Attempted, Backoff, RetryPolicy, Verdict, retried};
+use crate::retry::{Attempted, Backoff, RetryPolicy, again_later, retried};
 use crate::session::requests::{Children, CreateMode, Created, EnsurePath};
 use crate::session::{PinnedSession, SessionEvent, SessionHandle, SessionId, WatchEvent, WatchEventKind};
 use crate::token::FencingToken;
@@ -732,11 +732,8 @@ impl Contender {
 
     /// After a step failed with `error`: `step` again after the policy's delay, or give up.
     fn retry_or_fail(&mut self, error: Error, ctx: &mut Context<Self>, step: fn(&mut Self, &mut Context<Self>)) {
-        match self.backoff.verdict(&error) {
-            Verdict::RetryAfter(delay) => {
-                ctx.run_later(delay, step);
-            }
-            Verdict::GiveUp => self.fail(error, ctx),
+        if let Err(error) = again_later(&mut self.backoff, error, ctx, step) {
+            self.fail(error, ctx);
         }
     }
 

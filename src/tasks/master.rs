@@ -19,7 +19,7 @@ use crate::election::{self, ElectionActor, ElectionConfig, ElectionEvent};
 use crate::events::{Listen, Subscribers};
 use crate::recipe::ConnectionPolicy;
 use crate::recipe::naming::default_participant_id;
-use crate::retry::{Backoff, RetryPolicy, Verdict};
+use crate::retry::{Backoff, RetryPolicy, again_later};
 use crate::session::SessionHandle;
 
 type StrategyFactory = Rc<dyn Fn() -> Box<dyn AssignStrategy>>;
@@ -144,16 +144,13 @@ impl TaskMaster {
         let ensured = self.layout.ensure(&self.session);
         ctx.wait(ensured.into_actor(self).map(|ensured, act, ctx| match ensured {
             Ok(()) => act.join_election(ctx),
-            Err(error) => match act.backoff.verdict(&error) {
-                Verdict::RetryAfter(delay) => {
-                    debug!(parent: &act.span, %error, "cannot create the directories yet; trying again");
-                    ctx.run_later(delay, |act, ctx| act.prepare(ctx));
-                }
-                Verdict::GiveUp => {
+            Err(error) => {
+                debug!(parent: &act.span, %error, "cannot create the directories yet");
+                if let Err(error) = again_later(&mut act.backoff, error, ctx, |act: &mut Self, ctx| act.prepare(ctx)) {
                     warn!(parent: &act.span, %error, "cannot create the master-worker directories");
                     act.broadcast(MasterEvent::MasterFailed { error });
                 }
-            },
+            }
         }));
     }
 

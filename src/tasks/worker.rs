@@ -26,7 +26,7 @@ use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::recipe::guarded::delete_own_ephemeral;
 use crate::recipe::registration::{NextStep, RegisterError, next_step, register_ephemeral};
-use crate::retry::{Attempted, Backoff, RetryPolicy, Verdict, retried};
+use crate::retry::{Attempted, Backoff, RetryPolicy, again_later, retried};
 use crate::session::requests::Goodbye;
 use crate::session::requests::Op;
 use crate::session::{IntoActorFree, SessionEvent, SessionHandle, WatchEvent};
@@ -282,16 +282,13 @@ impl TaskWorker {
                     }));
                     return;
                 }
-                Err(error) => match act.backoff.verdict(&error) {
-                    Verdict::RetryAfter(delay) => {
-                        debug!(parent: &act.span, %error, "cannot list assignments; trying again");
-                        ctx.run_later(delay, |act, ctx| act.list(ctx));
-                    }
-                    Verdict::GiveUp => {
+                Err(error) => {
+                    debug!(parent: &act.span, %error, "cannot list assignments");
+                    if let Err(error) = again_later(&mut act.backoff, error, ctx, |act: &mut Self, ctx| act.list(ctx)) {
                         act.give_up(error, ctx);
                         return;
                     }
-                },
+                }
             }
             if std::mem::take(&mut act.list_again) {
                 act.list(ctx);
@@ -334,13 +331,11 @@ impl TaskWorker {
                     // Moved away (NoNode), or the connection dropped: the next listing
                     // decides.
                     debug!(parent: &act.span, %task, %error, "cannot read the task");
-                    if !matches!(error, Error::NoNode { .. }) {
-                        match act.backoff.verdict(&error) {
-                            Verdict::RetryAfter(delay) => {
-                                ctx.run_later(delay, |act, ctx| act.list(ctx));
-                            }
-                            Verdict::GiveUp => act.give_up(error, ctx),
-                        }
+                    if !matches!(error, Error::NoNode { .. })
+                        && let Err(error) =
+                            again_later(&mut act.backoff, error, ctx, |act: &mut Self, ctx| act.list(ctx))
+                    {
+                        act.give_up(error, ctx);
                     }
                     None
                 }
@@ -398,15 +393,17 @@ impl TaskWorker {
         };
         // Not limited: a result given up on while our session lives would leave the task assigned
         // to us, and nobody would ever finish it.
-        let mut backoff = self.retry.without_attempt_limit().backoff();
+        let backoff = self.retry.without_attempt_limit().backoff();
         let write = async move {
             if ended {
                 // Known before anything is sent: the registration is gone, the master has the
                 // task back.
                 return Finish::Discarded(DiscardReason::Reassigned);
             }
-            let mut unsure = false;
-            loop {
+            // Only a result that may have been written can explain a `BadVersion` later; one
+            // never sent (`Timeout`) means another finish got there.
+            let unsure = std::cell::Cell::new(false);
+            let recorded = retried(backoff, || {
                 let mut ops = match &record {
                     Record::Result(result) => {
                         vec![Op::SetData { path: status.clone(), data: result.clone(), version: Some(0) }]
@@ -418,38 +415,39 @@ impl TaskWorker {
                 };
                 let delete_at = ops.len();
                 ops.push(Op::Delete { path: assignment.clone(), version: None });
-                match session.multi(ops).await {
-                    Ok(_) => return Finish::Recorded,
-                    Err(Error::Multi { index: 0, source }) => {
-                        let reason = match *source {
-                            // Our session lives, so this is our own earlier attempt.
-                            Error::BadVersion { .. } if unsure => return Finish::Recorded,
-                            Error::BadVersion { .. } => DiscardReason::AlreadyFinished,
-                            Error::NoNode { .. } => DiscardReason::Forgotten,
-                            other => return Finish::Failed(other.into()),
-                        };
-                        // Nobody needs the assignment any more.
-                        let _ = session.delete(&assignment, None).await;
-                        return Finish::Discarded(reason);
-                    }
-                    Err(Error::Multi { index, .. }) if index == delete_at => {
-                        return Finish::Discarded(DiscardReason::Reassigned);
-                    }
-                    // The session ended with the write's outcome unknown (its reply lost, or the
-                    // request still on its way): it may have applied in the session's last
-                    // moments, and nothing later can tell whose write the status holds.
-                    Err(Error::SessionLost { .. }) => return Finish::Unknown,
-                    Err(error) if error.is_transient() => {
-                        // Only a result that may have been written can explain a `BadVersion`
-                        // later; one never sent (`Timeout`) means another finish got there.
-                        unsure |= error.outcome_unknown();
-                        if let Verdict::RetryAfter(delay) = backoff.verdict(&error) {
-                            tokio::time::sleep(delay).await;
+                let written = session.multi(ops);
+                let (session, assignment, unsure) = (&session, &assignment, &unsure);
+                async move {
+                    match written.await {
+                        Ok(_) => Attempted::Done(Finish::Recorded),
+                        Err(Error::Multi { index: 0, source }) => {
+                            let reason = match *source {
+                                // Our session lives, so this is our own earlier attempt.
+                                Error::BadVersion { .. } if unsure.get() => return Attempted::Done(Finish::Recorded),
+                                Error::BadVersion { .. } => DiscardReason::AlreadyFinished,
+                                Error::NoNode { .. } => DiscardReason::Forgotten,
+                                other => return Attempted::Done(Finish::Failed(other.into())),
+                            };
+                            // Nobody needs the assignment any more.
+                            let _ = session.delete(assignment, None).await;
+                            Attempted::Done(Finish::Discarded(reason))
                         }
+                        Err(Error::Multi { index, .. }) if index == delete_at => {
+                            Attempted::Done(Finish::Discarded(DiscardReason::Reassigned))
+                        }
+                        // The session ended with the write's outcome unknown (its reply lost, or
+                        // the request still on its way): it may have applied in the session's
+                        // last moments, and nothing later can tell whose write the status holds.
+                        Err(Error::SessionLost { .. }) => Attempted::Done(Finish::Unknown),
+                        Err(error) if error.is_transient() => {
+                            unsure.set(unsure.get() || error.outcome_unknown());
+                            Attempted::Again(error)
+                        }
+                        Err(error) => Attempted::Done(Finish::Failed(error.into())),
                     }
-                    Err(error) => return Finish::Failed(error.into()),
                 }
-            }
+            });
+            recorded.await.unwrap_or_else(|error| Finish::Failed(error.into()))
         };
         ctx.spawn(write.into_actor_free().map(move |finish, act: &mut Self, ctx| {
             act.running.remove(&task);
