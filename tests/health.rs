@@ -516,3 +516,114 @@ async fn every_recipe_kind_reports_and_leaves_the_board() {
     s.close().await;
     other.close().await;
 }
+
+/// Each handle reads its own recipe's entry (`health()`), also where two recipes of one kind
+/// share a path (a lock's holder and its waiter), and `None` once its recipe has stopped.
+#[actix_rt::test]
+async fn every_handle_reads_its_own_entry_and_none_once_stopped() {
+    use actix_zookeeper::counter::{SharedCountConfig, SharedCountHandle};
+    use actix_zookeeper::discovery::{DiscoveryConfig, ServiceDiscovery, ServiceInstance};
+    use actix_zookeeper::election::ElectionObserverHandle;
+    use actix_zookeeper::health::RecipeHealth;
+    use actix_zookeeper::lock::{SemaphoreConfig, SemaphoreHandle};
+    use actix_zookeeper::persistent::{PersistentNodeConfig, PersistentNodeHandle, PersistentTtlNode};
+    use actix_zookeeper::shared::{SharedValueConfig, SharedValueHandle};
+
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("health-handles");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let reads = |what: &str, health: Option<RecipeHealth>, kind: &str, path: &str, state: RecipeState| {
+        let health = health.unwrap_or_else(|| panic!("{what}: no entry"));
+        assert_eq!((health.kind, health.path.as_str(), &health.state), (kind, path, &state), "{what}");
+    };
+    async fn entry(what: &str, read: impl Fn() -> Option<RecipeHealth>, state: RecipeState) -> RecipeHealth {
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            match read() {
+                Some(health) if health.state == state => return health,
+                other => assert!(std::time::Instant::now() < deadline, "{what}: {other:?}, not {state:?}"),
+            }
+            actix_rt::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    let holder = LockHandle::start(s.clone(), LockConfig::new("/lock"));
+    let grant = bounded("acquire", holder.acquire(None)).await.expect("held");
+    let waiter = LockHandle::start(s.clone(), LockConfig::new("/lock"));
+    let waiting = actix_rt::spawn(waiter.acquire(None));
+    entry("the waiter", || waiter.health(), RecipeState::Waiting).await;
+    reads("the holder", holder.health(), "lock", "/lock", RecipeState::Holding { token: grant.token });
+    reads("the waiter", waiter.health(), "lock", "/lock", RecipeState::Waiting);
+    let semaphore = SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/sem", 2));
+    let lease = bounded("a lease", semaphore.acquire(None)).await.expect("leased");
+    reads("the semaphore", semaphore.health(), "semaphore", "/sem", RecipeState::Holding { token: lease.token });
+    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/leader"));
+    let term = bounded("lead", election.leadership()).await.expect("leads");
+    entry("the leader", || election.health(), RecipeState::Holding { token: term.token }).await;
+    let observer = ElectionObserverHandle::start(s.clone(), "/leader");
+    entry("the observer", || observer.health(), RecipeState::Watching).await;
+    let cache = CacheHandle::start(s.clone(), CacheConfig::new("/leader")).expect("cache");
+    entry("the cache", || cache.health(), RecipeState::Watching).await;
+    let keeper = Keeper(Arc::new(Mutex::new(Vec::new()))).start();
+    let consumer = QueueConsumerHandle::start(s.clone(), ConsumerConfig::new("/q").with_worker(Worker::new(&keeper)));
+    entry("the consumer", || consumer.health(), RecipeState::Consuming { in_flight: 0 }).await;
+    let worker =
+        TaskWorkerHandle::start(s.clone(), TaskWorkerConfig::new("/tasks", "w1"), SlowRunner.start().recipient())
+            .expect("worker");
+    // Idle until it runs a task.
+    reads("the worker", worker.health(), "task-worker", "/tasks", RecipeState::Idle);
+    let value = SharedValueHandle::start(s.clone(), SharedValueConfig::new("/v"));
+    entry("the value", || value.health(), RecipeState::Watching).await;
+    let count = SharedCountHandle::start(s.clone(), SharedCountConfig::new("/n"));
+    entry("the count", || count.health(), RecipeState::Watching).await;
+    let node =
+        PersistentNodeHandle::start(s.clone(), PersistentNodeConfig::new("/pn", CreateMode::Persistent)).expect("node");
+    entry("the node", || node.health(), RecipeState::Kept).await;
+    let ttl = PersistentTtlNode::start(s.clone(), "/ttl", Duration::from_secs(30), "").expect("ttl node");
+    let ttl_health = entry("the TTL node", || ttl.health(), RecipeState::Kept).await;
+    assert_eq!((ttl_health.kind, ttl_health.path.as_str()), ("ttl-node", "/ttl"));
+    let discovery = ServiceDiscovery::new(s.clone(), DiscoveryConfig::new("/services")).expect("discovery");
+    let registration = discovery.register(ServiceInstance::new("svc", "i1")).await.expect("registered");
+    let registered = entry("the registration", || registration.health(), RecipeState::Kept).await;
+    assert_eq!((registered.kind, registered.path.as_str()), ("registration", "/services/svc/i1"));
+
+    // Stopped: none. The holder first, so that the waiter's turn comes and it holds.
+    holder.release().await.expect("release");
+    let second = bounded("the waiter's turn", waiting).await.expect("task").expect("held");
+    reads("the waiter holding", waiter.health(), "lock", "/lock", RecipeState::Holding { token: second.token });
+    holder.stop().await;
+    assert_eq!(holder.health(), None, "the stopped holder");
+    reads("the waiter, still running", waiter.health(), "lock", "/lock", RecipeState::Holding { token: second.token });
+    waiter.stop().await;
+    semaphore.stop().await;
+    election.stop().await;
+    observer.stop().await;
+    cache.stop().await;
+    consumer.stop().await;
+    worker.stop().await;
+    value.stop().await;
+    count.stop().await;
+    node.stop().await;
+    ttl.stop().await;
+    registration.unregister().await.expect("unregistered");
+    let after = [
+        ("waiter", waiter.health()),
+        ("semaphore", semaphore.health()),
+        ("election", election.health()),
+        ("observer", observer.health()),
+        ("cache", cache.health()),
+        ("consumer", consumer.health()),
+        ("worker", worker.health()),
+        ("value", value.health()),
+        ("count", count.health()),
+        ("node", node.health()),
+        ("ttl", ttl.health()),
+        ("registration", registration.health()),
+    ];
+    for (what, health) in after {
+        assert_eq!(health, None, "{what} after its stop");
+    }
+    assert!(s.health().recipes.is_empty(), "{:#?}", s.health());
+    s.close().await;
+}

@@ -133,7 +133,7 @@ pub struct CacheActor {
     health: Option<crate::session::health::HealthSlot>,
     /// Where a handle keeps the failed entry (see `HealthSlot::keep_failed`); `None` for an
     /// actor started by hand.
-    failure: Option<crate::session::health::FailureKeeper>,
+    tag: Option<crate::session::health::HealthTag>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
     lifeline: crate::stop::Lifeline,
@@ -183,14 +183,18 @@ impl CacheActor {
             walk_due: false,
             generation: 0,
             health,
-            failure: None,
+            tag: None,
             span,
         })
     }
 
-    /// Keeps a failed entry with the handle's `keeper` (see `HealthSlot::keep_failed`).
-    pub(crate) fn with_failure_keeper(mut self, keeper: crate::session::health::FailureKeeper) -> Self {
-        self.failure = Some(keeper);
+    /// Shows the entry to the handle's `tag`, and keeps a failed one there (see
+    /// `HealthSlot::keep_failed`).
+    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
+        if let Some(slot) = &self.health {
+            tag.point_at(slot);
+        }
+        self.tag = Some(tag);
         self
     }
 
@@ -523,7 +527,7 @@ impl CacheActor {
         warn!(parent: &self.span, %error, "the cache cannot work; it stops");
         self.phase = Phase::Failed;
         if let Some(health) = self.health.take() {
-            health.keep_failed(error.to_string(), self.failure.as_ref());
+            health.keep_failed(error.to_string(), self.tag.as_ref());
         }
         self.tell(CacheEvent::CacheFailed { error });
         ctx.stop();

@@ -38,7 +38,7 @@ pub struct CacheHandle {
     path: String,
     /// Keeps the cache's entry on the health board if it fails for good, until the last
     /// handle is dropped or one stops it.
-    failure: crate::session::health::FailureKeeper,
+    tag: crate::session::health::HealthTag,
 }
 
 impl CacheHandle {
@@ -46,14 +46,14 @@ impl CacheHandle {
     /// loads. [`CacheError::ZooKeeper`] for an invalid path.
     pub fn start(session: SessionHandle, config: CacheConfig) -> Result<CacheHandle, CacheError> {
         let path = config.path().to_owned();
-        let failure = crate::session::health::FailureKeeper::default();
-        let addr = CacheActor::new(session, config)?.with_failure_keeper(failure.clone()).start();
-        Ok(CacheHandle { addr, path, failure })
+        let tag = crate::session::health::HealthTag::default();
+        let addr = CacheActor::new(session, config)?.with_health_tag(tag.clone()).start();
+        Ok(CacheHandle { addr, path, tag })
     }
 
     /// A handle to a running cache of `path`.
     pub fn new(addr: Addr<CacheActor>, path: impl Into<String>) -> CacheHandle {
-        CacheHandle { addr, path: path.into(), failure: Default::default() }
+        CacheHandle { addr, path: path.into(), tag: Default::default() }
     }
 
     /// The actor, for sending messages.
@@ -96,6 +96,15 @@ impl CacheHandle {
         self.addr.do_send(Subscribe { recipient });
     }
 
+    /// This recipe's entry on its session's health board (as in
+    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
+    /// state; `None` while it has none (before its actor first reports, and once it has
+    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
+    /// its last handle is dropped.
+    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
+        self.tag.current()
+    }
+
     /// Stops the cache. Sent when called; the future resolves once the actor has stopped, with
     /// the removal of its watch sent to the session.
     ///
@@ -103,7 +112,7 @@ impl CacheHandle {
     /// The stop is sent when this is called: dropping the future loses only the wait.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
         self.addr.do_send(Stop);
-        self.failure.release();
+        self.tag.release();
         crate::stop::stopped(&self.addr)
     }
 }

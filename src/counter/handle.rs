@@ -17,6 +17,7 @@ use super::messages::{CountChanged, GetCount, SetCount, Stop, Subscribe, TrySetC
 use crate::events::EventStream;
 use crate::reply::{ask, tell};
 use crate::session::SessionHandle;
+use crate::session::health::HealthTag;
 
 /// A cloneable handle to one shared count (a [`SharedCount`] actor).
 ///
@@ -37,18 +38,20 @@ use crate::session::SessionHandle;
 #[derive(Clone, Debug)]
 pub struct SharedCountHandle {
     addr: Addr<SharedCount>,
+    health: HealthTag,
 }
 
 impl SharedCountHandle {
     /// Starts a [`SharedCount`] for `config` on the current Arbiter; it creates the node with
     /// the seed if it is missing, and watches it.
     pub fn start(session: SessionHandle, config: SharedCountConfig) -> SharedCountHandle {
-        SharedCountHandle { addr: SharedCount::new(session, config).start() }
+        let health = HealthTag::default();
+        SharedCountHandle { addr: SharedCount::new(session, config).with_health_tag(health.clone()).start(), health }
     }
 
     /// A handle to a running counter.
     pub fn new(addr: Addr<SharedCount>) -> SharedCountHandle {
-        SharedCountHandle { addr }
+        SharedCountHandle { addr, health: HealthTag::default() }
     }
 
     /// The actor, for sending messages.
@@ -108,6 +111,16 @@ impl SharedCountHandle {
     /// (held weakly: keep your subscriber's address, or use [`events`](Self::events)).
     pub fn subscribe(&self, recipient: Recipient<CountChanged>) {
         self.addr.do_send(Subscribe { recipient });
+    }
+
+    /// This recipe's entry on its session's health board (as in
+    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
+    /// state; `None` while it has none (before its actor first reports, and once it has
+    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
+    /// its last handle is dropped. A handle made from an address (`new`) does not see it: ask
+    /// the session's `health()`.
+    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
+        self.health.current()
     }
 
     /// Stops the counter (its node stays: a count outlives its users). Sent when called; the

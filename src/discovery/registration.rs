@@ -162,6 +162,13 @@ impl Registration {
         self.node.events()
     }
 
+    /// The registration's entry on its session's health board (as in
+    /// [`SessionHandle::health`](crate::session::SessionHandle::health)); `None` while it has
+    /// none (before its actor first reports, and once it has stopped).
+    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
+        self.node.health()
+    }
+
     /// Unregisters: deletes the node (a `Dynamic` one only if our session made it; fenced by
     /// its owner, so another process's registration of the same id is never deleted) and stops;
     /// resolves once done. Every clone stops with it. `Ok` means no node of ours stays;

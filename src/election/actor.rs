@@ -116,6 +116,8 @@ pub struct ElectionActor {
     after_requeue: Vec<LeadershipWaiter>,
     /// Its slot on the session's health board (made at the core's first report).
     health: Option<crate::session::health::HealthSlot>,
+    /// Where the handles read `health`.
+    health_tag: crate::session::health::HealthTag,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
     lifeline: crate::stop::Lifeline,
@@ -153,8 +155,15 @@ impl ElectionActor {
             requeuing: 0,
             after_requeue: Vec::new(),
             health: None,
+            health_tag: Default::default(),
             span,
         }
+    }
+
+    /// Shows the recipe's health entry to its handles through `tag`.
+    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
+        self.health_tag = tag;
+        self
     }
 
     /// Starts the leader actor of `term` (leader-actor mode) once the last one has stopped, if
@@ -308,6 +317,10 @@ impl ElectionActor {
 impl HolderHost for ElectionActor {
     fn health(&mut self) -> &mut Option<crate::session::health::HealthSlot> {
         &mut self.health
+    }
+
+    fn health_tag(&self) -> &crate::session::health::HealthTag {
+        &self.health_tag
     }
 
     type Grant = LeaderTerm;

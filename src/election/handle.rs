@@ -20,6 +20,7 @@ use super::messages::{
 use crate::events::EventStream;
 use crate::reply::Told;
 use crate::session::SessionHandle;
+use crate::session::health::HealthTag;
 
 /// A cloneable handle to one election participant (an [`ElectionActor`]).
 ///
@@ -37,6 +38,7 @@ use crate::session::SessionHandle;
 pub struct ElectionHandle {
     addr: Addr<ElectionActor>,
     path: String,
+    health: HealthTag,
 }
 
 impl ElectionHandle {
@@ -44,12 +46,17 @@ impl ElectionHandle {
     /// at once.
     pub fn start(session: SessionHandle, config: ElectionConfig) -> ElectionHandle {
         let path = config.path().to_owned();
-        ElectionHandle { addr: ElectionActor::new(session, config).start(), path }
+        let health = HealthTag::default();
+        ElectionHandle {
+            addr: ElectionActor::new(session, config).with_health_tag(health.clone()).start(),
+            path,
+            health,
+        }
     }
 
     /// A handle to a running participant of the election at `path`.
     pub fn new(addr: Addr<ElectionActor>, path: impl Into<String>) -> ElectionHandle {
-        ElectionHandle { addr, path: path.into() }
+        ElectionHandle { addr, path: path.into(), health: HealthTag::default() }
     }
 
     /// The actor, for sending messages.
@@ -154,6 +161,16 @@ impl ElectionHandle {
     /// address, or use [`events`](Self::events), which cannot go silent).
     pub fn subscribe(&self, recipient: Recipient<ElectionEvent>) {
         self.addr.do_send(Subscribe { recipient });
+    }
+
+    /// This recipe's entry on its session's health board (as in
+    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
+    /// state; `None` while it has none (before its actor first reports, and once it has
+    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
+    /// its last handle is dropped. A handle made from an address (`new`) does not see it: ask
+    /// the session's `health()`.
+    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
+        self.health.current()
     }
 
     /// Leaves the election and stops the participant. Sent when called; the future resolves

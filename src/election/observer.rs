@@ -71,12 +71,20 @@ pub struct ElectionObserver {
     /// Its entry on the session's health board: `Watching` once a reading is in and the
     /// connection has not dropped since, `Idle` before and after.
     health: Option<HealthSlot>,
+    /// Where the handles read `health`.
+    health_tag: crate::session::health::HealthTag,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
     lifeline: crate::stop::Lifeline,
 }
 
 impl ElectionObserver {
+    /// Shows the recipe's health entry to its handles through `tag`.
+    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
+        self.health_tag = tag;
+        self
+    }
+
     /// An observer of the election at `path`; start it with `.start()`.
     pub fn new(session: SessionHandle, path: impl Into<String>) -> Self {
         let path = path.into();
@@ -95,6 +103,7 @@ impl ElectionObserver {
             needs_sync: false,
             failed: None,
             health: None,
+            health_tag: Default::default(),
             span,
         }
     }
@@ -271,7 +280,9 @@ impl Actor for ElectionObserver {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        self.health = Some(self.session.health_board().slot("election-observer", &self.path));
+        let slot = self.session.health_board().slot("election-observer", &self.path);
+        self.health_tag.point_at(&slot);
+        self.health = Some(slot);
         if let Err(error) = path::validate(&self.path, false) {
             warn!(parent: &self.span, %error, "unusable election path");
             self.report(RecipeState::Failed { reason: error.to_string() });

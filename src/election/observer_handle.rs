@@ -14,6 +14,7 @@ use super::messages::{CurrentProclamation, Proclamation, ProclamationChanged, St
 use super::observer::ElectionObserver;
 use crate::events::EventStream;
 use crate::session::SessionHandle;
+use crate::session::health::HealthTag;
 
 /// A cloneable handle to an [`ElectionObserver`]: who leads an election, in which term, with
 /// which proclaimed value, for anyone (participants and programs that never run).
@@ -36,13 +37,16 @@ use crate::session::SessionHandle;
 pub struct ElectionObserverHandle {
     addr: Addr<ElectionObserver>,
     path: String,
+    health: HealthTag,
 }
 
 impl ElectionObserverHandle {
     /// Starts an [`ElectionObserver`] of the election at `path` on the current Arbiter.
     pub fn start(session: SessionHandle, path: impl Into<String>) -> ElectionObserverHandle {
         let path = path.into();
-        ElectionObserverHandle { addr: ElectionObserver::new(session, path.clone()).start(), path }
+        let health = HealthTag::default();
+        let addr = ElectionObserver::new(session, path.clone()).with_health_tag(health.clone()).start();
+        ElectionObserverHandle { addr, path, health }
     }
 
     /// The actor, for sending messages.
@@ -71,6 +75,15 @@ impl ElectionObserverHandle {
     /// current reading.
     pub fn subscribe(&self, recipient: Recipient<ProclamationChanged>) {
         self.addr.do_send(Subscribe { recipient });
+    }
+
+    /// This recipe's entry on its session's health board (as in
+    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
+    /// state; `None` while it has none (before its actor first reports, and once it has
+    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
+    /// its last handle is dropped.
+    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
+        self.health.current()
     }
 
     /// Stops the observer (an observer holds no node: there is nothing to delete). Sent when

@@ -45,6 +45,8 @@ pub struct LockActor {
     subscribers: Subscribers<LockEvent>,
     /// Its slot on the session's health board (made at the core's first report).
     health: Option<crate::session::health::HealthSlot>,
+    /// Where the handles read `health`.
+    health_tag: crate::session::health::HealthTag,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
     lifeline: crate::stop::Lifeline,
@@ -63,14 +65,25 @@ impl LockActor {
             contender: ContenderSlot::new(),
             subscribers: Subscribers::new(),
             health: None,
+            health_tag: Default::default(),
             span,
         }
+    }
+
+    /// Shows the recipe's health entry to its handles through `tag`.
+    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
+        self.health_tag = tag;
+        self
     }
 }
 
 impl HolderHost for LockActor {
     fn health(&mut self) -> &mut Option<crate::session::health::HealthSlot> {
         &mut self.health
+    }
+
+    fn health_tag(&self) -> &crate::session::health::HealthTag {
+        &self.health_tag
     }
 
     type Grant = LockGrant;

@@ -33,6 +33,7 @@ use crate::recipe::FencingToken;
 use crate::recipe::holder::CallerGone;
 use crate::reply::{Asked, Told};
 use crate::session::SessionHandle;
+use crate::session::health::HealthTag;
 
 /// A cloneable handle to one participant of a lock (a [`LockActor`]).
 ///
@@ -60,19 +61,22 @@ pub struct LockHandle {
     addr: Addr<LockActor>,
     dir: String,
     turn: Turn,
+    health: HealthTag,
 }
 
 impl LockHandle {
     /// Starts a [`LockActor`] for `config` on the current Arbiter.
     pub fn start(session: SessionHandle, config: LockConfig) -> LockHandle {
         let dir = config.dir().to_owned();
-        LockHandle { addr: LockActor::new(session, config).start(), dir, turn: Turn::new() }
+        let health = HealthTag::default();
+        let addr = LockActor::new(session, config).with_health_tag(health.clone()).start();
+        LockHandle { addr, dir, turn: Turn::new(), health }
     }
 
     /// A handle to a running actor of the lock at `dir`. Its callers exclude each other, and
     /// its clones', not those of another handle made from the same address.
     pub fn new(addr: Addr<LockActor>, dir: impl Into<String>) -> LockHandle {
-        LockHandle { addr, dir: dir.into(), turn: Turn::new() }
+        LockHandle { addr, dir: dir.into(), turn: Turn::new(), health: HealthTag::default() }
     }
 
     /// The actor, for sending messages.
@@ -188,6 +192,16 @@ impl LockHandle {
         self.addr.do_send(Subscribe { recipient });
     }
 
+    /// This recipe's entry on its session's health board (as in
+    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
+    /// state; `None` while it has none (before its actor first reports, and once it has
+    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
+    /// its last handle is dropped. A handle made from an address (`new`) does not see it: ask
+    /// the session's `health()`.
+    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
+        self.health.current()
+    }
+
     /// Gives back what it holds (or leaves the line) and stops the actor. Sent when called; the
     /// future resolves once our node is deleted and the actor has stopped. While ZooKeeper
     /// cannot be reached, the delete is retried and the stop waits with it.
@@ -264,18 +278,21 @@ pub struct SemaphoreHandle {
     addr: Addr<SemaphoreActor>,
     dir: String,
     turn: Turn,
+    health: HealthTag,
 }
 
 impl SemaphoreHandle {
     /// Starts a [`SemaphoreActor`] for `config` on the current Arbiter.
     pub fn start(session: SessionHandle, config: SemaphoreConfig) -> SemaphoreHandle {
         let dir = config.dir().to_owned();
-        SemaphoreHandle { addr: SemaphoreActor::new(session, config).start(), dir, turn: Turn::new() }
+        let health = HealthTag::default();
+        let addr = SemaphoreActor::new(session, config).with_health_tag(health.clone()).start();
+        SemaphoreHandle { addr, dir, turn: Turn::new(), health }
     }
 
     /// A handle to a running actor of the semaphore at `dir`.
     pub fn new(addr: Addr<SemaphoreActor>, dir: impl Into<String>) -> SemaphoreHandle {
-        SemaphoreHandle { addr, dir: dir.into(), turn: Turn::new() }
+        SemaphoreHandle { addr, dir: dir.into(), turn: Turn::new(), health: HealthTag::default() }
     }
 
     /// The actor, for sending messages.
@@ -335,6 +352,16 @@ impl SemaphoreHandle {
     /// use [`events`](Self::events), which cannot go silent).
     pub fn subscribe(&self, recipient: Recipient<LockEvent>) {
         self.addr.do_send(Subscribe { recipient });
+    }
+
+    /// This recipe's entry on its session's health board (as in
+    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
+    /// state; `None` while it has none (before its actor first reports, and once it has
+    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
+    /// its last handle is dropped. A handle made from an address (`new`) does not see it: ask
+    /// the session's `health()`.
+    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
+        self.health.current()
     }
 
     /// Gives back what it holds (or leaves the line) and stops the actor. Sent when called; the

@@ -37,6 +37,8 @@ use crate::session::{SessionEvent, SessionHandle};
 pub struct SemaphoreActor {
     /// Its slot on the session's health board (made at the core's first report).
     health: Option<crate::session::health::HealthSlot>,
+    /// Where the handles read `health`.
+    health_tag: crate::session::health::HealthTag,
     session: SessionHandle,
     config: SemaphoreConfig,
     holder: Holder<LockGrant, LockWaiter>,
@@ -58,6 +60,7 @@ impl SemaphoreActor {
         SemaphoreActor {
             lifeline: Default::default(),
             health: None,
+            health_tag: Default::default(),
             session,
             config,
             holder,
@@ -67,6 +70,12 @@ impl SemaphoreActor {
             subscribers: Subscribers::new(),
             span,
         }
+    }
+
+    /// Shows the recipe's health entry to its handles through `tag`.
+    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
+        self.health_tag = tag;
+        self
     }
 
     // Guard and lease contenders of attempt `n` carry tags 2n and 2n+1.
@@ -115,6 +124,10 @@ impl SemaphoreActor {
 impl HolderHost for SemaphoreActor {
     fn health(&mut self) -> &mut Option<crate::session::health::HealthSlot> {
         &mut self.health
+    }
+
+    fn health_tag(&self) -> &crate::session::health::HealthTag {
+        &self.health_tag
     }
 
     type Grant = LockGrant;

@@ -53,6 +53,8 @@ pub struct PersistentNode {
     left: Left,
     /// Its entry on the session's health board (from its start).
     health: Option<HealthSlot>,
+    /// Where the handles read `health`.
+    health_tag: crate::session::health::HealthTag,
     span: tracing::Span,
 }
 
@@ -91,6 +93,12 @@ impl PersistentNode {
     /// What a stop leaves behind, shared with the handles.
     pub(crate) fn left(&self) -> Left {
         self.left.clone()
+    }
+
+    /// Shows the recipe's health entry to its handles through `tag`.
+    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
+        self.health_tag = tag;
+        self
     }
 
     /// What the health board calls this node.
@@ -143,6 +151,7 @@ impl PersistentNode {
             maybe_made: None,
             left: Left::default(),
             health: None,
+            health_tag: Default::default(),
             span,
         })
     }
@@ -565,7 +574,9 @@ impl Actor for PersistentNode {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        self.health = Some(self.session.health_board().slot(self.kind(), &self.config.path));
+        let slot = self.session.health_board().slot(self.kind(), &self.config.path);
+        self.health_tag.point_at(&slot);
+        self.health = Some(slot);
         self.report();
         self.session.subscribe(ctx.address().recipient());
         // A close lets the node go first, as its stop does (Curator's `ServiceDiscovery.close()`

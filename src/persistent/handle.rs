@@ -18,6 +18,7 @@ use super::messages::{ActualPath, PersistentNodeEvent, SetData, Subscribe, WaitF
 use crate::events::EventStream;
 use crate::reply::ask;
 use crate::session::SessionHandle;
+use crate::session::health::HealthTag;
 
 /// A cloneable handle to one kept node (a [`PersistentNode`] actor).
 ///
@@ -39,6 +40,7 @@ pub struct PersistentNodeHandle {
     addr: Addr<PersistentNode>,
     path: String,
     left: Left,
+    health: HealthTag,
 }
 
 impl PersistentNodeHandle {
@@ -51,7 +53,8 @@ impl PersistentNodeHandle {
         let path = config.path().to_owned();
         let node = PersistentNode::new(session, config)?;
         let left = node.left();
-        Ok(PersistentNodeHandle { addr: node.start(), path, left })
+        let health = HealthTag::default();
+        Ok(PersistentNodeHandle { addr: node.with_health_tag(health.clone()).start(), path, left, health })
     }
 
     /// The actor, for sending messages.
@@ -102,6 +105,15 @@ impl PersistentNodeHandle {
     /// Sends every [`PersistentNodeEvent`] to `recipient` (held weakly).
     pub fn subscribe(&self, recipient: Recipient<PersistentNodeEvent>) {
         self.addr.do_send(Subscribe { recipient });
+    }
+
+    /// This recipe's entry on its session's health board (as in
+    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
+    /// state; `None` while it has none (before its actor first reports, and once it has
+    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
+    /// its last handle is dropped.
+    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
+        self.health.current()
     }
 
     /// Deletes the node (retried until it is gone or its session is) and stops the actor;

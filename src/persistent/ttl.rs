@@ -112,6 +112,13 @@ impl PersistentTtlNode {
         self.node.events()
     }
 
+    /// The node's entry on its session's health board (as in
+    /// [`SessionHandle::health`](crate::session::SessionHandle::health)); `None` while it has
+    /// none (before its actor first reports, and once it has stopped).
+    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
+        self.node.health()
+    }
+
     /// Stops touching and keeping the node; it stays until its TTL ends it. Resolves once the
     /// actor has stopped. Dropping the last handle does the same.
     ///

@@ -131,7 +131,7 @@ pub struct QueueConsumerActor {
     health: Option<crate::session::health::HealthSlot>,
     /// Where a handle keeps the failed entry (see `HealthSlot::keep_failed`); `None` for an
     /// actor started by hand.
-    failure: Option<crate::session::health::FailureKeeper>,
+    tag: Option<crate::session::health::HealthTag>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
     lifeline: crate::stop::Lifeline,
@@ -146,7 +146,7 @@ impl QueueConsumerActor {
         QueueConsumerActor {
             lifeline: Default::default(),
             health,
-            failure: None,
+            tag: None,
             session,
             config,
             in_flight: HashMap::new(),
@@ -174,9 +174,13 @@ impl QueueConsumerActor {
         }
     }
 
-    /// Keeps a failed entry with the handle's `keeper` (see `HealthSlot::keep_failed`).
-    pub(crate) fn with_failure_keeper(mut self, keeper: crate::session::health::FailureKeeper) -> Self {
-        self.failure = Some(keeper);
+    /// Shows the entry to the handle's `tag`, and keeps a failed one there (see
+    /// `HealthSlot::keep_failed`).
+    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
+        if let Some(slot) = &self.health {
+            tag.point_at(slot);
+        }
+        self.tag = Some(tag);
         self
     }
 
@@ -586,7 +590,7 @@ impl QueueConsumerActor {
     fn give_up(&mut self, error: Error, ctx: &mut Context<Self>) {
         tracing::error!(parent: &self.span, %error, "cannot consume this queue; stopping");
         if let Some(health) = self.health.take() {
-            health.keep_failed(error.to_string(), self.failure.as_ref());
+            health.keep_failed(error.to_string(), self.tag.as_ref());
         }
         ctx.stop();
     }

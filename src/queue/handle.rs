@@ -39,7 +39,7 @@ pub struct QueueConsumerHandle {
     released: Option<tokio::sync::watch::Receiver<bool>>,
     /// Keeps the consumer's entry on the health board if it fails for good, until the last
     /// handle is dropped or one stops it.
-    failure: crate::session::health::FailureKeeper,
+    tag: crate::session::health::HealthTag,
 }
 
 impl QueueConsumerHandle {
@@ -47,15 +47,15 @@ impl QueueConsumerHandle {
     /// config describes; it begins once the session is up.
     pub fn start(session: SessionHandle, config: ConsumerConfig) -> QueueConsumerHandle {
         let queue = config.queue().to_owned();
-        let failure = crate::session::health::FailureKeeper::default();
-        let consumer = QueueConsumerActor::new(session, config).with_failure_keeper(failure.clone());
+        let tag = crate::session::health::HealthTag::default();
+        let consumer = QueueConsumerActor::new(session, config).with_health_tag(tag.clone());
         let released = consumer.released();
-        QueueConsumerHandle { addr: consumer.start(), queue, released, failure }
+        QueueConsumerHandle { addr: consumer.start(), queue, released, tag }
     }
 
     /// A handle to a running consumer of the queue at `queue`.
     pub fn new(addr: Addr<QueueConsumerActor>, queue: impl Into<String>) -> QueueConsumerHandle {
-        QueueConsumerHandle { addr, queue: queue.into(), released: None, failure: Default::default() }
+        QueueConsumerHandle { addr, queue: queue.into(), released: None, tag: Default::default() }
     }
 
     /// The actor, for sending messages.
@@ -75,6 +75,15 @@ impl QueueConsumerHandle {
         async move { asked.await? }
     }
 
+    /// This recipe's entry on its session's health board (as in
+    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
+    /// state; `None` while it has none (before its actor first reports, and once it has
+    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
+    /// its last handle is dropped.
+    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
+        self.tag.current()
+    }
+
     /// Stops consuming: workers hear [`Revoked`](super::Revoked) for what they hold, and claimed
     /// items go back to the queue. Sent when called; the future resolves once the consumer has
     /// stopped and its claims are deleted (their deletes answered), so another consumer can take
@@ -90,7 +99,7 @@ impl QueueConsumerHandle {
             None => futures::future::Either::Right(self.addr.send(Released)),
         };
         self.addr.do_send(Stop);
-        self.failure.release();
+        self.tag.release();
         let stopped = crate::stop::stopped(&self.addr);
         async move {
             // `None` or an error: the consumer had stopped already and nothing says when its

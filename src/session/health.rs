@@ -373,7 +373,7 @@ impl HealthSlot {
     /// until a recipe of the same kind starts on the same path (a restart replaces it), or,
     /// when the recipe was started through a handle (`keeper`), until the last of its
     /// handles is dropped or one of them stops it.
-    pub(crate) fn keep_failed(mut self, reason: String, keeper: Option<&FailureKeeper>) {
+    pub(crate) fn keep_failed(mut self, reason: String, keeper: Option<&HealthTag>) {
         self.set(RecipeState::Failed { reason });
         self.board.board().kept.insert(self.id);
         if let Some(keeper) = keeper {
@@ -400,22 +400,25 @@ impl Drop for KeptEntry {
     }
 }
 
-/// Where a recipe started through a handle leaves its failed entry: shared by the handle's
-/// clones (and the actor, until it stops), so the entry lives as long as somebody can still
-/// ask the recipe, and leaves with the last handle or at a `stop()`. A recipe the user no longer
-/// holds is not failing anything the user runs.
+/// A recipe's place on its session's board, shared by its handle's clones and its actor (until
+/// it stops): what a handle's `health()` reads, and where a recipe that failed for good leaves
+/// its failed entry, so that the entry lives as long as somebody can still ask the recipe, and
+/// leaves with the last handle or at a `stop()`. A recipe the user no longer holds is not
+/// failing anything the user runs.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct FailureKeeper(Arc<Mutex<Keeping>>);
+pub(crate) struct HealthTag(Arc<Mutex<Keeping>>);
 
 #[derive(Debug, Default)]
 struct Keeping {
+    /// The recipe's entry, once its actor put one on the board (the latest, if it made more).
+    entry_at: Option<(HealthBoard, u64)>,
     /// A handle stopped the recipe: nothing is kept from then on (a failure between the stop
     /// and the actor's end is no reason for the board to say `Failed` later).
     released: bool,
     entry: Option<KeptEntry>,
 }
 
-impl FailureKeeper {
+impl HealthTag {
     fn keeping(&self) -> std::sync::MutexGuard<'_, Keeping> {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -428,6 +431,18 @@ impl FailureKeeper {
         } else {
             keeping.entry = Some(entry);
         }
+    }
+
+    /// `slot` is this recipe's entry now.
+    pub(crate) fn point_at(&self, slot: &HealthSlot) {
+        self.keeping().entry_at = Some((slot.board.clone(), slot.id));
+    }
+
+    /// The recipe's entry on the board as it stands, or `None` while it has none (its actor has
+    /// not reported yet, or it has stopped and its entry left the board).
+    pub(crate) fn current(&self) -> Option<RecipeHealth> {
+        let (board, id) = self.keeping().entry_at.clone()?;
+        board.board().recipes.get(&id).cloned()
     }
 
     /// The recipe was stopped: its failed entry (if any, now or later) leaves the board.
@@ -519,7 +534,7 @@ mod tests {
             board.snapshot().recipes.iter().filter(|r| matches!(r.state, RecipeState::Failed { .. })).count()
         };
         // Kept by two handles: it stays while one is left.
-        let keeper = FailureKeeper::default();
+        let keeper = HealthTag::default();
         let other_handle = keeper.clone();
         board.slot("cache", "/c").keep_failed("no permission".into(), Some(&keeper));
         assert_eq!(failed(&board), 1);
@@ -528,17 +543,17 @@ mod tests {
         drop(other_handle);
         assert_eq!(failed(&board), 0, "the last handle went");
         // Stopped through a handle that is kept.
-        let keeper = FailureKeeper::default();
+        let keeper = HealthTag::default();
         board.slot("cache", "/c").keep_failed("no permission".into(), Some(&keeper));
         keeper.release();
         assert_eq!(failed(&board), 0, "stopped");
         // Failed after the stop was sent, before the actor took it: not kept either.
-        let keeper = FailureKeeper::default();
+        let keeper = HealthTag::default();
         keeper.release();
         board.slot("cache", "/c").keep_failed("no permission".into(), Some(&keeper));
         assert_eq!(failed(&board), 0, "failed while stopping");
         // Replaced while its handle is kept; the handle's later drop takes nothing else along.
-        let keeper = FailureKeeper::default();
+        let keeper = HealthTag::default();
         board.slot("cache", "/c").keep_failed("no permission".into(), Some(&keeper));
         let replacement = board.slot("cache", "/c");
         assert_eq!(failed(&board), 0, "replaced");

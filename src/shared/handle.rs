@@ -17,6 +17,7 @@ use super::value::SharedValue;
 use crate::events::EventStream;
 use crate::reply::{ask, tell};
 use crate::session::SessionHandle;
+use crate::session::health::HealthTag;
 
 /// A cloneable handle to one shared value (a [`SharedValue`] actor).
 ///
@@ -35,13 +36,15 @@ use crate::session::SessionHandle;
 #[derive(Clone, Debug)]
 pub struct SharedValueHandle {
     addr: Addr<SharedValue>,
+    health: HealthTag,
 }
 
 impl SharedValueHandle {
     /// Starts a [`SharedValue`] for `config` on the current Arbiter; it creates the node with
     /// the seed if it is missing, and watches it.
     pub fn start(session: SessionHandle, config: SharedValueConfig) -> SharedValueHandle {
-        SharedValueHandle { addr: SharedValue::new(session, config).start() }
+        let health = HealthTag::default();
+        SharedValueHandle { addr: SharedValue::new(session, config).with_health_tag(health.clone()).start(), health }
     }
 
     /// The actor, for sending messages.
@@ -93,6 +96,15 @@ impl SharedValueHandle {
     /// weakly).
     pub fn subscribe(&self, recipient: Recipient<ValueChanged>) {
         self.addr.do_send(Subscribe { recipient });
+    }
+
+    /// This recipe's entry on its session's health board (as in
+    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
+    /// state; `None` while it has none (before its actor first reports, and once it has
+    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
+    /// its last handle is dropped.
+    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
+        self.health.current()
     }
 
     /// Stops the actor (the node stays). Resolves once it has stopped; every request it had not

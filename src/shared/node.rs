@@ -173,6 +173,8 @@ pub struct SharedNode<F: SharedFormat> {
     /// What the health board calls it (`shared-value`, `shared-count`), and its entry there.
     kind: &'static str,
     health: Option<HealthSlot>,
+    /// Where the handles read `health`.
+    health_tag: crate::session::health::HealthTag,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
     lifeline: crate::stop::Lifeline,
@@ -199,6 +201,7 @@ impl<F: SharedFormat> SharedNode<F> {
             backoff,
             kind: if kind == "count" { "shared-count" } else { "shared-value" },
             health: None,
+            health_tag: Default::default(),
             span,
         }
     }
@@ -564,11 +567,20 @@ impl<F: SharedFormat> Handler<crate::stop::AwaitStopped> for SharedNode<F> {
     }
 }
 
+impl<F: SharedFormat> SharedNode<F> {
+    /// Shows the recipe's health entry to its handles through `tag`.
+    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
+        self.health_tag = tag;
+        self
+    }
+}
+
 impl<F: SharedFormat> Actor for SharedNode<F> {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
         let mut health = self.session.health_board().slot(self.kind, &self.config.path);
+        self.health_tag.point_at(&health);
         if let Err(err) = path::validate(&self.config.path, false) {
             warn!(parent: &self.span, error = %err, "unusable path; every request will fail");
             health.set(RecipeState::Failed { reason: err.to_string() });

@@ -106,7 +106,7 @@ pub struct TaskWorkerHandle {
     addr: Addr<TaskWorker>,
     /// Keeps the worker's entry on the health board if it fails for good, until the last
     /// handle is dropped or one stops it.
-    failure: crate::session::health::FailureKeeper,
+    tag: crate::session::health::HealthTag,
 }
 
 impl TaskWorkerHandle {
@@ -117,14 +117,14 @@ impl TaskWorkerHandle {
         config: TaskWorkerConfig,
         runner: Recipient<TaskAssigned>,
     ) -> Result<TaskWorkerHandle, TaskError> {
-        let failure = crate::session::health::FailureKeeper::default();
-        let addr = TaskWorker::new(session, config, runner)?.with_failure_keeper(failure.clone()).start();
-        Ok(TaskWorkerHandle { addr, failure })
+        let tag = crate::session::health::HealthTag::default();
+        let addr = TaskWorker::new(session, config, runner)?.with_health_tag(tag.clone()).start();
+        Ok(TaskWorkerHandle { addr, tag })
     }
 
     /// A handle to a running worker.
     pub fn new(addr: Addr<TaskWorker>) -> TaskWorkerHandle {
-        TaskWorkerHandle { addr, failure: Default::default() }
+        TaskWorkerHandle { addr, tag: Default::default() }
     }
 
     /// The actor, for sending messages.
@@ -144,6 +144,15 @@ impl TaskWorkerHandle {
         self.addr.do_send(Subscribe { recipient });
     }
 
+    /// This recipe's entry on its session's health board (as in
+    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
+    /// state; `None` while it has none (before its actor first reports, and once it has
+    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
+    /// its last handle is dropped.
+    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
+        self.tag.current()
+    }
+
     /// Stops taking tasks, lets the running ones finish and report, deregisters, and stops
     /// ([`Stop`]). Sent when called; the future resolves once the worker has stopped, after
     /// its registration was deleted (the master then moves its unstarted assignments).
@@ -152,7 +161,7 @@ impl TaskWorkerHandle {
     /// The stop is sent when this is called: dropping the future loses only the wait.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
         self.addr.do_send(Stop);
-        self.failure.release();
+        self.tag.release();
         crate::stop::stopped(&self.addr)
     }
 }

@@ -122,7 +122,7 @@ pub struct TaskWorker {
     health: Option<crate::session::health::HealthSlot>,
     /// Where a handle keeps the failed entry (see `HealthSlot::keep_failed`); `None` for an
     /// actor started by hand.
-    failure: Option<crate::session::health::FailureKeeper>,
+    tag: Option<crate::session::health::HealthTag>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
     lifeline: crate::stop::Lifeline,
@@ -160,14 +160,18 @@ impl TaskWorker {
             backoff: retry.backoff(),
             stop_waiters: Vec::new(),
             health: Some(session_slot),
-            failure: None,
+            tag: None,
             span,
         })
     }
 
-    /// Keeps a failed entry with the handle's `keeper` (see `HealthSlot::keep_failed`).
-    pub(crate) fn with_failure_keeper(mut self, keeper: crate::session::health::FailureKeeper) -> Self {
-        self.failure = Some(keeper);
+    /// Shows the entry to the handle's `tag`, and keeps a failed one there (see
+    /// `HealthSlot::keep_failed`).
+    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
+        if let Some(slot) = &self.health {
+            tag.point_at(slot);
+        }
+        self.tag = Some(tag);
         self
     }
 
@@ -181,7 +185,7 @@ impl TaskWorker {
         warn!(parent: &self.span, %error, "cannot go on; stopping");
         // A worker that vanished from the board would look healthy to a probe.
         if let Some(health) = self.health.take() {
-            health.keep_failed(error.to_string(), self.failure.as_ref());
+            health.keep_failed(error.to_string(), self.tag.as_ref());
         }
         self.tell(WorkerEvent::Failed { error: TaskError::ZooKeeper(error) });
         ctx.stop();

@@ -18,7 +18,7 @@ use crate::recipe::contender::{
     Abandon, Contender, ContenderEvent, ContenderReport, ContenderSpec, Relisted, Withdraw,
 };
 use crate::retry::{Attempted, Backoff, RetryPolicy, Verdict, retried};
-use crate::session::health::{HealthSlot, RecipeState};
+use crate::session::health::{HealthSlot, HealthTag, RecipeState};
 use crate::session::{PinnedSession, SessionEvent, SessionHandle};
 
 /// A recipe actor built on a [`Holder`]: it starts its contenders and words its events; the
@@ -48,6 +48,8 @@ pub(crate) trait HolderHost: Actor<Context = Context<Self>> {
     fn tell(&mut self, happened: Happened<Self::Grant>, ctx: &mut Context<Self>);
     /// The recipe's slot on its session's health board (`None` until the core first reports).
     fn health(&mut self) -> &mut Option<HealthSlot>;
+    /// Where the recipe's handles read its slot.
+    fn health_tag(&self) -> &HealthTag;
 }
 
 /// The contender of the current attempt, for a host that needs one per attempt (or one per
@@ -218,6 +220,7 @@ fn report_health<H: HolderHost>(host: &mut H, failed: Option<String>) {
     if host.health().is_none() {
         let (kind, path) = host.metric();
         let slot = host.session().health_board().slot(kind.label(), path);
+        host.health_tag().point_at(&slot);
         *host.health() = Some(slot);
     }
     if let Some(slot) = host.health() {
