@@ -9,6 +9,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use actix_zookeeper::cache::{CacheConfig, CacheHandle};
 use actix_zookeeper::election::{ElectionConfig, ElectionHandle};
+use actix_zookeeper::group::{GroupConfig, GroupMemberHandle};
 use actix_zookeeper::health::{Health, RecipeState, SessionState};
 use actix_zookeeper::lock::{LockConfig, LockHandle};
 use actix_zookeeper::prelude::*;
@@ -587,6 +588,25 @@ async fn every_handle_reads_its_own_entry_and_none_once_stopped() {
     let registration = discovery.register(ServiceInstance::new("svc", "i1")).await.expect("registered");
     let registered = entry("the registration", || registration.health(), RecipeState::Kept).await;
     assert_eq!((registered.kind, registered.path.as_str()), ("registration", "/services/svc/i1"));
+    // Those whose entry is their election's or their view's.
+    let services = discovery.cache("svc").expect("service cache");
+    let viewed = entry("the service cache", || services.health(), RecipeState::Watching).await;
+    assert_eq!((viewed.kind, viewed.path.as_str()), ("cache", "/services/svc"));
+    let member = GroupMemberHandle::start(s.clone(), GroupConfig::new("/group", "m1")).expect("member");
+    let viewed = entry("the group member", || member.health(), RecipeState::Watching).await;
+    assert_eq!((viewed.kind, viewed.path.as_str()), ("cache", "/group"));
+    let master = TaskMasterHandle::start(s.clone(), TaskMasterConfig::new("/tasks")).expect("master");
+    let mastering = bounded("mastering", async {
+        loop {
+            if let Some(term) = master.term().await.expect("the master's term") {
+                return term;
+            }
+            actix_rt::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let elected = entry("the master", || master.health(), RecipeState::Holding { token: mastering.token }).await;
+    assert_eq!(elected.kind, "election");
 
     // Stopped: none. The holder first, so that the waiter's turn comes and it holds.
     holder.release().await.expect("release");
@@ -607,6 +627,9 @@ async fn every_handle_reads_its_own_entry_and_none_once_stopped() {
     node.stop().await;
     ttl.stop().await;
     registration.unregister().await.expect("unregistered");
+    services.stop().await;
+    member.stop().await;
+    master.stop().await;
     let after = [
         ("waiter", waiter.health()),
         ("semaphore", semaphore.health()),
@@ -620,6 +643,9 @@ async fn every_handle_reads_its_own_entry_and_none_once_stopped() {
         ("node", node.health()),
         ("ttl", ttl.health()),
         ("registration", registration.health()),
+        ("service cache", services.health()),
+        ("member", member.health()),
+        ("master", master.health()),
     ];
     for (what, health) in after {
         assert_eq!(health, None, "{what} after its stop");

@@ -22,6 +22,8 @@ use crate::session::SessionHandle;
 
 /// The instances of one service, kept in memory and in sync; see `docs/recipes/discovery.md`.
 pub struct ServiceCache {
+    /// Where the handles read the health entry of the view.
+    health_tag: crate::session::health::HealthTag,
     session: SessionHandle,
     name: String,
     dir: String,
@@ -48,6 +50,7 @@ impl ServiceCache {
         let span = tracing::info_span!("zk.service_cache", service = %dir);
         Ok(ServiceCache {
             lifeline: Default::default(),
+            health_tag: Default::default(),
             session,
             name: name.to_owned(),
             dir,
@@ -60,6 +63,12 @@ impl ServiceCache {
             subscribers: Subscribers::new(),
             span,
         })
+    }
+
+    /// Shows the cache's health entry (its view's) to its handles through `tag`.
+    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
+        self.health_tag = tag;
+        self
     }
 
     fn instance_node<'a>(&self, node: &'a str) -> Option<&'a str> {
@@ -114,7 +123,7 @@ impl Actor for ServiceCache {
         let config = CacheConfig::new(self.dir.clone()).with_scope(CacheScope::Children);
         match CacheActor::new(self.session.clone(), config) {
             Ok(view) => {
-                let view = view.start();
+                let view = view.with_health_tag(self.health_tag.clone()).start();
                 view.do_send(cache::Subscribe { recipient: ctx.address().recipient() });
                 self.view = Some(view);
             }

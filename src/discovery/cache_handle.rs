@@ -24,11 +24,16 @@ use crate::reply::ask;
 pub struct ServiceCacheHandle {
     addr: Addr<ServiceCache>,
     dir: String,
+    health: crate::session::health::HealthTag,
 }
 
 impl ServiceCacheHandle {
-    pub(super) fn new(addr: Addr<ServiceCache>, dir: String) -> ServiceCacheHandle {
-        ServiceCacheHandle { addr, dir }
+    pub(super) fn new(
+        addr: Addr<ServiceCache>,
+        dir: String,
+        health: crate::session::health::HealthTag,
+    ) -> ServiceCacheHandle {
+        ServiceCacheHandle { addr, dir, health }
     }
 
     /// The actor, for sending messages.
@@ -70,6 +75,16 @@ impl ServiceCacheHandle {
     /// weakly).
     pub fn subscribe(&self, recipient: Recipient<ServiceCacheEvent>) {
         self.addr.do_send(Subscribe { recipient });
+    }
+
+    /// This recipe's entry on its session's health board (as in
+    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
+    /// state; `None` while it has none (before its actor first reports, and once it has
+    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
+    /// its last handle is dropped. A service cache's entry is its view's (kind `cache`, at the
+    /// service's path).
+    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
+        self.health.current()
     }
 
     /// Stops the cache; resolves once it has stopped.

@@ -145,8 +145,11 @@ impl ServiceDiscovery {
     /// A live cache of service `name`'s instances, started on the current Arbiter.
     pub fn cache(&self, name: &str) -> Result<ServiceCacheHandle, DiscoveryError> {
         let dir = self.service_dir(name)?;
-        let cache = ServiceCache::new(self.session.clone(), &self.config.base_path, name)?.start();
-        Ok(ServiceCacheHandle::new(cache, dir))
+        let health = crate::session::health::HealthTag::default();
+        let cache = ServiceCache::new(self.session.clone(), &self.config.base_path, name)?
+            .with_health_tag(health.clone())
+            .start();
+        Ok(ServiceCacheHandle::new(cache, dir, health))
     }
 
     /// A provider of service `name`'s instances, once its cache has loaded (at most the

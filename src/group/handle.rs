@@ -18,6 +18,7 @@ use super::messages::{GroupEvent, Leave, Members, Subscribe};
 use crate::events::EventStream;
 use crate::reply::{ask, tell};
 use crate::session::SessionHandle;
+use crate::session::health::HealthTag;
 
 /// A cloneable handle to our membership in one group (a [`GroupMember`] actor).
 ///
@@ -37,6 +38,7 @@ use crate::session::SessionHandle;
 pub struct GroupMemberHandle {
     addr: Addr<GroupMember>,
     group: String,
+    health: HealthTag,
 }
 
 impl GroupMemberHandle {
@@ -44,12 +46,17 @@ impl GroupMemberHandle {
     /// watches the group. [`GroupError::InvalidId`] (or an invalid path) before anything starts.
     pub fn start(session: SessionHandle, config: GroupConfig) -> Result<GroupMemberHandle, GroupError> {
         let group = config.group.clone();
-        Ok(GroupMemberHandle { addr: GroupMember::new(session, config)?.start(), group })
+        let health = HealthTag::default();
+        Ok(GroupMemberHandle {
+            addr: GroupMember::new(session, config)?.with_health_tag(health.clone()).start(),
+            group,
+            health,
+        })
     }
 
     /// A handle to a running member of the group at `group`.
     pub fn new(addr: Addr<GroupMember>, group: impl Into<String>) -> GroupMemberHandle {
-        GroupMemberHandle { addr, group: group.into() }
+        GroupMemberHandle { addr, group: group.into(), health: HealthTag::default() }
     }
 
     /// The actor, for sending messages.
@@ -89,6 +96,17 @@ impl GroupMemberHandle {
     /// your subscriber's address, or use [`events`](Self::events)).
     pub fn subscribe(&self, recipient: Recipient<GroupEvent>) {
         self.addr.do_send(Subscribe { recipient });
+    }
+
+    /// This recipe's entry on its session's health board (as in
+    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
+    /// state; `None` while it has none (before its actor first reports, and once it has
+    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
+    /// its last handle is dropped. A member's entry is its view's (kind `cache`, at the group's
+    /// path): whether it follows the group; whether it has joined, its events say. A handle made
+    /// from an address (`new`) does not see it.
+    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
+        self.health.current()
     }
 
     /// Leaves the group and stops the member, as [`leave`](Self::leave) does, without an answer

@@ -61,6 +61,8 @@ pub struct GroupMember {
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
     lifeline: crate::stop::Lifeline,
+    /// Where the handles read the health entry of the view.
+    health_tag: crate::session::health::HealthTag,
 }
 
 impl GroupMember {
@@ -72,6 +74,7 @@ impl GroupMember {
         let backoff = session.retry_policy_or(config.retry).backoff();
         Ok(GroupMember {
             lifeline: Default::default(),
+            health_tag: Default::default(),
             session,
             config,
             node,
@@ -86,6 +89,12 @@ impl GroupMember {
             leaving: Vec::new(),
             span,
         })
+    }
+
+    /// Shows the member's health entry (its view's) to its handles through `tag`.
+    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
+        self.health_tag = tag;
+        self
     }
 
     fn tell(&mut self, event: GroupEvent) {
@@ -191,7 +200,7 @@ impl Actor for GroupMember {
         let config = CacheConfig::new(self.config.group.clone()).with_scope(CacheScope::Children);
         match CacheActor::new(self.session.clone(), config) {
             Ok(cache) => {
-                let view = cache.start();
+                let view = cache.with_health_tag(self.health_tag.clone()).start();
                 view.do_send(cache::Subscribe { recipient: ctx.address().recipient() });
                 self.view = Some(view);
             }

@@ -112,6 +112,11 @@ impl PersistentTtlNode {
         self.node.events()
     }
 
+    /// Sends every [`PersistentNodeEvent`] to `recipient` (held weakly).
+    pub fn subscribe(&self, recipient: actix::Recipient<PersistentNodeEvent>) {
+        self.node.subscribe(recipient);
+    }
+
     /// The node's entry on its session's health board (as in
     /// [`SessionHandle::health`](crate::session::SessionHandle::health)); `None` while it has
     /// none (before its actor first reports, and once it has stopped).

@@ -18,6 +18,7 @@ use super::worker::{TaskWorker, TaskWorkerConfig};
 use crate::events::EventStream;
 use crate::reply::ask;
 use crate::session::SessionHandle;
+use crate::session::health::HealthTag;
 
 /// A cloneable handle to one master candidate (a [`TaskMaster`] actor).
 ///
@@ -36,6 +37,7 @@ use crate::session::SessionHandle;
 pub struct TaskMasterHandle {
     addr: Addr<TaskMaster>,
     root: String,
+    health: HealthTag,
 }
 
 impl TaskMasterHandle {
@@ -43,12 +45,17 @@ impl TaskMasterHandle {
     /// once. [`TaskError`] for an unusable root, before anything starts.
     pub fn start(session: SessionHandle, config: TaskMasterConfig) -> Result<TaskMasterHandle, TaskError> {
         let root = config.root().to_owned();
-        Ok(TaskMasterHandle { addr: TaskMaster::new(session, config)?.start(), root })
+        let health = HealthTag::default();
+        Ok(TaskMasterHandle {
+            addr: TaskMaster::new(session, config)?.with_health_tag(health.clone()).start(),
+            root,
+            health,
+        })
     }
 
     /// A handle to a running candidate of the installation at `root`.
     pub fn new(addr: Addr<TaskMaster>, root: impl Into<String>) -> TaskMasterHandle {
-        TaskMasterHandle { addr, root: root.into() }
+        TaskMasterHandle { addr, root: root.into(), health: HealthTag::default() }
     }
 
     /// The actor, for sending messages.
@@ -74,6 +81,16 @@ impl TaskMasterHandle {
     /// your subscriber's address, or use [`events`](Self::events)).
     pub fn subscribe(&self, recipient: Recipient<MasterEvent>) {
         self.addr.do_send(Subscribe { recipient });
+    }
+
+    /// This recipe's entry on its session's health board (as in
+    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
+    /// state; `None` while it has none (before its actor first reports, and once it has
+    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
+    /// its last handle is dropped. A master's entry is its election's (kind `election`, `Holding`
+    /// while it is the master); a handle made from an address (`new`) does not see it.
+    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
+        self.health.current()
     }
 
     /// Leaves the election (a master ends its term and hands over at once) and stops the

@@ -105,6 +105,8 @@ pub struct TaskMaster {
     layout: Layout,
     config: TaskMasterConfig,
     election: Option<Addr<ElectionActor>>,
+    /// Where the handles read the election's health entry (the master's own).
+    health_tag: crate::session::health::HealthTag,
     term: Option<MasterFence>,
     subscribers: Subscribers<MasterEvent>,
     /// Delay before trying to create the directories again.
@@ -127,12 +129,19 @@ impl TaskMaster {
             layout,
             config,
             election: None,
+            health_tag: Default::default(),
             term: None,
             subscribers: Subscribers::new(),
             backoff,
             master_id: None,
             span,
         })
+    }
+
+    /// Shows the master's health entry (its election's) to its handles through `tag`.
+    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
+        self.health_tag = tag;
+        self
     }
 
     fn broadcast(&mut self, event: MasterEvent) {
@@ -168,7 +177,8 @@ impl TaskMaster {
                 let fence: MasterFence = term;
                 MasterTerm::new(session.clone(), layout.clone(), fence, strategy(), report.clone(), retry)
             });
-        let election = ElectionActor::new(self.session.clone(), config).start();
+        let election =
+            ElectionActor::new(self.session.clone(), config).with_health_tag(self.health_tag.clone()).start();
         election.do_send(election::Subscribe { recipient: ctx.address().recipient() });
         self.election = Some(election);
     }
