@@ -834,6 +834,61 @@ async fn at_most_once_never_takes_an_item_it_cannot_read() {
     s.close().await;
 }
 
+/// A consumer's events (`QueueConsumerHandle::events`) tell an item it set aside, once, and
+/// its failure for good; a failed consumer has stopped.
+#[actix_rt::test]
+async fn a_consumers_events_tell_an_item_set_aside_and_its_failure() {
+    use actix_zookeeper::queue::{ConsumerEvent, QueueConsumerHandle};
+    use futures::StreamExt;
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("queue-events");
+    let s = session_at(&zk.connect_string(), &root).await;
+    s.ensure_path("/q").await.expect("queue");
+    let unreadable = vec![actix_zookeeper::Acl::new_const(
+        actix_zookeeper::Permission::WRITE | actix_zookeeper::Permission::DELETE,
+        "world",
+        "anyone",
+    )];
+    let created = s
+        .request(
+            actix_zookeeper::session::requests::Create::new("/q/qn-", "secret", CreateMode::PersistentSequential)
+                .with_acl(unreadable),
+        )
+        .await
+        .expect("an unreadable item");
+    let name = created.path.rsplit('/').next().expect("name").to_owned();
+    let ledger = Ledger::default();
+    let consumer =
+        QueueConsumerHandle::start(s.clone(), workers(ConsumerConfig::new("/q"), 1, &ledger, Behaviour::Ack));
+    let mut events = consumer.events();
+    match bounded("an item set aside", events.next()).await {
+        Some(Ok(ConsumerEvent::ItemSetAside { id, error })) => {
+            assert_eq!(id, name);
+            assert!(matches!(error, actix_zookeeper::Error::NoAuth { .. }), "{error:?}");
+        }
+        other => panic!("expected the unreadable item set aside, got {other:?}"),
+    }
+    // Work goes on, and the item is told once.
+    Queue::new(s.clone(), "/q").put(b"readable".to_vec()).await.expect("put");
+    wait_until("the readable item is acked", || ledger.acked.load(Ordering::SeqCst) == 1).await;
+    assert!(futures::FutureExt::now_or_never(events.next()).is_none(), "nothing more to tell while the consumer works");
+    consumer.stop().await;
+
+    unreadable_dir(&s, "/closed").await;
+    let failing =
+        QueueConsumerHandle::start(s.clone(), workers(ConsumerConfig::new("/closed"), 1, &ledger, Behaviour::Ack));
+    let mut events = failing.events();
+    match bounded("the failure", events.next()).await {
+        Some(Ok(ConsumerEvent::Failed { error })) => {
+            assert!(matches!(error, actix_zookeeper::Error::NoAuth { .. }), "{error:?}")
+        }
+        other => panic!("expected the consumer's failure, got {other:?}"),
+    }
+    assert!(bounded("the stream's end", events.next()).await.is_none(), "a failed consumer has stopped");
+    s.close().await;
+}
+
 /// A dead-letter move that cannot succeed: a poison item whose dead-letter path refuses
 /// it (`NoAuth`) is kept claimed and reported, not handed out again and again.
 #[actix_rt::test]

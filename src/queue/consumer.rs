@@ -22,9 +22,12 @@ use tracing::{debug, info, warn};
 
 use super::QueueError;
 use super::config::{ConsumerConfig, DeliveryMode};
-use super::messages::{Delivery, Outcome, Released, Revoked, Settle, SettleAnswering, Stop, WaitIdle};
+use super::messages::{
+    ConsumerEvent, Delivery, Outcome, Released, Revoked, Settle, SettleAnswering, Stop, Subscribe, WaitIdle,
+};
 use super::{item, plan};
 use crate::error::Error;
+use crate::events::{Listen, Subscribers};
 use crate::metrics;
 use crate::path;
 use crate::recipe::FencingToken;
@@ -135,6 +138,8 @@ pub struct QueueConsumerActor {
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
     lifeline: crate::stop::Lifeline,
+    /// Who hears the consumer's events.
+    subscribers: Subscribers<ConsumerEvent>,
 }
 
 impl QueueConsumerActor {
@@ -145,6 +150,7 @@ impl QueueConsumerActor {
         let health = Some(session.health_board().slot("queue-consumer", &config.queue));
         QueueConsumerActor {
             lifeline: Default::default(),
+            subscribers: Subscribers::new(),
             health,
             tag: None,
             session,
@@ -504,6 +510,7 @@ impl QueueConsumerActor {
     fn set_item_aside(&mut self, id: &str, error: &Error) {
         if self.set_aside.insert(id.to_owned()) {
             tracing::error!(parent: &self.span, %id, %error, "cannot read this item; leaving it in the queue and skipping it");
+            self.subscribers.tell(ConsumerEvent::ItemSetAside { id: id.to_owned(), error: error.clone() });
         }
     }
 
@@ -589,6 +596,7 @@ impl QueueConsumerActor {
     /// (claimed items go back, workers hear `Revoked`) rather than ask again forever.
     fn give_up(&mut self, error: Error, ctx: &mut Context<Self>) {
         tracing::error!(parent: &self.span, %error, "cannot consume this queue; stopping");
+        self.subscribers.tell(ConsumerEvent::Failed { error: error.clone() });
         if let Some(health) = self.health.take() {
             health.keep_failed(error.to_string(), self.tag.as_ref());
         }
@@ -700,6 +708,22 @@ impl Actor for QueueConsumerActor {
                 let _ = released.send(true);
             }
         });
+    }
+}
+
+impl Handler<Subscribe<ConsumerEvent>> for QueueConsumerActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Subscribe<ConsumerEvent>, _: &mut Context<Self>) {
+        self.subscribers.add(msg.recipient);
+    }
+}
+
+impl Handler<Listen<ConsumerEvent>> for QueueConsumerActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Listen<ConsumerEvent>, _: &mut Context<Self>) {
+        self.subscribers.listen(msg.listener);
     }
 }
 

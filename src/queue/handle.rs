@@ -14,7 +14,8 @@ use actix::prelude::*;
 use super::config::ConsumerConfig;
 use super::consumer::QueueConsumerActor;
 use super::error::QueueError;
-use super::messages::{Released, Stop, WaitIdle};
+use super::messages::{ConsumerEvent, Released, Stop, Subscribe, WaitIdle};
+use crate::events::EventStream;
 use crate::reply::ask;
 use crate::session::SessionHandle;
 
@@ -73,6 +74,18 @@ impl QueueConsumerHandle {
     pub fn idle(&self) -> impl Future<Output = Result<(), QueueError>> + 'static {
         let asked = ask(&self.addr, WaitIdle, QueueError::Stopped { queue: self.queue.clone() });
         async move { asked.await? }
+    }
+
+    /// Every [`ConsumerEvent`] from now on (an item set aside, the consumer's failure), as a
+    /// stream this caller owns; dropping it unsubscribes ([`crate::events`]).
+    pub fn events(&self) -> EventStream<ConsumerEvent> {
+        crate::events::events(&self.addr)
+    }
+
+    /// Sends every [`ConsumerEvent`] from now on to `recipient` (held weakly: keep its address,
+    /// or read [`events`](Self::events)).
+    pub fn subscribe(&self, recipient: Recipient<ConsumerEvent>) {
+        self.addr.do_send(Subscribe { recipient });
     }
 
     /// This recipe's entry on its session's health board (as in

@@ -158,3 +158,30 @@ pub struct Settle {
     /// Ack or nack.
     pub outcome: Outcome,
 }
+
+pub use crate::events::Subscribe;
+
+/// What happened to a queue consumer, told to its subscribers
+/// ([`QueueConsumerHandle::events`](super::QueueConsumerHandle::events)). Deliveries go to the
+/// workers, not here.
+#[derive(Message, Debug, Clone, PartialEq, Eq)]
+#[rtype(result = "()")]
+#[non_exhaustive]
+pub enum ConsumerEvent {
+    /// An item this consumer cannot read (`error`: no permission on it, say) was left in the
+    /// queue, for an operator or a consumer that may read it; it is skipped from now on. Told
+    /// once per item.
+    ItemSetAside {
+        /// The item's node name.
+        id: String,
+        /// Why it cannot be read.
+        error: crate::error::Error,
+    },
+    /// The consumer gave up for good on a final error (no permission on the queue, a bad path)
+    /// and stopped: its claimed items went back to the queue, its workers heard
+    /// [`Revoked`].
+    Failed {
+        /// What it met.
+        error: crate::error::Error,
+    },
+}

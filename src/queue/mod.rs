@@ -32,5 +32,5 @@ pub use consumer::QueueConsumerActor;
 pub use error::QueueError;
 pub use handle::QueueConsumerHandle;
 pub use item::ITEM_PREFIX;
-pub use messages::{Delivery, Outcome, Revoked, Settle, Stop, WaitIdle};
+pub use messages::{ConsumerEvent, Delivery, Outcome, Revoked, Settle, Stop, Subscribe, WaitIdle};
 pub use producer::{ItemOptions, Queue};
