@@ -26,7 +26,7 @@ use crate::recipe::naming::{LATCH_NAME, Rule};
 use crate::recipe::participants;
 use crate::recipe::{ConnectionPolicy, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Reply};
 use crate::reply::Pending;
-use crate::retry::Verdict;
+use crate::retry::again_later;
 use crate::session::requests::Goodbye;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
@@ -258,10 +258,8 @@ impl ElectionActor {
                 Err(error) => {
                     // A fresh backoff each time: this only keeps `LeaderChanged` current, and a
                     // reconnect or the contender reads again too.
-                    if let Verdict::RetryAfter(delay) = act.retry().backoff().verdict(&error) {
-                        debug!(parent: &act.span, %error, "cannot read the election; will retry");
-                        ctx.run_later(delay, |act, ctx| act.observe(ctx));
-                    }
+                    debug!(parent: &act.span, %error, "cannot read the election; will retry unless final");
+                    let _ = again_later(&mut act.retry().backoff(), error, ctx, |act: &mut Self, ctx| act.observe(ctx));
                     return;
                 }
             };

@@ -25,7 +25,7 @@ use crate::events::{Listen, Subscribers};
 use crate::path;
 use crate::recipe::FencingToken;
 use crate::reply::{Pending, Reply};
-use crate::retry::Verdict;
+use crate::retry::again_later;
 use crate::session::health::{HealthSlot, RecipeState};
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
@@ -221,14 +221,13 @@ impl ElectionObserver {
                     self.failed = Some(error);
                     return;
                 }
-                match self.session.retry_policy().backoff().verdict(&error) {
-                    // The reconnect (or the new session) reads again.
-                    _ if matches!(error, Error::ConnectionLoss { .. } | Error::SessionLost { .. }) => {}
-                    Verdict::RetryAfter(delay) => {
-                        debug!(%error, ?delay, "cannot read the election; will read again");
-                        ctx.run_later(delay, |act, ctx| act.refresh(ctx));
+                // The reconnect (or the new session) reads again after these.
+                if !matches!(error, Error::ConnectionLoss { .. } | Error::SessionLost { .. }) {
+                    debug!(%error, "cannot read the election; will read again unless final");
+                    let mut backoff = self.session.retry_policy().backoff();
+                    if let Err(error) = again_later(&mut backoff, error, ctx, |act: &mut Self, ctx| act.refresh(ctx)) {
+                        debug!(%error, "cannot read the election; waiting for the connection");
                     }
-                    _ => debug!(%error, "cannot read the election; waiting for the connection"),
                 }
             }
         }

@@ -33,7 +33,7 @@ use crate::path;
 use crate::recipe::FencingToken;
 use crate::recipe::guarded::{delete_fenced, delete_own_ephemeral_holding};
 use crate::reply::{Pending, Reply};
-use crate::retry::{Backoff, RetryPolicy, Verdict, again_later};
+use crate::retry::{Backoff, RetryPolicy, again_later};
 use crate::session::requests::{CreateMode, NodeData};
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
@@ -451,17 +451,15 @@ impl QueueConsumerActor {
                             // may have claimed the item meanwhile.
                             let ours = Some(act.config.consumer_id.clone().into_bytes());
                             let release = act.detached(delete_own_ephemeral_holding(pinned, claim_path, ours));
-                            let verdict = act.backoff.verdict(&err);
                             act.releasing.insert(id.clone());
                             ctx.spawn(release.into_actor(act).map(move |_, act, ctx| {
                                 // Still to be tried first, now that no claim of ours is on it.
                                 act.releasing.remove(&id);
                                 act.candidates.push_front(id);
-                                match verdict {
-                                    Verdict::RetryAfter(delay) => {
-                                        ctx.run_later(delay, |act, ctx| act.fill(ctx));
-                                    }
-                                    Verdict::GiveUp => act.give_up(err, ctx),
+                                if let Err(err) =
+                                    again_later(&mut act.backoff, err, ctx, |act: &mut Self, ctx| act.fill(ctx))
+                                {
+                                    act.give_up(err, ctx);
                                 }
                             }));
                         }

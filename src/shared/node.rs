@@ -25,7 +25,7 @@ use crate::error::Error;
 use crate::events::{Listen, Subscribers};
 use crate::path;
 use crate::reply::Reply;
-use crate::retry::{Backoff, RetryPolicy, Verdict};
+use crate::retry::{Backoff, RetryPolicy, again_later};
 use crate::session::health::{HealthSlot, RecipeState};
 use crate::session::requests::{CreateMode, NodeData, Stat};
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
@@ -301,30 +301,31 @@ impl<F: SharedFormat> SharedNode<F> {
             // chose is gone.
             Err(err @ Error::SessionLost { .. }) => {
                 self.set_fresh(false);
-                if let Verdict::RetryAfter(delay) = self.backoff.verdict(&err) {
-                    debug!(parent: &self.span, "the read's session ended; reading on the next one");
-                    self.reader.queued.extend(waiters);
-                    ctx.run_later(delay, |act, ctx| {
-                        if !act.reader.busy && (!act.reader.queued.is_empty() || !act.fresh) {
-                            act.refresh(false, ctx);
-                        }
-                    });
-                    return;
+                let again = again_later(&mut self.backoff, err, ctx, |act: &mut Self, ctx| {
+                    if !act.reader.busy && (!act.reader.queued.is_empty() || !act.fresh) {
+                        act.refresh(false, ctx);
+                    }
+                });
+                match again {
+                    Ok(()) => {
+                        debug!(parent: &self.span, "the read's session ended; reading on the next one");
+                        self.reader.queued.extend(waiters);
+                        return;
+                    }
+                    Err(err) => Err(self.fail(Failure::ZooKeeper(err))),
                 }
-                Err(self.fail(Failure::ZooKeeper(err)))
             }
             Err(err) => {
                 debug!(parent: &self.span, error = %err, "cannot read the value");
                 self.set_fresh(false);
                 // A reconnect or a new session reads again too; this covers a failure that no
                 // session event follows. The waiters hear the error either way.
-                if let Verdict::RetryAfter(delay) = self.backoff.verdict(&err) {
-                    ctx.run_later(delay, |act, ctx| {
-                        if !act.fresh && !act.reader.busy {
-                            act.refresh(false, ctx);
-                        }
-                    });
-                }
+                // Given up, nothing is scheduled: the next session event reads again.
+                let _ = again_later(&mut self.backoff, err.clone(), ctx, |act: &mut Self, ctx| {
+                    if !act.fresh && !act.reader.busy {
+                        act.refresh(false, ctx);
+                    }
+                });
                 Err(self.fail(Failure::ZooKeeper(err)))
             }
         };
