@@ -795,6 +795,24 @@ async fn two_queues_share_a_dead_letter_path() {
     s.close().await;
 }
 
+/// Puts an item nobody may read in the queue at `queue` (made if missing): anyone may delete it
+/// (delete is the parent's permission). Its node name.
+async fn unreadable_item(s: &SessionHandle, queue: &str) -> String {
+    s.ensure_path(queue).await.expect("queue");
+    let unreadable = vec![actix_zookeeper::Acl::new_const(
+        actix_zookeeper::Permission::WRITE | actix_zookeeper::Permission::DELETE,
+        "world",
+        "anyone",
+    )];
+    let create = actix_zookeeper::session::requests::Create::new(
+        format!("{queue}/qn-"),
+        "secret",
+        CreateMode::PersistentSequential,
+    );
+    let created = s.request(create.with_acl(unreadable)).await.expect("an unreadable item");
+    created.path.rsplit('/').next().expect("name").to_owned()
+}
+
 /// Regression: at-most-once read and deleted an item back to back; when the read failed
 /// (an item the consumer may not read) and the delete did not, the item was gone without a
 /// delivery or a log line. Now an item is deleted only after it was read, and an unreadable one
@@ -805,20 +823,7 @@ async fn at_most_once_never_takes_an_item_it_cannot_read() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-amo-unreadable");
     let s = session_at(&zk.connect_string(), &root).await;
-    s.ensure_path("/q").await.expect("queue");
-    // Anyone may delete it (delete is the parent's permission), nobody may read it.
-    let unreadable = vec![actix_zookeeper::Acl::new_const(
-        actix_zookeeper::Permission::WRITE | actix_zookeeper::Permission::DELETE,
-        "world",
-        "anyone",
-    )];
-    let created = s
-        .request(
-            actix_zookeeper::session::requests::Create::new("/q/qn-", "secret", CreateMode::PersistentSequential)
-                .with_acl(unreadable),
-        )
-        .await
-        .expect("an unreadable item");
+    let name = unreadable_item(&s, "/q").await;
     Queue::new(s.clone(), "/q").put(b"readable".to_vec()).await.expect("put");
     let ledger = Ledger::default();
     let _consumer = QueueConsumerActor::new(
@@ -828,7 +833,6 @@ async fn at_most_once_never_takes_an_item_it_cannot_read() {
     .start();
     wait_until("the readable item is delivered", || ledger.acked.load(Ordering::SeqCst) == 1).await;
     actix_rt::time::sleep(Duration::from_millis(500)).await;
-    let name = created.path.rsplit('/').next().expect("name").to_owned();
     assert_eq!(items_left(&s).await, vec![name], "the unreadable item is still in the queue");
     assert_eq!(ledger.seen.lock().expect("ledger").len(), 1, "only the readable item was delivered");
     s.close().await;
@@ -844,20 +848,7 @@ async fn a_consumers_events_tell_an_item_set_aside_and_its_failure() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-events");
     let s = session_at(&zk.connect_string(), &root).await;
-    s.ensure_path("/q").await.expect("queue");
-    let unreadable = vec![actix_zookeeper::Acl::new_const(
-        actix_zookeeper::Permission::WRITE | actix_zookeeper::Permission::DELETE,
-        "world",
-        "anyone",
-    )];
-    let created = s
-        .request(
-            actix_zookeeper::session::requests::Create::new("/q/qn-", "secret", CreateMode::PersistentSequential)
-                .with_acl(unreadable),
-        )
-        .await
-        .expect("an unreadable item");
-    let name = created.path.rsplit('/').next().expect("name").to_owned();
+    let name = unreadable_item(&s, "/q").await;
     let ledger = Ledger::default();
     let consumer =
         QueueConsumerHandle::start(s.clone(), workers(ConsumerConfig::new("/q"), 1, &ledger, Behaviour::Ack));
