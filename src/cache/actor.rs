@@ -34,7 +34,7 @@ use super::config::CacheConfig;
 use super::error::CacheError;
 use super::messages::*;
 use crate::error::Error;
-use crate::events::{Listen, Subscribers};
+use crate::events::Subscribers;
 use crate::path;
 use crate::retry::{Backoff, again_later};
 use crate::session::requests::PersistentWatchMode;
@@ -131,9 +131,9 @@ pub struct CacheActor {
     generation: u64,
     /// Its slot on the session's health board (`None` once left as failed).
     health: Option<crate::session::health::HealthSlot>,
-    /// Where a handle keeps the failed entry (see `HealthSlot::keep_failed`); `None` for an
-    /// actor started by hand.
-    tag: Option<crate::session::health::HealthTag>,
+    /// Where the handles read the entry and keep a failed one (see `HealthSlot::keep_failed`);
+    /// `None` for an actor started by hand.
+    health_tag: Option<crate::session::health::HealthTag>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
     lifeline: crate::stop::Lifeline,
@@ -183,7 +183,7 @@ impl CacheActor {
             walk_due: false,
             generation: 0,
             health,
-            tag: None,
+            health_tag: None,
             span,
         })
     }
@@ -194,7 +194,7 @@ impl CacheActor {
         if let Some(slot) = &self.health {
             tag.point_at(slot);
         }
-        self.tag = Some(tag);
+        self.health_tag = Some(tag);
         self
     }
 
@@ -527,7 +527,7 @@ impl CacheActor {
         warn!(parent: &self.span, %error, "the cache cannot work; it stops");
         self.phase = Phase::Failed;
         if let Some(health) = self.health.take() {
-            health.keep_failed(error.to_string(), self.tag.as_ref());
+            health.keep_failed(error.to_string(), self.health_tag.as_ref());
         }
         self.tell(CacheEvent::CacheFailed { error });
         ctx.stop();
@@ -771,10 +771,4 @@ impl Handler<Stop> for CacheActor {
     }
 }
 
-impl Handler<Listen<CacheEvent>> for CacheActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: Listen<CacheEvent>, _: &mut Context<Self>) {
-        self.subscribers.listen(msg.listener);
-    }
-}
+crate::events::hears_through_subscribers!(CacheActor => CacheEvent);

@@ -16,7 +16,7 @@ use super::instance::ServiceInstance;
 use super::messages::*;
 use crate::cache::{self, CacheActor, CacheConfig, CacheEvent, CacheScope};
 use crate::error::Error;
-use crate::events::{Listen, Subscribers};
+use crate::events::Subscribers;
 use crate::path;
 use crate::session::SessionHandle;
 
@@ -230,13 +230,7 @@ impl Handler<Subscribe<ServiceCacheEvent>> for ServiceCache {
     }
 }
 
-impl Handler<Listen<ServiceCacheEvent>> for ServiceCache {
-    type Result = ();
-
-    fn handle(&mut self, msg: Listen<ServiceCacheEvent>, _: &mut Context<Self>) {
-        self.subscribers.listen(msg.listener);
-    }
-}
+crate::events::hears_through_subscribers!(ServiceCache => ServiceCacheEvent);
 
 /// Stops the cache; its watch is removed.
 impl Handler<Stop> for ServiceCache {

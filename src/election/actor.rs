@@ -17,7 +17,7 @@ use super::config::ElectionConfig;
 use super::error::ElectionError;
 use super::messages::*;
 use crate::error::Error;
-use crate::events::{Listen, Subscribers};
+use crate::events::Subscribers;
 use crate::path;
 use crate::recipe::holder::{
     self, Attempt, ContenderSlot, Happened, Holder, HolderHost, InLine, Loss, Refusal, ReleaseError, Waiter,
@@ -697,13 +697,7 @@ impl Handler<Subscribe<ElectionEvent>> for ElectionActor {
     }
 }
 
-impl Handler<Listen<ElectionEvent>> for ElectionActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: Listen<ElectionEvent>, _: &mut Context<Self>) {
-        self.subscribers.listen(msg.listener);
-    }
-}
+crate::events::hears_through_subscribers!(ElectionActor => ElectionEvent);
 
 impl Handler<Goodbye> for ElectionActor {
     type Result = ResponseFuture<()>;

@@ -11,7 +11,7 @@ use super::config::GroupConfig;
 use super::error::GroupError;
 use super::messages::*;
 use crate::cache::{self, CacheActor, CacheConfig, CacheEvent, CacheScope};
-use crate::events::{Listen, Subscribers};
+use crate::events::Subscribers;
 use crate::path;
 use crate::recipe::guarded::delete_own_ephemeral;
 use crate::recipe::registration::{NextStep, RegisterError, next_step, register_ephemeral};
@@ -354,13 +354,7 @@ impl Handler<Leave> for GroupMember {
 
 crate::reply::handle_told!(GroupMember: Leave);
 
-impl Handler<Listen<GroupEvent>> for GroupMember {
-    type Result = ();
-
-    fn handle(&mut self, msg: Listen<GroupEvent>, _: &mut Context<Self>) {
-        self.subscribers.listen(msg.listener);
-    }
-}
+crate::events::hears_through_subscribers!(GroupMember => GroupEvent);
 
 impl Handler<Goodbye> for GroupMember {
     type Result = ResponseFuture<()>;

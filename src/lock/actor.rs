@@ -12,9 +12,9 @@ use super::config::LockConfig;
 use super::error::LockError;
 use super::grant::LockGrant;
 use super::holding::{self, LockWaiter};
-use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, ReleaseAndStop, Subscribe, TryAcquire};
+use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, ReleaseAndStop, TryAcquire};
 use crate::error::Error;
-use crate::events::{Listen, Subscribers};
+use crate::events::Subscribers;
 use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::{ContenderEvent, ContenderReport, ContenderSpec, Reply};
 use crate::reply::Asked;
@@ -260,21 +260,7 @@ impl Handler<SessionEvent> for LockActor {
     }
 }
 
-impl Handler<Subscribe<LockEvent>> for LockActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: Subscribe<LockEvent>, _: &mut Context<Self>) {
-        self.subscribers.add(msg.recipient);
-    }
-}
-
-impl Handler<Listen<LockEvent>> for LockActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: Listen<LockEvent>, _: &mut Context<Self>) {
-        self.subscribers.listen(msg.listener);
-    }
-}
+crate::events::hears_through_subscribers!(LockActor => LockEvent, Subscribe);
 
 impl Handler<Goodbye> for LockActor {
     type Result = ResponseFuture<()>;

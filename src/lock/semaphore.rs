@@ -20,9 +20,9 @@ use super::config::SemaphoreConfig;
 use super::error::LockError;
 use super::grant::LockGrant;
 use super::holding::{self, LockWaiter};
-use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, ReleaseAndStop, Subscribe};
+use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, ReleaseAndStop};
 use crate::error::Error;
-use crate::events::{Listen, Subscribers};
+use crate::events::Subscribers;
 use crate::path;
 use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::naming::{LEASE_NAME, LOCK_NAME, Rule};
@@ -282,21 +282,7 @@ impl Handler<SessionEvent> for SemaphoreActor {
     }
 }
 
-impl Handler<Subscribe<LockEvent>> for SemaphoreActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: Subscribe<LockEvent>, _: &mut Context<Self>) {
-        self.subscribers.add(msg.recipient);
-    }
-}
-
-impl Handler<Listen<LockEvent>> for SemaphoreActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: Listen<LockEvent>, _: &mut Context<Self>) {
-        self.subscribers.listen(msg.listener);
-    }
-}
+crate::events::hears_through_subscribers!(SemaphoreActor => LockEvent, Subscribe);
 
 impl Handler<Goodbye> for SemaphoreActor {
     type Result = ResponseFuture<()>;

@@ -10,9 +10,9 @@ use tracing::{debug, info, warn};
 
 use super::config::PersistentNodeConfig;
 use super::error::PersistentNodeError;
-use super::messages::{ActualPath, PersistentNodeEvent, SetData, Subscribe, WaitForInitialCreate};
+use super::messages::{ActualPath, PersistentNodeEvent, SetData, WaitForInitialCreate};
 use crate::error::Error;
-use crate::events::{Listen, Subscribers};
+use crate::events::Subscribers;
 use crate::path;
 use crate::recipe::naming;
 use crate::retry::{Attempted, Backoff, retried};
@@ -720,21 +720,7 @@ impl Handler<ActualPath> for PersistentNode {
     }
 }
 
-impl Handler<Subscribe<PersistentNodeEvent>> for PersistentNode {
-    type Result = ();
-
-    fn handle(&mut self, msg: Subscribe<PersistentNodeEvent>, _: &mut Context<Self>) {
-        self.subscribers.add(msg.recipient);
-    }
-}
-
-impl Handler<Listen<PersistentNodeEvent>> for PersistentNode {
-    type Result = ();
-
-    fn handle(&mut self, msg: Listen<PersistentNodeEvent>, _: &mut Context<Self>) {
-        self.subscribers.listen(msg.listener);
-    }
-}
+crate::events::hears_through_subscribers!(PersistentNode => PersistentNodeEvent, Subscribe);
 
 /// Deletes the node (retried until it is gone or its session is), then stops the actor; `stopped`
 /// is dropped with the actor (actix has no future for an actor's end).

@@ -22,12 +22,10 @@ use tracing::{debug, info, warn};
 
 use super::QueueError;
 use super::config::{ConsumerConfig, DeliveryMode};
-use super::messages::{
-    ConsumerEvent, Delivery, Outcome, Released, Revoked, Settle, SettleAnswering, Stop, Subscribe, WaitIdle,
-};
+use super::messages::{ConsumerEvent, Delivery, Outcome, Released, Revoked, Settle, SettleAnswering, Stop, WaitIdle};
 use super::{item, plan};
 use crate::error::Error;
-use crate::events::{Listen, Subscribers};
+use crate::events::Subscribers;
 use crate::metrics;
 use crate::path;
 use crate::recipe::FencingToken;
@@ -132,9 +130,9 @@ pub struct QueueConsumerActor {
     backoff: Backoff,
     /// Its slot on the session's health board: items in flight (`None` once left as failed).
     health: Option<crate::session::health::HealthSlot>,
-    /// Where a handle keeps the failed entry (see `HealthSlot::keep_failed`); `None` for an
-    /// actor started by hand.
-    tag: Option<crate::session::health::HealthTag>,
+    /// Where the handles read the entry and keep a failed one (see `HealthSlot::keep_failed`);
+    /// `None` for an actor started by hand.
+    health_tag: Option<crate::session::health::HealthTag>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
     lifeline: crate::stop::Lifeline,
@@ -152,7 +150,7 @@ impl QueueConsumerActor {
             lifeline: Default::default(),
             subscribers: Subscribers::new(),
             health,
-            tag: None,
+            health_tag: None,
             session,
             config,
             in_flight: HashMap::new(),
@@ -186,7 +184,7 @@ impl QueueConsumerActor {
         if let Some(slot) = &self.health {
             tag.point_at(slot);
         }
-        self.tag = Some(tag);
+        self.health_tag = Some(tag);
         self
     }
 
@@ -596,7 +594,7 @@ impl QueueConsumerActor {
         tracing::error!(parent: &self.span, %error, "cannot consume this queue; stopping");
         self.subscribers.tell(ConsumerEvent::Failed { error: error.clone() });
         if let Some(health) = self.health.take() {
-            health.keep_failed(error.to_string(), self.tag.as_ref());
+            health.keep_failed(error.to_string(), self.health_tag.as_ref());
         }
         ctx.stop();
     }
@@ -709,21 +707,7 @@ impl Actor for QueueConsumerActor {
     }
 }
 
-impl Handler<Subscribe<ConsumerEvent>> for QueueConsumerActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: Subscribe<ConsumerEvent>, _: &mut Context<Self>) {
-        self.subscribers.add(msg.recipient);
-    }
-}
-
-impl Handler<Listen<ConsumerEvent>> for QueueConsumerActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: Listen<ConsumerEvent>, _: &mut Context<Self>) {
-        self.subscribers.listen(msg.listener);
-    }
-}
+crate::events::hears_through_subscribers!(QueueConsumerActor => ConsumerEvent, Subscribe);
 
 impl Handler<Released> for QueueConsumerActor {
     type Result = Option<tokio::sync::watch::Receiver<bool>>;

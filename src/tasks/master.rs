@@ -16,7 +16,7 @@ use super::messages::*;
 use super::strategy::{AssignStrategy, LeastLoaded};
 use super::term::MasterTerm;
 use crate::election::{self, ElectionActor, ElectionConfig, ElectionEvent};
-use crate::events::{Listen, Subscribers};
+use crate::events::Subscribers;
 use crate::recipe::ConnectionPolicy;
 use crate::recipe::naming::default_participant_id;
 use crate::retry::{Backoff, RetryPolicy, again_later};
@@ -274,10 +274,4 @@ impl Handler<Stop> for TaskMaster {
     }
 }
 
-impl Handler<Listen<MasterEvent>> for TaskMaster {
-    type Result = ();
-
-    fn handle(&mut self, msg: Listen<MasterEvent>, _: &mut Context<Self>) {
-        self.subscribers.listen(msg.listener);
-    }
-}
+crate::events::hears_through_subscribers!(TaskMaster => MasterEvent);

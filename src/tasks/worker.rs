@@ -23,7 +23,7 @@ use super::error::TaskError;
 use super::layout::{Layout, TaskId, check_worker_id};
 use super::messages::*;
 use crate::error::Error;
-use crate::events::{Listen, Subscribers};
+use crate::events::Subscribers;
 use crate::recipe::guarded::delete_own_ephemeral;
 use crate::recipe::registration::{NextStep, RegisterError, next_step, register_ephemeral};
 use crate::retry::{Attempted, Backoff, RetryPolicy, again_later, retried};
@@ -120,9 +120,9 @@ pub struct TaskWorker {
     stop_waiters: Vec<futures::channel::oneshot::Sender<()>>,
     /// Its slot on the session's health board: tasks running (`None` once left as failed).
     health: Option<crate::session::health::HealthSlot>,
-    /// Where a handle keeps the failed entry (see `HealthSlot::keep_failed`); `None` for an
-    /// actor started by hand.
-    tag: Option<crate::session::health::HealthTag>,
+    /// Where the handles read the entry and keep a failed one (see `HealthSlot::keep_failed`);
+    /// `None` for an actor started by hand.
+    health_tag: Option<crate::session::health::HealthTag>,
     span: tracing::Span,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
     lifeline: crate::stop::Lifeline,
@@ -160,7 +160,7 @@ impl TaskWorker {
             backoff: retry.backoff(),
             stop_waiters: Vec::new(),
             health: Some(session_slot),
-            tag: None,
+            health_tag: None,
             span,
         })
     }
@@ -171,7 +171,7 @@ impl TaskWorker {
         if let Some(slot) = &self.health {
             tag.point_at(slot);
         }
-        self.tag = Some(tag);
+        self.health_tag = Some(tag);
         self
     }
 
@@ -185,7 +185,7 @@ impl TaskWorker {
         warn!(parent: &self.span, %error, "cannot go on; stopping");
         // A worker that vanished from the board would look healthy to a probe.
         if let Some(health) = self.health.take() {
-            health.keep_failed(error.to_string(), self.tag.as_ref());
+            health.keep_failed(error.to_string(), self.health_tag.as_ref());
         }
         self.tell(WorkerEvent::Failed { error: TaskError::ZooKeeper(error) });
         ctx.stop();
@@ -719,13 +719,7 @@ impl Handler<Stop> for TaskWorker {
     }
 }
 
-impl Handler<Listen<WorkerEvent>> for TaskWorker {
-    type Result = ();
-
-    fn handle(&mut self, msg: Listen<WorkerEvent>, _: &mut Context<Self>) {
-        self.subscribers.listen(msg.listener);
-    }
-}
+crate::events::hears_through_subscribers!(TaskWorker => WorkerEvent);
 
 impl Handler<Goodbye> for TaskWorker {
     type Result = ResponseFuture<()>;
