@@ -90,7 +90,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let config = ElectionConfig::new("/services/report/leader")
                 .with_participant_id(name)
                 .with_leader_actor(move |term| Ticker { name, term });
-            let election = ElectionHandle::start(session.clone(), config);
+            let election = ElectionHandle::start(session.clone(), config)?;
             // An election holds its subscribers weakly: keeping the narrator's address keeps it alive.
             let narrator = Narrator(name, history.clone()).start();
             election.subscribe(narrator.clone().recipient());

@@ -58,8 +58,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         alice_session.create("/ledger", "", CreateMode::Persistent).await?;
 
         let alice =
-            LockHandle::start(alice_session.clone(), LockConfig::new("/locks/ledger").with_participant_id("alice"));
-        let bob = LockHandle::start(bob_session.clone(), LockConfig::new("/locks/ledger").with_participant_id("bob"));
+            LockHandle::start(alice_session.clone(), LockConfig::new("/locks/ledger").with_participant_id("alice"))?;
+        let bob = LockHandle::start(bob_session.clone(), LockConfig::new("/locks/ledger").with_participant_id("bob"))?;
         // A lock holds its subscribers weakly: these addresses keep the narrators alive.
         let narrators = (Narrator("alice").start(), Narrator("bob").start());
         alice.subscribe(narrators.0.clone().recipient());

@@ -63,7 +63,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let session = SessionHandle::start(SessionConfig::new(&connect).with_chroot("/actix-zookeeper-metrics-demo"))?;
         session.connected().await?;
 
-        let lock = LockHandle::start(session.clone(), LockConfig::new("/locks/report"));
+        let lock = LockHandle::start(session.clone(), LockConfig::new("/locks/report"))?;
         for _ in 0..3 {
             let _grant = lock.acquire(None).await?;
             lock.release().await?;
@@ -71,7 +71,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
         let acker = Acker.start();
         let _consumer =
-            QueueConsumerHandle::start(session.clone(), ConsumerConfig::new("/jobs").with_worker(Worker::new(&acker)));
+            QueueConsumerHandle::start(session.clone(), ConsumerConfig::new("/jobs").with_worker(Worker::new(&acker)))?;
         let queue = Queue::new(session.clone(), "/jobs");
         for i in 0..5 {
             queue.put(format!("job {i}")).await?;

@@ -154,7 +154,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let worker = JobWorker { name, crash_on, jobs_taken: 0, log: log.clone() }.start();
             config = config.with_worker(Worker::new(&worker));
         }
-        let consumer = QueueConsumerHandle::start(session.clone(), config);
+        let consumer = QueueConsumerHandle::start(session.clone(), config)?;
 
         let deadline = Instant::now() + Duration::from_secs(30);
         while log.finished() < JOBS && Instant::now() < deadline {

@@ -230,7 +230,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ElectionConfig::new("/jobs/cleanup/leader")
                 .with_participant_id(ID)
                 .with_leader_actor(move |term| Job { term, runs: runs.clone() }),
-        );
+        )?;
         let term = Arc::new(Mutex::new(None));
         let mut elected = election.events();
         let ours = term.clone();
@@ -254,8 +254,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let consumer = QueueConsumerHandle::start(
             session.clone(),
             ConsumerConfig::new("/orders").with_worker(Worker::new(&orders)),
-        );
-        let lock = LockHandle::start(session.clone(), LockConfig::new("/locks/report").with_participant_id(ID));
+        )?;
+        let lock = LockHandle::start(session.clone(), LockConfig::new("/locks/report").with_participant_id(ID))?;
 
         let state = State { session: session.clone(), election: election.clone(), health, term, job_runs };
         let server = HttpServer::new(move || {

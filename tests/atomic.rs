@@ -157,7 +157,8 @@ async fn a_dropped_or_closed_operation_leaves_nothing_behind() {
     let root = unique_root("atomic-dropped");
     let Proxied { proxy, session, observer } = proxied(&zk.connect_string(), &root, Duration::from_secs(10)).await;
     // Someone holds the promoted lock, so the promotion waits in line.
-    let blocker = actix_zookeeper::lock::LockHandle::start(observer.clone(), LockConfig::new("/value-lock"));
+    let blocker =
+        actix_zookeeper::lock::LockHandle::start(observer.clone(), LockConfig::new("/value-lock")).expect("lock");
     blocker.acquire(None).await.expect("the blocker holds the lock");
     let promoted =
         AtomicLongConfig::new("/value").with_retry(one_try()).promoted_to_lock(PromotedToLock::new("/value-lock"));

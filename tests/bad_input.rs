@@ -34,8 +34,10 @@ async fn a_lock_hands_over_around_nodes_no_contender_wrote() {
     let root = unique_root("bad-input-lock");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     seed(&a, "/l").await;
-    let (first, second) =
-        (LockHandle::start(a.clone(), LockConfig::new("/l")), LockHandle::start(b.clone(), LockConfig::new("/l")));
+    let (first, second) = (
+        LockHandle::start(a.clone(), LockConfig::new("/l")).expect("lock"),
+        LockHandle::start(b.clone(), LockConfig::new("/l")).expect("lock"),
+    );
     for round in 0..3 {
         bounded("first acquires", first.acquire(Some(WAIT))).await.expect("first holds");
         let waiting = second.acquire(Some(WAIT));
@@ -62,9 +64,11 @@ async fn an_election_hands_over_around_nodes_no_participant_wrote() {
     let root = unique_root("bad-input-election");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     seed(&a, "/e").await;
-    let first = ElectionHandle::start(a.clone(), ElectionConfig::new("/e").with_participant_id("first"));
+    let first =
+        ElectionHandle::start(a.clone(), ElectionConfig::new("/e").with_participant_id("first")).expect("election");
     bounded("first leads", first.leadership()).await.expect("first leads");
-    let second = ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("second"));
+    let second =
+        ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("second")).expect("election");
     wait_until_async("both in line", || async { first.participants().await.unwrap_or_default().len() == 2 }).await;
     assert_eq!(second.leader().await.expect("leader").as_deref(), Some("first"));
     first.resign().await.expect("resigned");

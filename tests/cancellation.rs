@@ -137,8 +137,8 @@ async fn an_acquire_dropped_by_a_timeout_leaves_the_line_and_the_next_one_starts
     let root = unique_root("cancel-timeout");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let before = watch_count(&zk);
-    let holder = LockHandle::start(b.clone(), LockConfig::new("/l").with_participant_id("holder"));
-    let lock = LockHandle::start(a.clone(), LockConfig::new("/l").with_participant_id("impatient"));
+    let holder = LockHandle::start(b.clone(), LockConfig::new("/l").with_participant_id("holder")).expect("lock");
+    let lock = LockHandle::start(a.clone(), LockConfig::new("/l").with_participant_id("impatient")).expect("lock");
     let events = Recorded::<LockEvent>::start();
     lock.subscribe(events.recipient.clone());
     let held = holder.acquire(None).await.expect("the holder holds");
@@ -176,10 +176,10 @@ async fn a_dropped_reentrant_acquire_leaves_the_grant_with_its_holder() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cancel-reentrant");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
-    let lock = LockHandle::start(a.clone(), LockConfig::new("/l"));
-    let other = LockHandle::start(b.clone(), LockConfig::new("/l"));
-    let pool = SemaphoreHandle::start(a.clone(), SemaphoreConfig::new("/s", 1));
-    let other_pool = SemaphoreHandle::start(b.clone(), SemaphoreConfig::new("/s", 1));
+    let lock = LockHandle::start(a.clone(), LockConfig::new("/l")).expect("lock");
+    let other = LockHandle::start(b.clone(), LockConfig::new("/l")).expect("lock");
+    let pool = SemaphoreHandle::start(a.clone(), SemaphoreConfig::new("/s", 1)).expect("semaphore");
+    let other_pool = SemaphoreHandle::start(b.clone(), SemaphoreConfig::new("/s", 1)).expect("semaphore");
     let grant = lock.acquire(None).await.expect("holds");
     let lease = pool.acquire(None).await.expect("holds a lease");
     for _ in 0..3 {
@@ -213,8 +213,8 @@ async fn a_try_acquire_says_busy_only_once_its_node_is_gone() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cancel-try");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
-    let holder = LockHandle::start(b.clone(), LockConfig::new("/l"));
-    let trier = LockHandle::start(a.clone(), LockConfig::new("/l"));
+    let holder = LockHandle::start(b.clone(), LockConfig::new("/l")).expect("lock");
+    let trier = LockHandle::start(a.clone(), LockConfig::new("/l")).expect("lock");
     let held = holder.acquire(None).await.expect("holds");
     for round in 0..30 {
         assert_eq!(trier.try_acquire().await, Ok(None), "round {round}");
@@ -384,8 +384,13 @@ impl LockShaped for SemaphoreHandle {
 async fn lock_calls_dropped_at_random_moments_leave_nothing_behind() {
     init_tracing();
     let zk = TestZooKeeper::from_env().expect("ZooKeeper");
-    let round =
-        hammer_lock_shaped("cancel-lock", &zk, |s| LockHandle::start(s.clone(), LockConfig::new("/l")), 40).await;
+    let round = hammer_lock_shaped(
+        "cancel-lock",
+        &zk,
+        |s| LockHandle::start(s.clone(), LockConfig::new("/l")).expect("lock"),
+        40,
+    )
+    .await;
     println!(
         "lock: {} dropped while waiting, {} dropped around a free grant, {} completed",
         round.dropped_waiting, round.dropped_holding, round.completed
@@ -397,7 +402,7 @@ async fn lock_calls_dropped_at_random_moments_leave_nothing_behind() {
 async fn semaphore_calls_dropped_at_random_moments_leave_nothing_behind() {
     init_tracing();
     let zk = TestZooKeeper::from_env().expect("ZooKeeper");
-    let make = |s: &SessionHandle| SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/s", 1));
+    let make = |s: &SessionHandle| SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/s", 1)).expect("semaphore");
     let round = hammer_lock_shaped("cancel-semaphore", &zk, make, 30).await;
     println!(
         "semaphore: {} dropped while waiting, {} dropped around a free grant, {} completed",
@@ -438,9 +443,10 @@ async fn recipe_actors_stopped_at_random_moments_leave_nothing_behind() {
     let before = watch_count(&zk);
     let mut rng = Rng::seeded("stop-random");
     let discovery = |s: &SessionHandle| ServiceDiscovery::new(s.clone(), DiscoveryConfig::new("/d")).expect("base");
-    let other_lock = LockHandle::start(b.clone(), LockConfig::new("/l"));
-    let other_pool = SemaphoreHandle::start(b.clone(), SemaphoreConfig::new("/s", 1));
-    let other_leader = ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("other"));
+    let other_lock = LockHandle::start(b.clone(), LockConfig::new("/l")).expect("lock");
+    let other_pool = SemaphoreHandle::start(b.clone(), SemaphoreConfig::new("/s", 1)).expect("semaphore");
+    let other_leader =
+        ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("other")).expect("election");
     let (mut kept_made, mut member_made) = (0usize, 0usize);
     for round in 0..12 {
         let by_message = rng.below(2) == 0;
@@ -609,8 +615,9 @@ async fn election_calls_dropped_at_random_moments_leave_nothing_behind() {
     let zk = TestZooKeeper::from_env().expect("ZooKeeper");
     let root = unique_root("cancel-election");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
-    let me = ElectionHandle::start(a.clone(), ElectionConfig::new("/e").with_participant_id("me"));
-    let other = ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("other"));
+    let me = ElectionHandle::start(a.clone(), ElectionConfig::new("/e").with_participant_id("me")).expect("election");
+    let other =
+        ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("other")).expect("election");
     let mut rng = Rng::seeded("cancel-election");
     for round in 0..20 {
         let call: futures::future::LocalBoxFuture<'_, _> = match rng.below(4) {
@@ -690,7 +697,7 @@ async fn a_caller_taking_over_an_abandoned_place_in_line_keeps_its_own_timeout()
     let zk = TestZooKeeper::from_env().expect("ZooKeeper");
     let root = unique_root("cancel-takeover");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
-    let holder = LockHandle::start(b.clone(), LockConfig::new("/l"));
+    let holder = LockHandle::start(b.clone(), LockConfig::new("/l")).expect("lock");
     holder.acquire(None).await.expect("holds");
     let waiter = LockActor::new(a.clone(), LockConfig::new("/l")).start();
     for round in 0..3 {
@@ -1310,10 +1317,10 @@ async fn a_release_resign_or_join_dropped_at_once_still_happens() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cancel-release");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
-    let lock = LockHandle::start(a.clone(), LockConfig::new("/l"));
-    let other_lock = LockHandle::start(b.clone(), LockConfig::new("/l"));
-    let pool = SemaphoreHandle::start(a.clone(), SemaphoreConfig::new("/s", 1));
-    let other_pool = SemaphoreHandle::start(b.clone(), SemaphoreConfig::new("/s", 1));
+    let lock = LockHandle::start(a.clone(), LockConfig::new("/l")).expect("lock");
+    let other_lock = LockHandle::start(b.clone(), LockConfig::new("/l")).expect("lock");
+    let pool = SemaphoreHandle::start(a.clone(), SemaphoreConfig::new("/s", 1)).expect("semaphore");
+    let other_pool = SemaphoreHandle::start(b.clone(), SemaphoreConfig::new("/s", 1)).expect("semaphore");
     for round in 0..3 {
         lock.acquire(None).await.expect("holds");
         drop(lock.release());
@@ -1328,9 +1335,10 @@ async fn a_release_resign_or_join_dropped_at_once_still_happens() {
             .unwrap_or_else(|e| panic!("round {round}: lease left held: {e}"));
         other_pool.release().await.expect("release");
     }
-    let me = ElectionHandle::start(a.clone(), ElectionConfig::new("/e").with_participant_id("me"));
+    let me = ElectionHandle::start(a.clone(), ElectionConfig::new("/e").with_participant_id("me")).expect("election");
     bounded("we lead", me.leadership()).await.expect("we lead");
-    let other = ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("other"));
+    let other =
+        ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("other")).expect("election");
     for round in 0..3 {
         drop(me.resign());
         bounded("the other leads", other.leadership()).await.unwrap_or_else(|e| panic!("round {round}: {e}"));
@@ -1343,7 +1351,7 @@ async fn a_release_resign_or_join_dropped_at_once_still_happens() {
         let term = bounded("we lead again", me.leadership()).await.expect("we lead");
         // A proclaim dropped at once is written all the same, fenced by our term.
         drop(me.proclaim(format!("round {round}")));
-        let observer = actix_zookeeper::election::ElectionObserverHandle::start(b.clone(), "/e");
+        let observer = actix_zookeeper::election::ElectionObserverHandle::start(b.clone(), "/e").expect("observer");
         let wanted = Some(format!("round {round}").into_bytes());
         wait_until_async("the dropped proclaim applied", || {
             let (observer, wanted) = (observer.clone(), wanted.clone());

@@ -49,10 +49,11 @@ async fn closing_a_session_lets_its_recipes_release_resign_and_leave_first() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("close-goodbye");
     let (s, other) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
-    let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
-    let waiter = LockHandle::start(s.clone(), LockConfig::new("/w"));
-    let pool = SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/s", 1));
-    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/e").with_participant_id("me"));
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/l")).expect("lock");
+    let waiter = LockHandle::start(s.clone(), LockConfig::new("/w")).expect("lock");
+    let pool = SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/s", 1)).expect("semaphore");
+    let election =
+        ElectionHandle::start(s.clone(), ElectionConfig::new("/e").with_participant_id("me")).expect("election");
     let member = GroupMember::new(s.clone(), GroupConfig::new("/g", "me")).expect("config").start();
     let group_events = Recorded::<GroupEvent>::start();
     member.do_send(GroupSubscribe { recipient: group_events.recipient.clone() });
@@ -63,7 +64,7 @@ async fn closing_a_session_lets_its_recipes_release_resign_and_leave_first() {
     let term = election.leadership().await.expect("leads");
     group_events.wait_for(0, WAIT, |e| matches!(e, GroupEvent::Joined { .. })).await;
     // A waiter in line behind another session's holder.
-    let blocker = LockHandle::start(other.clone(), LockConfig::new("/w"));
+    let blocker = LockHandle::start(other.clone(), LockConfig::new("/w")).expect("lock");
     blocker.acquire(None).await.expect("the other session holds /w");
     let waiting = actix_rt::spawn(waiter.acquire(None));
     wait_until_async("the waiter in line", || async { children(&other, "/w").await.len() == 2 }).await;
@@ -114,7 +115,7 @@ async fn a_close_whose_goodbyes_cannot_reach_the_server_still_closes() {
     let server = ZkServer::start().expect("ZooKeeper");
     let links = actix_zookeeper::testkit::ClientLinks::to([server.connect_string()]).expect("proxy");
     let s = session_at(&links.connect_string(), &unique_root("close-cut-off")).await;
-    let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/l")).expect("lock");
     let mut events = lock.events();
     lock.acquire(None).await.expect("lock");
     links.blackhole();
@@ -200,7 +201,7 @@ async fn a_second_close_waits_for_the_first_ones_goodbyes() {
     let root = unique_root("close-twice");
     for round in 0..5 {
         let s = session_at(&zk.connect_string(), &root).await;
-        let lock = LockHandle::start(s.clone(), LockConfig::new(format!("/l{round}")));
+        let lock = LockHandle::start(s.clone(), LockConfig::new(format!("/l{round}"))).expect("lock");
         let mut events = lock.events();
         let grant = lock.acquire(None).await.expect("lock");
         let (first, second) = (s.close(), s.close());
@@ -233,15 +234,15 @@ async fn stops_after_an_expiry_with_the_server_unreachable_resolve() {
     .await;
     let other = session_at(&zk.connect_string(), &root).await;
 
-    let lock = LockHandle::start(s.clone(), LockConfig::new("/lock"));
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/lock")).expect("lock");
     bounded("lock", lock.acquire(None)).await.expect("held");
-    let held_elsewhere = LockHandle::start(other.clone(), LockConfig::new("/busy"));
+    let held_elsewhere = LockHandle::start(other.clone(), LockConfig::new("/busy")).expect("lock");
     bounded("busy", held_elsewhere.acquire(None)).await.expect("held by the other session");
-    let waiting = LockHandle::start(s.clone(), LockConfig::new("/busy"));
+    let waiting = LockHandle::start(s.clone(), LockConfig::new("/busy")).expect("lock");
     let waiter = waiting.acquire(None);
-    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/election"));
+    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/election")).expect("election");
     bounded("leads", election.leadership()).await.expect("leads");
-    let semaphore = SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/sem", 2));
+    let semaphore = SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/sem", 2)).expect("semaphore");
     bounded("lease", semaphore.acquire(None)).await.expect("a lease");
     let member =
         actix_zookeeper::group::GroupMemberHandle::start(s.clone(), GroupConfig::new("/group", "m1")).expect("member");
@@ -249,7 +250,8 @@ async fn stops_after_an_expiry_with_the_server_unreachable_resolve() {
         .expect("node");
     bounded("node", node.wait_for_initial_create(None)).await.expect("made");
     Queue::new(s.clone(), "/q").put(b"x".to_vec()).await.expect("put");
-    let consumer = QueueConsumerHandle::start(s.clone(), ConsumerConfig::new("/q").with_workers(1, |_| HoldingWorker));
+    let consumer = QueueConsumerHandle::start(s.clone(), ConsumerConfig::new("/q").with_workers(1, |_| HoldingWorker))
+        .expect("consumer");
     let discovery = actix_zookeeper::discovery::ServiceDiscovery::new(
         s.clone(),
         actix_zookeeper::discovery::DiscoveryConfig::new("/services"),
@@ -315,20 +317,20 @@ async fn stops_sent_as_the_session_expires_resolve_with_the_server_unreachable()
     .await;
     let other = session_at(&zk.connect_string(), &root).await;
 
-    let lock = LockHandle::start(s.clone(), LockConfig::new("/lock"));
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/lock")).expect("lock");
     bounded("lock", lock.acquire(None)).await.expect("held");
-    let held_elsewhere = LockHandle::start(other.clone(), LockConfig::new("/busy"));
+    let held_elsewhere = LockHandle::start(other.clone(), LockConfig::new("/busy")).expect("lock");
     bounded("busy", held_elsewhere.acquire(None)).await.expect("held by the other session");
-    let waiting = LockHandle::start(s.clone(), LockConfig::new("/busy"));
+    let waiting = LockHandle::start(s.clone(), LockConfig::new("/busy")).expect("lock");
     let waiter = waiting.acquire(None);
     wait_until_async("the waiter stands in line", || {
         let other = other.clone();
         async move { other.children("/busy").await.is_ok_and(|c| c.names.len() == 2) }
     })
     .await;
-    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/election"));
+    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/election")).expect("election");
     bounded("leads", election.leadership()).await.expect("leads");
-    let semaphore = SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/sem", 2));
+    let semaphore = SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/sem", 2)).expect("semaphore");
     bounded("lease", semaphore.acquire(None)).await.expect("a lease");
     let member =
         actix_zookeeper::group::GroupMemberHandle::start(s.clone(), GroupConfig::new("/group", "m1")).expect("member");
@@ -336,7 +338,8 @@ async fn stops_sent_as_the_session_expires_resolve_with_the_server_unreachable()
         .expect("node");
     bounded("node", node.wait_for_initial_create(None)).await.expect("made");
     Queue::new(s.clone(), "/q").put(b"x".to_vec()).await.expect("put");
-    let consumer = QueueConsumerHandle::start(s.clone(), ConsumerConfig::new("/q").with_workers(1, |_| HoldingWorker));
+    let consumer = QueueConsumerHandle::start(s.clone(), ConsumerConfig::new("/q").with_workers(1, |_| HoldingWorker))
+        .expect("consumer");
     let runner = IdleRunner.start();
     let worker = actix_zookeeper::tasks::TaskWorkerHandle::start(
         s.clone(),
@@ -438,7 +441,7 @@ async fn close_after_a_server_ends_lets_the_recipes_go_first() {
     let root = unique_root("close-after");
     let s = session_at(&zk.connect_string(), &root).await;
     let observer = session_at(&zk.connect_string(), &root).await;
-    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/election"));
+    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/election")).expect("election");
     bounded("leads", election.leadership()).await.expect("leads");
     let node = PersistentNodeHandle::start(s.clone(), PersistentNodeConfig::new("/node", CreateMode::Ephemeral))
         .expect("node");
@@ -497,7 +500,8 @@ async fn closing_a_consumers_session_returns_its_claimed_item_and_a_late_settle_
     let _consumer = QueueConsumerHandle::start(
         s.clone(),
         ConsumerConfig::new("/q").with_workers(1, move |_| KeepingWorker(keeping.clone())),
-    );
+    )
+    .expect("consumer");
     wait_until("the delivery", || !kept.lock().expect("kept").is_empty()).await;
     assert_eq!(children(&other, "/q/claims").await.len(), 1, "claimed");
 

@@ -171,8 +171,8 @@ async fn locks_elections_and_queues_work_on_older_servers() {
 
         // Lock: one holder at a time, tokens growing.
         let (first, second) = (
-            LockHandle::start(a.clone(), LockConfig::new("/lock")),
-            LockHandle::start(b.clone(), LockConfig::new("/lock")),
+            LockHandle::start(a.clone(), LockConfig::new("/lock")).expect("lock"),
+            LockHandle::start(b.clone(), LockConfig::new("/lock")).expect("lock"),
         );
         let mut last = None;
         for round in 0..3 {
@@ -187,10 +187,12 @@ async fn locks_elections_and_queues_work_on_older_servers() {
         }
 
         // Election: a hand-off, and an observer of the leader's value.
-        let leader = ElectionHandle::start(a.clone(), ElectionConfig::new("/leader").with_participant_id("a"));
+        let leader = ElectionHandle::start(a.clone(), ElectionConfig::new("/leader").with_participant_id("a"))
+            .expect("election");
         let term = bounded("a leads", leader.leadership()).await.expect("leads");
-        let next = ElectionHandle::start(b.clone(), ElectionConfig::new("/leader").with_participant_id("b"));
-        let observer = ElectionObserverHandle::start(b.clone(), "/leader");
+        let next = ElectionHandle::start(b.clone(), ElectionConfig::new("/leader").with_participant_id("b"))
+            .expect("election");
+        let observer = ElectionObserverHandle::start(b.clone(), "/leader").expect("observer");
         leader.proclaim("v").await.expect("proclaim");
         wait_until_async("the observer sees the value", || {
             let observer = observer.clone();
@@ -239,8 +241,10 @@ async fn locks_elections_and_queues_work_on_older_servers() {
         }
 
         // Counter: increments from two sessions all count.
-        let counts: Vec<_> =
-            [&a, &b].iter().map(|s| SharedCountHandle::start((*s).clone(), SharedCountConfig::new("/count"))).collect();
+        let counts: Vec<_> = [&a, &b]
+            .iter()
+            .map(|s| SharedCountHandle::start((*s).clone(), SharedCountConfig::new("/count")).expect("count"))
+            .collect();
         for count in &counts {
             for _ in 0..5 {
                 count.add(1).await.expect("add");
@@ -436,7 +440,7 @@ async fn the_other_recipes_work_on_older_servers() {
         // Semaphore: two leases of two, the third waits until one is released.
         let sems: Vec<_> = [&a, &b, &a]
             .iter()
-            .map(|s| SemaphoreHandle::start((*s).clone(), SemaphoreConfig::new("/sem", 2)))
+            .map(|s| SemaphoreHandle::start((*s).clone(), SemaphoreConfig::new("/sem", 2)).expect("semaphore"))
             .collect();
         bounded("lease 1", sems[0].acquire(None)).await.expect("lease 1");
         bounded("lease 2", sems[1].acquire(None)).await.expect("lease 2");
@@ -447,11 +451,13 @@ async fn the_other_recipes_work_on_older_servers() {
         bounded("lease 3", third).await.expect("joined").expect("lease 3");
 
         // A read/write lock: two readers at once, the writer after them.
-        let reader = |s: &SessionHandle| LockHandle::start(s.clone(), LockConfig::new("/rw").with_kind(LockKind::Read));
+        let reader = |s: &SessionHandle| {
+            LockHandle::start(s.clone(), LockConfig::new("/rw").with_kind(LockKind::Read)).expect("lock")
+        };
         let (r1, r2) = (reader(&a), reader(&b));
         bounded("read 1", r1.acquire(None)).await.expect("read 1");
         bounded("read 2", r2.acquire(None)).await.expect("read 2: readers share");
-        let writer = LockHandle::start(a.clone(), LockConfig::new("/rw").with_kind(LockKind::Write));
+        let writer = LockHandle::start(a.clone(), LockConfig::new("/rw").with_kind(LockKind::Write)).expect("lock");
         let writing = actix_rt::spawn(writer.acquire(None));
         actix_rt::time::sleep(Duration::from_millis(300)).await;
         assert!(!writing.is_finished(), "{name}: the writer waits for the readers");
@@ -461,9 +467,9 @@ async fn the_other_recipes_work_on_older_servers() {
         writer.release().await.expect("release");
 
         // A multi-lock: both locks, or none.
-        let both = MultiLock::start(&a, vec![LockConfig::new("/m1"), LockConfig::new("/m2")]).expect("multi");
+        let both = MultiLock::start(a.clone(), vec![LockConfig::new("/m1"), LockConfig::new("/m2")]).expect("multi");
         bounded("both", both.acquire(None)).await.expect("both held");
-        let single = LockHandle::start(b.clone(), LockConfig::new("/m2"));
+        let single = LockHandle::start(b.clone(), LockConfig::new("/m2")).expect("lock");
         assert!(single.try_acquire().await.expect("try").is_none(), "{name}: /m2 is held");
 
         // A queue consumer: claims (a create each) and acks (a `multi` of deletes) work everywhere.
@@ -473,7 +479,8 @@ async fn the_other_recipes_work_on_older_servers() {
         let acked = Arc::new(Mutex::new(Vec::new()));
         let acker = actix::Actor::start(Acker(acked.clone()));
         let consumer =
-            QueueConsumerHandle::start(a.clone(), ConsumerConfig::new("/work").with_worker(Worker::new(&acker)));
+            QueueConsumerHandle::start(a.clone(), ConsumerConfig::new("/work").with_worker(Worker::new(&acker)))
+                .expect("consumer");
         wait_until("the job acked", || acked.lock().expect("acked").len() == 1).await;
         assert_eq!(acked.lock().expect("acked")[0], b"job", "{name}");
         // `b`'s own reads may meet a connection a refusal of one of its recipes cut: `children`
@@ -498,7 +505,8 @@ async fn the_other_recipes_work_on_older_servers() {
         let consumer = QueueConsumerHandle::start(
             a.clone(),
             ConsumerConfig::new("/poison").with_dead_letter("/dead").with_worker(Worker::new(&letterer)),
-        );
+        )
+        .expect("consumer");
         wait_until("the dead letter answered", || !answers.lock().expect("answers").is_empty()).await;
         let answer = answers.lock().expect("answers")[0].clone();
         let queued = |dir: &'static str| {
@@ -538,8 +546,8 @@ async fn the_other_recipes_work_on_older_servers() {
 
         // A shared value: set on one session, heard on the other.
         let (mine, theirs) = (
-            SharedValueHandle::start(a.clone(), SharedValueConfig::new("/value").with_seed("seed")),
-            SharedValueHandle::start(b.clone(), SharedValueConfig::new("/value").with_seed("seed")),
+            SharedValueHandle::start(a.clone(), SharedValueConfig::new("/value").with_seed("seed")).expect("value"),
+            SharedValueHandle::start(b.clone(), SharedValueConfig::new("/value").with_seed("seed")).expect("value"),
         );
         mine.set("new").await.expect("set");
         wait_until_async("the other session hears the value", || {

@@ -28,7 +28,7 @@ async fn a_flapping_link_reaches_the_recipes_as_one_suspension() {
     };
     let (damped, damped_events) = connected(base().with_flap_damper(Duration::from_millis(1500))).await;
     let (plain, plain_events) = connected(base()).await;
-    let lock = LockHandle::start(damped.clone(), LockConfig::new("/lock"));
+    let lock = LockHandle::start(damped.clone(), LockConfig::new("/lock")).expect("lock");
     let lock_events = Recorded::<LockEvent>::start();
     lock.subscribe(lock_events.recipient.clone());
     let grant = bounded("acquire", lock.acquire(None)).await.expect("held");

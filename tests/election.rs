@@ -837,9 +837,10 @@ async fn leadership_asked_during_a_requeue_waits_for_the_next_term() {
     let root = unique_root("election-requeue-leadership");
     let a = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
     let b = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
-    let me = ElectionHandle::start(a.clone(), ElectionConfig::new("/e").with_participant_id("me"));
+    let me = ElectionHandle::start(a.clone(), ElectionConfig::new("/e").with_participant_id("me")).expect("election");
     let first = bounded("we lead", me.leadership()).await.expect("we lead");
-    let other = ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("other"));
+    let other =
+        ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("other")).expect("election");
     wait_until_async("both in line", || async { me.participants().await.unwrap_or_default().len() == 2 }).await;
     let mut last = first.token;
     for round in 0..5 {

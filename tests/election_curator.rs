@@ -120,10 +120,11 @@ async fn a_proclaimed_value_leaves_curators_leader_latch_working() {
     let cfg = actix_zookeeper::SessionConfig::new(zk.connect_string()).with_chroot(root.clone());
     let (s, _) = connected(cfg).await;
     let connect = format!("{}{root}", zk.connect_string());
-    let rust = ElectionHandle::start(s.clone(), ElectionConfig::new("/election").with_participant_id("rust"));
+    let rust = ElectionHandle::start(s.clone(), ElectionConfig::new("/election").with_participant_id("rust"))
+        .expect("election");
     let term = bounded("rust leads", rust.leadership()).await.expect("leads");
     rust.proclaim("config-v7").await.expect("proclaimed");
-    let observer = ElectionObserverHandle::start(s.clone(), "/election");
+    let observer = ElectionObserverHandle::start(s.clone(), "/election").expect("observer");
 
     let java = start_latch(connect, "java").await;
     let (java, started) = peer(java, |p| p.latch_start(REPLY)).await;

@@ -39,7 +39,7 @@ async fn an_actor_whose_address_nobody_keeps_hears_a_locks_events_through_add_st
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let s = session_at(&zk.connect_string(), &unique_root("events-actor")).await;
-    let lock = LockHandle::start(s.clone(), LockConfig::new("/l").with_participant_id("me"));
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/l").with_participant_id("me")).expect("lock");
     let log = Arc::new(Mutex::new(Vec::new()));
     let events = lock.events();
     let shared = log.clone();
@@ -70,7 +70,8 @@ async fn a_stream_read_with_next_hears_an_elections_events_and_dropping_it_harms
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let s = session_at(&zk.connect_string(), &unique_root("events-next")).await;
-    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/e").with_participant_id("me"));
+    let election =
+        ElectionHandle::start(s.clone(), ElectionConfig::new("/e").with_participant_id("me")).expect("election");
     let mut events = election.events();
     let term = election.leadership().await.expect("leads");
     let first = bounded("an event", events.next()).await;
@@ -89,7 +90,7 @@ async fn a_reader_that_falls_behind_is_told_how_many_events_it_missed() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let s = session_at(&zk.connect_string(), &unique_root("events-lag")).await;
-    let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/l")).expect("lock");
     let mut events = lock.events();
     let cycles = EVENT_BUFFER / 2 + 22; // two events a cycle: 44 more than fit
     for _ in 0..cycles {
@@ -196,12 +197,15 @@ async fn an_actor_reading_the_events_of_a_recipe_it_owns_stops_with_its_last_add
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("events-owner");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
-    let other = LockHandle::start(b.clone(), LockConfig::new("/l"));
+    let other = LockHandle::start(b.clone(), LockConfig::new("/l")).expect("lock");
     for owned in [true, false] {
         let heard = Arc::new(Mutex::new(Vec::new()));
-        let owner =
-            LockOwner { lock: LockHandle::start(a.clone(), LockConfig::new("/l")), owned, heard: heard.clone() }
-                .start();
+        let owner = LockOwner {
+            lock: LockHandle::start(a.clone(), LockConfig::new("/l")).expect("lock"),
+            owned,
+            heard: heard.clone(),
+        }
+        .start();
         wait_until("the owner holds", || {
             heard.lock().expect("heard").iter().any(|e| matches!(e, LockEvent::Acquired { .. }))
         })

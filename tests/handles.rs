@@ -1,6 +1,7 @@
 //! The typed handles (`LockHandle`, `SemaphoreHandle`, `ElectionHandle`,
 //! `SessionHandle::connected`) against a real ZooKeeper: each method does what its doc says, a
-//! stopped actor is a typed error, and a dropped `acquire` never keeps a grant nobody has.
+//! stopped actor is a typed error, and a dropped `acquire` never keeps a grant nobody has. Every
+//! recipe handle's `start` refuses a path that is not one, and then nothing starts.
 #![cfg(feature = "testkit")]
 
 use crate::common;
@@ -34,8 +35,8 @@ async fn a_lock_handle_acquires_tries_releases_and_names_holder_and_waiters() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("lock-handle");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
-    let alice = LockHandle::start(a.clone(), LockConfig::new("/l").with_participant_id("alice"));
-    let bob = LockHandle::start(b.clone(), LockConfig::new("/l").with_participant_id("bob"));
+    let alice = LockHandle::start(a.clone(), LockConfig::new("/l").with_participant_id("alice")).expect("lock");
+    let bob = LockHandle::start(b.clone(), LockConfig::new("/l").with_participant_id("bob")).expect("lock");
     assert_eq!(alice.holder().await, Ok(None), "nobody holds a lock nobody asked for");
 
     let grant = alice.acquire(None).await.expect("alice acquires");
@@ -67,6 +68,7 @@ async fn a_semaphore_handle_hands_out_its_leases_and_no_more() {
     let pool: Vec<_> = (0..3)
         .map(|i| {
             SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/pool", 2).with_participant_id(format!("p{i}")))
+                .expect("semaphore")
         })
         .collect();
     let first = pool[0].acquire(None).await.expect("first lease");
@@ -79,7 +81,11 @@ async fn a_semaphore_handle_hands_out_its_leases_and_no_more() {
     pool[2].acquire(Some(Duration::from_secs(10))).await.expect("the third gets the freed lease");
 
     let none = SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/none", 0));
-    assert!(matches!(none.acquire(None).await, Err(LockError::InvalidConfig { .. })), "0 leases is a typed error");
+    assert!(matches!(none, Err(LockError::InvalidConfig { .. })), "0 leases is refused at start");
+    // The actor started directly (no handle) answers its first request with it.
+    let none = actix::Actor::start(SemaphoreActor::new(s.clone(), SemaphoreConfig::new("/none", 0)));
+    let answer = bounded("acquire", none.send(Acquire::default())).await.expect("actor");
+    assert!(matches!(answer, Err(LockError::InvalidConfig { .. })), "0 leases is a typed error");
     s.close().await;
 }
 
@@ -89,8 +95,8 @@ async fn a_stopped_actor_is_a_typed_error_not_a_mailbox_error() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("stopped-handle");
     let s = session_at(&zk.connect_string(), &root).await;
-    let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
-    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/e"));
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/l")).expect("lock");
+    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/e")).expect("election");
     election.stop().await;
     lock.stop().await;
     assert_eq!(lock.acquire(None).await, Err(LockError::Stopped { dir: "/l".into() }));
@@ -110,7 +116,7 @@ async fn an_election_stop_resolves_once_the_participant_and_its_node_are_gone() 
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("stop-election");
     let Proxied { proxy, session: s, observer } = proxied(&zk.connect_string(), &root, Duration::from_secs(4)).await;
-    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/e"));
+    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/e")).expect("election");
     bounded("leadership", election.leadership()).await.expect("leads");
     assert!(election.addr().connected(), "running before the stop");
     assert_eq!(children(&observer, "/e").await.len(), 1, "in line before the stop (control)");
@@ -136,9 +142,9 @@ async fn a_grant_that_reached_a_dropped_acquire_is_given_back() {
     let s = session_at(&zk.connect_string(), &root).await;
     for raw in [false, true] {
         let dir = format!("/l-{raw}");
-        let a = LockHandle::start(s.clone(), LockConfig::new(&dir));
-        let b = LockHandle::start(s.clone(), LockConfig::new(&dir));
-        let c = LockHandle::start(s.clone(), LockConfig::new(&dir));
+        let a = LockHandle::start(s.clone(), LockConfig::new(&dir)).expect("lock");
+        let b = LockHandle::start(s.clone(), LockConfig::new(&dir)).expect("lock");
+        let c = LockHandle::start(s.clone(), LockConfig::new(&dir)).expect("lock");
         a.acquire(None).await.expect("a holds");
         let events = Recorded::<LockEvent>::start();
         b.subscribe(events.recipient.clone());
@@ -182,9 +188,11 @@ async fn an_election_handle_awaits_leadership_resigns_requeues_and_rejoins() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("election-handle");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
-    let alpha = ElectionHandle::start(a.clone(), ElectionConfig::new("/e").with_participant_id("alpha"));
+    let alpha =
+        ElectionHandle::start(a.clone(), ElectionConfig::new("/e").with_participant_id("alpha")).expect("election");
     let term = bounded("alpha leads", alpha.leadership()).await.expect("alpha leads");
-    let bravo = ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("bravo"));
+    let bravo =
+        ElectionHandle::start(b.clone(), ElectionConfig::new("/e").with_participant_id("bravo")).expect("election");
     let bravo_leads = actix_rt::spawn(bravo.leadership());
     wait_until_async("the handle's effect", || async { alpha.participants().await.map(|p| p.len()) == Ok(2) }).await;
     assert_eq!(bravo.leader().await, Ok(Some("alpha".to_string())));
@@ -237,7 +245,7 @@ async fn dropping_the_last_handle_releases_the_lock_and_closes_the_session() {
     let observer = session_at(&zk.connect_string(), &root).await;
     let s = session_at(&zk.connect_string(), &root).await;
     s.create("/mine", "", CreateMode::Ephemeral).await.expect("an ephemeral of the session");
-    let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/l")).expect("lock");
     lock.acquire(None).await.expect("acquire");
     drop(lock);
     wait_until_async("the handle's effect", || async {
@@ -260,8 +268,8 @@ async fn one_subscriber_of_two_lock_handles_tells_their_events_apart() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("lock-events-named");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
-    let alice = LockHandle::start(a.clone(), LockConfig::new("/l").with_participant_id("alice"));
-    let bob = LockHandle::start(b.clone(), LockConfig::new("/l").with_participant_id("bob"));
+    let alice = LockHandle::start(a.clone(), LockConfig::new("/l").with_participant_id("alice")).expect("lock");
+    let bob = LockHandle::start(b.clone(), LockConfig::new("/l").with_participant_id("bob")).expect("lock");
     let heard = Recorded::<LockEvent>::start();
     alice.subscribe(heard.recipient.clone());
     bob.subscribe(heard.recipient.clone());
@@ -321,9 +329,9 @@ async fn lock_and_semaphore_stops_resolve_once_their_nodes_are_gone() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("stop-lock");
     let Proxied { proxy, session: s, observer } = proxied(&zk.connect_string(), &root, Duration::from_secs(4)).await;
-    let holder = LockHandle::start(s.clone(), LockConfig::new("/l").with_participant_id("holder"));
-    let waiter = LockHandle::start(s.clone(), LockConfig::new("/l").with_participant_id("waiter"));
-    let pool = SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/p", 1));
+    let holder = LockHandle::start(s.clone(), LockConfig::new("/l").with_participant_id("holder")).expect("lock");
+    let waiter = LockHandle::start(s.clone(), LockConfig::new("/l").with_participant_id("waiter")).expect("lock");
+    let pool = SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/p", 1)).expect("semaphore");
     holder.acquire(None).await.expect("holder");
     let waiting = actix_rt::spawn(waiter.acquire(None));
     pool.acquire(None).await.expect("lease");
@@ -343,4 +351,105 @@ async fn lock_and_semaphore_stops_resolve_once_their_nodes_are_gone() {
     proxy.set_latency(actix_zookeeper::testkit::Direction::Upstream, Duration::ZERO);
     observer.close().await;
     s.close().await;
+}
+
+/// Every handle starts the same way, `start(session, config) -> Result`: a path that is not one
+/// is refused by `start` with an error naming it, and nothing starts (no actor reports on the
+/// session's board, no node is made, no queue worker is built).
+#[actix_rt::test]
+async fn every_start_refuses_a_path_that_is_not_one_and_nothing_starts() {
+    use actix_zookeeper::counter::{CounterError, SharedCountConfig, SharedCountHandle};
+    use actix_zookeeper::election::ElectionObserverHandle;
+    use actix_zookeeper::queue::{ConsumerConfig, QueueConsumerHandle, QueueError};
+    use actix_zookeeper::shared::{SharedValueConfig, SharedValueError, SharedValueHandle};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("handle-starts");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let bad = "no/leading/slash";
+    let names_it = |error: &Error| matches!(error, Error::InvalidPath { path, .. } if path == bad);
+
+    match LockHandle::start(s.clone(), LockConfig::new(bad)) {
+        Err(LockError::ZooKeeper(error)) => assert!(names_it(&error), "{error:?}"),
+        other => panic!("lock: {other:?}"),
+    }
+    match SemaphoreHandle::start(s.clone(), SemaphoreConfig::new(bad, 2)) {
+        Err(LockError::ZooKeeper(error)) => assert!(names_it(&error), "{error:?}"),
+        other => panic!("semaphore: {other:?}"),
+    }
+    match SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/pool", 0)) {
+        Err(LockError::InvalidConfig { dir, .. }) => assert_eq!(dir, "/pool"),
+        other => panic!("semaphore of no lease: {other:?}"),
+    }
+    match MultiLock::start(s.clone(), vec![LockConfig::new("/fine"), LockConfig::new(bad)]) {
+        Err(LockError::ZooKeeper(error)) => assert!(names_it(&error), "{error:?}"),
+        other => panic!("multi-lock: {}", other.is_ok()),
+    }
+    match ElectionHandle::start(s.clone(), ElectionConfig::new(bad)) {
+        Err(ElectionError::ZooKeeper(error)) => assert!(names_it(&error), "{error:?}"),
+        other => panic!("election: {other:?}"),
+    }
+    match ElectionObserverHandle::start(s.clone(), bad) {
+        Err(ElectionError::ZooKeeper(error)) => assert!(names_it(&error), "{error:?}"),
+        other => panic!("observer: {other:?}"),
+    }
+    match SharedCountHandle::start(s.clone(), SharedCountConfig::new(bad)) {
+        Err(CounterError::ZooKeeper(error)) => assert!(names_it(&error), "{error:?}"),
+        other => panic!("count: {other:?}"),
+    }
+    match SharedValueHandle::start(s.clone(), SharedValueConfig::new(bad)) {
+        Err(SharedValueError::ZooKeeper(error)) => assert!(names_it(&error), "{error:?}"),
+        other => panic!("value: {other:?}"),
+    }
+    let built = Arc::new(AtomicUsize::new(0));
+    for config in [ConsumerConfig::new(bad), ConsumerConfig::new("/queue").with_dead_letter(bad)] {
+        let counted = built.clone();
+        let config = config.with_workers(2, move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Acker
+        });
+        match QueueConsumerHandle::start(s.clone(), config) {
+            Err(QueueError::ZooKeeper(error)) => assert!(names_it(&error), "{error:?}"),
+            other => panic!("consumer: {}", other.is_ok()),
+        }
+    }
+
+    // Nothing started: an actor reports on the board as it starts, and would make its node; a
+    // consumer builds its workers as it starts. The good half of the multi-lock started nothing
+    // either. Checked after a round trip, so that an actor started by mistake had its turn.
+    s.ensure_path("/probe").await.expect("a round trip");
+    actix_rt::task::yield_now().await;
+    let health = s.health();
+    assert!(health.recipes.is_empty(), "{:#?}", health.recipes);
+    assert_eq!(built.load(Ordering::SeqCst), 0, "workers were built");
+    let names = children(&s, "/").await;
+    assert_eq!(names, vec!["probe".to_owned()], "nodes were made");
+    s.close().await;
+}
+
+/// A queue worker that settles every delivery (built only if a consumer starts).
+struct Acker;
+
+impl actix::Actor for Acker {
+    type Context = actix::Context<Self>;
+}
+
+impl actix::Handler<actix_zookeeper::queue::Delivery> for Acker {
+    type Result = ();
+
+    fn handle(&mut self, delivery: actix_zookeeper::queue::Delivery, ctx: &mut Self::Context) {
+        use actix::AsyncContext;
+        ctx.spawn(actix::fut::wrap_future(async move {
+            let _ = delivery.ack().await;
+        }));
+    }
+}
+
+impl actix::Handler<actix_zookeeper::queue::Revoked> for Acker {
+    type Result = ();
+
+    fn handle(&mut self, _: actix_zookeeper::queue::Revoked, _: &mut Self::Context) {}
 }

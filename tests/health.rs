@@ -129,12 +129,12 @@ async fn each_recipe_reports_what_it_holds_and_leaves_the_board_with_its_actor()
     let root = unique_root("health-recipes");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let session = session_with_timeout(&links.connect_string(), &root, Duration::from_secs(6)).await;
-    let holder = LockHandle::start(session.clone(), LockConfig::new("/lock"));
+    let holder = LockHandle::start(session.clone(), LockConfig::new("/lock")).expect("lock");
     let grant = bounded("acquire", holder.acquire(None)).await.expect("held");
-    let waiter = LockHandle::start(session.clone(), LockConfig::new("/lock"));
+    let waiter = LockHandle::start(session.clone(), LockConfig::new("/lock")).expect("lock");
     let waiting = waiter.acquire(None);
     let waiting = actix_rt::spawn(waiting);
-    let election = ElectionHandle::start(session.clone(), ElectionConfig::new("/leader"));
+    let election = ElectionHandle::start(session.clone(), ElectionConfig::new("/leader")).expect("election");
     let term = bounded("lead", election.leadership()).await.expect("leads");
     let queue = Queue::new(session.clone(), "/q");
     queue.put("job").await.expect("put");
@@ -191,7 +191,7 @@ async fn a_recipe_that_failed_for_good_is_not_ready() {
     let root = unique_root("health-failed");
     let session = session_at(&zk.connect_string(), &root).await;
     unreadable_dir(&session, "/closed").await;
-    let election = ElectionHandle::start(session.clone(), ElectionConfig::new("/closed"));
+    let election = ElectionHandle::start(session.clone(), ElectionConfig::new("/closed")).expect("election");
     let health = health_until(&session, "a failed election", |h| {
         matches!(state_of(h, "election", "/closed"), Some(RecipeState::Failed { .. }))
     })
@@ -294,7 +294,8 @@ async fn a_failed_recipe_leaves_the_board_when_its_handle_is_stopped_or_dropped(
         let consumer = QueueConsumerHandle::start(
             session.clone(),
             ConsumerConfig::new("/closed").with_worker(Worker::new(&keeper)),
-        );
+        )
+        .expect("consumer");
         let worker =
             TaskWorkerHandle::start(session.clone(), TaskWorkerConfig::new("/tasks", "w1"), runner.clone().recipient())
                 .expect("worker");
@@ -418,7 +419,7 @@ async fn a_dropped_change_stream_or_handle_leaves_nothing_on_the_board() {
     drop(session.health_changes());
     let mut early = Box::pin(session.health_changes());
     let changes = Changes::follow(&session);
-    let lock = LockHandle::start(session.clone(), LockConfig::new("/lock"));
+    let lock = LockHandle::start(session.clone(), LockConfig::new("/lock")).expect("lock");
     let grant = bounded("acquire", lock.acquire(None)).await.expect("held");
     bounded("a change", early.next()).await.expect("a snapshot");
     drop(early);
@@ -466,9 +467,9 @@ async fn every_recipe_kind_reports_and_leaves_the_board() {
         .expect("node");
     let discovery = ServiceDiscovery::new(s.clone(), DiscoveryConfig::new("/services")).expect("discovery");
     let registration = discovery.register(ServiceInstance::new("svc", "i1")).await.expect("registered");
-    let value = SharedValueHandle::start(s.clone(), SharedValueConfig::new("/v"));
-    let count = SharedCountHandle::start(s.clone(), SharedCountConfig::new("/n"));
-    let observer = ElectionObserverHandle::start(s.clone(), "/e");
+    let value = SharedValueHandle::start(s.clone(), SharedValueConfig::new("/v")).expect("value");
+    let count = SharedCountHandle::start(s.clone(), SharedCountConfig::new("/n")).expect("count");
+    let observer = ElectionObserverHandle::start(s.clone(), "/e").expect("observer");
     health_until(&s, "a kept node", is("persistent-node", "/pn", RecipeState::Kept)).await;
     health_until(&s, "a kept TTL node", is("ttl-node", "/ttl", RecipeState::Kept)).await;
     health_until(&s, "a blocked node", is("persistent-node", "/held", RecipeState::Waiting)).await;
@@ -549,34 +550,35 @@ async fn every_handle_reads_its_own_entry_and_none_once_stopped() {
         }
     }
 
-    let holder = LockHandle::start(s.clone(), LockConfig::new("/lock"));
+    let holder = LockHandle::start(s.clone(), LockConfig::new("/lock")).expect("lock");
     let grant = bounded("acquire", holder.acquire(None)).await.expect("held");
-    let waiter = LockHandle::start(s.clone(), LockConfig::new("/lock"));
+    let waiter = LockHandle::start(s.clone(), LockConfig::new("/lock")).expect("lock");
     let waiting = actix_rt::spawn(waiter.acquire(None));
     entry("the waiter", || waiter.health(), RecipeState::Waiting).await;
     reads("the holder", holder.health(), "lock", "/lock", RecipeState::Holding { token: grant.token });
     reads("the waiter", waiter.health(), "lock", "/lock", RecipeState::Waiting);
-    let semaphore = SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/sem", 2));
+    let semaphore = SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/sem", 2)).expect("semaphore");
     let lease = bounded("a lease", semaphore.acquire(None)).await.expect("leased");
     reads("the semaphore", semaphore.health(), "semaphore", "/sem", RecipeState::Holding { token: lease.token });
-    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/leader"));
+    let election = ElectionHandle::start(s.clone(), ElectionConfig::new("/leader")).expect("election");
     let term = bounded("lead", election.leadership()).await.expect("leads");
     entry("the leader", || election.health(), RecipeState::Holding { token: term.token }).await;
-    let observer = ElectionObserverHandle::start(s.clone(), "/leader");
+    let observer = ElectionObserverHandle::start(s.clone(), "/leader").expect("observer");
     entry("the observer", || observer.health(), RecipeState::Watching).await;
     let cache = CacheHandle::start(s.clone(), CacheConfig::new("/leader")).expect("cache");
     entry("the cache", || cache.health(), RecipeState::Watching).await;
     let keeper = Keeper(Arc::new(Mutex::new(Vec::new()))).start();
-    let consumer = QueueConsumerHandle::start(s.clone(), ConsumerConfig::new("/q").with_worker(Worker::new(&keeper)));
+    let consumer = QueueConsumerHandle::start(s.clone(), ConsumerConfig::new("/q").with_worker(Worker::new(&keeper)))
+        .expect("consumer");
     entry("the consumer", || consumer.health(), RecipeState::Consuming { in_flight: 0 }).await;
     let worker =
         TaskWorkerHandle::start(s.clone(), TaskWorkerConfig::new("/tasks", "w1"), SlowRunner.start().recipient())
             .expect("worker");
     // Idle until it runs a task.
     reads("the worker", worker.health(), "task-worker", "/tasks", RecipeState::Idle);
-    let value = SharedValueHandle::start(s.clone(), SharedValueConfig::new("/v"));
+    let value = SharedValueHandle::start(s.clone(), SharedValueConfig::new("/v")).expect("value");
     entry("the value", || value.health(), RecipeState::Watching).await;
-    let count = SharedCountHandle::start(s.clone(), SharedCountConfig::new("/n"));
+    let count = SharedCountHandle::start(s.clone(), SharedCountConfig::new("/n")).expect("count");
     entry("the count", || count.health(), RecipeState::Watching).await;
     let node =
         PersistentNodeHandle::start(s.clone(), PersistentNodeConfig::new("/pn", CreateMode::Persistent)).expect("node");

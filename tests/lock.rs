@@ -1431,7 +1431,7 @@ async fn tasks_sharing_one_handle_exclude_each_other() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("lock-shared-handle");
     let s = session_at(&zk.connect_string(), &root).await;
-    let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/l")).expect("lock");
     let inside = Inside::default();
     let tokens = Arc::new(std::sync::Mutex::new(Vec::new()));
     let tasks: Vec<_> = (0..4)
@@ -1469,7 +1469,7 @@ async fn an_explicit_reentrant_acquire_shares_the_grant_and_a_dropped_guard_rele
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("lock-reentrant-guard");
     let s = session_at(&zk.connect_string(), &root).await;
-    let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/l")).expect("lock");
     let inside = Inside::default();
     let tokens = Arc::new(std::sync::Mutex::new(Vec::new()));
     let grant = lock.acquire(Some(WAIT)).await.expect("acquired");

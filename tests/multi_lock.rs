@@ -38,7 +38,8 @@ async fn multi_locks_in_opposite_orders_never_deadlock_and_exclude_each_other() 
     let mut tasks = Vec::new();
     for order in [["/a", "/b"], ["/b", "/a"]] {
         let session = session_at(&zk.connect_string(), &root).await;
-        let multi = MultiLock::start(&session, order.iter().map(|dir| LockConfig::new(*dir)).collect()).expect("multi");
+        let multi =
+            MultiLock::start(session.clone(), order.iter().map(|dir| LockConfig::new(*dir)).collect()).expect("multi");
         let (holds_a, holds_b) = (holds_a.clone(), holds_b.clone());
         tasks.push(actix_rt::spawn(async move {
             for _ in 0..15 {
@@ -57,7 +58,7 @@ async fn multi_locks_in_opposite_orders_never_deadlock_and_exclude_each_other() 
         }));
     }
     let session = session_at(&zk.connect_string(), &root).await;
-    let single = LockHandle::start(session, LockConfig::new("/b"));
+    let single = LockHandle::start(session, LockConfig::new("/b")).expect("lock");
     let holds = holds_b.clone();
     tasks.push(actix_rt::spawn(async move {
         for _ in 0..15 {
@@ -83,9 +84,9 @@ async fn a_multi_lock_that_cannot_take_every_lock_gives_back_what_it_took() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("multi-partial");
     let (s, other) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
-    let blocker = LockHandle::start(other.clone(), LockConfig::new("/b"));
+    let blocker = LockHandle::start(other.clone(), LockConfig::new("/b")).expect("lock");
     blocker.acquire(None).await.expect("someone holds /b");
-    let multi = MultiLock::start(&s, vec![LockConfig::new("/b"), LockConfig::new("/a")]).expect("multi");
+    let multi = MultiLock::start(s.clone(), vec![LockConfig::new("/b"), LockConfig::new("/a")]).expect("multi");
     let timeout = Duration::from_millis(500);
     let outcome = multi.acquire(Some(timeout)).await;
     assert_eq!(outcome, Err(LockError::Timeout { dir: "/b".into(), after: timeout }));
@@ -100,7 +101,8 @@ async fn a_multi_lock_that_cannot_take_every_lock_gives_back_what_it_took() {
     let read_only = vec![Acl::new_const(Permission::READ, "world", "anyone")];
     let closed = actix_zookeeper::session::requests::Create::new("/closed", "", CreateMode::Persistent);
     other.request(closed.with_acl(read_only)).await.expect("a directory nobody may create in");
-    let failing = MultiLock::start(&s, vec![LockConfig::new("/a"), LockConfig::new("/closed/lock")]).expect("multi");
+    let failing =
+        MultiLock::start(s.clone(), vec![LockConfig::new("/a"), LockConfig::new("/closed/lock")]).expect("multi");
     let outcome = failing.acquire(Some(WAIT)).await;
     assert!(matches!(outcome, Err(LockError::ZooKeeper(Error::NoAuth { .. }))), "{outcome:?}");
     assert_eq!(nodes(&other, "/a").await, Vec::<String>::new(), "/a given back");
@@ -114,7 +116,7 @@ async fn the_multi_grant_guards_a_write_with_every_lock() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("multi-guard");
     let (s, other) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
-    let multi = MultiLock::start(&s, vec![LockConfig::new("/a"), LockConfig::new("/b")]).expect("multi");
+    let multi = MultiLock::start(s.clone(), vec![LockConfig::new("/a"), LockConfig::new("/b")]).expect("multi");
     let grant = multi.acquire(Some(WAIT)).await.expect("both");
     let create = |path: &str| vec![Op::Create { path: path.into(), data: vec![], mode: CreateMode::Persistent }];
     grant.guarded_write(&s, create("/while-held")).await.expect("applies while both are held");
@@ -136,7 +138,7 @@ async fn a_multi_lock_holder_whose_session_expires_loses_every_lock() {
     let root = unique_root("multi-expiry");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let s = session_at(&links.connect_string(), &root).await;
-    let multi = MultiLock::start(&s, vec![LockConfig::new("/a"), LockConfig::new("/b")]).expect("multi");
+    let multi = MultiLock::start(s.clone(), vec![LockConfig::new("/a"), LockConfig::new("/b")]).expect("multi");
     let events = Recorded::<LockEvent>::start();
     multi.subscribe(events.recipient.clone());
     let grant = multi.acquire(Some(WAIT)).await.expect("both");
@@ -161,9 +163,9 @@ async fn dropped_stopped_closed_and_bad_multi_locks_leave_nothing_behind() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("multi-dropped");
     let (s, other) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
-    let blocker = LockHandle::start(other.clone(), LockConfig::new("/b"));
+    let blocker = LockHandle::start(other.clone(), LockConfig::new("/b")).expect("lock");
     blocker.acquire(None).await.expect("someone holds /b");
-    let multi = MultiLock::start(&s, vec![LockConfig::new("/a"), LockConfig::new("/b")]).expect("multi");
+    let multi = MultiLock::start(s.clone(), vec![LockConfig::new("/a"), LockConfig::new("/b")]).expect("multi");
     let acquiring = actix_rt::spawn({
         let multi = multi.clone();
         async move { multi.acquire(None).await }
@@ -183,16 +185,16 @@ async fn dropped_stopped_closed_and_bad_multi_locks_leave_nothing_behind() {
     multi.stop().await;
     assert!(nodes(&other, "/a").await.is_empty() && nodes(&other, "/b").await.is_empty(), "stopped: nothing held");
 
-    let closed = MultiLock::start(&s, vec![LockConfig::new("/a"), LockConfig::new("/b")]).expect("multi");
+    let closed = MultiLock::start(s.clone(), vec![LockConfig::new("/a"), LockConfig::new("/b")]).expect("multi");
     s.close().await;
     let outcome = closed.acquire(Some(WAIT)).await;
     assert!(outcome.is_err(), "{outcome:?}");
     assert!(nodes(&other, "/a").await.is_empty(), "nothing created on a closed session");
 
     let invalid = |outcome: Result<MultiLock, LockError>| matches!(outcome, Err(LockError::InvalidConfig { .. }));
-    assert!(invalid(MultiLock::start(&other, vec![])));
+    assert!(invalid(MultiLock::start(other.clone(), vec![])));
     let twice = vec![LockConfig::new("/a"), LockConfig::new("/a").with_kind(LockKind::Read)];
-    assert!(invalid(MultiLock::start(&other, twice)));
+    assert!(invalid(MultiLock::start(other.clone(), twice)));
 }
 
 /// Row "a re-entrant `acquire` fails or is dropped": the locks held before it began stay held.
@@ -205,14 +207,14 @@ async fn a_dropped_reentrant_multi_acquire_keeps_the_locks_held_before() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("multi-reentrant");
     let (s, other) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
-    let multi = MultiLock::start(&s, vec![LockConfig::new("/a"), LockConfig::new("/b")]).expect("multi");
+    let multi = MultiLock::start(s.clone(), vec![LockConfig::new("/a"), LockConfig::new("/b")]).expect("multi");
     let events = Recorded::<LockEvent>::start();
     multi.subscribe(events.recipient.clone());
     let grant = multi.acquire(Some(WAIT)).await.expect("both");
     let (a_node, b_node) = (grant.grants[0].node.clone(), grant.grants[1].node.clone());
     other.delete(&b_node, None).await.expect("someone deletes /b's grant node");
     events.wait_for(0, WAIT, |e| matches!(e, LockEvent::Lost { .. })).await;
-    let blocker = LockHandle::start(other.clone(), LockConfig::new("/b"));
+    let blocker = LockHandle::start(other.clone(), LockConfig::new("/b")).expect("lock");
     blocker.acquire(Some(WAIT)).await.expect("someone else holds /b now");
     let again = actix_rt::spawn({
         let multi = multi.clone();

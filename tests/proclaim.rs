@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix_zookeeper::election::{
-    ElectionConfig, ElectionError, ElectionHandle, ElectionObserverHandle, Proclamation, ProclamationChanged, proclaim,
+    ElectionConfig, ElectionError, ElectionHandle, ElectionObserver, ElectionObserverHandle, Proclamation,
+    ProclamationChanged, proclaim,
 };
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::testkit::{ClientLinks, TestZooKeeper, expire_session, unique_root};
@@ -106,14 +107,15 @@ async fn observers_tell_each_terms_values_in_order_over_hand_offs_and_an_expiry(
     for i in 0..3 {
         let session = session_with_timeout(&zk.connect_string(), &root, Duration::from_secs(4)).await;
         let id = format!("p{i}");
-        let election = ElectionHandle::start(session.clone(), ElectionConfig::new("/leader").with_participant_id(&id));
+        let election = ElectionHandle::start(session.clone(), ElectionConfig::new("/leader").with_participant_id(&id))
+            .expect("election");
         members.push(Member { id, session, election });
     }
     // One observer on a participant's session, one that never runs on a session of its own.
     let plain = session_at(&zk.connect_string(), &root).await;
     let observers = [
-        ElectionObserverHandle::start(members[0].session.clone(), "/leader"),
-        ElectionObserverHandle::start(plain.clone(), "/leader"),
+        ElectionObserverHandle::start(members[0].session.clone(), "/leader").expect("observer"),
+        ElectionObserverHandle::start(plain.clone(), "/leader").expect("observer"),
     ];
     let told: Vec<Told> = observers.iter().map(Told::follow).collect();
     let mut leaders = BTreeMap::new();
@@ -222,9 +224,11 @@ async fn a_deposed_leaders_proclaim_is_refused_and_writes_nothing() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("proclaim-fenced");
     let s = session_at(&zk.connect_string(), &root).await;
-    let a = ElectionHandle::start(s.clone(), ElectionConfig::new("/leader").with_participant_id("a"));
-    let b = ElectionHandle::start(s.clone(), ElectionConfig::new("/leader").with_participant_id("b"));
-    let observer = ElectionObserverHandle::start(s.clone(), "/leader");
+    let a =
+        ElectionHandle::start(s.clone(), ElectionConfig::new("/leader").with_participant_id("a")).expect("election");
+    let b =
+        ElectionHandle::start(s.clone(), ElectionConfig::new("/leader").with_participant_id("b")).expect("election");
+    let observer = ElectionObserverHandle::start(s.clone(), "/leader").expect("observer");
     let told = Told::follow(&observer);
     let old = bounded("a leads", a.leadership()).await.expect("a leads");
     assert!(
@@ -271,11 +275,12 @@ async fn an_observer_reads_again_after_a_partition_and_after_a_new_session() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("proclaim-resync");
     let leader_session = session_at(&zk.connect_string(), &root).await;
-    let leader = ElectionHandle::start(leader_session.clone(), ElectionConfig::new("/leader").with_participant_id("l"));
+    let leader = ElectionHandle::start(leader_session.clone(), ElectionConfig::new("/leader").with_participant_id("l"))
+        .expect("election");
     bounded("leads", leader.leadership()).await.expect("leads");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let watcher = session_with_timeout(&links.connect_string(), &root, Duration::from_secs(4)).await;
-    let observer = ElectionObserverHandle::start(watcher.clone(), "/leader");
+    let observer = ElectionObserverHandle::start(watcher.clone(), "/leader").expect("observer");
     let told = Told::follow(&observer);
     leader.proclaim("v1").await.expect("v1");
     told.until("v1", |p| value_of(p).as_deref() == Some("v1")).await;
@@ -299,7 +304,8 @@ async fn an_observer_reads_again_after_a_partition_and_after_a_new_session() {
     // Everybody leaves: nobody leads; a newcomer leads without a value.
     leader.stop().await;
     told.until("vacancy", Option::is_none).await;
-    let next = ElectionHandle::start(leader_session.clone(), ElectionConfig::new("/leader").with_participant_id("n"));
+    let next = ElectionHandle::start(leader_session.clone(), ElectionConfig::new("/leader").with_participant_id("n"))
+        .expect("election");
     bounded("n leads", next.leadership()).await.expect("n leads");
     told.until("n without a value", |p| p.as_ref().is_some_and(|p| p.leader_id == "n" && p.value.is_none())).await;
     let all = told.all();
@@ -315,7 +321,13 @@ async fn a_bad_election_path_is_a_typed_error_for_observers() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let s = session_at(&zk.connect_string(), &unique_root("proclaim-bad")).await;
-    let observer = ElectionObserverHandle::start(s.clone(), "no-slash");
+    match ElectionObserverHandle::start(s.clone(), "no-slash") {
+        Err(ElectionError::ZooKeeper(Error::InvalidPath { path, .. })) => assert_eq!(path, "no-slash"),
+        other => panic!("expected InvalidPath, got {}", other.is_ok()),
+    }
+    // The actor started directly (no handle) answers its first request with it.
+    let observer =
+        ElectionObserverHandle::new(actix::Actor::start(ElectionObserver::new(s.clone(), "no-slash")), "no-slash");
     match bounded("current", observer.current()).await {
         Err(ElectionError::ZooKeeper(Error::InvalidPath { path, .. })) => assert_eq!(path, "no-slash"),
         other => panic!("expected InvalidPath, got {other:?}"),
@@ -332,14 +344,15 @@ async fn an_observer_started_while_cut_off_reads_the_election_on_the_new_session
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("proclaim-late-start");
     let leader_session = session_at(&zk.connect_string(), &root).await;
-    let leader = ElectionHandle::start(leader_session.clone(), ElectionConfig::new("/leader").with_participant_id("l"));
+    let leader = ElectionHandle::start(leader_session.clone(), ElectionConfig::new("/leader").with_participant_id("l"))
+        .expect("election");
     bounded("leads", leader.leadership()).await.expect("leads");
     leader.proclaim("v1").await.expect("v1");
     let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
     let watcher = session_with_timeout(&links.connect_string(), &root, Duration::from_secs(4)).await;
     let info = watcher.session().await.expect("session").info;
     links.blackhole();
-    let observer = ElectionObserverHandle::start(watcher.clone(), "/leader");
+    let observer = ElectionObserverHandle::start(watcher.clone(), "/leader").expect("observer");
     expire_session(&zk.connect_string(), &info).await.expect("expire");
     links.heal();
     let current = bounded("the first reading", observer.current()).await.expect("current").expect("a leader");
@@ -357,7 +370,7 @@ async fn an_observer_stops_when_asked() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("observer-stop");
     let s = session_at(&zk.connect_string(), &root).await;
-    let observer = ElectionObserverHandle::start(s.clone(), "/e");
+    let observer = ElectionObserverHandle::start(s.clone(), "/e").expect("observer");
     let mut events = observer.events();
     assert_eq!(bounded("the first reading", observer.current()).await, Ok(None));
     bounded("the observer stops", observer.stop()).await;

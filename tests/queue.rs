@@ -851,7 +851,8 @@ async fn a_consumers_events_tell_an_item_set_aside_and_its_failure() {
     let name = unreadable_item(&s, "/q").await;
     let ledger = Ledger::default();
     let consumer =
-        QueueConsumerHandle::start(s.clone(), workers(ConsumerConfig::new("/q"), 1, &ledger, Behaviour::Ack));
+        QueueConsumerHandle::start(s.clone(), workers(ConsumerConfig::new("/q"), 1, &ledger, Behaviour::Ack))
+            .expect("consumer");
     let mut events = consumer.events();
     match bounded("an item set aside", events.next()).await {
         Some(Ok(ConsumerEvent::ItemSetAside { id, error })) => {
@@ -868,7 +869,8 @@ async fn a_consumers_events_tell_an_item_set_aside_and_its_failure() {
 
     unreadable_dir(&s, "/closed").await;
     let failing =
-        QueueConsumerHandle::start(s.clone(), workers(ConsumerConfig::new("/closed"), 1, &ledger, Behaviour::Ack));
+        QueueConsumerHandle::start(s.clone(), workers(ConsumerConfig::new("/closed"), 1, &ledger, Behaviour::Ack))
+            .expect("consumer");
     let mut events = failing.events();
     match bounded("the failure", events.next()).await {
         Some(Ok(ConsumerEvent::Failed { error })) => {

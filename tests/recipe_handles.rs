@@ -44,7 +44,7 @@ async fn a_shared_count_handle_reads_writes_adds_tells_and_stops() {
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("count-handle");
     let s = session_at(&zk.connect_string(), &root).await;
-    let count = SharedCountHandle::start(s.clone(), SharedCountConfig::new("/c").with_seed(5));
+    let count = SharedCountHandle::start(s.clone(), SharedCountConfig::new("/c").with_seed(5)).expect("count");
     let mut events = count.events();
     let now = bounded("get", count.get()).await.expect("the seeded count");
     assert_eq!(now.value, 5);
@@ -244,7 +244,7 @@ async fn with_workers_only_describes_the_pool_starts_with_the_consumer() {
     let _copy = config.clone();
     actix_rt::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(made.load(Ordering::SeqCst), 0, "building (and cloning) a config starts no worker");
-    let consumer = QueueConsumerHandle::start(s.clone(), config);
+    let consumer = QueueConsumerHandle::start(s.clone(), config).expect("consumer");
     wait_until("the pool to start", || made.load(Ordering::SeqCst) == 3).await;
     let queue = Queue::new(s.clone(), "/q");
     queue.put_all((0..30).map(|i| vec![i]).collect()).await.expect("put");
@@ -272,7 +272,8 @@ async fn idle_waits_for_in_flight_items_and_answers_at_once_when_idle() {
         ConsumerConfig::new("/q")
             .with_workers(1, move |_| PoolWorker { pool: p.clone(), ack: false })
             .with_concurrency(4),
-    );
+    )
+    .expect("consumer");
     bounded("idle on an empty queue", consumer.idle()).await.expect("idle");
     queue.put_all((0..4).map(|i| vec![i]).collect()).await.expect("put");
     wait_until("four deliveries held", || pool.held.lock().expect("held").len() == 4).await;
@@ -325,7 +326,8 @@ async fn a_consumer_stop_resolves_once_its_claims_are_given_back() {
                 .with_consumer_id(format!("round-{round}"))
                 .with_workers(2, move |_| PoolWorker { pool: p.clone(), ack: false })
                 .with_concurrency(8),
-        );
+        )
+        .expect("consumer");
         wait_until("eight deliveries held", || pool.held.lock().expect("held").len() == 8).await;
         assert_eq!(children(&s, "/q/claims").await.len(), 8, "round {round}: claimed before the stop (control)");
         proxy.set_latency(Direction::Upstream, Duration::from_millis(300));
@@ -364,7 +366,8 @@ async fn drained_resolves_once_the_last_item_is_acked_not_when_it_is_claimed() {
         ConsumerConfig::new("/q")
             .with_workers(1, move |_| PoolWorker { pool: p.clone(), ack: false })
             .with_concurrency(3),
-    );
+    )
+    .expect("consumer");
     wait_until("three deliveries held", || pool.held.lock().expect("held").len() == 3).await;
     actix_rt::time::sleep(Duration::from_millis(300)).await;
     assert!(!drained.is_finished(), "claimed items are still in the queue (control)");
@@ -399,7 +402,8 @@ async fn a_consumer_stop_waits_for_claims_being_given_back_after_a_lost_reply() 
         ConsumerConfig::new("/q")
             .with_workers(1, move |_| PoolWorker { pool: p.clone(), ack: true })
             .with_concurrency(4),
-    );
+    )
+    .expect("consumer");
     // The fault: four creates applied, their replies held by the proxy, then the connection
     // reset (the replies are lost) and the link cut (the releases cannot get through).
     wait_until_async("4 claims", || async { children(&observer, "/q/claims").await.len() == 4 }).await;

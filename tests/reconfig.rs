@@ -89,18 +89,20 @@ async fn replace_every_member(tracking: bool) -> Run {
     let (holder, holder_events) = connected(config()).await;
     let (other, other_events) = connected(config()).await;
 
-    let lock = LockHandle::start(holder.clone(), LockConfig::new("/lock"));
+    let lock = LockHandle::start(holder.clone(), LockConfig::new("/lock")).expect("lock");
     let lock_events = Recorded::<LockEvent>::start();
     lock.subscribe(lock_events.recipient.clone());
     bounded("the holder's acquire", lock.acquire(None)).await.expect("held");
-    let waiter = LockHandle::start(other.clone(), LockConfig::new("/lock"));
+    let waiter = LockHandle::start(other.clone(), LockConfig::new("/lock")).expect("lock");
     let waiting = actix_rt::spawn(waiter.acquire(None));
 
-    let leader = ElectionHandle::start(holder.clone(), ElectionConfig::new("/leader").with_participant_id("holder"));
+    let leader = ElectionHandle::start(holder.clone(), ElectionConfig::new("/leader").with_participant_id("holder"))
+        .expect("election");
     let leader_events = Recorded::<ElectionEvent>::start();
     leader.subscribe(leader_events.recipient.clone());
     bounded("leadership", leader.leadership()).await.expect("leads");
-    let second = ElectionHandle::start(other.clone(), ElectionConfig::new("/leader").with_participant_id("other"));
+    let second = ElectionHandle::start(other.clone(), ElectionConfig::new("/leader").with_participant_id("other"))
+        .expect("election");
     let second_events = Recorded::<ElectionEvent>::start();
     second.subscribe(second_events.recipient.clone());
     bounded("the second joins", second.join()).await.expect("in line");

@@ -82,7 +82,7 @@ async fn a_lock_with_a_limit_of_two_gives_up_after_exactly_two_attempts_with_its
     // The session's own policy has no limit: the lock's config is what limits.
     let session = session(&server, "retry-lock", policy(None)).await;
     let config = LockConfig::new("/locks/l").with_participant_id("x".repeat(OVERSIZED)).with_retry(policy(Some(2)));
-    let lock = LockHandle::start(session.clone(), config);
+    let lock = LockHandle::start(session.clone(), config).expect("lock");
     let outcome = bounded("an acquire that gives up", lock.acquire(None)).await;
     assert!(
         matches!(&outcome, Err(LockError::ZooKeeper(error)) if is_connection_loss(error)),
@@ -100,7 +100,7 @@ async fn without_a_limit_the_same_lock_keeps_trying() {
     let server = ZkServer::start().expect("ZooKeeper");
     let session = session(&server, "retry-control", policy(None)).await;
     let config = LockConfig::new("/locks/l").with_participant_id("x".repeat(OVERSIZED));
-    let lock = LockHandle::start(session.clone(), config);
+    let lock = LockHandle::start(session.clone(), config).expect("lock");
     let acquire = lock.acquire(None);
     futures::pin_mut!(acquire);
     let tried = async {

@@ -25,7 +25,7 @@ async fn a_grant_is_current_until_it_is_released_and_its_deadline_follows_the_re
     let root = unique_root("safe-until-grant");
     let timeout = Duration::from_secs(4);
     let session = session_with_timeout(&zk.connect_string(), &root, timeout).await;
-    let lock = LockHandle::start(session.clone(), LockConfig::new("/lock"));
+    let lock = LockHandle::start(session.clone(), LockConfig::new("/lock")).expect("lock");
     let grant = bounded("acquire", lock.acquire(None)).await.expect("acquired");
     let after = Instant::now();
     let until = grant.valid_until().expect("a held grant has a deadline");
@@ -127,10 +127,12 @@ async fn a_partitioned_leader_stops_being_current_before_anybody_else_leads() {
         let links = ClientLinks::to([zk.connect_string()]).expect("proxy");
         let cut_off = session_with_timeout(&links.connect_string(), &root, timeout).await;
         let other = session_with_timeout(&zk.connect_string(), &root, timeout).await;
-        let leader = ElectionHandle::start(cut_off.clone(), ElectionConfig::new("/leader").with_participant_id("a"));
+        let leader = ElectionHandle::start(cut_off.clone(), ElectionConfig::new("/leader").with_participant_id("a"))
+            .expect("election");
         let leader_events = Timeline::follow(&leader);
         let term = bounded("first leadership", leader.leadership()).await.expect("leads");
-        let next = ElectionHandle::start(other.clone(), ElectionConfig::new("/leader").with_participant_id("b"));
+        let next = ElectionHandle::start(other.clone(), ElectionConfig::new("/leader").with_participant_id("b"))
+            .expect("election");
         let next_events = Timeline::follow(&next);
         wait_until_async("b stands in line", || {
             let next = next.clone();
@@ -196,8 +198,8 @@ async fn a_partitioned_lock_holder_stops_being_current_before_the_next_holder_is
         let cut_off = session_with_timeout(&links.connect_string(), &root, timeout).await;
         let other = session_with_timeout(&zk.connect_string(), &root, timeout).await;
         let (holder, waiter) = (
-            LockHandle::start(cut_off.clone(), LockConfig::new("/l")),
-            LockHandle::start(other.clone(), LockConfig::new("/l")),
+            LockHandle::start(cut_off.clone(), LockConfig::new("/l")).expect("lock"),
+            LockHandle::start(other.clone(), LockConfig::new("/l")).expect("lock"),
         );
         let mut holder_events = holder.events();
         let grant = bounded("the first grant", holder.acquire(None)).await.expect("held");
@@ -311,7 +313,8 @@ async fn paused_leader_round(connect: &str, round: usize) -> Option<String> {
     let term: i64 = leads.num("token").expect("a token");
     holder.wait_for(|l| l.kind == "current", WAIT).unwrap_or_else(|e| panic!("{e}"));
     let session = session_with_timeout(&connect, &root, Duration::from_secs(4)).await;
-    let next = ElectionHandle::start(session.clone(), ElectionConfig::new("/election").with_participant_id("next"));
+    let next = ElectionHandle::start(session.clone(), ElectionConfig::new("/election").with_participant_id("next"))
+        .expect("election");
     wait_until_async("next stands in line", || {
         let next = next.clone();
         async move { next.participants().await.is_ok_and(|ids| ids.len() == 2) }
@@ -379,7 +382,7 @@ async fn an_idle_holders_first_read_after_a_long_hold_is_current() {
     )
     .await
     .0;
-    let lock = LockHandle::start(s.clone(), LockConfig::new("/l"));
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/l")).expect("lock");
     let grant = lock.acquire(Some(WAIT)).await.expect("held");
     // Idle: nothing of ours reads the lease or writes; the lease span is 0.7 of the timeout.
     actix_rt::time::sleep(timeout * 2).await;

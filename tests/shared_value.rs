@@ -18,7 +18,7 @@ use common::*;
 const WAIT: Duration = Duration::from_secs(20);
 
 fn start(session: &SessionHandle, path: &str, seed: &str) -> (SharedValueHandle, Recorded<ValueChanged>) {
-    let value = SharedValueHandle::start(session.clone(), SharedValueConfig::new(path).with_seed(seed));
+    let value = SharedValueHandle::start(session.clone(), SharedValueConfig::new(path).with_seed(seed)).expect("value");
     let changes = Recorded::<ValueChanged>::start();
     value.subscribe(changes.recipient.clone());
     (value, changes)
@@ -164,7 +164,11 @@ async fn bad_input_a_dropped_read_a_stop_and_a_closed_session() {
     init_tracing();
     let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let s = session_at(&zk.connect_string(), &unique_root("shared-value-bad")).await;
-    let (bad, _) = start(&s, "no/slash", "");
+    let bad = SharedValueHandle::start(s.clone(), SharedValueConfig::new("no/slash"));
+    assert!(matches!(bad, Err(SharedValueError::ZooKeeper(Error::InvalidPath { .. }))), "refused at start");
+    // The actor started directly (no handle) answers its requests with it.
+    let bad =
+        SharedValueHandle::new(actix::Actor::start(SharedValue::new(s.clone(), SharedValueConfig::new("no/slash"))));
     assert!(matches!(bad.get().await, Err(SharedValueError::ZooKeeper(Error::InvalidPath { .. }))));
     assert!(matches!(bad.set("x").await, Err(SharedValueError::ZooKeeper(Error::InvalidPath { .. }))));
 

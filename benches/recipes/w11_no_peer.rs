@@ -113,9 +113,10 @@ pub(crate) async fn w11(connect: &str) -> Vec<String> {
 
     // Proclaim → observer, against the raw floor.
     let (leading, watching) = (start_session(connect, &root), start_session(connect, &root));
-    let leader = ElectionHandle::start(leading.clone(), ElectionConfig::new("/leader").with_participant_id("l"));
+    let leader = ElectionHandle::start(leading.clone(), ElectionConfig::new("/leader").with_participant_id("l"))
+        .expect("election");
     leader.leadership().await.expect("leads");
-    let observer = ElectionObserverHandle::start(watching.clone(), "/leader");
+    let observer = ElectionObserverHandle::start(watching.clone(), "/leader").expect("observer");
     let mut ours = proclaims(&leader, &observer).await;
     let mut floor = raw_proclaim_floor(&rooted).await;
     let (proclaim_p50, floor_p50) = (percentile(&mut ours, 50.0), percentile(&mut floor, 50.0));
@@ -154,8 +155,9 @@ pub(crate) async fn w11(connect: &str) -> Vec<String> {
     // Health: the snapshot of a session with 1,000 recipes on it.
     let session = start_session(connect, &root);
     let before = rss_kib();
-    let locks: Vec<LockHandle> =
-        (0..W11_RECIPES).map(|i| LockHandle::start(session.clone(), LockConfig::new(format!("/locks/l{i}")))).collect();
+    let locks: Vec<LockHandle> = (0..W11_RECIPES)
+        .map(|i| LockHandle::start(session.clone(), LockConfig::new(format!("/locks/l{i}"))).expect("lock"))
+        .collect();
     for lock in &locks {
         lock.acquire(None).await.expect("acquire");
     }

@@ -230,7 +230,8 @@ impl DistributedAtomicLong {
         promoted: &PromotedToLock,
         tries: &mut u32,
     ) -> Result<Option<Try>, AtomicError> {
-        let lock = LockHandle::start(self.session.clone(), LockConfig::new(promoted.lock_path.clone()));
+        let lock = LockHandle::start(self.session.clone(), LockConfig::new(promoted.lock_path.clone()))
+            .map_err(AtomicError::Lock)?;
         let outcome = match lock.acquire(promoted.max_lock_time).await {
             Ok(_) => {
                 let policy = promoted.retry.unwrap_or_else(|| self.policy());

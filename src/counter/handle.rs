@@ -25,7 +25,7 @@ use crate::session::health::HealthTag;
 /// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::counter::CounterError> {
 /// use actix_zookeeper::counter::{SharedCountConfig, SharedCountHandle};
 ///
-/// let visits = SharedCountHandle::start(session, SharedCountConfig::new("/stats/visits"));
+/// let visits = SharedCountHandle::start(session, SharedCountConfig::new("/stats/visits")).expect("count");
 /// let now = visits.get().await?;
 /// if !visits.try_set(now.value + 1, now).await? {
 ///     // somebody else wrote first: read again and retry, or let `add` do that
@@ -44,9 +44,15 @@ pub struct SharedCountHandle {
 impl SharedCountHandle {
     /// Starts a [`SharedCount`] for `config` on the current Arbiter; it creates the node with
     /// the seed if it is missing, and watches it.
-    pub fn start(session: SessionHandle, config: SharedCountConfig) -> SharedCountHandle {
+    /// A path that is not valid is [`CounterError::ZooKeeper`] with
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath), and nothing starts.
+    pub fn start(session: SessionHandle, config: SharedCountConfig) -> Result<SharedCountHandle, CounterError> {
+        crate::path::validate(config.path(), false)?;
         let health = HealthTag::default();
-        SharedCountHandle { addr: SharedCount::new(session, config).with_health_tag(health.clone()).start(), health }
+        Ok(SharedCountHandle {
+            addr: SharedCount::new(session, config).with_health_tag(health.clone()).start(),
+            health,
+        })
     }
 
     /// A handle to a running counter.

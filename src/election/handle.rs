@@ -28,7 +28,7 @@ use crate::session::health::HealthTag;
 /// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::election::ElectionError> {
 /// use actix_zookeeper::election::{ElectionConfig, ElectionHandle};
 ///
-/// let election = ElectionHandle::start(session, ElectionConfig::new("/services/billing/leader"));
+/// let election = ElectionHandle::start(session, ElectionConfig::new("/services/billing/leader")).expect("election");
 /// let term = election.leadership().await?; // like Curator's LeaderLatch.await()
 /// println!("leading with token {}", term.token);
 /// election.resign().await?;
@@ -43,15 +43,17 @@ pub struct ElectionHandle {
 
 impl ElectionHandle {
     /// Starts an [`ElectionActor`] for `config` on the current Arbiter; it enters the election
-    /// at once.
-    pub fn start(session: SessionHandle, config: ElectionConfig) -> ElectionHandle {
+    /// at once. A path that is not valid is [`ElectionError::ZooKeeper`] with
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath), and nothing starts.
+    pub fn start(session: SessionHandle, config: ElectionConfig) -> Result<ElectionHandle, ElectionError> {
+        crate::path::validate(config.path(), false)?;
         let path = config.path().to_owned();
         let health = HealthTag::default();
-        ElectionHandle {
+        Ok(ElectionHandle {
             addr: ElectionActor::new(session, config).with_health_tag(health.clone()).start(),
             path,
             health,
-        }
+        })
     }
 
     /// A handle to a running participant of the election at `path`.

@@ -24,7 +24,7 @@ use crate::session::health::HealthTag;
 /// use actix_zookeeper::election::ElectionObserverHandle;
 /// use futures::StreamExt;
 ///
-/// let observer = ElectionObserverHandle::start(session, "/services/billing/leader");
+/// let observer = ElectionObserverHandle::start(session, "/services/billing/leader").expect("observer");
 /// let mut changes = observer.events(); // starts with the current reading
 /// while let Some(Ok(change)) = changes.next().await {
 ///     if let Some(now) = change.current {
@@ -41,12 +41,21 @@ pub struct ElectionObserverHandle {
 }
 
 impl ElectionObserverHandle {
-    /// Starts an [`ElectionObserver`] of the election at `path` on the current Arbiter.
-    pub fn start(session: SessionHandle, path: impl Into<String>) -> ElectionObserverHandle {
+    /// Starts an [`ElectionObserver`] of the election at `path` on the current Arbiter. A path
+    /// that is not valid is [`ElectionError::ZooKeeper`] with
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath), and nothing starts.
+    pub fn start(session: SessionHandle, path: impl Into<String>) -> Result<ElectionObserverHandle, ElectionError> {
         let path = path.into();
+        crate::path::validate(&path, false)?;
         let health = HealthTag::default();
         let addr = ElectionObserver::new(session, path.clone()).with_health_tag(health.clone()).start();
-        ElectionObserverHandle { addr, path, health }
+        Ok(ElectionObserverHandle { addr, path, health })
+    }
+
+    /// A handle to a running observer of the election at `path` (its `health()` answers
+    /// `None`: the session's board has the entry).
+    pub fn new(addr: Addr<ElectionObserver>, path: impl Into<String>) -> ElectionObserverHandle {
+        ElectionObserverHandle { addr, path: path.into(), health: HealthTag::default() }
     }
 
     /// The actor, for sending messages.

@@ -42,7 +42,7 @@ use crate::session::health::HealthTag;
 /// use std::time::Duration;
 /// use actix_zookeeper::lock::{LockConfig, LockHandle};
 ///
-/// let lock = LockHandle::start(session.clone(), LockConfig::new("/locks/report"));
+/// let lock = LockHandle::start(session.clone(), LockConfig::new("/locks/report")).expect("lock");
 /// let grant = lock.acquire(Some(Duration::from_secs(10))).await?;
 /// println!("holding {} with token {}", grant.node, grant.token);
 /// lock.release().await?;
@@ -65,12 +65,15 @@ pub struct LockHandle {
 }
 
 impl LockHandle {
-    /// Starts a [`LockActor`] for `config` on the current Arbiter.
-    pub fn start(session: SessionHandle, config: LockConfig) -> LockHandle {
+    /// Starts a [`LockActor`] for `config` on the current Arbiter. A directory that is not a
+    /// valid path is [`LockError::ZooKeeper`] with [`Error::InvalidPath`](crate::Error::InvalidPath),
+    /// and nothing starts.
+    pub fn start(session: SessionHandle, config: LockConfig) -> Result<LockHandle, LockError> {
+        crate::path::validate(config.dir(), false)?;
         let dir = config.dir().to_owned();
         let health = HealthTag::default();
         let addr = LockActor::new(session, config).with_health_tag(health.clone()).start();
-        LockHandle { addr, dir, turn: Turn::new(), health }
+        Ok(LockHandle { addr, dir, turn: Turn::new(), health })
     }
 
     /// A handle to a running actor of the lock at `dir`. Its callers exclude each other, and
@@ -264,7 +267,7 @@ impl Drop for LockGuard {
 /// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::lock::LockError> {
 /// use actix_zookeeper::lock::{SemaphoreConfig, SemaphoreHandle};
 ///
-/// let pool = SemaphoreHandle::start(session, SemaphoreConfig::new("/pools/db", 3));
+/// let pool = SemaphoreHandle::start(session, SemaphoreConfig::new("/pools/db", 3)).expect("semaphore");
 /// let lease = pool.acquire(None).await?;
 /// println!("one of 3 leases: {}", lease.node);
 /// pool.release().await?;
@@ -282,12 +285,22 @@ pub struct SemaphoreHandle {
 }
 
 impl SemaphoreHandle {
-    /// Starts a [`SemaphoreActor`] for `config` on the current Arbiter.
-    pub fn start(session: SessionHandle, config: SemaphoreConfig) -> SemaphoreHandle {
+    /// Starts a [`SemaphoreActor`] for `config` on the current Arbiter. A directory that is
+    /// not a valid path is [`LockError::ZooKeeper`] with
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath), no lease at all is
+    /// [`LockError::InvalidConfig`], and nothing starts.
+    pub fn start(session: SessionHandle, config: SemaphoreConfig) -> Result<SemaphoreHandle, LockError> {
+        crate::path::validate(config.dir(), false)?;
+        if config.max_leases() == 0 {
+            return Err(LockError::InvalidConfig {
+                dir: config.dir().to_owned(),
+                reason: "a semaphore needs at least one lease".into(),
+            });
+        }
         let dir = config.dir().to_owned();
         let health = HealthTag::default();
         let addr = SemaphoreActor::new(session, config).with_health_tag(health.clone()).start();
-        SemaphoreHandle { addr, dir, turn: Turn::new(), health }
+        Ok(SemaphoreHandle { addr, dir, turn: Turn::new(), health })
     }
 
     /// A handle to a running actor of the semaphore at `dir`.

@@ -31,7 +31,7 @@ use crate::session::requests::{Op, OpResult};
 /// use std::time::Duration;
 /// use actix_zookeeper::lock::{LockConfig, MultiLock};
 ///
-/// let both = MultiLock::start(&session, vec![LockConfig::new("/locks/a"), LockConfig::new("/locks/b")])?;
+/// let both = MultiLock::start(session.clone(), vec![LockConfig::new("/locks/a"), LockConfig::new("/locks/b")])?;
 /// let grant = both.acquire(Some(Duration::from_secs(10))).await?;
 /// grant.guarded_write(&session, vec![]).await?; // applies only while every lock is held
 /// both.release().await?;
@@ -56,8 +56,10 @@ pub struct MultiGrant {
 impl MultiLock {
     /// Starts one lock actor per config on the current Arbiter. Fails with
     /// [`LockError::InvalidConfig`] for no config, or two of one directory (the halves of one
-    /// read/write lock would wait for each other).
-    pub fn start(session: &SessionHandle, configs: Vec<LockConfig>) -> Result<MultiLock, LockError> {
+    /// read/write lock would wait for each other), and [`LockError::ZooKeeper`] with
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) for a directory that is not a valid
+    /// path; nothing starts then.
+    pub fn start(session: SessionHandle, configs: Vec<LockConfig>) -> Result<MultiLock, LockError> {
         let mut configs = configs;
         configs.sort_by(|a, b| a.dir().cmp(b.dir()));
         if configs.is_empty() {
@@ -68,7 +70,11 @@ impl MultiLock {
             let reason = "the same lock directory twice in one multi-lock".to_owned();
             return Err(LockError::InvalidConfig { dir: twice[0].dir().to_owned(), reason });
         }
-        let locks = configs.into_iter().map(|config| LockHandle::start(session.clone(), config)).collect();
+        for config in &configs {
+            crate::path::validate(config.dir(), false)?;
+        }
+        let locks =
+            configs.into_iter().map(|config| LockHandle::start(session.clone(), config)).collect::<Result<_, _>>()?;
         Ok(MultiLock { locks, held: Arc::new(Mutex::new(None)) })
     }
 

@@ -153,6 +153,15 @@ impl ConsumerConfig {
         &self.queue
     }
 
+    /// The paths' syntax, checked before anything starts.
+    pub(super) fn validate(&self) -> Result<(), crate::error::Error> {
+        path::validate(&self.queue, false)?;
+        if let Some(dead_letter) = &self.dead_letter {
+            path::validate(dead_letter, false)?;
+        }
+        Ok(())
+    }
+
     pub(super) fn claims(&self) -> String {
         path::join(&self.queue, "claims")
     }

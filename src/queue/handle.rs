@@ -26,7 +26,7 @@ use crate::session::SessionHandle;
 /// # -> Result<(), actix_zookeeper::queue::QueueError> {
 /// use actix_zookeeper::queue::{ConsumerConfig, QueueConsumerHandle};
 ///
-/// let consumer = QueueConsumerHandle::start(session, ConsumerConfig::new("/jobs").with_worker(worker));
+/// let consumer = QueueConsumerHandle::start(session, ConsumerConfig::new("/jobs").with_worker(worker)).expect("consumer");
 /// consumer.idle().await?; // everything it could take is done
 /// consumer.stop().await; // stopped, its claims given back
 /// # Ok(()) }
@@ -45,13 +45,16 @@ pub struct QueueConsumerHandle {
 
 impl QueueConsumerHandle {
     /// Starts a [`QueueConsumerActor`] for `config` on the current Arbiter, with the workers its
-    /// config describes; it begins once the session is up.
-    pub fn start(session: SessionHandle, config: ConsumerConfig) -> QueueConsumerHandle {
+    /// config describes; it begins once the session is up. A queue or dead-letter path that is
+    /// not valid is [`QueueError::ZooKeeper`] with [`Error::InvalidPath`](crate::Error::InvalidPath),
+    /// and nothing starts (no worker either).
+    pub fn start(session: SessionHandle, config: ConsumerConfig) -> Result<QueueConsumerHandle, QueueError> {
+        config.validate()?;
         let queue = config.queue().to_owned();
         let tag = crate::session::health::HealthTag::default();
         let consumer = QueueConsumerActor::new(session, config).with_health_tag(tag.clone());
         let released = consumer.released();
-        QueueConsumerHandle { addr: consumer.start(), queue, released, tag }
+        Ok(QueueConsumerHandle { addr: consumer.start(), queue, released, tag })
     }
 
     /// A handle to a running consumer of the queue at `queue`.

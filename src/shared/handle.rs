@@ -25,7 +25,7 @@ use crate::session::health::HealthTag;
 /// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::shared::SharedValueError> {
 /// use actix_zookeeper::shared::{SharedValueConfig, SharedValueHandle};
 ///
-/// let mode = SharedValueHandle::start(session, SharedValueConfig::new("/config/mode").with_seed("normal"));
+/// let mode = SharedValueHandle::start(session, SharedValueConfig::new("/config/mode").with_seed("normal")).expect("value");
 /// let now = mode.get().await?;
 /// if !mode.try_set("maintenance", now).await? {
 ///     // somebody else wrote first
@@ -42,9 +42,21 @@ pub struct SharedValueHandle {
 impl SharedValueHandle {
     /// Starts a [`SharedValue`] for `config` on the current Arbiter; it creates the node with
     /// the seed if it is missing, and watches it.
-    pub fn start(session: SessionHandle, config: SharedValueConfig) -> SharedValueHandle {
+    /// A path that is not valid is [`SharedValueError::ZooKeeper`] with
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath), and nothing starts.
+    pub fn start(session: SessionHandle, config: SharedValueConfig) -> Result<SharedValueHandle, SharedValueError> {
+        crate::path::validate(config.path(), false)?;
         let health = HealthTag::default();
-        SharedValueHandle { addr: SharedValue::new(session, config).with_health_tag(health.clone()).start(), health }
+        Ok(SharedValueHandle {
+            addr: SharedValue::new(session, config).with_health_tag(health.clone()).start(),
+            health,
+        })
+    }
+
+    /// A handle to a running shared value (its `health()` answers `None`: the session's board
+    /// has the entry).
+    pub fn new(addr: Addr<SharedValue>) -> SharedValueHandle {
+        SharedValueHandle { addr, health: HealthTag::default() }
     }
 
     /// The actor, for sending messages.
