@@ -71,14 +71,10 @@ impl<E> Stream for EventStream<E> {
     }
 }
 
-/// How often an actor reading with [`EventStream::read_while_addressed`] looks whether it still
-/// has an address.
-const ADDRESS_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
-
 impl<E: 'static> EventStream<E> {
     /// Reads the stream in `ctx`'s actor as `ctx.add_stream` does, for an actor that *owns* the
     /// recipe it reads (holds its handle): once the actor's last address is dropped, it stops
-    /// (within 250 ms), dropping the stream and the handle, so the recipe actor stops too. With
+    /// (at that drop), dropping the stream and the handle, so the recipe actor stops too. With
     /// `ctx.add_stream` the two keep each other alive (actix keeps an actor whose stream runs, and
     /// the stream runs while the recipe does). An actor nobody keeps an address of (a logger
     /// started and let go) uses `ctx.add_stream`: this would stop it at once.
@@ -86,12 +82,8 @@ impl<E: 'static> EventStream<E> {
     where
         A: Actor<Context = actix::Context<A>> + actix::StreamHandler<Result<E, Missed>>,
     {
-        use actix::{ActorContext, AsyncContext};
-        ctx.run_interval(ADDRESS_CHECK, |_, ctx| {
-            if !ctx.connected() {
-                ctx.stop();
-            }
-        });
+        use actix::AsyncContext;
+        crate::stop::stop_when_unaddressed(ctx);
         ctx.add_stream(self)
     }
 }

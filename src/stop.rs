@@ -1,7 +1,8 @@
-//! Stopping a recipe actor: the [`Stop`] message every recipe actor takes, and the lifeline
-//! that tells a handle's `stop()` the actor has gone (dropped with the actor; nothing polls).
+//! Stopping a recipe actor: the [`Stop`] message every recipe actor takes, the lifeline that
+//! tells a handle's `stop()` the actor has gone (dropped with the actor; nothing polls), and the
+//! stop once an actor's last address is gone, whatever timers it runs.
 //!
-//! Owns: the stop request and the "gone" signal. Does not own what each recipe lets go of when it
+//! Owns: the stop request, the "gone" signal and the end at the last address. Does not own what each recipe lets go of when it
 //! stops (its node, its claims, its place in an election): each actor's `Handler<Stop>` says.
 
 use std::future::Future;
@@ -62,5 +63,42 @@ where
     addr.do_send(AwaitStopped(waiter));
     async move {
         let _ = gone.await;
+    }
+}
+
+/// Stops the actor of `ctx` as soon as its last address is gone, whatever else it runs. actix
+/// keeps an actor alive while anything it spawned (a timer, an interval, a stream) is pending,
+/// so an actor with a timer that its user let go of would live on; this ends it. For the actors
+/// whose user holds their address (a handle): dropping the last one is how a user stops them.
+///
+/// Not a timer, and nothing polls: actix wakes an actor when its last address is dropped (the
+/// mailbox's waker) and then polls everything the actor spawned, this among it, which looks at
+/// the address count and stops the actor.
+pub(crate) fn stop_when_unaddressed<A>(ctx: &mut actix::Context<A>) -> actix::SpawnHandle
+where
+    A: Actor<Context = actix::Context<A>>,
+{
+    actix::AsyncContext::spawn(ctx, Unaddressed)
+}
+
+/// The future of [`stop_when_unaddressed`].
+struct Unaddressed;
+
+impl<A: Actor<Context = actix::Context<A>>> actix::ActorFuture<A> for Unaddressed {
+    type Output = ();
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut A,
+        ctx: &mut actix::Context<A>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        // Pending without a waker of its own on purpose: the actor's mailbox holds the waker that
+        // the last address's drop wakes, and every wake polls this again.
+        if ctx.connected() {
+            return std::task::Poll::Pending;
+        }
+        actix::ActorContext::stop(ctx);
+        std::task::Poll::Ready(())
     }
 }

@@ -418,6 +418,8 @@ impl Actor for ElectionActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         self.session.subscribe(ctx.address().recipient());
         self.session.on_close(ctx.address().recipient());
+        // Dropping the last address is how a user stops it, whatever timer is pending.
+        crate::stop::stop_when_unaddressed(ctx);
         let effects = self.holder.keep_contending(true);
         holder::run(self, effects, ctx);
     }

@@ -145,6 +145,8 @@ impl Actor for LockActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         self.session.subscribe(ctx.address().recipient());
         self.session.on_close(ctx.address().recipient());
+        // Dropping the last address is how a user stops it, whatever timer is pending.
+        crate::stop::stop_when_unaddressed(ctx);
     }
 
     fn stopped(&mut self, ctx: &mut Self::Context) {

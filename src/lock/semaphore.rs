@@ -185,6 +185,8 @@ impl Actor for SemaphoreActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         self.session.subscribe(ctx.address().recipient());
         self.session.on_close(ctx.address().recipient());
+        // Dropping the last address is how a user stops it, whatever timer is pending.
+        crate::stop::stop_when_unaddressed(ctx);
     }
 
     fn stopped(&mut self, ctx: &mut Self::Context) {

@@ -554,9 +554,6 @@ fn is_ephemeral(mode: CreateMode) -> bool {
     matches!(mode, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
 }
 
-/// How often a TTL node's actor looks whether its last handle is gone.
-const LIFETIME_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
-
 /// The child a TTL node's upkeep touches (Curator's `PersistentTtlNode.DEFAULT_CHILD_NODE_NAME`).
 pub(crate) const TOUCHED_CHILD: &str = "touch";
 
@@ -589,15 +586,10 @@ impl Actor for PersistentNode {
                     act.touch();
                 }
             });
-            // The lifetime rule: an interval keeps an actix actor alive, so a timer must stop an
-            // actor whose last address its user dropped (the node then goes after its TTL, as
-            // after a stop); on a short one of its own, since half a TTL may be an hour.
-            ctx.run_interval(LIFETIME_CHECK.min(ttl / 2), |act, ctx| {
-                if !ctx.connected() {
-                    info!(parent: &act.span, "the last handle was dropped; stopping");
-                    ctx.stop();
-                }
-            });
+            // The lifetime rule: an interval keeps an actix actor alive, so the actor whose last
+            // address its user dropped is stopped at that drop (the node then goes after its
+            // TTL, as after a stop).
+            crate::stop::stop_when_unaddressed(ctx);
         }
     }
 

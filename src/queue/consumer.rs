@@ -603,14 +603,6 @@ impl QueueConsumerActor {
     fn sweep_workers(&mut self, ctx: &mut Context<Self>) {
         // A settlement that ended without a `fill` after it leaves the consumer idle unseen.
         self.answer_if_idle();
-        // The lifetime rule: the sweep's own timer must not keep a consumer alive whose last
-        // address is gone (deliveries out with workers hold it only weakly: a busy consumer
-        // whose user let go must stop too, not consume the whole queue first).
-        if !ctx.connected() {
-            info!(parent: &self.span, "the last address of the consumer was dropped; stopping");
-            ctx.stop();
-            return;
-        }
         let orphaned: Vec<(String, FencingToken)> = self
             .in_flight
             .iter()
@@ -656,6 +648,10 @@ impl Actor for QueueConsumerActor {
         // Workers the config describes by a factory start with the consumer, on its Arbiter.
         self.config.start_workers();
         self.session.subscribe(ctx.address().recipient());
+        // The lifetime rule: neither the sweep's timer nor the claims in flight keep a consumer
+        // alive whose last address is gone (deliveries out with workers hold it only weakly: a
+        // busy consumer whose user let go must stop too, not consume the whole queue first).
+        crate::stop::stop_when_unaddressed(ctx);
         ctx.run_interval(WORKER_SWEEP, |act, ctx| act.sweep_workers(ctx));
         if let Some(dead) = self.config.dead_letter.clone() {
             let ensure = self.session.ensure_path(&dead);

@@ -384,8 +384,8 @@ fn settle_timeout<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) {
 }
 
 /// A caller that dropped its request must not keep a node in line. Checked only while callers
-/// wait: a timer that always runs would keep the actor alive after its last address is dropped,
-/// and dropping it is how a user stops it.
+/// wait. (The actor stops at its last address's drop whatever timer runs: see the hosts'
+/// `started`.)
 ///
 /// One timer per actor, whichever attempt it finds: actix polls every future an actor has
 /// spawned each time the actor wakes, so a timer per `Acquire` (most of them granted at once and
@@ -396,12 +396,6 @@ fn check_callers<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) {
     }
     ctx.run_later(CALLER_CHECK, move |act, ctx| {
         act.holder().checking_callers = false;
-        if !ctx.connected() {
-            // Nobody can reach us any more (the last address went while a `do_send` caller
-            // waited): this timer alone would keep us alive, and in line, for ever.
-            ctx.stop();
-            return;
-        }
         let Some(attempt) = act.holder().attempt() else { return };
         if !act.holder().is_acquiring(attempt) || !act.holder().has_waiters() {
             return;
