@@ -88,6 +88,17 @@ impl<T> Pending<T> {
         }
     }
 
+    /// True once the caller has stopped waiting (dropped its request); otherwise `cx` is woken
+    /// when it does (a caller sent with `do_send` never does).
+    pub fn poll_canceled(&self, cx: &mut Context<'_>) -> bool {
+        let mut slot = self.slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match &mut *slot {
+            Slot::Caller(caller) => caller.poll_closed(cx).is_ready(),
+            Slot::Done => true,
+            Slot::Unattached | Slot::Early(_) | Slot::NoCaller => false,
+        }
+    }
+
     /// True once the caller has stopped waiting (dropped its request).
     pub fn is_canceled(&self) -> bool {
         let slot = self.slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());

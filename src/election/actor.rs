@@ -59,6 +59,10 @@ impl Waiter<LeaderTerm> for LeadershipWaiter {
     fn is_gone(&self) -> bool {
         self.reply.is_canceled()
     }
+
+    fn poll_gone(&self, cx: &mut std::task::Context<'_>) -> bool {
+        self.reply.poll_canceled(cx)
+    }
 }
 
 fn lost_reason(loss: Loss) -> LeadershipLostReason {

@@ -87,6 +87,13 @@ impl Waiter<LockGrant> for LockWaiter {
             WaiterReply::Try(reply) => reply.is_canceled(),
         }
     }
+
+    fn poll_gone(&self, cx: &mut std::task::Context<'_>) -> bool {
+        match &self.reply {
+            WaiterReply::Acquire(reply) => reply.poll_canceled(cx),
+            WaiterReply::Try(reply) => reply.poll_canceled(cx),
+        }
+    }
 }
 
 fn refusal(dir: &str, why: Refusal) -> LockError {

@@ -172,9 +172,6 @@ pub(crate) fn goodbye<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) -> futu
     })
 }
 
-/// How often a waiting caller is checked for having gone away.
-const CALLER_CHECK: Duration = Duration::from_millis(250);
-
 /// Feeds a contender's report about `attempt` to the core; `grant` words a won node as the
 /// recipe's grant. A grant is first checked against what the session actor knows: the contender
 /// runs on the session's thread and its report can overtake the `Expired` that the session sent
@@ -201,6 +198,7 @@ pub(crate) fn run<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, c
         _ => None,
     });
     perform(host, effects, ctx);
+    check_callers(host, ctx);
     settle_timeout(host, ctx);
     report_health(host, failed);
 }
@@ -238,7 +236,6 @@ fn perform<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, ctx: &mu
                 debug!(parent: host.span(), attempt, "standing in line");
                 host.holder().timing.begun = Some(std::time::Instant::now());
                 host.begin(attempt, ctx);
-                check_callers(host, ctx);
             }
             Effect::Withdraw { attempt, then } => {
                 debug!(parent: host.span(), attempt, "leaving the line");
@@ -383,30 +380,48 @@ fn settle_timeout<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) {
     }
 }
 
-/// A caller that dropped its request must not keep a node in line. Checked only while callers
-/// wait. (The actor stops at its last address's drop whatever timer runs: see the hosts'
-/// `started`.)
+/// A caller that dropped its request must not keep a node in line: watched while callers wait
+/// in line, and acted on as the caller goes, not on a timer: the watch asks each waiting
+/// caller's reply channel to wake the actor when its caller drops it.
 ///
-/// One timer per actor, whichever attempt it finds: actix polls every future an actor has
-/// spawned each time the actor wakes, so a timer per `Acquire` (most of them granted at once and
-/// left to expire) made every message cost as much as the timers pending.
+/// One watch per actor, whichever attempt it finds: actix polls every future an actor has
+/// spawned each time the actor wakes, so a watch per `Acquire` (most of them granted at once)
+/// would make every message cost as much as the watches pending.
 fn check_callers<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) {
-    if std::mem::replace(&mut host.holder().checking_callers, true) {
+    if !host.holder().attempt().is_some_and(|attempt| host.holder().is_acquiring(attempt))
+        || !host.holder().has_waiters()
+        || std::mem::replace(&mut host.holder().checking_callers, true)
+    {
         return;
     }
-    ctx.run_later(CALLER_CHECK, move |act, ctx| {
-        act.holder().checking_callers = false;
-        let Some(attempt) = act.holder().attempt() else { return };
-        if !act.holder().is_acquiring(attempt) || !act.holder().has_waiters() {
-            return;
+    ctx.spawn(CallersWatch);
+}
+
+/// The watch of [`check_callers`]: ends once no caller waits in line.
+struct CallersWatch;
+
+impl<H: HolderHost> ActorFuture<H> for CallersWatch {
+    type Output = ();
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        act: &mut H,
+        ctx: &mut Context<H>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        loop {
+            let attempt = act.holder().attempt().filter(|&attempt| act.holder().is_acquiring(attempt));
+            let Some(attempt) = attempt.filter(|_| act.holder().has_waiters()) else {
+                act.holder().checking_callers = false;
+                return std::task::Poll::Ready(());
+            };
+            if !act.holder().poll_callers_gone(cx) {
+                return std::task::Poll::Pending;
+            }
+            let effects = act.holder().drop_gone(attempt);
+            run(act, effects, ctx);
         }
-        let effects = act.holder().drop_gone(attempt);
-        let still_waiting = !effects.iter().any(|e| matches!(e, Effect::Withdraw { .. }));
-        run(act, effects, ctx);
-        if still_waiting {
-            check_callers(act, ctx);
-        }
-    });
+    }
 }
 
 /// Deletes a held node, retrying through connection loss, and says whether it was ours to delete.

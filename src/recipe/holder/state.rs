@@ -56,6 +56,8 @@ pub(crate) trait Waiter<G> {
     fn refuse(self, why: Refusal);
     /// True once the caller stopped waiting.
     fn is_gone(&self) -> bool;
+    /// [`is_gone`](Self::is_gone), and otherwise `cx` is woken when the caller goes.
+    fn poll_gone(&self, cx: &mut std::task::Context<'_>) -> bool;
 }
 
 /// What a waiter does when its attempt stands in line behind someone.
@@ -325,6 +327,14 @@ impl<G: Grant, W: Waiter<G>> Holder<G, W> {
     /// True while callers wait.
     pub(crate) fn has_waiters(&self) -> bool {
         !self.waiters.is_empty()
+    }
+
+    /// True if a waiting caller has gone; `cx` is woken when one of the others goes (every
+    /// waiter is asked, so that each one's going wakes it).
+    pub(crate) fn poll_callers_gone(&self, cx: &mut std::task::Context<'_>) -> bool {
+        // Not `any`: it would stop at the first gone caller and leave the rest unasked.
+        let asked: Vec<bool> = self.waiters.iter().map(|waiter| waiter.poll_gone(cx)).collect();
+        asked.contains(&true)
     }
 
     fn begin(&mut self) -> Vec<Effect<G>> {
@@ -785,6 +795,9 @@ mod tests {
             self.log.borrow_mut().push(format!("refused {why:?}"));
         }
         fn is_gone(&self) -> bool {
+            self.gone.get()
+        }
+        fn poll_gone(&self, _: &mut std::task::Context<'_>) -> bool {
             self.gone.get()
         }
     }
