@@ -1341,6 +1341,55 @@ async fn a_worker_that_stops_without_settling_counts_as_a_nack() {
     assert!(items_left(&s).await.is_empty());
 }
 
+/// A worker that stays up and drops its first delivery of an item without settling it, then
+/// acks the next.
+struct Dropper {
+    seen: Arc<Mutex<Vec<u32>>>,
+}
+
+impl Actor for Dropper {
+    type Context = Context<Self>;
+}
+
+impl Handler<Delivery> for Dropper {
+    type Result = ();
+    fn handle(&mut self, delivery: Delivery, ctx: &mut Context<Self>) {
+        self.seen.lock().expect("seen").push(delivery.attempt);
+        if delivery.attempt > 1 {
+            ctx.spawn(actix::fut::wrap_future(async move {
+                delivery.ack().await.expect("ack");
+            }));
+        }
+    }
+}
+
+impl Handler<Revoked> for Dropper {
+    type Result = ();
+    fn handle(&mut self, _: Revoked, _: &mut Context<Self>) {}
+}
+
+/// Row "worker drops a delivery unsettled" (regression: a worker that stayed up kept the item's
+/// claim and the consumer's only slot until the consumer stopped, as only stopped workers were
+/// looked for): the item comes back as a nack would, attempt counted, to the same worker.
+#[actix_rt::test]
+async fn a_delivery_dropped_unsettled_by_a_live_worker_counts_as_a_nack() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("queue-dropped-delivery");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let dropper = Dropper { seen: seen.clone() }.start();
+    Queue::new(s.clone(), "/q").put(b"x".to_vec()).await.expect("put");
+    let config = ConsumerConfig::new("/q").with_concurrency(1).with_worker(Worker::new(&dropper));
+    let consumer = QueueConsumerHandle::start(s.clone(), config).expect("consumer");
+    wait_until("delivered again after the drop, and acked", || seen.lock().expect("seen").len() == 2).await;
+    bounded("idle", consumer.idle()).await.expect("idle");
+    assert_eq!(seen.lock().expect("seen").clone(), vec![1, 2], "attempt 2 after the unsettled drop");
+    assert!(items_left(&s).await.is_empty());
+    consumer.stop().await;
+    s.close().await;
+}
+
 /// Row "consumer's connection drops, session lives": an ack that meets the outage is retried on
 /// its claim's session until its outcome is known, and answered `Ok` exactly when it removed
 /// the item. Once with its reply lost (it applied), once with the request lost (it did not).

@@ -22,7 +22,7 @@ use tracing::{debug, info, warn};
 
 use super::QueueError;
 use super::config::{ConsumerConfig, DeliveryMode};
-use super::messages::{ConsumerEvent, Delivery, Outcome, Released, Revoked, Settle, SettleAnswering, Stop, WaitIdle};
+use super::messages::{ConsumerEvent, Delivery, Released, Revoked, SettleAnswering, Stop, Unsettled, WaitIdle};
 use super::{item, plan};
 use crate::error::Error;
 use crate::events::Subscribers;
@@ -48,8 +48,10 @@ const PLAN_MIN: usize = 1024;
 /// Claims in a row that found their item taken or gone before the plan is dropped.
 const MISSES_BEFORE_RELIST: usize = 8;
 
-/// How often deliveries held by stopped workers are looked for.
-const WORKER_SWEEP: Duration = Duration::from_millis(500);
+/// How often an idle consumer's waiters are looked at, in case a settlement that ended without a
+/// `fill` after it left the consumer idle unseen. (Deliveries held by stopped workers are not
+/// looked for: a delivery dropped unsettled gives its item back itself, `Unsettled`.)
+const IDLE_CHECK: Duration = Duration::from_millis(500);
 
 /// Stops consuming: claimed items go back to the queue at once, workers get [`Revoked`].
 impl Handler<Stop> for QueueConsumerActor {
@@ -542,12 +544,14 @@ impl QueueConsumerActor {
         self.misses = 0;
         let attempt = u32::try_from(node.stat.version).unwrap_or(0) + 1;
         debug!(parent: &self.span, %id, attempt, %token, worker, "delivering");
+        let settle = ctx.address().downgrade().recipient::<SettleAnswering>();
         let delivery = Delivery {
             id: id.clone(),
             data: node.data.clone(),
             attempt,
             token,
-            settle: ctx.address().downgrade().recipient::<SettleAnswering>(),
+            unsettled: std::sync::Arc::new(Unsettled::new(id.clone(), token, settle.clone())),
+            settle,
         };
         self.in_flight.insert(
             id,
@@ -599,27 +603,6 @@ impl QueueConsumerActor {
         ctx.stop();
     }
 
-    /// Workers that stopped without settling: their items count as failed attempts.
-    fn sweep_workers(&mut self, ctx: &mut Context<Self>) {
-        // A settlement that ended without a `fill` after it leaves the consumer idle unseen.
-        self.answer_if_idle();
-        let orphaned: Vec<(String, FencingToken)> = self
-            .in_flight
-            .iter()
-            .filter(|(_, f)| !f.settling && !self.config.workers[f.worker].deliver.connected())
-            .map(|(id, f)| (id.clone(), f.token))
-            .collect();
-        for (id, token) in orphaned {
-            info!(parent: &self.span, %id, "its worker stopped; the item will be delivered again");
-            let me = ctx.address();
-            ctx.spawn(
-                async move { me.send(Settle { id, token, outcome: Outcome::Nack }).await }
-                    .into_actor(self)
-                    .map(|_, _, _| ()),
-            );
-        }
-    }
-
     fn revoke_all(&mut self) {
         const REMEMBERED: usize = 10_000;
         if self.revoked.len() > REMEMBERED {
@@ -648,11 +631,11 @@ impl Actor for QueueConsumerActor {
         // Workers the config describes by a factory start with the consumer, on its Arbiter.
         self.config.start_workers();
         self.session.subscribe(ctx.address().recipient());
-        // The lifetime rule: neither the sweep's timer nor the claims in flight keep a consumer
+        // The lifetime rule: neither the idle check's timer nor the claims in flight keep a consumer
         // alive whose last address is gone (deliveries out with workers hold it only weakly: a
         // busy consumer whose user let go must stop too, not consume the whole queue first).
         crate::stop::stop_when_unaddressed(ctx);
-        ctx.run_interval(WORKER_SWEEP, |act, ctx| act.sweep_workers(ctx));
+        ctx.run_interval(IDLE_CHECK, |act, _| act.answer_if_idle());
         if let Some(dead) = self.config.dead_letter.clone() {
             let ensure = self.session.ensure_path(&dead);
             ctx.spawn(ensure.into_actor(self).map(|ensured, act, _| {

@@ -9,7 +9,9 @@ use super::error::QueueError;
 use crate::recipe::FencingToken;
 
 /// One item handed to a worker. Settle it with [`ack`](Delivery::ack) or
-/// [`nack`](Delivery::nack).
+/// [`nack`](Delivery::nack). Dropped unsettled (its last clone; a worker that stopped with it in
+/// hand or in its mailbox, or one that let it go), it counts as nacked: the item is delivered
+/// again (or dead-lettered after its last attempt).
 #[derive(Message, Clone)]
 #[rtype(result = "()")]
 pub struct Delivery {
@@ -24,6 +26,38 @@ pub struct Delivery {
     /// The consumer, held weakly: deliveries out with workers do not keep a consumer alive
     /// whose last address its user dropped.
     pub(super) settle: WeakRecipient<SettleAnswering>,
+    /// Nacks the delivery when its last clone is dropped without an ack or a nack.
+    pub(super) unsettled: std::sync::Arc<Unsettled>,
+}
+
+/// What gives a delivery's item back when the delivery is dropped unsettled: as the worker lets
+/// it go, not when a sweep notices (a worker that is alive but dropped it would otherwise keep
+/// the item's claim, and a slot, until the consumer stops).
+pub(super) struct Unsettled {
+    id: String,
+    token: FencingToken,
+    consumer: WeakRecipient<SettleAnswering>,
+    settled: std::sync::atomic::AtomicBool,
+}
+
+impl Unsettled {
+    pub(super) fn new(id: String, token: FencingToken, consumer: WeakRecipient<SettleAnswering>) -> Self {
+        Unsettled { id, token, consumer, settled: std::sync::atomic::AtomicBool::new(false) }
+    }
+}
+
+impl Drop for Unsettled {
+    fn drop(&mut self) {
+        if self.settled.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        if let Some(consumer) = self.consumer.upgrade() {
+            // Nobody reads the answer; a delivery the consumer no longer holds is refused there.
+            let (answer, _) = futures::channel::oneshot::channel();
+            let settle = Settle { id: std::mem::take(&mut self.id), token: self.token, outcome: Outcome::Nack };
+            consumer.do_send(SettleAnswering { settle, answer });
+        }
+    }
 }
 
 impl std::fmt::Debug for Delivery {
@@ -75,6 +109,11 @@ impl Delivery {
 
     fn settle(&self, outcome: Outcome) -> impl Future<Output = Result<(), QueueError>> + 'static {
         let (id, token) = (self.id.clone(), self.token);
+        // A dead letter refused leaves the delivery to be settled; one that applied makes the
+        // drop's nack a settlement of nothing, which the consumer refuses.
+        if !matches!(outcome, Outcome::DeadLetter { .. }) {
+            self.unsettled.settled.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         // A consumer that has stopped revoked this delivery already.
         let (answer, answered) = futures::channel::oneshot::channel();
         let sent = self.settle.upgrade().map(|consumer| {
