@@ -297,9 +297,22 @@ impl QueueConsumerActor {
                     act.wake_when_due(plan.next_due_ms, ctx);
                     if plan.held_elsewhere {
                         // Items held by other consumers come back when their claims go: watch
-                        // the claims.
+                        // the claims. The watch is set after the listing: a claim that went in
+                        // between fires nothing, so its answer is compared with what was listed.
                         let watch = act.session.children_watched(&act.config.claims(), ctx.address().recipient());
-                        ctx.spawn(watch.into_actor(act).map(|_, _, _| ()));
+                        ctx.spawn(watch.into_actor(act).map(move |watched, act, ctx| {
+                            let gone = match watched {
+                                Ok(now) => {
+                                    let now: HashSet<String> = now.names.into_iter().collect();
+                                    !claimed.is_subset(&now)
+                                }
+                                Err(_) => false,
+                            };
+                            if gone {
+                                debug!(parent: &act.span, "a claim went before its watch was set; listing again");
+                                act.list(ctx);
+                            }
+                        }));
                     }
                     if std::mem::take(&mut act.relist) {
                         act.fill(ctx);
