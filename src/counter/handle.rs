@@ -25,7 +25,7 @@ use crate::session::health::HealthTag;
 /// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::counter::CounterError> {
 /// use actix_zookeeper::counter::{SharedCountConfig, SharedCountHandle};
 ///
-/// let visits = SharedCountHandle::start(session, SharedCountConfig::new("/stats/visits")).expect("count");
+/// let visits = SharedCountHandle::start(session, SharedCountConfig::new("/stats/visits"))?;
 /// let now = visits.get().await?;
 /// if !visits.try_set(now.value + 1, now).await? {
 ///     // somebody else wrote first: read again and retry, or let `add` do that

@@ -28,7 +28,7 @@ use crate::session::health::HealthTag;
 /// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::election::ElectionError> {
 /// use actix_zookeeper::election::{ElectionConfig, ElectionHandle};
 ///
-/// let election = ElectionHandle::start(session, ElectionConfig::new("/services/billing/leader")).expect("election");
+/// let election = ElectionHandle::start(session, ElectionConfig::new("/services/billing/leader"))?;
 /// let term = election.leadership().await?; // like Curator's LeaderLatch.await()
 /// println!("leading with token {}", term.token);
 /// election.resign().await?;

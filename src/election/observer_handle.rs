@@ -24,7 +24,7 @@ use crate::session::health::HealthTag;
 /// use actix_zookeeper::election::ElectionObserverHandle;
 /// use futures::StreamExt;
 ///
-/// let observer = ElectionObserverHandle::start(session, "/services/billing/leader").expect("observer");
+/// let observer = ElectionObserverHandle::start(session, "/services/billing/leader")?;
 /// let mut changes = observer.events(); // starts with the current reading
 /// while let Some(Ok(change)) = changes.next().await {
 ///     if let Some(now) = change.current {

@@ -42,7 +42,7 @@ use crate::session::health::HealthTag;
 /// use std::time::Duration;
 /// use actix_zookeeper::lock::{LockConfig, LockHandle};
 ///
-/// let lock = LockHandle::start(session.clone(), LockConfig::new("/locks/report")).expect("lock");
+/// let lock = LockHandle::start(session.clone(), LockConfig::new("/locks/report"))?;
 /// let grant = lock.acquire(Some(Duration::from_secs(10))).await?;
 /// println!("holding {} with token {}", grant.node, grant.token);
 /// lock.release().await?;
@@ -267,7 +267,7 @@ impl Drop for LockGuard {
 /// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::lock::LockError> {
 /// use actix_zookeeper::lock::{SemaphoreConfig, SemaphoreHandle};
 ///
-/// let pool = SemaphoreHandle::start(session, SemaphoreConfig::new("/pools/db", 3)).expect("semaphore");
+/// let pool = SemaphoreHandle::start(session, SemaphoreConfig::new("/pools/db", 3))?;
 /// let lease = pool.acquire(None).await?;
 /// println!("one of 3 leases: {}", lease.node);
 /// pool.release().await?;

@@ -26,7 +26,7 @@ use crate::session::SessionHandle;
 /// # -> Result<(), actix_zookeeper::queue::QueueError> {
 /// use actix_zookeeper::queue::{ConsumerConfig, QueueConsumerHandle};
 ///
-/// let consumer = QueueConsumerHandle::start(session, ConsumerConfig::new("/jobs").with_worker(worker)).expect("consumer");
+/// let consumer = QueueConsumerHandle::start(session, ConsumerConfig::new("/jobs").with_worker(worker))?;
 /// consumer.idle().await?; // everything it could take is done
 /// consumer.stop().await; // stopped, its claims given back
 /// # Ok(()) }

@@ -25,7 +25,7 @@ use crate::session::health::HealthTag;
 /// # async fn demo(session: actix_zookeeper::SessionHandle) -> Result<(), actix_zookeeper::shared::SharedValueError> {
 /// use actix_zookeeper::shared::{SharedValueConfig, SharedValueHandle};
 ///
-/// let mode = SharedValueHandle::start(session, SharedValueConfig::new("/config/mode").with_seed("normal")).expect("value");
+/// let mode = SharedValueHandle::start(session, SharedValueConfig::new("/config/mode").with_seed("normal"))?;
 /// let now = mode.get().await?;
 /// if !mode.try_set("maintenance", now).await? {
 ///     // somebody else wrote first
