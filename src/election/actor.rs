@@ -17,13 +17,13 @@ use super::config::ElectionConfig;
 use super::error::ElectionError;
 use super::messages::*;
 use crate::error::Error;
-use crate::events::Subscribers;
 use crate::path;
 use crate::recipe::holder::{
     self, Attempt, ContenderSlot, Happened, Holder, HolderHost, InLine, Loss, Refusal, ReleaseError, Waiter,
 };
 use crate::recipe::naming::{LATCH_NAME, Rule};
 use crate::recipe::participants;
+use crate::recipe::shell::Shell;
 use crate::recipe::{ConnectionPolicy, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Reply};
 use crate::reply::Pending;
 use crate::retry::again_later;
@@ -86,7 +86,7 @@ fn lost_reason(loss: Loss) -> LeadershipLostReason {
 /// # }
 /// ```
 pub struct ElectionActor {
-    session: SessionHandle,
+    shell: Shell<ElectionEvent>,
     config: ElectionConfig,
     holder: Holder<LeaderTerm, LeadershipWaiter>,
     contender: ContenderSlot,
@@ -102,7 +102,6 @@ pub struct ElectionActor {
     /// The term whose leader actor should run (set when it is acquired or restored, cleared
     /// when it is told to stop): a start that waited for the last actor to stop checks it.
     leading: Option<FencingToken>,
-    subscribers: Subscribers<ElectionEvent>,
     /// The leader node whose data watch tells us when leadership moves. Set *before* the read
     /// that places the watch is sent: the deletion event can overtake the read's reply.
     watched_leader: Option<String>,
@@ -118,13 +117,6 @@ pub struct ElectionActor {
     requeuing: usize,
     /// `Leadership` asked while requeuing: asked again once the participant stands in line.
     after_requeue: Vec<LeadershipWaiter>,
-    /// Its slot on the session's health board (made at the core's first report).
-    health: Option<crate::session::health::HealthSlot>,
-    /// Where the handles read `health`.
-    health_tag: crate::session::health::HealthTag,
-    span: tracing::Span,
-    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::stop::Lifeline,
 }
 
 /// How the delete of a resign ended, as the holder core answered it.
@@ -142,8 +134,7 @@ impl ElectionActor {
         let span = tracing::info_span!("zk.election", path = %config.path, id = %config.participant_id);
         let holder = Holder::new(config.policy, false, config.requeue_after_loss);
         ElectionActor {
-            lifeline: Default::default(),
-            session,
+            shell: Shell::new(session, span, config.retry),
             config,
             holder,
             contender: ContenderSlot::new(),
@@ -151,22 +142,18 @@ impl ElectionActor {
             leader_stopping: None,
             after_stop: Vec::new(),
             leading: None,
-            subscribers: Subscribers::new(),
             watched_leader: None,
             leader_id: None,
             ended: None,
             requeued: Vec::new(),
             requeuing: 0,
             after_requeue: Vec::new(),
-            health: None,
-            health_tag: Default::default(),
-            span,
         }
     }
 
     /// Shows the recipe's health entry to its handles through `tag`.
     pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.health_tag = tag;
+        self.shell.show_health_to(tag);
         self
     }
 
@@ -220,7 +207,7 @@ impl ElectionActor {
         let limit = self.config.leader_stop_timeout;
         ctx.spawn(tokio::time::timeout(limit, stopped).into_actor(self).map(move |waited, act, ctx| {
             if waited.is_err() {
-                warn!(parent: &act.span, ?limit, "the leader actor did not stop in time; going on without it");
+                warn!(parent: act.shell.span(), ?limit, "the leader actor did not stop in time; going on without it");
             }
             act.leader_stopping = None;
             for then in std::mem::take(&mut act.after_stop) {
@@ -237,9 +224,9 @@ impl ElectionActor {
 
     fn report_leader(&mut self, id: Option<String>) {
         if self.leader_id != id {
-            debug!(parent: &self.span, leader = ?id, "leader changed");
+            debug!(parent: self.shell.span(), leader = ?id, "leader changed");
             self.leader_id = id.clone();
-            self.subscribers.tell(ElectionEvent::LeaderChanged { leader_id: id });
+            self.shell.tell(ElectionEvent::LeaderChanged { leader_id: id });
         }
     }
 
@@ -248,7 +235,7 @@ impl ElectionActor {
     /// reaches everybody by design (the contenders themselves still watch only their
     /// predecessor).
     fn observe(&mut self, ctx: &mut Context<Self>) {
-        let list = self.session.children(&self.config.path);
+        let list = self.shell.session().children(&self.config.path);
         ctx.spawn(list.into_actor(self).map(|listed, act, ctx| {
             let names = match listed {
                 Ok(children) => children.names,
@@ -256,13 +243,13 @@ impl ElectionActor {
                 Err(error) if error.is_final() => {
                     // Retrying cannot help; the contender reports the same error as
                     // `ElectionFailed` when it meets it.
-                    debug!(parent: &act.span, %error, "cannot read the election");
+                    debug!(parent: act.shell.span(), %error, "cannot read the election");
                     return;
                 }
                 Err(error) => {
                     // A fresh backoff each time: this only keeps `LeaderChanged` current, and a
                     // reconnect or the contender reads again too.
-                    debug!(parent: &act.span, %error, "cannot read the election; will retry unless final");
+                    debug!(parent: act.shell.span(), %error, "cannot read the election; will retry unless final");
                     let _ = again_later(&mut act.retry().backoff(), error, ctx, |act: &mut Self, ctx| act.observe(ctx));
                     return;
                 }
@@ -300,7 +287,7 @@ impl ElectionActor {
     fn watch_leader(&mut self, node: String, ctx: &mut Context<Self>) {
         // Held weakly: a participant whose last address is dropped stops (and leaves the line)
         // even while the leader it watches lives on.
-        let read = self.session.get_data_watched(&node, ctx.address().recipient());
+        let read = self.shell.session().get_data_watched(&node, ctx.address().recipient());
         ctx.spawn(read.into_actor(self).map(move |read, act, ctx| {
             if act.watched_leader.as_deref() != Some(node.as_str()) {
                 return; // it went (its deletion was seen first) and we moved on
@@ -317,31 +304,20 @@ impl ElectionActor {
 }
 
 impl HolderHost for ElectionActor {
-    fn health(&mut self) -> &mut Option<crate::session::health::HealthSlot> {
-        &mut self.health
-    }
-
-    fn health_tag(&self) -> &crate::session::health::HealthTag {
-        &self.health_tag
-    }
-
     type Grant = LeaderTerm;
     type Waiter = LeadershipWaiter;
+    type Event = ElectionEvent;
 
     fn holder(&mut self) -> &mut Holder<LeaderTerm, LeadershipWaiter> {
         &mut self.holder
     }
 
-    fn session(&self) -> &SessionHandle {
-        &self.session
+    fn shell(&self) -> &Shell<ElectionEvent> {
+        &self.shell
     }
 
-    fn retry(&self) -> crate::retry::RetryPolicy {
-        self.session.retry_policy_or(self.config.retry)
-    }
-
-    fn span(&self) -> &tracing::Span {
-        &self.span
+    fn shell_mut(&mut self) -> &mut Shell<ElectionEvent> {
+        &mut self.shell
     }
 
     fn metric(&self) -> (crate::metrics::GrantKind, &str) {
@@ -358,7 +334,7 @@ impl HolderHost for ElectionActor {
             retry: self.retry(),
             revocable: false,
         };
-        self.contender.start(attempt, &self.session, spec, ctx.address().recipient());
+        self.contender.start(attempt, self.shell.session(), spec, ctx.address().recipient());
     }
 
     fn withdraw(&mut self, attempt: Attempt) -> LocalBoxFuture<'static, Result<(), Error>> {
@@ -384,7 +360,7 @@ impl HolderHost for ElectionActor {
             Happened::Acquired(held) => {
                 self.start_leader(held.grant, ctx);
                 self.watched_leader = None;
-                self.subscribers.tell(ElectionEvent::LeadershipAcquired { token: held.token });
+                self.shell.tell(ElectionEvent::LeadershipAcquired { token: held.token });
                 self.report_leader(Some(self.config.participant_id.clone()));
                 return;
             }
@@ -410,20 +386,16 @@ impl HolderHost for ElectionActor {
             }
             Happened::Failed(error) => ElectionEvent::ElectionFailed { error },
         };
-        self.subscribers.tell(event);
+        self.shell.tell(event);
     }
 }
-
-crate::stop::keeps_a_lifeline!(ElectionActor);
 
 impl Actor for ElectionActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        self.session.subscribe(ctx.address().recipient());
-        self.session.on_close(ctx.address().recipient());
         // Dropping the last address is how a user stops it, whatever timer is pending.
-        crate::stop::stop_when_unaddressed(ctx);
+        self.shell.attach(ctx);
         let effects = self.holder.keep_contending(true);
         holder::run(self, effects, ctx);
     }
@@ -434,7 +406,7 @@ impl Actor for ElectionActor {
             let token = held.token;
             self.stop_leader();
             if self.ended != Some(token) {
-                self.subscribers.tell(ElectionEvent::LeadershipLost { token, reason: LeadershipLostReason::Resigned });
+                self.shell.tell(ElectionEvent::LeadershipLost { token, reason: LeadershipLostReason::Resigned });
             }
         }
         let attempt = self.holder.attempt();
@@ -485,7 +457,7 @@ impl Handler<WatchEvent> for ElectionActor {
     type Result = ();
 
     fn handle(&mut self, event: WatchEvent, ctx: &mut Context<Self>) {
-        debug!(parent: &self.span, path = %event.path, kind = ?event.kind, "watch event");
+        debug!(parent: self.shell.span(), path = %event.path, kind = ?event.kind, "watch event");
         if self.watched_leader.as_deref() != Some(event.path.as_str()) {
             return;
         }
@@ -549,7 +521,7 @@ impl ElectionActor {
                 // Told lost now: no copy of the term is current from here on.
                 crate::recipe::holder::Grant::end(&held.grant);
                 self.stop_leader();
-                self.subscribers.tell(ElectionEvent::LeadershipLost { token, reason: LeadershipLostReason::Resigned });
+                self.shell.tell(ElectionEvent::LeadershipLost { token, reason: LeadershipLostReason::Resigned });
             }
         }
     }
@@ -608,12 +580,12 @@ impl Handler<Proclaim> for ElectionActor {
     type Result = ResponseFuture<Result<(), ElectionError>>;
 
     fn handle(&mut self, msg: Proclaim, _: &mut Context<Self>) -> Self::Result {
-        let _entered = self.span.enter();
+        let _entered = self.shell.span().enter();
         match self.holder.held() {
             // A resigned term is over for us even while its node stands.
             Some(held) if !self.resigning() => {
                 debug!(token = %held.token, bytes = msg.value.len(), "proclaim");
-                Box::pin(super::proclamation::proclaim(&self.session, &held.grant, msg.value))
+                Box::pin(super::proclamation::proclaim(self.shell.session(), &held.grant, msg.value))
             }
             _ => {
                 let path = self.config.path.clone();
@@ -650,7 +622,7 @@ impl Handler<Participants> for ElectionActor {
     type Result = ResponseFuture<Result<Vec<String>, ElectionError>>;
 
     fn handle(&mut self, _: Participants, _: &mut Context<Self>) -> Self::Result {
-        let read = participants::read_participants(self.session.clone(), self.config.path.clone());
+        let read = participants::read_participants(self.shell.session().clone(), self.config.path.clone());
         Box::pin(async move { Ok(read.await?) })
     }
 }
@@ -659,7 +631,7 @@ impl Handler<CurrentLeader> for ElectionActor {
     type Result = ResponseFuture<Result<Option<String>, ElectionError>>;
 
     fn handle(&mut self, _: CurrentLeader, _: &mut Context<Self>) -> Self::Result {
-        let read = participants::read_first(self.session.clone(), self.config.path.clone());
+        let read = participants::read_first(self.shell.session().clone(), self.config.path.clone());
         Box::pin(async move { Ok(read.await?) })
     }
 }
@@ -699,11 +671,11 @@ impl Handler<Subscribe<ElectionEvent>> for ElectionActor {
         if let Some(id) = &self.leader_id {
             msg.recipient.do_send(ElectionEvent::LeaderChanged { leader_id: Some(id.clone()) });
         }
-        self.subscribers.add(msg.recipient);
+        self.shell.subscribers().add(msg.recipient);
     }
 }
 
-crate::events::hears_through_subscribers!(ElectionActor => ElectionEvent);
+crate::recipe::shell::on_the_shell!(ElectionActor => ElectionEvent);
 
 impl Handler<Goodbye> for ElectionActor {
     type Result = ResponseFuture<()>;

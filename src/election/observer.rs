@@ -21,12 +21,13 @@ use super::error::ElectionError;
 use super::messages::{CurrentProclamation, Proclamation, ProclamationChanged, Stop, Subscribe};
 use super::proclamation::{Observed, Reading, Step};
 use crate::error::Error;
-use crate::events::{Listen, Subscribers};
+use crate::events::Listen;
 use crate::path;
 use crate::recipe::FencingToken;
+use crate::recipe::shell::Shell;
 use crate::reply::{Pending, Reply};
 use crate::retry::again_later;
-use crate::session::health::{HealthSlot, RecipeState};
+use crate::session::health::RecipeState;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
 /// Why a reading did not produce a [`Reading`].
@@ -51,10 +52,9 @@ struct Armed {
 /// Watches one election and tells [`ProclamationChanged`] to its subscribers. Start it with
 /// [`ElectionObserverHandle::start`](super::ElectionObserverHandle::start).
 pub struct ElectionObserver {
-    session: SessionHandle,
+    shell: Shell<ProclamationChanged>,
     path: String,
     observed: Observed,
-    subscribers: Subscribers<ProclamationChanged>,
     /// Callers of `CurrentProclamation` before the first reading.
     waiting: Vec<Pending<Result<Option<Proclamation>, ElectionError>>>,
     armed: Armed,
@@ -68,20 +68,12 @@ pub struct ElectionObserver {
     needs_sync: bool,
     /// A reading failed for good (no permission, a bad path): told to every caller.
     failed: Option<Error>,
-    /// Its entry on the session's health board: `Watching` once a reading is in and the
-    /// connection has not dropped since, `Idle` before and after.
-    health: Option<HealthSlot>,
-    /// Where the handles read `health`.
-    health_tag: crate::session::health::HealthTag,
-    span: tracing::Span,
-    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::stop::Lifeline,
 }
 
 impl ElectionObserver {
     /// Shows the recipe's health entry to its handles through `tag`.
     pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.health_tag = tag;
+        self.shell.show_health_to(tag);
         self
     }
 
@@ -90,11 +82,9 @@ impl ElectionObserver {
         let path = path.into();
         let span = tracing::info_span!("zk.election.observer", path = %path);
         ElectionObserver {
-            lifeline: Default::default(),
-            session,
+            shell: Shell::new(session, span, None),
             path,
             observed: Observed::default(),
-            subscribers: Subscribers::new(),
             waiting: Vec::new(),
             armed: Armed::default(),
             reading: false,
@@ -102,15 +92,13 @@ impl ElectionObserver {
             generation: 0,
             needs_sync: false,
             failed: None,
-            health: None,
-            health_tag: Default::default(),
-            span,
         }
     }
 
+    /// Its entry on the session's health board: `Watching` once a reading is in and the
+    /// connection has not dropped since, `Idle` before and after; failed for good stays so.
     fn report(&mut self, state: RecipeState) {
-        // Failed for good stays so.
-        if let Some(health) = self.health.as_mut().filter(|_| self.failed.is_none()) {
+        if let Some(health) = self.shell.health().filter(|_| self.failed.is_none()) {
             health.set(state);
         }
     }
@@ -131,7 +119,7 @@ impl ElectionObserver {
         let (watch_data, watch_children) = (!self.armed.data, !self.armed.children);
         self.armed.data = true;
         self.armed.children = true;
-        let session = self.session.clone();
+        let session = self.shell.session().clone();
         let path = self.path.clone();
         if std::mem::take(&mut self.needs_sync) {
             drop(session.sync(&path));
@@ -177,7 +165,7 @@ impl ElectionObserver {
         self.reading = true;
         self.again = false;
         self.armed.data = true;
-        let stored = self.session.get_data_watched(&self.path, ctx.address().recipient());
+        let stored = self.shell.session().get_data_watched(&self.path, ctx.address().recipient());
         let read = async move {
             match stored.await {
                 Ok(node) => Ok(Reading::Led { leader_id, term, stored: node.data }),
@@ -191,7 +179,7 @@ impl ElectionObserver {
 
     fn on_read(&mut self, generation: u64, outcome: Result<Reading, Unread>, ctx: &mut Context<Self>) {
         self.reading = false;
-        let _entered = self.span.clone().entered();
+        let _entered = self.shell.span().clone().entered();
         if generation != self.generation {
             // Read on a session that has ended since (or sent before the new session's sync):
             // neither its answer nor its watches count; read again.
@@ -224,7 +212,7 @@ impl ElectionObserver {
                 // The reconnect (or the new session) reads again after these.
                 if !matches!(error, Error::ConnectionLoss { .. } | Error::SessionLost { .. }) {
                     debug!(%error, "cannot read the election; will read again unless final");
-                    let mut backoff = self.session.retry_policy().backoff();
+                    let mut backoff = self.shell.retry().backoff();
                     if let Err(error) = again_later(&mut backoff, error, ctx, |act: &mut Self, ctx| act.refresh(ctx)) {
                         debug!(%error, "cannot read the election; waiting for the connection");
                     }
@@ -242,7 +230,7 @@ impl ElectionObserver {
         match self.observed.step(reading) {
             Step::Tell(current) => {
                 debug!(?current, "the election changed");
-                self.subscribers.tell(ProclamationChanged { current });
+                self.shell.tell(ProclamationChanged { current });
             }
             Step::Quiet => {}
             Step::ReadAgain => self.again = true,
@@ -259,7 +247,7 @@ impl ElectionObserver {
             return;
         }
         self.armed.creation = true;
-        let exists = self.session.exists_watched(&self.path, ctx.address().recipient());
+        let exists = self.shell.session().exists_watched(&self.path, ctx.address().recipient());
         ctx.spawn(exists.into_actor(self).map(|exists, act, ctx| match exists {
             // Made meanwhile: its creation fired no event for us, and the watch set is a data
             // watch now, which the reading's own watches stand for.
@@ -273,22 +261,20 @@ impl ElectionObserver {
     }
 }
 
-crate::stop::keeps_a_lifeline!(ElectionObserver);
+crate::recipe::shell::on_the_shell!(ElectionObserver);
 
 impl Actor for ElectionObserver {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        let slot = self.session.health_board().slot("election-observer", &self.path);
-        self.health_tag.point_at(&slot);
-        self.health = Some(slot);
+        self.shell.health_slot("election-observer", &self.path);
         if let Err(error) = path::validate(&self.path, false) {
-            warn!(parent: &self.span, %error, "unusable election path");
+            warn!(parent: self.shell.span(), %error, "unusable election path");
             self.report(RecipeState::Failed { reason: error.to_string() });
             self.failed = Some(error);
             return;
         }
-        self.session.subscribe(ctx.address().recipient());
+        self.shell.session().subscribe(ctx.address().recipient());
         self.refresh(ctx);
     }
 }
@@ -297,7 +283,7 @@ impl Handler<WatchEvent> for ElectionObserver {
     type Result = ();
 
     fn handle(&mut self, event: WatchEvent, ctx: &mut Context<Self>) {
-        debug!(parent: &self.span, kind = ?event.kind, "watch event");
+        debug!(parent: self.shell.span(), kind = ?event.kind, "watch event");
         if event.generation < self.generation {
             return;
         }
@@ -336,7 +322,7 @@ impl Handler<SessionEvent> for ElectionObserver {
             // Every new session (the first one included: the observer may have started before
             // it, and its first reading failed or waited) is read afresh, after a `sync`.
             SessionEvent::Connected { generation, .. } if generation > self.generation => {
-                info!(parent: &self.span, generation, "new session; reading the election again");
+                info!(parent: self.shell.span(), generation, "new session; reading the election again");
                 self.generation = generation;
                 self.armed = Armed::default();
                 self.needs_sync = true;
@@ -384,7 +370,7 @@ impl Handler<Listen<ProclamationChanged>> for ElectionObserver {
         if let Some(current) = self.observed.current() {
             msg.listener.offer(ProclamationChanged { current: current.clone() });
         }
-        self.subscribers.listen(msg.listener);
+        self.shell.subscribers().listen(msg.listener);
     }
 }
 
@@ -396,7 +382,7 @@ impl Handler<Subscribe<ProclamationChanged>> for ElectionObserver {
         if let Some(current) = self.observed.current() {
             msg.recipient.do_send(ProclamationChanged { current: current.clone() });
         }
-        self.subscribers.add(msg.recipient);
+        self.shell.subscribers().add(msg.recipient);
     }
 }
 

@@ -14,8 +14,8 @@ use super::grant::LockGrant;
 use super::holding::{self, LockWaiter};
 use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, ReleaseAndStop, TryAcquire};
 use crate::error::Error;
-use crate::events::Subscribers;
 use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, Holder, HolderHost};
+use crate::recipe::shell::Shell;
 use crate::recipe::{ContenderEvent, ContenderReport, ContenderSpec, Reply};
 use crate::reply::Asked;
 use crate::session::requests::Goodbye;
@@ -38,18 +38,10 @@ use crate::session::{SessionEvent, SessionHandle};
 /// # Ok(()) }
 /// ```
 pub struct LockActor {
-    session: SessionHandle,
+    shell: Shell<LockEvent>,
     config: LockConfig,
     holder: Holder<LockGrant, LockWaiter>,
     contender: ContenderSlot,
-    subscribers: Subscribers<LockEvent>,
-    /// Its slot on the session's health board (made at the core's first report).
-    health: Option<crate::session::health::HealthSlot>,
-    /// Where the handles read `health`.
-    health_tag: crate::session::health::HealthTag,
-    span: tracing::Span,
-    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::stop::Lifeline,
 }
 
 impl LockActor {
@@ -57,52 +49,31 @@ impl LockActor {
     pub fn new(session: SessionHandle, config: LockConfig) -> Self {
         let span = tracing::info_span!("zk.lock", dir = %config.dir, kind = ?config.kind);
         let holder = Holder::new(config.policy, true, config.reacquire_after_loss);
-        LockActor {
-            lifeline: Default::default(),
-            session,
-            config,
-            holder,
-            contender: ContenderSlot::new(),
-            subscribers: Subscribers::new(),
-            health: None,
-            health_tag: Default::default(),
-            span,
-        }
+        LockActor { shell: Shell::new(session, span, config.retry), config, holder, contender: ContenderSlot::new() }
     }
 
     /// Shows the recipe's health entry to its handles through `tag`.
     pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.health_tag = tag;
+        self.shell.show_health_to(tag);
         self
     }
 }
 
 impl HolderHost for LockActor {
-    fn health(&mut self) -> &mut Option<crate::session::health::HealthSlot> {
-        &mut self.health
-    }
-
-    fn health_tag(&self) -> &crate::session::health::HealthTag {
-        &self.health_tag
-    }
-
     type Grant = LockGrant;
     type Waiter = LockWaiter;
+    type Event = LockEvent;
 
     fn holder(&mut self) -> &mut Holder<LockGrant, LockWaiter> {
         &mut self.holder
     }
 
-    fn session(&self) -> &SessionHandle {
-        &self.session
+    fn shell(&self) -> &Shell<LockEvent> {
+        &self.shell
     }
 
-    fn retry(&self) -> crate::retry::RetryPolicy {
-        self.session.retry_policy_or(self.config.retry)
-    }
-
-    fn span(&self) -> &tracing::Span {
-        &self.span
+    fn shell_mut(&mut self) -> &mut Shell<LockEvent> {
+        &mut self.shell
     }
 
     fn metric(&self) -> (crate::metrics::GrantKind, &str) {
@@ -119,7 +90,7 @@ impl HolderHost for LockActor {
             retry: self.retry(),
             revocable: self.config.revocable,
         };
-        self.contender.start(attempt, &self.session, spec, ctx.address().recipient());
+        self.contender.start(attempt, self.shell.session(), spec, ctx.address().recipient());
     }
 
     fn withdraw(&mut self, attempt: Attempt) -> LocalBoxFuture<'static, Result<(), Error>> {
@@ -132,21 +103,17 @@ impl HolderHost for LockActor {
 
     fn tell(&mut self, happened: Happened<LockGrant>, _: &mut Context<Self>) {
         if let Some(event) = holding::event(&self.config.participant_id, happened) {
-            self.subscribers.tell(event);
+            self.shell.tell(event);
         }
     }
 }
-
-crate::stop::keeps_a_lifeline!(LockActor);
 
 impl Actor for LockActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        self.session.subscribe(ctx.address().recipient());
-        self.session.on_close(ctx.address().recipient());
         // Dropping the last address is how a user stops it, whatever timer is pending.
-        crate::stop::stop_when_unaddressed(ctx);
+        self.shell.attach(ctx);
     }
 
     fn stopped(&mut self, ctx: &mut Self::Context) {
@@ -233,7 +200,7 @@ impl Handler<Participants> for LockActor {
     type Result = ResponseFuture<Result<Vec<String>, LockError>>;
 
     fn handle(&mut self, _: Participants, _: &mut Context<Self>) -> Self::Result {
-        holding::participants(&self.session, self.config.dir.clone())
+        holding::participants(self.shell.session(), self.config.dir.clone())
     }
 }
 
@@ -244,7 +211,7 @@ impl Handler<ContenderReport> for LockActor {
         if let ContenderEvent::RevocationRequested { node } = &report.event {
             if self.contender.holds(report.tag) {
                 let participant = self.config.participant_id.clone();
-                self.subscribers.tell(LockEvent::RevocationRequested { participant, node: node.clone() });
+                self.shell.tell(LockEvent::RevocationRequested { participant, node: node.clone() });
             }
             return;
         }
@@ -262,7 +229,7 @@ impl Handler<SessionEvent> for LockActor {
     }
 }
 
-crate::events::hears_through_subscribers!(LockActor => LockEvent, Subscribe);
+crate::recipe::shell::on_the_shell!(LockActor => LockEvent, Subscribe);
 
 impl Handler<Goodbye> for LockActor {
     type Result = ResponseFuture<()>;

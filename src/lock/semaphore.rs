@@ -22,10 +22,10 @@ use super::grant::LockGrant;
 use super::holding::{self, LockWaiter};
 use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, ReleaseAndStop};
 use crate::error::Error;
-use crate::events::Subscribers;
 use crate::path;
 use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::naming::{LEASE_NAME, LOCK_NAME, Rule};
+use crate::recipe::shell::Shell;
 use crate::recipe::{ContenderEvent, ContenderReport, ContenderSpec, Reply};
 use crate::reply::Asked;
 use crate::session::requests::Goodbye;
@@ -35,21 +35,13 @@ use crate::session::{SessionEvent, SessionHandle};
 /// lease node, and [`Release`] by deleting it. The protocol is
 /// Curator's; see the [lock module](super) docs.
 pub struct SemaphoreActor {
-    /// Its slot on the session's health board (made at the core's first report).
-    health: Option<crate::session::health::HealthSlot>,
-    /// Where the handles read `health`.
-    health_tag: crate::session::health::HealthTag,
-    session: SessionHandle,
+    shell: Shell<LockEvent>,
     config: SemaphoreConfig,
     holder: Holder<LockGrant, LockWaiter>,
     /// The attempt whose contenders these are.
     attempt: Attempt,
     guard: ContenderSlot,
     lease: ContenderSlot,
-    subscribers: Subscribers<LockEvent>,
-    span: tracing::Span,
-    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::stop::Lifeline,
 }
 
 impl SemaphoreActor {
@@ -58,23 +50,18 @@ impl SemaphoreActor {
         let span = tracing::info_span!("zk.semaphore", dir = %config.dir, max = config.max_leases);
         let holder = Holder::new(config.policy, true, false);
         SemaphoreActor {
-            lifeline: Default::default(),
-            health: None,
-            health_tag: Default::default(),
-            session,
+            shell: Shell::new(session, span, config.retry),
             config,
             holder,
             attempt: 0,
             guard: ContenderSlot::new(),
             lease: ContenderSlot::new(),
-            subscribers: Subscribers::new(),
-            span,
         }
     }
 
     /// Shows the recipe's health entry to its handles through `tag`.
     pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.health_tag = tag;
+        self.shell.show_health_to(tag);
         self
     }
 
@@ -96,7 +83,7 @@ impl SemaphoreActor {
                     let leases = path::join(&self.config.dir, "leases");
                     let rule = Rule::Leases(self.config.max_leases);
                     let spec = self.spec(2 * self.attempt + 1, leases, LEASE_NAME, rule);
-                    self.lease.start(self.attempt, &self.session, spec, ctx.address().recipient());
+                    self.lease.start(self.attempt, self.shell.session(), spec, ctx.address().recipient());
                 }
                 Vec::new()
             }
@@ -122,31 +109,20 @@ impl SemaphoreActor {
 }
 
 impl HolderHost for SemaphoreActor {
-    fn health(&mut self) -> &mut Option<crate::session::health::HealthSlot> {
-        &mut self.health
-    }
-
-    fn health_tag(&self) -> &crate::session::health::HealthTag {
-        &self.health_tag
-    }
-
     type Grant = LockGrant;
     type Waiter = LockWaiter;
+    type Event = LockEvent;
 
     fn holder(&mut self) -> &mut Holder<LockGrant, LockWaiter> {
         &mut self.holder
     }
 
-    fn session(&self) -> &SessionHandle {
-        &self.session
+    fn shell(&self) -> &Shell<LockEvent> {
+        &self.shell
     }
 
-    fn retry(&self) -> crate::retry::RetryPolicy {
-        self.session.retry_policy_or(self.config.retry)
-    }
-
-    fn span(&self) -> &tracing::Span {
-        &self.span
+    fn shell_mut(&mut self) -> &mut Shell<LockEvent> {
+        &mut self.shell
     }
 
     fn metric(&self) -> (crate::metrics::GrantKind, &str) {
@@ -157,7 +133,7 @@ impl HolderHost for SemaphoreActor {
         self.attempt = attempt;
         let guards = path::join(&self.config.dir, "locks");
         let spec = self.spec(2 * attempt, guards, LOCK_NAME, Rule::Exclusive);
-        self.guard.start(attempt, &self.session, spec, ctx.address().recipient());
+        self.guard.start(attempt, self.shell.session(), spec, ctx.address().recipient());
     }
 
     fn withdraw(&mut self, attempt: Attempt) -> LocalBoxFuture<'static, Result<(), Error>> {
@@ -172,21 +148,17 @@ impl HolderHost for SemaphoreActor {
 
     fn tell(&mut self, happened: Happened<LockGrant>, _: &mut Context<Self>) {
         if let Some(event) = holding::event(&self.config.participant_id, happened) {
-            self.subscribers.tell(event);
+            self.shell.tell(event);
         }
     }
 }
-
-crate::stop::keeps_a_lifeline!(SemaphoreActor);
 
 impl Actor for SemaphoreActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        self.session.subscribe(ctx.address().recipient());
-        self.session.on_close(ctx.address().recipient());
         // Dropping the last address is how a user stops it, whatever timer is pending.
-        crate::stop::stop_when_unaddressed(ctx);
+        self.shell.attach(ctx);
     }
 
     fn stopped(&mut self, ctx: &mut Self::Context) {
@@ -258,7 +230,7 @@ impl Handler<Participants> for SemaphoreActor {
     type Result = ResponseFuture<Result<Vec<String>, LockError>>;
 
     fn handle(&mut self, _: Participants, _: &mut Context<Self>) -> Self::Result {
-        holding::participants(&self.session, path::join(&self.config.dir, "leases"))
+        holding::participants(self.shell.session(), path::join(&self.config.dir, "leases"))
     }
 }
 
@@ -284,7 +256,7 @@ impl Handler<SessionEvent> for SemaphoreActor {
     }
 }
 
-crate::events::hears_through_subscribers!(SemaphoreActor => LockEvent, Subscribe);
+crate::recipe::shell::on_the_shell!(SemaphoreActor => LockEvent, Subscribe);
 
 impl Handler<Goodbye> for SemaphoreActor {
     type Result = ResponseFuture<()>;

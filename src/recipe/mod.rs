@@ -15,6 +15,7 @@ pub(crate) mod known_heads;
 pub mod naming;
 pub(crate) mod participants;
 pub(crate) mod registration;
+pub(crate) mod shell;
 
 /// Moved below the session ([`crate::reply`]); kept here so that `recipe::reply` paths still work.
 pub use crate::reply;

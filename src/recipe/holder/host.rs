@@ -17,8 +17,9 @@ use crate::metrics;
 use crate::recipe::contender::{
     Abandon, Contender, ContenderEvent, ContenderReport, ContenderSpec, Relisted, Withdraw,
 };
+use crate::recipe::shell::Shell;
 use crate::retry::{Attempted, Backoff, RetryPolicy, Verdict, retried};
-use crate::session::health::{HealthSlot, HealthTag, RecipeState};
+use crate::session::health::RecipeState;
 use crate::session::{PinnedSession, SessionEvent, SessionHandle};
 
 /// A recipe actor built on a [`Holder`]: it starts its contenders and words its events; the
@@ -28,14 +29,26 @@ pub(crate) trait HolderHost: Actor<Context = Context<Self>> {
     type Grant: super::state::Grant + 'static;
     /// The recipe's waiting caller.
     type Waiter: Waiter<Self::Grant> + 'static;
+    /// The recipe's events.
+    type Event: actix::Message<Result = ()> + Clone + Send + 'static;
     /// The core.
     fn holder(&mut self) -> &mut Holder<Self::Grant, Self::Waiter>;
+    /// The recipe's shell.
+    fn shell(&self) -> &Shell<Self::Event>;
+    /// The recipe's shell, to change.
+    fn shell_mut(&mut self) -> &mut Shell<Self::Event>;
     /// The session.
-    fn session(&self) -> &SessionHandle;
+    fn session(&self) -> &SessionHandle {
+        self.shell().session()
+    }
     /// How the recipe retries: its config's policy, else its session's.
-    fn retry(&self) -> RetryPolicy;
+    fn retry(&self) -> RetryPolicy {
+        self.shell().retry()
+    }
     /// The recipe's span.
-    fn span(&self) -> &tracing::Span;
+    fn span(&self) -> &tracing::Span {
+        self.shell().span()
+    }
     /// The recipe's kind and path, as its metrics name them.
     fn metric(&self) -> (metrics::GrantKind, &str);
     /// Starts the contender(s) of `attempt`.
@@ -46,10 +59,6 @@ pub(crate) trait HolderHost: Actor<Context = Context<Self>> {
     fn stand_down(&mut self, attempt: Attempt);
     /// Tells subscribers (and does whatever else the recipe does when this happens).
     fn tell(&mut self, happened: Happened<Self::Grant>, ctx: &mut Context<Self>);
-    /// The recipe's slot on its session's health board (`None` until the core first reports).
-    fn health(&mut self) -> &mut Option<HealthSlot>;
-    /// Where the recipe's handles read its slot.
-    fn health_tag(&self) -> &HealthTag;
 }
 
 /// The contender of the current attempt, for a host that needs one per attempt (or one per
@@ -215,17 +224,15 @@ fn report_health<H: HolderHost>(host: &mut H, failed: Option<String>) {
         Phase::Held { held, link: GrantConnection::Up, .. } => RecipeState::Holding { token: held.token },
         Phase::Held { held, .. } => RecipeState::Suspended { token: held.token },
     };
-    if host.health().is_none() {
+    if !host.shell().has_health() {
         let (kind, path) = host.metric();
-        let slot = host.session().health_board().slot(kind.label(), path);
-        host.health_tag().point_at(&slot);
-        *host.health() = Some(slot);
+        let path = path.to_owned();
+        host.shell_mut().health_slot(kind.label(), &path);
     }
-    if let Some(slot) = host.health() {
-        // A failure stays told until the recipe does something again.
-        if state != RecipeState::Idle || !matches!(slot.state(), RecipeState::Failed { .. }) {
-            slot.set(state);
-        }
+    let Some(slot) = host.shell_mut().health() else { return };
+    // A failure stays told until the recipe does something again.
+    if state != RecipeState::Idle || !matches!(slot.state(), RecipeState::Failed { .. }) {
+        slot.set(state);
     }
 }
 

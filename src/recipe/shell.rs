@@ -1,0 +1,158 @@
+//! [`Shell`]: what every recipe actor has around its core, kept in one place: the session it
+//! runs on, its tracing span, who hears its events, its entry on the session's health board and
+//! the tag its handles read it through, its retry policy, and the lifeline its handles' `stop()`
+//! awaits. [`on_the_shell!`] writes the handlers that only touch these (awaiting the end,
+//! attaching a reader or a subscriber).
+//!
+//! Owns: the parts of a recipe actor that do not depend on the recipe, and attaching the actor
+//! to its session (events, close, the stop at its last address). Does not own what a recipe
+//! does (its core), what it tells (its events) or when its health changes (it says so).
+
+use actix::prelude::*;
+
+use crate::events::Subscribers;
+use crate::retry::RetryPolicy;
+use crate::session::SessionHandle;
+use crate::session::health::{HealthSlot, HealthTag};
+use crate::session::requests::Goodbye;
+use crate::stop::{AwaitStopped, Lifeline};
+
+/// The recipe-independent half of a recipe actor; see the [module docs](self).
+pub(crate) struct Shell<E: Message<Result = ()> + Clone + Send + 'static> {
+    session: SessionHandle,
+    span: tracing::Span,
+    subscribers: Subscribers<E>,
+    /// Its entry on the session's health board, once it has one.
+    health: Option<HealthSlot>,
+    /// Where the handles read `health`.
+    health_tag: HealthTag,
+    /// The recipe's own retry policy (its config's), if it has one.
+    retry: Option<RetryPolicy>,
+    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
+    lifeline: Lifeline,
+}
+
+impl<E: Message<Result = ()> + Clone + Send + 'static> Shell<E> {
+    /// A shell on `session`, whose steps are traced in `span`, retrying as `retry` says (or as
+    /// the session does, when `None`).
+    pub(crate) fn new(session: SessionHandle, span: tracing::Span, retry: Option<RetryPolicy>) -> Self {
+        Shell {
+            session,
+            span,
+            subscribers: Subscribers::new(),
+            health: None,
+            health_tag: HealthTag::default(),
+            retry,
+            lifeline: Lifeline::default(),
+        }
+    }
+
+    /// The session the recipe runs on.
+    pub(crate) fn session(&self) -> &SessionHandle {
+        &self.session
+    }
+
+    /// The recipe's span.
+    pub(crate) fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// How the recipe retries a failed request: its own policy, else its session's.
+    pub(crate) fn retry(&self) -> RetryPolicy {
+        self.session.retry_policy_or(self.retry)
+    }
+
+    /// Tells `event` to every reader and subscriber.
+    pub(crate) fn tell(&mut self, event: E) {
+        self.subscribers.tell(event);
+    }
+
+    /// Who hears the recipe's events.
+    pub(crate) fn subscribers(&mut self) -> &mut Subscribers<E> {
+        &mut self.subscribers
+    }
+
+    /// Shows the recipe's health entry to its handles through `tag` (from now on, and the entry
+    /// it has already, if any).
+    pub(crate) fn show_health_to(&mut self, tag: HealthTag) {
+        if let Some(slot) = &self.health {
+            tag.point_at(slot);
+        }
+        self.health_tag = tag;
+    }
+
+    /// The recipe's health entry, put on the board as a `kind` at `path` the first time.
+    pub(crate) fn health_slot(&mut self, kind: &'static str, path: &str) -> &mut HealthSlot {
+        let (board, tag) = (&self.session, &self.health_tag);
+        self.health.get_or_insert_with(|| {
+            let slot = board.health_board().slot(kind, path);
+            tag.point_at(&slot);
+            slot
+        })
+    }
+
+    /// True once the recipe has a health entry.
+    pub(crate) fn has_health(&self) -> bool {
+        self.health.is_some()
+    }
+
+    /// The recipe's health entry, if it has one.
+    pub(crate) fn health(&mut self) -> Option<&mut HealthSlot> {
+        self.health.as_mut()
+    }
+
+    /// Keeps `waiter` until the actor is gone.
+    pub(crate) fn await_stopped(&mut self, waiter: AwaitStopped) {
+        self.lifeline.keep(waiter);
+    }
+
+    /// Attaches the actor of `ctx` to its session: it hears the session's events and its close
+    /// (a [`Goodbye`]), and stops once its last address is dropped, whatever timers it runs.
+    pub(crate) fn attach<A>(&self, ctx: &mut Context<A>)
+    where
+        A: Actor<Context = Context<A>> + Handler<crate::session::SessionEvent> + Handler<Goodbye>,
+    {
+        self.session.subscribe(ctx.address().recipient());
+        self.session.on_close(ctx.address().recipient());
+        crate::stop::stop_when_unaddressed(ctx);
+    }
+}
+
+/// The handlers of a recipe actor whose `shell: Shell<E>` field does all the work:
+/// `Handler<AwaitStopped>`; with `=> E` also `Handler<Listen<E>>`, and with `, Subscribe` also
+/// `Handler<Subscribe<E>>` (an actor that tells a late reader or subscriber something first
+/// writes its own).
+macro_rules! on_the_shell {
+    ($actor:ty) => {
+        impl actix::Handler<$crate::stop::AwaitStopped> for $actor {
+            type Result = ();
+
+            fn handle(&mut self, waiter: $crate::stop::AwaitStopped, _: &mut Self::Context) {
+                self.shell.await_stopped(waiter);
+            }
+        }
+    };
+    ($actor:ty => $event:ty) => {
+        $crate::recipe::shell::on_the_shell!($actor);
+
+        impl actix::Handler<$crate::events::Listen<$event>> for $actor {
+            type Result = ();
+
+            fn handle(&mut self, msg: $crate::events::Listen<$event>, _: &mut Self::Context) {
+                self.shell.subscribers().listen(msg.listener);
+            }
+        }
+    };
+    ($actor:ty => $event:ty, Subscribe) => {
+        $crate::recipe::shell::on_the_shell!($actor => $event);
+
+        impl actix::Handler<$crate::events::Subscribe<$event>> for $actor {
+            type Result = ();
+
+            fn handle(&mut self, msg: $crate::events::Subscribe<$event>, _: &mut Self::Context) {
+                self.shell.subscribers().add(msg.recipient);
+            }
+        }
+    };
+}
+pub(crate) use on_the_shell;
