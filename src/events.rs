@@ -125,34 +125,6 @@ impl<E: Message<Result = ()> + Send> std::fmt::Debug for Subscribe<E> {
     }
 }
 
-/// The hearing handlers of a recipe actor whose `subscribers: Subscribers<E>` field is all there
-/// is to hearing (nothing is told first): `Handler<Listen<E>>`, and with `, Subscribe` also
-/// `Handler<Subscribe<E>>`. An actor that tells a late subscriber something first writes its
-/// own `Subscribe` handler.
-macro_rules! hears_through_subscribers {
-    ($actor:ty => $event:ty) => {
-        impl actix::Handler<$crate::events::Listen<$event>> for $actor {
-            type Result = ();
-
-            fn handle(&mut self, msg: $crate::events::Listen<$event>, _: &mut Self::Context) {
-                self.subscribers.listen(msg.listener);
-            }
-        }
-    };
-    ($actor:ty => $event:ty, Subscribe) => {
-        $crate::events::hears_through_subscribers!($actor => $event);
-
-        impl actix::Handler<$crate::events::Subscribe<$event>> for $actor {
-            type Result = ();
-
-            fn handle(&mut self, msg: $crate::events::Subscribe<$event>, _: &mut Self::Context) {
-                self.subscribers.add(msg.recipient);
-            }
-        }
-    };
-}
-pub(crate) use hears_through_subscribers;
-
 /// The stream of `addr`'s events from the moment it handles the request (sent now): for actors
 /// without a handle of their own (`CacheActor`, `SharedCount`, `GroupMember`, `TaskMaster`,
 /// `TaskWorker`); the handles have an `events()` method.

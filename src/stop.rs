@@ -36,20 +36,6 @@ impl Lifeline {
     }
 }
 
-/// `Handler<AwaitStopped>` for recipe actors with a `lifeline: Lifeline` field.
-macro_rules! keeps_a_lifeline {
-    ($($actor:ty),* $(,)?) => {$(
-        impl actix::Handler<$crate::stop::AwaitStopped> for $actor {
-            type Result = ();
-
-            fn handle(&mut self, waiter: $crate::stop::AwaitStopped, _: &mut Self::Context) {
-                self.lifeline.keep(waiter);
-            }
-        }
-    )*};
-}
-pub(crate) use keeps_a_lifeline;
-
 /// Resolves once the actor behind `addr` is gone (its [`Lifeline`] dropped with it), for a
 /// handle's `stop()` that callers can await. Asked when called: a caller that sends the stop
 /// first and then this still hears the end, since a message left in a stopped actor's mailbox

@@ -34,8 +34,8 @@ use super::config::CacheConfig;
 use super::error::CacheError;
 use super::messages::*;
 use crate::error::Error;
-use crate::events::Subscribers;
 use crate::path;
+use crate::recipe::shell::Shell;
 use crate::retry::{Backoff, again_later};
 use crate::session::requests::PersistentWatchMode;
 use crate::session::requests::Stat;
@@ -109,11 +109,10 @@ struct Held {
 /// # }
 /// ```
 pub struct CacheActor {
-    session: SessionHandle,
+    shell: Shell<CacheEvent>,
     config: CacheConfig,
     phase: Phase,
     nodes: BTreeMap<String, Held>,
-    subscribers: Subscribers<CacheEvent>,
     /// Delay before walking again after a load that failed; reset by a load that completes.
     backoff: Backoff,
     pipeline: Option<mpsc::UnboundedSender<PendingRead>>,
@@ -129,14 +128,6 @@ pub struct CacheActor {
     /// the next walk instead of restarting the current one forever).
     walk_due: bool,
     generation: u64,
-    /// Its slot on the session's health board (`None` once left as failed).
-    health: Option<crate::session::health::HealthSlot>,
-    /// Where the handles read the entry and keep a failed one (see `HealthSlot::keep_failed`);
-    /// `None` for an actor started by hand.
-    health_tag: Option<crate::session::health::HealthTag>,
-    span: tracing::Span,
-    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::stop::Lifeline,
 }
 
 /// The one-shot watches set on the server, so that a read sets each only once until it fires.
@@ -163,15 +154,14 @@ impl CacheActor {
     pub fn new(session: SessionHandle, config: CacheConfig) -> Result<CacheActor, CacheError> {
         config.validate()?;
         let span = tracing::info_span!("zk.cache", path = %config.path, scope = ?config.scope);
-        let backoff = session.retry_policy_or(config.retry).backoff();
-        let health = Some(session.health_board().slot("cache", &config.path));
+        let mut shell = Shell::new(session, span, config.retry);
+        shell.health_slot("cache", &config.path);
+        let backoff = shell.retry().backoff();
         Ok(CacheActor {
-            lifeline: Default::default(),
-            session,
+            shell,
             config,
             phase: Phase::Loading,
             nodes: BTreeMap::new(),
-            subscribers: Subscribers::new(),
             backoff,
             pipeline: None,
             next_seq: 0,
@@ -182,25 +172,19 @@ impl CacheActor {
             oneshot: None,
             walk_due: false,
             generation: 0,
-            health,
-            health_tag: None,
-            span,
         })
     }
 
     /// Shows the entry to the handle's `tag`, and keeps a failed one there (see
     /// `HealthSlot::keep_failed`).
     pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        if let Some(slot) = &self.health {
-            tag.point_at(slot);
-        }
-        self.health_tag = Some(tag);
+        self.shell.show_health_to(tag);
         self
     }
 
     /// Tells the session's health board what the cache is doing.
     fn report(&mut self, state: crate::session::health::RecipeState) {
-        if let Some(health) = self.health.as_mut() {
+        if let Some(health) = self.shell.health() {
             health.set(state);
         }
     }
@@ -216,20 +200,20 @@ impl CacheActor {
             CacheEvent::CacheFailed { .. } => "failed",
         };
         crate::metrics::cache(kind, &self.config.path);
-        self.subscribers.tell(event);
+        self.shell.tell(event);
     }
 
     /// Sends a read of `path` now; its result is applied after every read sent before it.
     fn read_node(&mut self, path: String, depth: usize, walk: Option<u64>) {
         let watcher = self.oneshot.as_mut().and_then(|oneshot| oneshot.arm(&path, false));
         if let Some(me) = watcher {
-            let (session, keep_data, target) = (self.session.clone(), self.config.keep_data, path.clone());
+            let (session, keep_data, target) = (self.shell.session().clone(), self.config.keep_data, path.clone());
             let found = async move { Found::Node(read_watched(&session, &target, keep_data, me).await) }.boxed();
             self.push(path, depth, walk, found);
             return;
         }
         let found = if self.config.keep_data {
-            let read = self.session.get_data(&path);
+            let read = self.shell.session().get_data(&path);
             async move {
                 Found::Node(match read.await {
                     Ok(node) => Ok(Some((Some(node.data), node.stat))),
@@ -239,7 +223,7 @@ impl CacheActor {
             }
             .boxed()
         } else {
-            let read = self.session.exists(&path);
+            let read = self.shell.session().exists(&path);
             async move { Found::Node(read.await.map(|stat| stat.map(|stat| (None, stat)))) }.boxed()
         };
         self.push(path, depth, walk, found);
@@ -248,8 +232,8 @@ impl CacheActor {
     fn list(&mut self, path: String, depth: usize, walk: Option<u64>) {
         let watcher = self.oneshot.as_mut().and_then(|oneshot| oneshot.arm(&path, true));
         let read = match watcher {
-            Some(me) => self.session.children_watched(&path, me).boxed(),
-            None => self.session.children(&path).boxed(),
+            Some(me) => self.shell.session().children_watched(&path, me).boxed(),
+            None => self.shell.session().children(&path).boxed(),
         };
         let found = async move {
             Found::Children(match read.await {
@@ -287,7 +271,7 @@ impl CacheActor {
         self.walks += 1;
         let id = self.walks;
         self.walk = Some(Walk { id, started_at: self.next_seq, pending: 0, broken: None });
-        debug!(parent: &self.span, walk = id, "reading the whole scope");
+        debug!(parent: self.shell.span(), walk = id, "reading the whole scope");
         let root = self.config.path.clone();
         if self.config.holds(0) {
             self.read_node(root, 0, Some(id));
@@ -340,12 +324,12 @@ impl CacheActor {
                     held.confirmed_at = held.confirmed_at.max(read.seq);
                 }
                 if self.skipped.insert(read.path.clone()) {
-                    warn!(parent: &self.span, path = %read.path, %error, "cannot read a node; skipping it");
+                    warn!(parent: self.shell.span(), path = %read.path, %error, "cannot read a node; skipping it");
                     self.tell(CacheEvent::NodeSkipped { path: read.path.clone(), error });
                 }
             }
             Found::Node(Err(error)) | Found::Children(Err(error)) => {
-                debug!(parent: &self.span, path = %read.path, %error, "a read failed");
+                debug!(parent: self.shell.span(), path = %read.path, %error, "a read failed");
                 // Its one-shot watch may not have been set: the next read sets it.
                 if let Some(oneshot) = self.oneshot.as_mut() {
                     oneshot.data.remove(&read.path);
@@ -416,7 +400,7 @@ impl CacheActor {
         }
         let Some(walk) = self.walk.take() else { return };
         if let Some(error) = walk.broken {
-            debug!(parent: &self.span, walk = walk.id, "the walk was cut short by the connection; the next reconnect walks again");
+            debug!(parent: self.shell.span(), walk = walk.id, "the walk was cut short by the connection; the next reconnect walks again");
             if std::mem::take(&mut self.walk_due) {
                 // A children event it was to follow: try again, in case no reconnect comes.
                 ctx.run_later(std::time::Duration::from_millis(100), |act, _| act.rewalk());
@@ -442,13 +426,13 @@ impl CacheActor {
         }
         match self.phase {
             Phase::Loading => {
-                info!(parent: &self.span, nodes = self.nodes.len(), "cache loaded");
+                info!(parent: self.shell.span(), nodes = self.nodes.len(), "cache loaded");
                 self.phase = Phase::Live;
                 self.report(crate::session::health::RecipeState::Watching);
                 self.tell(CacheEvent::CacheInitialized);
             }
             Phase::Resyncing => {
-                info!(parent: &self.span, nodes = self.nodes.len(), "cache re-synced");
+                info!(parent: self.shell.span(), nodes = self.nodes.len(), "cache re-synced");
                 self.phase = Phase::Live;
                 self.report(crate::session::health::RecipeState::Watching);
                 self.tell(CacheEvent::CacheResynced);
@@ -466,7 +450,7 @@ impl CacheActor {
         let Some(oneshot) = self.oneshot.as_mut() else { return };
         oneshot.children.remove(&path);
         let Some(me) = oneshot.arm(&path, false) else { return };
-        let exists = self.session.exists_watched(&path, me);
+        let exists = self.shell.session().exists_watched(&path, me);
         ctx.spawn(exists.into_actor(self).map(move |exists, act, _| match exists {
             // Made meanwhile: no event comes for it.
             Ok(Some(_)) => act.rewalk(),
@@ -511,7 +495,7 @@ impl CacheActor {
         match refusal {
             // What a cache on an older server does from the start (see `started`).
             WatchRefusal::Unsupported => {
-                warn!(parent: &self.span, "the server no longer has persistent watches; using one-shot watches");
+                warn!(parent: self.shell.span(), "the server no longer has persistent watches; using one-shot watches");
                 self.oneshot = Some(OneShot { me: Some(ctx.address().recipient()), ..OneShot::default() });
                 self.resync();
             }
@@ -524,11 +508,9 @@ impl CacheActor {
     }
 
     fn fail(&mut self, error: Error, ctx: &mut Context<Self>) {
-        warn!(parent: &self.span, %error, "the cache cannot work; it stops");
+        warn!(parent: self.shell.span(), %error, "the cache cannot work; it stops");
         self.phase = Phase::Failed;
-        if let Some(health) = self.health.take() {
-            health.keep_failed(error.to_string(), self.health_tag.as_ref());
-        }
+        self.shell.fail_for_good(error.to_string());
         self.tell(CacheEvent::CacheFailed { error });
         ctx.stop();
     }
@@ -561,8 +543,6 @@ async fn read_watched(
     }
 }
 
-crate::stop::keeps_a_lifeline!(CacheActor);
-
 impl Actor for CacheActor {
     type Context = Context<Self>;
 
@@ -580,7 +560,7 @@ impl Actor for CacheActor {
             }
             futures::future::ready(())
         }));
-        self.session.subscribe(ctx.address().recipient());
+        self.shell.session().subscribe(ctx.address().recipient());
         // One watch for the whole scope, in place before the first read so nothing changes
         // unseen; the children and tree scopes need the recursive kind to see data changes of
         // the nodes below.
@@ -589,12 +569,12 @@ impl Actor for CacheActor {
         // start hears even a failure to set the watch (with `wait`, the failure came first and
         // nobody was told). Watch events before the watch is known are ignored: the walk that
         // follows reads the same nodes.
-        let added = self.session.add_watch(&self.config.path, mode, ctx.address().recipient());
+        let added = self.shell.session().add_watch(&self.config.path, mode, ctx.address().recipient());
         // The answer goes through a detached task: a cache stopped before it arrives never
         // learns the watch's id, so the task removes the watch itself, at once (else it stays on
         // the server until the session's next look for watches whose owner has stopped).
         let (answer, answered) = futures::channel::oneshot::channel();
-        let session = self.session.clone();
+        let session = self.shell.session().clone();
         actix::spawn(async move {
             if let Err(Ok(id)) = answer.send(added.await) {
                 session.remove_watch(id);
@@ -606,7 +586,7 @@ impl Actor for CacheActor {
                 act.start_walk();
             }
             Ok(Err(Error::Unsupported { feature: Feature::PersistentWatches, .. })) => {
-                info!(parent: &act.span, "the server has no persistent watches; using one-shot watches");
+                info!(parent: act.shell.span(), "the server has no persistent watches; using one-shot watches");
                 act.oneshot = Some(OneShot { me: Some(ctx.address().recipient()), ..OneShot::default() });
                 act.start_walk();
             }
@@ -617,7 +597,7 @@ impl Actor for CacheActor {
 
     fn stopped(&mut self, _: &mut Context<Self>) {
         if let Some(id) = self.watch.take() {
-            self.session.remove_watch(id);
+            self.shell.session().remove_watch(id);
         }
     }
 }
@@ -758,7 +738,7 @@ impl Handler<Subscribe<CacheEvent>> for CacheActor {
         if matches!(self.phase, Phase::Live | Phase::Resyncing) {
             msg.recipient.do_send(CacheEvent::CacheInitialized);
         }
-        self.subscribers.add(msg.recipient);
+        self.shell.subscribers().add(msg.recipient);
     }
 }
 
@@ -771,4 +751,4 @@ impl Handler<Stop> for CacheActor {
     }
 }
 
-crate::events::hears_through_subscribers!(CacheActor => CacheEvent);
+crate::recipe::shell::on_the_shell!(CacheActor => CacheEvent);

@@ -16,15 +16,13 @@ use super::instance::ServiceInstance;
 use super::messages::*;
 use crate::cache::{self, CacheActor, CacheConfig, CacheEvent, CacheScope};
 use crate::error::Error;
-use crate::events::Subscribers;
 use crate::path;
+use crate::recipe::shell::Shell;
 use crate::session::SessionHandle;
 
 /// The instances of one service, kept in memory and in sync; see `docs/recipes/discovery.md`.
 pub struct ServiceCache {
-    /// Where the handles read the health entry of the view.
-    health_tag: crate::session::health::HealthTag,
-    session: SessionHandle,
+    shell: Shell<ServiceCacheEvent>,
     name: String,
     dir: String,
     view: Option<Addr<CacheActor>>,
@@ -35,10 +33,6 @@ pub struct ServiceCache {
     initialized: bool,
     failed: Option<Error>,
     waiters: Vec<oneshot::Sender<Result<(), DiscoveryError>>>,
-    subscribers: Subscribers<ServiceCacheEvent>,
-    span: tracing::Span,
-    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::stop::Lifeline,
 }
 
 impl ServiceCache {
@@ -49,9 +43,7 @@ impl ServiceCache {
         let dir = path::join(base_path, name);
         let span = tracing::info_span!("zk.service_cache", service = %dir);
         Ok(ServiceCache {
-            lifeline: Default::default(),
-            health_tag: Default::default(),
-            session,
+            shell: Shell::new(session, span, None),
             name: name.to_owned(),
             dir,
             view: None,
@@ -60,14 +52,12 @@ impl ServiceCache {
             initialized: false,
             failed: None,
             waiters: Vec::new(),
-            subscribers: Subscribers::new(),
-            span,
         })
     }
 
     /// Shows the cache's health entry (its view's) to its handles through `tag`.
     pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.health_tag = tag;
+        self.shell.show_health_to(tag);
         self
     }
 
@@ -79,7 +69,7 @@ impl ServiceCache {
     fn read(&mut self, node: &str, data: Option<Vec<u8>>) {
         let Some(name) = self.instance_node(node) else { return };
         let decoded = format::decode(&data.unwrap_or_default());
-        let _span = self.span.enter();
+        let _span = self.shell.span().clone().entered();
         match decoded {
             Ok(instance) => {
                 self.unreadable.remove(name);
@@ -89,16 +79,16 @@ impl ServiceCache {
                     Some(_) => ServiceCacheEvent::InstanceUpdated { instance },
                 };
                 debug!(node, "instance seen");
-                self.subscribers.tell(event);
+                self.shell.tell(event);
             }
             Err(reason) => {
                 warn!(node, %reason, "not a service instance; skipped");
                 if let Some(instance) = self.instances.remove(name) {
-                    self.subscribers.tell(ServiceCacheEvent::InstanceRemoved { instance });
+                    self.shell.tell(ServiceCacheEvent::InstanceRemoved { instance });
                 }
                 let error = DiscoveryError::Unreadable { path: node.to_owned(), reason };
                 self.unreadable.insert(name.to_owned(), error.clone());
-                self.subscribers.tell(ServiceCacheEvent::InstanceUnreadable { error });
+                self.shell.tell(ServiceCacheEvent::InstanceUnreadable { error });
             }
         }
     }
@@ -114,21 +104,22 @@ impl ServiceCache {
     }
 }
 
-crate::stop::keeps_a_lifeline!(ServiceCache);
-
 impl Actor for ServiceCache {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         let config = CacheConfig::new(self.dir.clone()).with_scope(CacheScope::Children);
-        match CacheActor::new(self.session.clone(), config) {
-            Ok(view) => {
-                let view = view.with_health_tag(self.health_tag.clone()).start();
+        match CacheActor::new(self.shell.session().clone(), config) {
+            Ok(mut view) => {
+                if let Some(tag) = self.shell.health_tag() {
+                    view = view.with_health_tag(tag.clone());
+                }
+                let view = view.start();
                 view.do_send(cache::Subscribe { recipient: ctx.address().recipient() });
                 self.view = Some(view);
             }
             // The path was validated in `new`.
-            Err(error) => warn!(parent: &self.span, %error, "cannot watch the service"),
+            Err(error) => warn!(parent: self.shell.span(), %error, "cannot watch the service"),
         }
     }
 
@@ -151,27 +142,27 @@ impl Handler<CacheEvent> for ServiceCache {
                 let Some(name) = self.instance_node(&path) else { return };
                 self.unreadable.remove(name);
                 if let Some(instance) = self.instances.remove(name) {
-                    self.subscribers.tell(ServiceCacheEvent::InstanceRemoved { instance });
+                    self.shell.tell(ServiceCacheEvent::InstanceRemoved { instance });
                 }
             }
             CacheEvent::NodeSkipped { path, error } => {
                 if let Some(name) = self.instance_node(&path).map(str::to_owned) {
                     let error = DiscoveryError::Unreadable { path, reason: error.to_string() };
                     self.unreadable.insert(name, error.clone());
-                    self.subscribers.tell(ServiceCacheEvent::InstanceUnreadable { error });
+                    self.shell.tell(ServiceCacheEvent::InstanceUnreadable { error });
                 }
             }
             CacheEvent::CacheInitialized => {
                 self.initialized = true;
                 self.answer_waiters();
-                self.subscribers.tell(ServiceCacheEvent::CacheInitialized);
+                self.shell.tell(ServiceCacheEvent::CacheInitialized);
             }
-            CacheEvent::CacheResynced => self.subscribers.tell(ServiceCacheEvent::CacheResynced),
+            CacheEvent::CacheResynced => self.shell.tell(ServiceCacheEvent::CacheResynced),
             CacheEvent::CacheFailed { error } => {
-                warn!(parent: &self.span, %error, "the service cache failed");
+                warn!(parent: self.shell.span(), %error, "the service cache failed");
                 self.failed = Some(error.clone());
                 self.answer_waiters();
-                self.subscribers.tell(ServiceCacheEvent::CacheFailed { error });
+                self.shell.tell(ServiceCacheEvent::CacheFailed { error });
                 ctx.stop();
             }
         }
@@ -226,11 +217,11 @@ impl Handler<Subscribe<ServiceCacheEvent>> for ServiceCache {
         if self.initialized {
             msg.recipient.do_send(ServiceCacheEvent::CacheInitialized);
         }
-        self.subscribers.add(msg.recipient);
+        self.shell.subscribers().add(msg.recipient);
     }
 }
 
-crate::events::hears_through_subscribers!(ServiceCache => ServiceCacheEvent);
+crate::recipe::shell::on_the_shell!(ServiceCache => ServiceCacheEvent);
 
 /// Stops the cache; its watch is removed.
 impl Handler<Stop> for ServiceCache {

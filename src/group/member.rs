@@ -11,10 +11,10 @@ use super::config::GroupConfig;
 use super::error::GroupError;
 use super::messages::*;
 use crate::cache::{self, CacheActor, CacheConfig, CacheEvent, CacheScope};
-use crate::events::Subscribers;
 use crate::path;
 use crate::recipe::guarded::delete_own_ephemeral;
 use crate::recipe::registration::{NextStep, RegisterError, next_step, register_ephemeral};
+use crate::recipe::shell::Shell;
 use crate::retry::Backoff;
 use crate::session::IntoActorFree;
 use crate::session::requests::Goodbye;
@@ -41,14 +41,13 @@ enum Membership {
 /// # Ok(()) }
 /// ```
 pub struct GroupMember {
-    session: SessionHandle,
+    shell: Shell<GroupEvent>,
     config: GroupConfig,
     node: String,
     membership: Membership,
     generation: u64,
     view: Option<Addr<CacheActor>>,
     ready: bool,
-    subscribers: Subscribers<GroupEvent>,
     /// Delay before the next try to join; reset once joined.
     backoff: Backoff,
     /// Why joining ended for good (a final error), told to every subscriber, late ones too.
@@ -58,11 +57,6 @@ pub struct GroupMember {
     joins_in_flight: u32,
     /// Callers of `Leave`, answered once our node is gone (after an in-flight join has landed).
     leaving: Vec<oneshot::Sender<Result<(), GroupError>>>,
-    span: tracing::Span,
-    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::stop::Lifeline,
-    /// Where the handles read the health entry of the view.
-    health_tag: crate::session::health::HealthTag,
 }
 
 impl GroupMember {
@@ -71,34 +65,31 @@ impl GroupMember {
         config.validate()?;
         let node = path::join(&config.group, &config.id);
         let span = tracing::info_span!("zk.group", group = %config.group, id = %config.id);
-        let backoff = session.retry_policy_or(config.retry).backoff();
+        let shell = Shell::new(session, span, config.retry);
+        let backoff = shell.retry().backoff();
         Ok(GroupMember {
-            lifeline: Default::default(),
-            health_tag: Default::default(),
-            session,
+            shell,
             config,
             node,
             membership: Membership::Joining { generation: 0 },
             generation: 0,
             view: None,
             ready: false,
-            subscribers: Subscribers::new(),
             backoff,
             failed: None,
             joins_in_flight: 0,
             leaving: Vec::new(),
-            span,
         })
     }
 
     /// Shows the member's health entry (its view's) to its handles through `tag`.
     pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.health_tag = tag;
+        self.shell.show_health_to(tag);
         self
     }
 
     fn tell(&mut self, event: GroupEvent) {
-        self.subscribers.tell(event);
+        self.shell.tell(event);
     }
 
     fn id_of(&self, node: &str) -> Option<String> {
@@ -114,8 +105,12 @@ impl GroupMember {
         let generation = self.generation;
         self.membership = Membership::Joining { generation };
         let parents = vec![self.config.group.clone()];
-        let joined =
-            register_ephemeral(&self.session.pinned(generation), parents, self.node.clone(), self.config.data.clone());
+        let joined = register_ephemeral(
+            &self.shell.session().pinned(generation),
+            parents,
+            self.node.clone(),
+            self.config.data.clone(),
+        );
         self.joins_in_flight += 1;
         ctx.spawn(joined.into_actor_free().map(move |joined, act: &mut Self, ctx| {
             act.joins_in_flight -= 1;
@@ -132,20 +127,20 @@ impl GroupMember {
             }
             match next_step(joined, &mut act.backoff, &act.node) {
                 NextStep::Registered(_) => {
-                    info!(parent: &act.span, generation, "joined the group");
+                    info!(parent: act.shell.span(), generation, "joined the group");
                     act.membership = Membership::Joined { generation };
                     act.tell(GroupEvent::Joined { generation });
                 }
                 NextStep::AwaitSession => {
-                    debug!(parent: &act.span, generation, "the session ended before the join; joining on the next")
+                    debug!(parent: act.shell.span(), generation, "the session ended before the join; joining on the next")
                 }
                 NextStep::GiveUp(error) => {
                     // The actor stays, so that late subscribers hear it too.
-                    warn!(parent: &act.span, %error, "cannot join; giving up");
+                    warn!(parent: act.shell.span(), %error, "cannot join; giving up");
                     if error.outcome_unknown() {
                         // The last create may have applied: a member whose join failed must not
                         // stay visible to the others. Detached, it outlives a stop.
-                        let remove = delete_own_ephemeral(act.session.pinned(generation), act.node.clone());
+                        let remove = delete_own_ephemeral(act.shell.session().pinned(generation), act.node.clone());
                         actix::spawn(async move {
                             let _ = remove.await;
                         });
@@ -159,11 +154,11 @@ impl GroupMember {
                     match because {
                         RegisterError::Taken => {
                             let error = GroupError::IdTaken { id: act.config.id.clone() };
-                            warn!(parent: &act.span, %error, "cannot join; trying again");
+                            warn!(parent: act.shell.span(), %error, "cannot join; trying again");
                             act.tell(GroupEvent::JoinFailed { error });
                         }
                         RegisterError::ZooKeeper(error) => {
-                            debug!(parent: &act.span, %error, "cannot join yet; trying again")
+                            debug!(parent: act.shell.span(), %error, "cannot join yet; trying again")
                         }
                     }
                     ctx.run_later(delay, move |act, ctx| {
@@ -178,7 +173,7 @@ impl GroupMember {
 
     /// Deletes our node (only if our session owns it, by its czxid) and answers every `Leave`.
     fn finish_leave(&mut self, ctx: &mut Context<Self>) {
-        let deleted = delete_own_ephemeral(self.session.pinned(self.generation), self.node.clone());
+        let deleted = delete_own_ephemeral(self.shell.session().pinned(self.generation), self.node.clone());
         ctx.spawn(deleted.into_actor(self).map(|deleted, act, ctx| {
             let outcome = deleted.map_err(GroupError::from);
             for answer in act.leaving.drain(..) {
@@ -189,23 +184,23 @@ impl GroupMember {
     }
 }
 
-crate::stop::keeps_a_lifeline!(GroupMember);
-
 impl Actor for GroupMember {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        self.session.subscribe(ctx.address().recipient());
-        self.session.on_close(ctx.address().recipient());
+        self.shell.hear_session(ctx);
         let config = CacheConfig::new(self.config.group.clone()).with_scope(CacheScope::Children);
-        match CacheActor::new(self.session.clone(), config) {
-            Ok(cache) => {
-                let view = cache.with_health_tag(self.health_tag.clone()).start();
+        match CacheActor::new(self.shell.session().clone(), config) {
+            Ok(mut cache) => {
+                if let Some(tag) = self.shell.health_tag() {
+                    cache = cache.with_health_tag(tag.clone());
+                }
+                let view = cache.start();
                 view.do_send(cache::Subscribe { recipient: ctx.address().recipient() });
                 self.view = Some(view);
             }
             // The group path was validated in `new`.
-            Err(error) => warn!(parent: &self.span, %error, "cannot watch the group"),
+            Err(error) => warn!(parent: self.shell.span(), %error, "cannot watch the group"),
         }
     }
 
@@ -216,7 +211,7 @@ impl Actor for GroupMember {
         // Left, but not yet deleted (a `Leave` still waits): delete here too.
         if self.membership != Membership::Left || !self.leaving.is_empty() {
             // Detached: a request dropped by a stopping actor would never be sent.
-            let deleted = delete_own_ephemeral(self.session.pinned(self.generation), self.node.clone());
+            let deleted = delete_own_ephemeral(self.shell.session().pinned(self.generation), self.node.clone());
             actix::spawn(async move {
                 let _ = deleted.await;
             });
@@ -257,7 +252,7 @@ impl Handler<CacheEvent> for GroupMember {
                 if id.as_deref() == Some(self.config.id.as_str()) {
                     if let Membership::Joined { generation } = self.membership {
                         if generation == self.generation {
-                            debug!(parent: &self.span, "our member node is gone; joining again");
+                            debug!(parent: self.shell.span(), "our member node is gone; joining again");
                             self.join(ctx);
                         }
                     }
@@ -310,7 +305,7 @@ impl Handler<Subscribe<GroupEvent>> for GroupMember {
                 if let Some(error) = &act.failed {
                     msg.recipient.do_send(GroupEvent::JoinFailed { error: error.clone() });
                 }
-                act.subscribers.add(msg.recipient);
+                act.shell.subscribers().add(msg.recipient);
             }),
         )
     }
@@ -340,7 +335,7 @@ impl Handler<Leave> for GroupMember {
 
     fn handle(&mut self, _: Leave, ctx: &mut Context<Self>) -> Self::Result {
         self.membership = Membership::Left;
-        info!(parent: &self.span, "leaving the group");
+        info!(parent: self.shell.span(), "leaving the group");
         let (answer, answered) = oneshot::channel();
         self.leaving.push(answer);
         // A join in flight may create our node after a delete sent now has looked for it: its
@@ -354,7 +349,7 @@ impl Handler<Leave> for GroupMember {
 
 crate::reply::handle_told!(GroupMember: Leave);
 
-crate::events::hears_through_subscribers!(GroupMember => GroupEvent);
+crate::recipe::shell::on_the_shell!(GroupMember => GroupEvent);
 
 impl Handler<Goodbye> for GroupMember {
     type Result = ResponseFuture<()>;

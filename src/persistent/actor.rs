@@ -12,18 +12,18 @@ use super::config::PersistentNodeConfig;
 use super::error::PersistentNodeError;
 use super::messages::{ActualPath, PersistentNodeEvent, SetData, WaitForInitialCreate};
 use crate::error::Error;
-use crate::events::Subscribers;
 use crate::path;
 use crate::recipe::naming;
+use crate::recipe::shell::Shell;
 use crate::retry::{Attempted, Backoff, retried};
-use crate::session::health::{HealthSlot, RecipeState};
+use crate::session::health::RecipeState;
 use crate::session::requests::CreateMode;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
 /// Keeps one node in existence; see `docs/recipes/persistent-node.md`. Most programs use it
 /// through a [`PersistentNodeHandle`](super::PersistentNodeHandle).
 pub struct PersistentNode {
-    session: SessionHandle,
+    shell: Shell<PersistentNodeEvent>,
     config: PersistentNodeConfig,
     /// The protected name's GUID (`None` without protection).
     guid: Option<String>,
@@ -43,19 +43,11 @@ pub struct PersistentNode {
     generation: u64,
     backoff: Backoff,
     waiters: Vec<oneshot::Sender<Result<String, PersistentNodeError>>>,
-    subscribers: Subscribers<PersistentNodeEvent>,
-    /// Callers of `stop()`: dropped with the actor, which is what their futures wait for.
-    stopping: Vec<oneshot::Sender<()>>,
     /// Where the last create whose outcome is unknown aimed (its reply was lost, and no create
     /// has made the node since): a stop looks for our node there.
     maybe_made: Option<String>,
     /// What a stop could not delete, for the handles to tell once the actor has gone.
     left: Left,
-    /// Its entry on the session's health board (from its start).
-    health: Option<HealthSlot>,
-    /// Where the handles read `health`.
-    health_tag: crate::session::health::HealthTag,
-    span: tracing::Span,
 }
 
 /// The node a stop left behind (with why), shared by the actor and its handles.
@@ -97,7 +89,7 @@ impl PersistentNode {
 
     /// Shows the recipe's health entry to its handles through `tag`.
     pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.health_tag = tag;
+        self.shell.show_health_to(tag);
         self
     }
 
@@ -119,7 +111,7 @@ impl PersistentNode {
             State::Failed(error) => RecipeState::Failed { reason: error.to_string() },
             State::Stopping => return,
         };
-        if let Some(health) = self.health.as_mut() {
+        if let Some(health) = self.shell.health() {
             health.set(state);
         }
     }
@@ -130,10 +122,11 @@ impl PersistentNode {
         path::validate(&config.path, config.mode.is_sequential())
             .map_err(|source| PersistentNodeError::Failed { path: config.path.clone(), source })?;
         let span = tracing::info_span!("zk.persistent_node", path = %config.path, mode = ?config.mode);
-        let backoff = session.retry_policy_or(config.retry).without_attempt_limit().backoff();
+        let shell = Shell::new(session, span, config.retry);
+        let backoff = shell.retry().without_attempt_limit().backoff();
         let guid = config.protected.then(naming::new_guid);
         Ok(PersistentNode {
-            session,
+            shell,
             config,
             guid,
             state: State::Creating,
@@ -146,13 +139,8 @@ impl PersistentNode {
             generation: 0,
             backoff,
             waiters: Vec::new(),
-            subscribers: Subscribers::new(),
-            stopping: Vec::new(),
             maybe_made: None,
             left: Left::default(),
-            health: None,
-            health_tag: Default::default(),
-            span,
         })
     }
 
@@ -184,11 +172,12 @@ impl PersistentNode {
             Some(path) => (path.clone(), without_sequence(self.config.mode)),
             None => (self.first_path(), self.config.mode),
         };
-        debug!(parent: &self.span, %target, "creating");
+        debug!(parent: self.shell.span(), %target, "creating");
         self.writing = self.config.data.clone();
         let replace = self.config.replace_persistent && is_ephemeral(mode);
-        let made = make(self.session.clone(), target.clone(), mode, self.writing.clone(), self.guid.clone(), replace);
-        let (me, session) = (ctx.address(), self.session.clone());
+        let made =
+            make(self.shell.session().clone(), target.clone(), mode, self.writing.clone(), self.guid.clone(), replace);
+        let (me, session) = (ctx.address(), self.shell.session().clone());
         // Detached, so that a stop cannot drop it half way: an actor gone by the time it is made
         // has nobody to keep the node, which is deleted again.
         actix::spawn(async move {
@@ -206,7 +195,7 @@ impl PersistentNode {
     }
 
     fn on_made(&mut self, made: Result<Made, Error>, target: String, ctx: &mut Context<Self>) {
-        let _span = self.span.clone().entered();
+        let _span = self.shell.span().clone().entered();
         self.in_flight = false;
         match &made {
             Ok(Made::Ours(..)) => self.maybe_made = None,
@@ -243,7 +232,7 @@ impl PersistentNode {
                 self.report();
                 if self.writing != self.config.data {
                     // Set while the create was on its way: the node has the data before.
-                    let (session, data) = (self.session.clone(), self.config.data.clone());
+                    let (session, data) = (self.shell.session().clone(), self.config.data.clone());
                     let written = session.set_data(&path, data, None);
                     actix::spawn(async move {
                         if let Err(error) = written.await {
@@ -254,15 +243,15 @@ impl PersistentNode {
                 for waiter in self.waiters.drain(..) {
                     let _ = waiter.send(Ok(path.clone()));
                 }
-                self.subscribers.tell(PersistentNodeEvent::Created { path: path.clone() });
+                self.shell.tell(PersistentNodeEvent::Created { path: path.clone() });
                 self.watch(path, ctx);
             }
             Ok(Made::Blocked(path)) => {
                 info!(%path, "another session's ephemeral node is there; waiting for it to go");
                 self.state = State::Blocked;
                 self.report();
-                self.subscribers.tell(PersistentNodeEvent::Blocked { path: path.clone() });
-                let watched = self.session.exists_watched(&path, ctx.address().recipient());
+                self.shell.tell(PersistentNodeEvent::Blocked { path: path.clone() });
+                let watched = self.shell.session().exists_watched(&path, ctx.address().recipient());
                 ctx.spawn(watched.into_actor(self).map(move |exists, act, ctx| match exists {
                     Ok(Some(_)) => {}
                     Ok(None) | Err(_) if act.state == State::Blocked => act.ensure(ctx),
@@ -280,7 +269,7 @@ impl PersistentNode {
                 for waiter in self.waiters.drain(..) {
                     let _ = waiter.send(Err(failed.clone()));
                 }
-                self.subscribers.tell(PersistentNodeEvent::Failed { error: failed });
+                self.shell.tell(PersistentNodeEvent::Failed { error: failed });
             }
             Err(error) => {
                 let delay = self.backoff.next_delay();
@@ -297,7 +286,7 @@ impl PersistentNode {
     /// Watches our node: a data watch, fired by its deletion (and by a data change, after which
     /// it is set again).
     fn watch(&mut self, path: String, ctx: &mut Context<Self>) {
-        let read = self.session.get_data_watched(&path, ctx.address().recipient());
+        let read = self.shell.session().get_data_watched(&path, ctx.address().recipient());
         ctx.spawn(read.into_actor(self).map(move |read, act, ctx| {
             if act.state != State::Live || act.path.as_deref() != Some(path.as_str()) {
                 return;
@@ -307,7 +296,7 @@ impl PersistentNode {
                 Err(Error::NoNode { .. }) => act.on_deleted(ctx),
                 Err(error) => {
                     let delay = act.backoff.next_delay();
-                    debug!(parent: &act.span, %error, "cannot watch the node; again later");
+                    debug!(parent: act.shell.span(), %error, "cannot watch the node; again later");
                     ctx.run_later(delay, move |act, ctx| {
                         if act.state == State::Live {
                             act.watch(path, ctx);
@@ -324,7 +313,7 @@ impl PersistentNode {
     fn touch(&mut self) {
         let (State::Live, Some(path), Some(ttl)) = (&self.state, &self.path, self.config.touched) else { return };
         let child = path::join(path, TOUCHED_CHILD);
-        let (session, span) = (self.session.clone(), self.span.clone());
+        let (session, span) = (self.shell.session().clone(), self.shell.span().clone());
         actix::spawn(async move {
             let touched = match session.set_data(&child, Vec::new(), None).await {
                 Err(Error::NoNode { .. }) => {
@@ -349,8 +338,8 @@ impl PersistentNode {
         // ours there goes too (found by its GUID when protected; checked by its owner).
         let maybe = self.maybe_made.take().filter(|_| node.is_none() && !kept && is_ephemeral(self.config.mode));
         let (session, mode, guid, generation) =
-            (self.session.clone(), self.config.mode, self.guid.clone(), self.generation);
-        let (left, span) = (self.left.clone(), self.span.clone());
+            (self.shell.session().clone(), self.config.mode, self.guid.clone(), self.generation);
+        let (left, span) = (self.left.clone(), self.shell.span().clone());
         ctx.wait(
             async move {
                 if let Some((path, generation, czxid)) = node {
@@ -370,8 +359,8 @@ impl PersistentNode {
 
     fn on_deleted(&mut self, ctx: &mut Context<Self>) {
         if let (State::Live, Some(path)) = (&self.state, self.path.clone()) {
-            info!(parent: &self.span, %path, "the node is gone; creating it again");
-            self.subscribers.tell(PersistentNodeEvent::Deleted { path });
+            info!(parent: self.shell.span(), %path, "the node is gone; creating it again");
+            self.shell.tell(PersistentNodeEvent::Deleted { path });
             self.ensure(ctx);
         }
     }
@@ -571,15 +560,15 @@ impl Actor for PersistentNode {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        let slot = self.session.health_board().slot(self.kind(), &self.config.path);
-        self.health_tag.point_at(&slot);
-        self.health = Some(slot);
+        // Its entry is on the board from its start.
+        let kind = self.kind();
+        self.shell.health_slot(kind, &self.config.path);
         self.report();
-        self.session.subscribe(ctx.address().recipient());
+        self.shell.session().subscribe(ctx.address().recipient());
         // A close lets the node go first, as its stop does (Curator's `ServiceDiscovery.close()`
         // unregisters every instance, persistent ones too): a persistent node left by a close
         // would outlive its owner for good.
-        self.session.on_close(ctx.address().recipient());
+        self.shell.session().on_close(ctx.address().recipient());
         if let Some(ttl) = self.config.touched {
             ctx.run_interval(ttl / 2, |act, ctx| {
                 if ctx.connected() {
@@ -599,7 +588,7 @@ impl Actor for PersistentNode {
         let kept = self.config.touched.is_some();
         if let (State::Live, Some(path), false) = (&self.state, self.path.take(), kept) {
             let (session, generation, czxid, mode) =
-                (self.session.clone(), self.made_on, self.made_czxid, self.config.mode);
+                (self.shell.session().clone(), self.made_on, self.made_czxid, self.config.mode);
             actix::spawn(async move {
                 let _ = delete_ours(&session, path, generation, czxid, mode).await;
             });
@@ -690,9 +679,9 @@ impl Handler<SetData> for PersistentNode {
                 // An ephemeral is written on the session that made it only: on a later one the
                 // path may hold another process's node already.
                 let written: futures::future::BoxFuture<'static, Result<_, Error>> = if is_ephemeral(self.config.mode) {
-                    Box::pin(self.session.pinned(self.made_on).set_data(path, msg.data, None))
+                    Box::pin(self.shell.session().pinned(self.made_on).set_data(path, msg.data, None))
                 } else {
-                    Box::pin(self.session.set_data(path, msg.data, None))
+                    Box::pin(self.shell.session().set_data(path, msg.data, None))
                 };
                 Box::pin(async move { written.await.map(drop).map_err(PersistentNodeError::from) })
             }
@@ -712,7 +701,7 @@ impl Handler<ActualPath> for PersistentNode {
     }
 }
 
-crate::events::hears_through_subscribers!(PersistentNode => PersistentNodeEvent, Subscribe);
+crate::recipe::shell::on_the_shell!(PersistentNode => PersistentNodeEvent, Subscribe);
 
 /// Deletes the node (retried until it is gone or its session is), then stops the actor; `stopped`
 /// is dropped with the actor (actix has no future for an actor's end).
@@ -726,7 +715,7 @@ impl Handler<DeleteAndStop> for PersistentNode {
     type Result = ();
 
     fn handle(&mut self, msg: DeleteAndStop, ctx: &mut Context<Self>) {
-        self.stopping.push(msg.stopped);
+        self.shell.await_stopped(crate::stop::AwaitStopped(msg.stopped));
         if self.state == State::Stopping {
             return;
         }

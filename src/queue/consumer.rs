@@ -25,13 +25,13 @@ use super::config::{ConsumerConfig, DeliveryMode};
 use super::messages::{ConsumerEvent, Delivery, Released, Revoked, SettleAnswering, Stop, Unsettled, WaitIdle};
 use super::{item, plan};
 use crate::error::Error;
-use crate::events::Subscribers;
 use crate::metrics;
 use crate::path;
 use crate::recipe::FencingToken;
 use crate::recipe::guarded::{delete_fenced, delete_own_ephemeral_holding};
+use crate::recipe::shell::Shell;
 use crate::reply::{Pending, Reply};
-use crate::retry::{Backoff, RetryPolicy, again_later};
+use crate::retry::{Backoff, again_later};
 use crate::session::requests::{CreateMode, NodeData};
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
@@ -58,7 +58,7 @@ impl Handler<Stop> for QueueConsumerActor {
     type Result = ();
 
     fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
-        info!(parent: &self.span, in_flight = self.in_flight.len(), "stopping");
+        info!(parent: self.shell.span(), in_flight = self.in_flight.len(), "stopping");
         ctx.stop();
     }
 }
@@ -85,7 +85,7 @@ struct InFlight {
 /// It runs until sent [`Stop`], or until its last address is dropped (deliveries out with
 /// workers hold one), like every recipe actor; stopping gives claimed items back at once.
 pub struct QueueConsumerActor {
-    session: SessionHandle,
+    shell: Shell<ConsumerEvent>,
     config: ConsumerConfig,
     in_flight: HashMap<String, InFlight>,
     /// Items whose claim (or take) is in flight.
@@ -126,34 +126,20 @@ pub struct QueueConsumerActor {
     /// Settlements waiting to go out together in one `multi`.
     settling: Vec<PendingSettle>,
     flush_scheduled: bool,
-    /// The config's policy, else the session's.
-    retry: RetryPolicy,
     /// Delay before the next retry of a failed listing, claim or take; reset by a listing.
     backoff: Backoff,
-    /// Its slot on the session's health board: items in flight (`None` once left as failed).
-    health: Option<crate::session::health::HealthSlot>,
-    /// Where the handles read the entry and keep a failed one (see `HealthSlot::keep_failed`);
-    /// `None` for an actor started by hand.
-    health_tag: Option<crate::session::health::HealthTag>,
-    span: tracing::Span,
-    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::stop::Lifeline,
-    /// Who hears the consumer's events.
-    subscribers: Subscribers<ConsumerEvent>,
 }
 
 impl QueueConsumerActor {
     /// A consumer; start it with `.start()`. It begins once the session is up.
     pub fn new(session: SessionHandle, config: ConsumerConfig) -> Self {
         let span = tracing::info_span!("zk.queue", queue = %config.queue, consumer = %config.consumer_id);
-        let retry = session.retry_policy_or(config.retry);
-        let health = Some(session.health_board().slot("queue-consumer", &config.queue));
+        // Its health entry says how many items are in flight.
+        let mut shell = Shell::new(session, span, config.retry);
+        shell.health_slot("queue-consumer", &config.queue);
+        let backoff = shell.retry().backoff();
         QueueConsumerActor {
-            lifeline: Default::default(),
-            subscribers: Subscribers::new(),
-            health,
-            health_tag: None,
-            session,
+            shell,
             config,
             in_flight: HashMap::new(),
             claiming: HashSet::new(),
@@ -174,19 +160,14 @@ impl QueueConsumerActor {
             revoked: HashSet::new(),
             settling: Vec::new(),
             flush_scheduled: false,
-            retry,
-            backoff: retry.backoff(),
-            span,
+            backoff,
         }
     }
 
     /// Shows the entry to the handle's `tag`, and keeps a failed one there (see
     /// `HealthSlot::keep_failed`).
     pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        if let Some(slot) = &self.health {
-            tag.point_at(slot);
-        }
-        self.health_tag = Some(tag);
+        self.shell.show_health_to(tag);
         self
     }
 
@@ -254,7 +235,7 @@ impl QueueConsumerActor {
 
     fn answer_if_idle(&mut self) {
         if !self.idle_waiters.is_empty() && self.is_idle() {
-            debug!(parent: &self.span, waiters = self.idle_waiters.len(), "idle");
+            debug!(parent: self.shell.span(), waiters = self.idle_waiters.len(), "idle");
             for waiter in self.idle_waiters.drain(..) {
                 let _ = waiter.send(Ok(()));
             }
@@ -270,9 +251,9 @@ impl QueueConsumerActor {
             return;
         }
         self.listing = true;
-        let items = self.session.children_watched(&self.config.queue, ctx.address().recipient());
+        let items = self.shell.session().children_watched(&self.config.queue, ctx.address().recipient());
         let claims = match self.config.mode {
-            DeliveryMode::AtLeastOnce => Some(self.session.children(&self.config.claims())),
+            DeliveryMode::AtLeastOnce => Some(self.shell.session().children(&self.config.claims())),
             DeliveryMode::AtMostOnce => None,
         };
         let both = async move {
@@ -299,7 +280,7 @@ impl QueueConsumerActor {
                         // Items held by other consumers come back when their claims go: watch
                         // the claims. The watch is set after the listing: a claim that went in
                         // between fires nothing, so its answer is compared with what was listed.
-                        let watch = act.session.children_watched(&act.config.claims(), ctx.address().recipient());
+                        let watch = act.shell.session().children_watched(&act.config.claims(), ctx.address().recipient());
                         ctx.spawn(watch.into_actor(act).map(move |watched, act, ctx| {
                             let gone = match watched {
                                 Ok(now) => {
@@ -309,7 +290,7 @@ impl QueueConsumerActor {
                                 Err(_) => false,
                             };
                             if gone {
-                                debug!(parent: &act.span, "a claim went before its watch was set; listing again");
+                                debug!(parent: act.shell.span(), "a claim went before its watch was set; listing again");
                                 act.list(ctx);
                             }
                         }));
@@ -323,13 +304,13 @@ impl QueueConsumerActor {
                 }
                 Err(Error::NoNode { .. }) => {
                     // No queue yet: create it so that the watch has something to watch.
-                    let ensure = act.session.ensure_path(&act.config.queue);
+                    let ensure = act.shell.session().ensure_path(&act.config.queue);
                     ctx.spawn(ensure.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
                 }
                 Err(err) => {
                     // What the last listing found is no longer known to be all there is.
                     act.listed = false;
-                    debug!(parent: &act.span, error = %err, "listing failed");
+                    debug!(parent: act.shell.span(), error = %err, "listing failed");
                     if let Err(err) = again_later(&mut act.backoff, err, ctx, |act: &mut Self, ctx| act.fill(ctx)) {
                         act.give_up(err, ctx);
                     }
@@ -349,7 +330,7 @@ impl QueueConsumerActor {
             ctx.cancel_future(timer);
         }
         let after = std::time::Duration::from_millis(due.saturating_sub(item::now_ms()));
-        debug!(parent: &self.span, ?after, "the next item is not due yet; listing again then");
+        debug!(parent: self.shell.span(), ?after, "the next item is not due yet; listing again then");
         let timer = ctx.run_later(after, |act, ctx| {
             act.wake = None;
             // The guards of `fill` (a session, not stopping), but a listing even with candidates
@@ -394,7 +375,7 @@ impl QueueConsumerActor {
         for name in names {
             let is_item = item::parse(name).is_some();
             if !is_item && name != "claims" && self.reported.insert(name.clone()) {
-                warn!(parent: &self.span, node = %name, "not a queue item (expected qn-<10 digits>, see docs/recipes/queue.md); skipping it");
+                warn!(parent: self.shell.span(), node = %name, "not a queue item (expected qn-<10 digits>, see docs/recipes/queue.md); skipping it");
             }
         }
     }
@@ -408,9 +389,9 @@ impl QueueConsumerActor {
                 // Claim and read in one round trip: the session sends both before either returns.
                 let claim_path = path::join(&self.config.claims(), &id);
                 // Pinned: a claim is made for this session; if it has ended, none is made.
-                let pinned = self.session.pinned(generation);
+                let pinned = self.shell.session().pinned(generation);
                 let create = pinned.create(&claim_path, self.config.consumer_id.clone(), CreateMode::Ephemeral);
-                let read = self.session.get_data(&item);
+                let read = self.shell.session().get_data(&item);
                 let both = async move { (create.await, read.await) };
                 ctx.spawn(both.into_actor(self).map(move |(created, read), act, ctx| {
                     act.claiming.remove(&id);
@@ -453,13 +434,13 @@ impl QueueConsumerActor {
                         (Err(Error::NoNode { .. }), _) => {
                             // No claims directory yet: the item is still to be tried first.
                             act.candidates.push_front(id);
-                            let ensure = act.session.ensure_path(&act.config.claims());
+                            let ensure = act.shell.session().ensure_path(&act.config.claims());
                             ctx.spawn(ensure.into_actor(act).map(|_, act, ctx| act.fill(ctx)));
                         }
                         (Err(err), _) if err.is_final() => act.give_up(err, ctx),
                         (Err(err), _) => {
                             // The create may have happened: if the claim is ours, give it back.
-                            debug!(parent: &act.span, %id, error = %err, "claim outcome unknown; checking");
+                            debug!(parent: act.shell.span(), %id, error = %err, "claim outcome unknown; checking");
                             // Ours only if it holds our id: another consumer on this session
                             // may have claimed the item meanwhile.
                             let ours = Some(act.config.consumer_id.clone().into_bytes());
@@ -483,7 +464,7 @@ impl QueueConsumerActor {
                 // Read, then delete at the version read: whoever's delete succeeds has the item.
                 // Never the delete without a successful read, or an item nobody could read
                 // would be gone without a delivery.
-                let session = self.session.clone();
+                let session = self.shell.session().clone();
                 let take = async move {
                     let node = session.get_data(&item).await?;
                     session.delete(&item, Some(node.stat.version)).await.map(|()| node)
@@ -502,7 +483,7 @@ impl QueueConsumerActor {
                             act.fill(ctx);
                         }
                         Err(error) => {
-                            debug!(parent: &act.span, %id, %error, "take failed");
+                            debug!(parent: act.shell.span(), %id, %error, "take failed");
                             act.candidates.push_front(id);
                             if let Err(error) =
                                 again_later(&mut act.backoff, error, ctx, |act: &mut Self, ctx| act.fill(ctx))
@@ -520,8 +501,8 @@ impl QueueConsumerActor {
     /// in the queue for an operator or a consumer that may read it).
     fn set_item_aside(&mut self, id: &str, error: &Error) {
         if self.set_aside.insert(id.to_owned()) {
-            tracing::error!(parent: &self.span, %id, %error, "cannot read this item; leaving it in the queue and skipping it");
-            self.subscribers.tell(ConsumerEvent::ItemSetAside { id: id.to_owned(), error: error.clone() });
+            tracing::error!(parent: self.shell.span(), %id, %error, "cannot read this item; leaving it in the queue and skipping it");
+            self.shell.tell(ConsumerEvent::ItemSetAside { id: id.to_owned(), error: error.clone() });
         }
     }
 
@@ -549,14 +530,14 @@ impl QueueConsumerActor {
             .map(|i| (self.next_worker + i) % workers)
             .find(|&w| self.config.workers[w].deliver.connected())
         else {
-            warn!(parent: &self.span, %id, "no worker is running; giving the item back");
+            warn!(parent: self.shell.span(), %id, "no worker is running; giving the item back");
             self.give_back(id, claim, token);
             return;
         };
         self.next_worker = worker + 1;
         self.misses = 0;
         let attempt = u32::try_from(node.stat.version).unwrap_or(0) + 1;
-        debug!(parent: &self.span, %id, attempt, %token, worker, "delivering");
+        debug!(parent: self.shell.span(), %id, attempt, %token, worker, "delivering");
         let settle = ctx.address().downgrade().recipient::<SettleAnswering>();
         let delivery = Delivery {
             id: id.clone(),
@@ -590,7 +571,7 @@ impl QueueConsumerActor {
     /// Tells the metrics and the health board how many items are in flight.
     fn count_in_flight(&mut self) {
         metrics::queue_in_flight(&self.config.queue, self.in_flight.len());
-        if let Some(health) = self.health.as_mut() {
+        if let Some(health) = self.shell.health() {
             health.set(crate::session::health::RecipeState::Consuming { in_flight: self.in_flight.len() });
         }
     }
@@ -599,20 +580,18 @@ impl QueueConsumerActor {
     fn give_back(&mut self, id: String, claim: Option<String>, token: FencingToken) {
         if let Some(claim) = claim {
             // Runs on its own; the stop waits for it.
-            drop(self.detached(delete_fenced(self.session.pinned(self.generation), claim, token.0)));
+            drop(self.detached(delete_fenced(self.shell.session().pinned(self.generation), claim, token.0)));
         } else {
-            warn!(parent: &self.span, %id, "at-most-once item could not be delivered and is lost");
+            warn!(parent: self.shell.span(), %id, "at-most-once item could not be delivered and is lost");
         }
     }
 
     /// A final error (no permission, a bad path): retrying cannot help. The consumer stops
     /// (claimed items go back, workers hear `Revoked`) rather than ask again forever.
     fn give_up(&mut self, error: Error, ctx: &mut Context<Self>) {
-        tracing::error!(parent: &self.span, %error, "cannot consume this queue; stopping");
-        self.subscribers.tell(ConsumerEvent::Failed { error: error.clone() });
-        if let Some(health) = self.health.take() {
-            health.keep_failed(error.to_string(), self.health_tag.as_ref());
-        }
+        tracing::error!(parent: self.shell.span(), %error, "cannot consume this queue; stopping");
+        self.shell.tell(ConsumerEvent::Failed { error: error.clone() });
+        self.shell.fail_for_good(error.to_string());
         ctx.stop();
     }
 
@@ -633,8 +612,6 @@ impl QueueConsumerActor {
     }
 }
 
-crate::stop::keeps_a_lifeline!(QueueConsumerActor);
-
 impl Actor for QueueConsumerActor {
     type Context = Context<Self>;
 
@@ -643,17 +620,17 @@ impl Actor for QueueConsumerActor {
         self.count_in_flight();
         // Workers the config describes by a factory start with the consumer, on its Arbiter.
         self.config.start_workers();
-        self.session.subscribe(ctx.address().recipient());
+        self.shell.session().subscribe(ctx.address().recipient());
         // The lifetime rule: neither the idle check's timer nor the claims in flight keep a consumer
         // alive whose last address is gone (deliveries out with workers hold it only weakly: a
         // busy consumer whose user let go must stop too, not consume the whole queue first).
         crate::stop::stop_when_unaddressed(ctx);
         ctx.run_interval(IDLE_CHECK, |act, _| act.answer_if_idle());
         if let Some(dead) = self.config.dead_letter.clone() {
-            let ensure = self.session.ensure_path(&dead);
+            let ensure = self.shell.session().ensure_path(&dead);
             ctx.spawn(ensure.into_actor(self).map(|ensured, act, _| {
                 if let Err(error) = ensured {
-                    warn!(parent: &act.span, %error, "cannot create the dead-letter path");
+                    warn!(parent: act.shell.span(), %error, "cannot create the dead-letter path");
                 }
             }));
         }
@@ -665,7 +642,7 @@ impl Actor for QueueConsumerActor {
         let mut releases: Vec<futures::future::LocalBoxFuture<'static, ()>> = Vec::new();
         for (id, flight) in self.in_flight.drain() {
             if let Some(claim) = flight.claim {
-                let deleted = delete_fenced(self.session.pinned(flight.generation), claim, flight.token.0);
+                let deleted = delete_fenced(self.shell.session().pinned(flight.generation), claim, flight.token.0);
                 releases.push(Box::pin(async move {
                     let _ = deleted.await;
                 }));
@@ -681,7 +658,7 @@ impl Actor for QueueConsumerActor {
                 // Only a claim holding our id: another consumer on this session may hold the
                 // item (our create then failed with `NodeExists`), and its claim is not ours.
                 let ours = Some(self.config.consumer_id.clone().into_bytes());
-                let deleted = delete_own_ephemeral_holding(self.session.pinned(self.generation), claim, ours);
+                let deleted = delete_own_ephemeral_holding(self.shell.session().pinned(self.generation), claim, ours);
                 releases.push(Box::pin(async move {
                     let _ = deleted.await;
                 }));
@@ -699,7 +676,7 @@ impl Actor for QueueConsumerActor {
     }
 }
 
-crate::events::hears_through_subscribers!(QueueConsumerActor => ConsumerEvent, Subscribe);
+crate::recipe::shell::on_the_shell!(QueueConsumerActor => ConsumerEvent, Subscribe);
 
 impl Handler<Released> for QueueConsumerActor {
     type Result = Option<tokio::sync::watch::Receiver<bool>>;
@@ -732,7 +709,7 @@ impl Handler<SessionEvent> for QueueConsumerActor {
                 self.fill(ctx);
             }
             SessionEvent::Expired { .. } => {
-                warn!(parent: &self.span, in_flight = self.in_flight.len(), "session expired; revoking deliveries");
+                warn!(parent: self.shell.span(), in_flight = self.in_flight.len(), "session expired; revoking deliveries");
                 self.revoke_all();
                 // The new session's first listing sets the timer again.
                 if let Some((_, timer)) = self.wake.take() {

@@ -24,8 +24,9 @@ pub(crate) struct Shell<E: Message<Result = ()> + Clone + Send + 'static> {
     subscribers: Subscribers<E>,
     /// Its entry on the session's health board, once it has one.
     health: Option<HealthSlot>,
-    /// Where the handles read `health`.
-    health_tag: HealthTag,
+    /// Where the handles read `health` and keep a failed entry (see `HealthSlot::keep_failed`);
+    /// `None` for an actor started by hand.
+    health_tag: Option<HealthTag>,
     /// The recipe's own retry policy (its config's), if it has one.
     retry: Option<RetryPolicy>,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
@@ -41,7 +42,7 @@ impl<E: Message<Result = ()> + Clone + Send + 'static> Shell<E> {
             span,
             subscribers: Subscribers::new(),
             health: None,
-            health_tag: HealthTag::default(),
+            health_tag: None,
             retry,
             lifeline: Lifeline::default(),
         }
@@ -78,7 +79,7 @@ impl<E: Message<Result = ()> + Clone + Send + 'static> Shell<E> {
         if let Some(slot) = &self.health {
             tag.point_at(slot);
         }
-        self.health_tag = tag;
+        self.health_tag = Some(tag);
     }
 
     /// The recipe's health entry, put on the board as a `kind` at `path` the first time.
@@ -86,7 +87,9 @@ impl<E: Message<Result = ()> + Clone + Send + 'static> Shell<E> {
         let (board, tag) = (&self.session, &self.health_tag);
         self.health.get_or_insert_with(|| {
             let slot = board.health_board().slot(kind, path);
-            tag.point_at(&slot);
+            if let Some(tag) = tag {
+                tag.point_at(&slot);
+            }
             slot
         })
     }
@@ -101,6 +104,21 @@ impl<E: Message<Result = ()> + Clone + Send + 'static> Shell<E> {
         self.health.as_mut()
     }
 
+    /// Where the recipe's handles read its health entry, if a handle does: for a recipe whose
+    /// entry is another actor's (a view it runs).
+    pub(crate) fn health_tag(&self) -> Option<&HealthTag> {
+        self.health_tag.as_ref()
+    }
+
+    /// The recipe failed for good and stops: its entry stays on the board as failed for
+    /// `reason`, for as long as `HealthSlot::keep_failed` says (a handle showing it keeps it
+    /// until the handle goes).
+    pub(crate) fn fail_for_good(&mut self, reason: String) {
+        if let Some(slot) = self.health.take() {
+            slot.keep_failed(reason, self.health_tag.as_ref());
+        }
+    }
+
     /// Keeps `waiter` until the actor is gone.
     pub(crate) fn await_stopped(&mut self, waiter: AwaitStopped) {
         self.lifeline.keep(waiter);
@@ -112,9 +130,17 @@ impl<E: Message<Result = ()> + Clone + Send + 'static> Shell<E> {
     where
         A: Actor<Context = Context<A>> + Handler<crate::session::SessionEvent> + Handler<Goodbye>,
     {
+        self.hear_session(ctx);
+        crate::stop::stop_when_unaddressed(ctx);
+    }
+
+    /// The actor of `ctx` hears its session's events and its close (a [`Goodbye`]).
+    pub(crate) fn hear_session<A>(&self, ctx: &mut Context<A>)
+    where
+        A: Actor<Context = Context<A>> + Handler<crate::session::SessionEvent> + Handler<Goodbye>,
+    {
         self.session.subscribe(ctx.address().recipient());
         self.session.on_close(ctx.address().recipient());
-        crate::stop::stop_when_unaddressed(ctx);
     }
 }
 

@@ -22,11 +22,12 @@ use actix::prelude::*;
 use tracing::{debug, info, warn};
 
 use crate::error::Error;
-use crate::events::{Listen, Subscribers};
+use crate::events::Listen;
 use crate::path;
+use crate::recipe::shell::Shell;
 use crate::reply::Reply;
 use crate::retry::{Backoff, RetryPolicy, again_later};
-use crate::session::health::{HealthSlot, RecipeState};
+use crate::session::health::RecipeState;
 use crate::session::requests::{CreateMode, NodeData, Stat};
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
@@ -146,7 +147,7 @@ impl<F: SharedFormat> Default for Reader<F> {
 ///
 /// Stop it with its front's `Stop` or by dropping every address of it.
 pub struct SharedNode<F: SharedFormat> {
-    session: SessionHandle,
+    shell: Shell<F::Event>,
     config: NodeConfig<F::Value>,
     /// Set when the path is unusable: every request fails with it, nothing is sent.
     invalid: Option<Error>,
@@ -167,27 +168,20 @@ pub struct SharedNode<F: SharedFormat> {
     /// Compare-and-sets in flight, by expected version, with the callers that asked for the same
     /// version meanwhile (they lose whatever happens: only one write at a version can apply).
     in_flight: HashMap<i32, Vec<SetReply<F>>>,
-    subscribers: Subscribers<F::Event>,
     /// Delay before reading again after a failed read that no session event will follow.
     backoff: Backoff,
-    /// What the health board calls it (`shared-value`, `shared-count`), and its entry there.
+    /// What the health board calls it (`shared-value`, `shared-count`).
     kind: &'static str,
-    health: Option<HealthSlot>,
-    /// Where the handles read `health`.
-    health_tag: crate::session::health::HealthTag,
-    span: tracing::Span,
-    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::stop::Lifeline,
 }
 
 impl<F: SharedFormat> SharedNode<F> {
     /// A shared node; start it with `.start()`.
     pub(crate) fn with_config(session: SessionHandle, config: NodeConfig<F::Value>, kind: &'static str) -> Self {
         let span = tracing::info_span!("zk.shared", kind, path = %config.path);
-        let backoff = session.retry_policy_or(config.retry).backoff();
+        let shell = Shell::new(session, span, config.retry);
+        let backoff = shell.retry().backoff();
         SharedNode {
-            lifeline: Default::default(),
-            session,
+            shell,
             config,
             invalid: None,
             seen: None,
@@ -197,12 +191,8 @@ impl<F: SharedFormat> SharedNode<F> {
             generation: 0,
             reader: Reader::default(),
             in_flight: HashMap::new(),
-            subscribers: Subscribers::new(),
             backoff,
             kind: if kind == "count" { "shared-count" } else { "shared-value" },
-            health: None,
-            health_tag: Default::default(),
-            span,
         }
     }
 
@@ -210,7 +200,7 @@ impl<F: SharedFormat> SharedNode<F> {
     /// says `Watching` or `Idle`.
     fn set_fresh(&mut self, fresh: bool) {
         self.fresh = fresh;
-        if let Some(health) = self.health.as_mut() {
+        if let Some(health) = self.shell.health() {
             health.set(if fresh { RecipeState::Watching } else { RecipeState::Idle });
         }
     }
@@ -231,11 +221,11 @@ impl<F: SharedFormat> SharedNode<F> {
         }
         match &seen.content {
             Ok(value) => {
-                debug!(parent: &self.span, ?value, version = seen.version, "value changed");
-                self.subscribers.tell(F::changed(value.clone(), seen.version, seen.czxid));
+                debug!(parent: self.shell.span(), ?value, version = seen.version, "value changed");
+                self.shell.tell(F::changed(value.clone(), seen.version, seen.czxid));
             }
             Err(len) => {
-                warn!(parent: &self.span, len, version = seen.version, "the node does not hold a value of its format");
+                warn!(parent: self.shell.span(), len, version = seen.version, "the node does not hold a value of its format");
             }
         }
         self.seen = Some(seen);
@@ -278,7 +268,7 @@ impl<F: SharedFormat> SharedNode<F> {
         let waiters = std::mem::take(&mut self.reader.queued);
         self.reader = Reader { busy: true, watched: watch.is_some(), ..Reader::default() };
         let seed = F::encode(&self.config.seed);
-        let read = read_node(self.session.clone(), self.path().to_owned(), seed, watch, create);
+        let read = read_node(self.shell.session().clone(), self.path().to_owned(), seed, watch, create);
         ctx.spawn(read.into_actor(self).map(move |outcome, act, ctx| act.on_read(outcome, waiters, ctx)));
     }
 
@@ -308,7 +298,7 @@ impl<F: SharedFormat> SharedNode<F> {
                 });
                 match again {
                     Ok(()) => {
-                        debug!(parent: &self.span, "the read's session ended; reading on the next one");
+                        debug!(parent: self.shell.span(), "the read's session ended; reading on the next one");
                         self.reader.queued.extend(waiters);
                         return;
                     }
@@ -316,7 +306,7 @@ impl<F: SharedFormat> SharedNode<F> {
                 }
             }
             Err(err) => {
-                debug!(parent: &self.span, error = %err, "cannot read the value");
+                debug!(parent: self.shell.span(), error = %err, "cannot read the value");
                 self.set_fresh(false);
                 // A reconnect or a new session reads again too; this covers a failure that no
                 // session event follows. The waiters hear the error either way.
@@ -355,7 +345,7 @@ impl<F: SharedFormat> SharedNode<F> {
             Ok(stat) => {
                 self.accept(Seen::new(&stat, Ok(value)));
                 if expected_czxid != 0 && stat.czxid != expected_czxid {
-                    warn!(parent: &self.span, "a compare-and-set reached a node created after its value was read");
+                    warn!(parent: self.shell.span(), "a compare-and-set reached a node created after its value was read");
                     return Err(Failure::Recreated);
                 }
                 Ok(true)
@@ -369,7 +359,7 @@ impl<F: SharedFormat> SharedNode<F> {
             }
             Err(Error::NoNode { .. }) => {
                 // Deleted: the version we expected is gone with it. Re-create it with the seed.
-                info!(parent: &self.span, "the node is gone; creating it again with the seed");
+                info!(parent: self.shell.span(), "the node is gone; creating it again with the seed");
                 self.set_fresh(false);
                 self.refresh(true, ctx);
                 Ok(false)
@@ -426,8 +416,8 @@ impl<F: SharedFormat> SharedNode<F> {
         }
         self.in_flight.insert(expected_version, Vec::new());
         // The read follows the write in the same round trip; it is needed only if we lose.
-        let set = self.session.set_data(self.path(), F::encode(&value), Some(expected_version));
-        let read = self.session.get_data(self.path());
+        let set = self.shell.session().set_data(self.path(), F::encode(&value), Some(expected_version));
+        let read = self.shell.session().get_data(self.path());
         let sent = async move {
             match set.await {
                 Err(err @ Error::BadVersion { .. }) => (Err(err), Some(read.await)),
@@ -436,7 +426,7 @@ impl<F: SharedFormat> SharedNode<F> {
         };
         ctx.spawn(sent.into_actor(self).map(move |(outcome, read), act, ctx| {
             let answer = act.on_try_set(value, expected_czxid, outcome, read, ctx);
-            debug!(parent: &act.span, expected = expected_version, ?answer, "try set");
+            debug!(parent: act.shell.span(), expected = expected_version, ?answer, "try set");
             let others = match &answer {
                 // Only a request error that retrying cannot cure is theirs too.
                 Err(Failure::ZooKeeper(err)) => Err(act.fail(Failure::ZooKeeper(err.clone()))),
@@ -457,7 +447,7 @@ impl<F: SharedFormat> SharedNode<F> {
             return Reply::Now(Err(self.fail(Failure::ZooKeeper(err.clone()))));
         }
         let (tx, reply) = Reply::later(Err(self.fail(Failure::Stopped)));
-        let written = write_node(self.session.clone(), self.path().to_owned(), F::encode(&value));
+        let written = write_node(self.shell.session().clone(), self.path().to_owned(), F::encode(&value));
         ctx.spawn(written.into_actor(self).map(move |outcome, act, _| {
             let answer = match outcome {
                 Ok(stat) => {
@@ -466,7 +456,7 @@ impl<F: SharedFormat> SharedNode<F> {
                 }
                 Err(err) => Err(act.fail(Failure::of_write(err))),
             };
-            debug!(parent: &act.span, ?answer, "set");
+            debug!(parent: act.shell.span(), ?answer, "set");
             let _ = tx.send(answer);
         }));
         reply
@@ -477,7 +467,7 @@ impl<F: SharedFormat> SharedNode<F> {
         if let Some(Seen { content: Ok(value), version, czxid, .. }) = &self.seen {
             recipient.do_send(F::changed(value.clone(), *version, *czxid));
         }
-        self.subscribers.add(recipient);
+        self.shell.subscribers().add(recipient);
     }
 }
 
@@ -564,14 +554,14 @@ impl<F: SharedFormat> Handler<crate::stop::AwaitStopped> for SharedNode<F> {
     type Result = ();
 
     fn handle(&mut self, waiter: crate::stop::AwaitStopped, _: &mut Context<Self>) {
-        self.lifeline.keep(waiter);
+        self.shell.await_stopped(waiter);
     }
 }
 
 impl<F: SharedFormat> SharedNode<F> {
     /// Shows the recipe's health entry to its handles through `tag`.
     pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.health_tag = tag;
+        self.shell.show_health_to(tag);
         self
     }
 }
@@ -580,17 +570,14 @@ impl<F: SharedFormat> Actor for SharedNode<F> {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        let mut health = self.session.health_board().slot(self.kind, &self.config.path);
-        self.health_tag.point_at(&health);
+        let health = self.shell.health_slot(self.kind, &self.config.path);
         if let Err(err) = path::validate(&self.config.path, false) {
-            warn!(parent: &self.span, error = %err, "unusable path; every request will fail");
             health.set(RecipeState::Failed { reason: err.to_string() });
-            self.health = Some(health);
+            warn!(parent: self.shell.span(), error = %err, "unusable path; every request will fail");
             self.invalid = Some(err);
             return;
         }
-        self.health = Some(health);
-        self.session.subscribe(ctx.address().recipient());
+        self.shell.session().subscribe(ctx.address().recipient());
         self.refresh(true, ctx);
     }
 }
@@ -599,7 +586,7 @@ impl<F: SharedFormat> Handler<WatchEvent> for SharedNode<F> {
     type Result = ();
 
     fn handle(&mut self, event: WatchEvent, ctx: &mut Context<Self>) {
-        debug!(parent: &self.span, kind = ?event.kind, generation = event.generation, "watch event");
+        debug!(parent: self.shell.span(), kind = ?event.kind, generation = event.generation, "watch event");
         if event.generation < self.generation {
             return; // a watch of an ended session; the new session's read covers it
         }
@@ -625,7 +612,7 @@ impl<F: SharedFormat> Handler<SessionEvent> for SharedNode<F> {
                 self.generation = self.generation.max(generation);
                 self.connected = true;
                 if new_session {
-                    info!(parent: &self.span, generation, "new session; reading the value again");
+                    info!(parent: self.shell.span(), generation, "new session; reading the value again");
                     self.watches_gone();
                 }
                 if !self.fresh {
@@ -654,6 +641,6 @@ impl<F: SharedFormat> Handler<Listen<F::Event>> for SharedNode<F> {
     type Result = ();
 
     fn handle(&mut self, msg: Listen<F::Event>, _: &mut Context<Self>) {
-        self.subscribers.listen(msg.listener);
+        self.shell.subscribers().listen(msg.listener);
     }
 }

@@ -16,9 +16,9 @@ use super::messages::*;
 use super::strategy::{AssignStrategy, LeastLoaded};
 use super::term::MasterTerm;
 use crate::election::{self, ElectionActor, ElectionConfig, ElectionEvent};
-use crate::events::Subscribers;
 use crate::recipe::ConnectionPolicy;
 use crate::recipe::naming::default_participant_id;
+use crate::recipe::shell::Shell;
 use crate::retry::{Backoff, RetryPolicy, again_later};
 use crate::session::SessionHandle;
 
@@ -101,20 +101,15 @@ impl TaskMasterConfig {
 /// # Ok(()) }
 /// ```
 pub struct TaskMaster {
-    session: SessionHandle,
+    shell: Shell<MasterEvent>,
     layout: Layout,
     config: TaskMasterConfig,
+    /// Its health entry is the master's own.
     election: Option<Addr<ElectionActor>>,
-    /// Where the handles read the election's health entry (the master's own).
-    health_tag: crate::session::health::HealthTag,
     term: Option<MasterFence>,
-    subscribers: Subscribers<MasterEvent>,
     /// Delay before trying to create the directories again.
     backoff: Backoff,
     master_id: Option<String>,
-    span: tracing::Span,
-    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::stop::Lifeline,
 }
 
 impl TaskMaster {
@@ -122,41 +117,30 @@ impl TaskMaster {
     pub fn new(session: SessionHandle, config: TaskMasterConfig) -> Result<TaskMaster, TaskError> {
         let layout = Layout::new(&config.root)?;
         let span = tracing::info_span!("zk.tasks.master", root = %config.root, id = %config.master_id);
-        let backoff = session.retry_policy_or(config.retry).backoff();
-        Ok(TaskMaster {
-            lifeline: Default::default(),
-            session,
-            layout,
-            config,
-            election: None,
-            health_tag: Default::default(),
-            term: None,
-            subscribers: Subscribers::new(),
-            backoff,
-            master_id: None,
-            span,
-        })
+        let shell = Shell::new(session, span, config.retry);
+        let backoff = shell.retry().backoff();
+        Ok(TaskMaster { shell, layout, config, election: None, term: None, backoff, master_id: None })
     }
 
     /// Shows the master's health entry (its election's) to its handles through `tag`.
     pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.health_tag = tag;
+        self.shell.show_health_to(tag);
         self
     }
 
     fn broadcast(&mut self, event: MasterEvent) {
-        self.subscribers.tell(event);
+        self.shell.tell(event);
     }
 
     /// Creates the directories (a term watches them), then joins the election.
     fn prepare(&mut self, ctx: &mut Context<Self>) {
-        let ensured = self.layout.ensure(&self.session);
+        let ensured = self.layout.ensure(self.shell.session());
         ctx.wait(ensured.into_actor(self).map(|ensured, act, ctx| match ensured {
             Ok(()) => act.join_election(ctx),
             Err(error) => {
-                debug!(parent: &act.span, %error, "cannot create the directories yet");
+                debug!(parent: act.shell.span(), %error, "cannot create the directories yet");
                 if let Err(error) = again_later(&mut act.backoff, error, ctx, |act: &mut Self, ctx| act.prepare(ctx)) {
-                    warn!(parent: &act.span, %error, "cannot create the master-worker directories");
+                    warn!(parent: act.shell.span(), %error, "cannot create the master-worker directories");
                     act.broadcast(MasterEvent::MasterFailed { error });
                 }
             }
@@ -164,11 +148,11 @@ impl TaskMaster {
     }
 
     fn join_election(&mut self, ctx: &mut Context<Self>) {
-        let session = self.session.clone();
+        let session = self.shell.session().clone();
         let layout = self.layout.clone();
         let strategy = self.config.strategy.clone();
         let report = ctx.address().downgrade().recipient::<MasterEvent>();
-        let retry = self.session.retry_policy_or(self.config.retry);
+        let retry = self.shell.retry();
         let config = ElectionConfig::new(self.layout.master())
             .with_participant_id(self.config.master_id.clone())
             .with_policy(self.config.policy)
@@ -177,20 +161,21 @@ impl TaskMaster {
                 let fence: MasterFence = term;
                 MasterTerm::new(session.clone(), layout.clone(), fence, strategy(), report.clone(), retry)
             });
-        let election =
-            ElectionActor::new(self.session.clone(), config).with_health_tag(self.health_tag.clone()).start();
+        let mut election = ElectionActor::new(self.shell.session().clone(), config);
+        if let Some(tag) = self.shell.health_tag() {
+            election = election.with_health_tag(tag.clone());
+        }
+        let election = election.start();
         election.do_send(election::Subscribe { recipient: ctx.address().recipient() });
         self.election = Some(election);
     }
 }
 
-crate::stop::keeps_a_lifeline!(TaskMaster);
-
 impl Actor for TaskMaster {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        info!(parent: &self.span, "standing for master");
+        info!(parent: self.shell.span(), "standing for master");
         self.prepare(ctx);
     }
 
@@ -244,7 +229,7 @@ impl Handler<Subscribe<MasterEvent>> for TaskMaster {
         if let Some(fence) = &self.term {
             msg.recipient.do_send(MasterEvent::BecameMaster { fence: fence.clone() });
         }
-        self.subscribers.add(msg.recipient);
+        self.shell.subscribers().add(msg.recipient);
     }
 }
 
@@ -262,7 +247,7 @@ impl Handler<Stop> for TaskMaster {
     type Result = ();
 
     fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
-        info!(parent: &self.span, "leaving the election");
+        info!(parent: self.shell.span(), "leaving the election");
         let Some(election) = self.election.clone() else {
             ctx.stop();
             return;
@@ -274,4 +259,4 @@ impl Handler<Stop> for TaskMaster {
     }
 }
 
-crate::events::hears_through_subscribers!(TaskMaster => MasterEvent);
+crate::recipe::shell::on_the_shell!(TaskMaster => MasterEvent);

@@ -23,9 +23,9 @@ use super::error::TaskError;
 use super::layout::{Layout, TaskId, check_worker_id};
 use super::messages::*;
 use crate::error::Error;
-use crate::events::Subscribers;
 use crate::recipe::guarded::delete_own_ephemeral;
 use crate::recipe::registration::{NextStep, RegisterError, next_step, register_ephemeral};
+use crate::recipe::shell::Shell;
 use crate::retry::{Attempted, Backoff, RetryPolicy, again_later, retried};
 use crate::session::requests::Goodbye;
 use crate::session::requests::Op;
@@ -92,7 +92,7 @@ enum Registration {
 /// # Ok(()) }
 /// ```
 pub struct TaskWorker {
-    session: SessionHandle,
+    shell: Shell<WorkerEvent>,
     layout: Layout,
     config: TaskWorkerConfig,
     runner: Recipient<TaskAssigned>,
@@ -112,20 +112,9 @@ pub struct TaskWorker {
     registered_at: i64,
     listing: bool,
     list_again: bool,
-    subscribers: Subscribers<WorkerEvent>,
-    /// The config's policy, else the session's.
-    retry: RetryPolicy,
     /// Delay before the next retry of a failed registration or read; reset by a success.
     backoff: Backoff,
     stop_waiters: Vec<futures::channel::oneshot::Sender<()>>,
-    /// Its slot on the session's health board: tasks running (`None` once left as failed).
-    health: Option<crate::session::health::HealthSlot>,
-    /// Where the handles read the entry and keep a failed one (see `HealthSlot::keep_failed`);
-    /// `None` for an actor started by hand.
-    health_tag: Option<crate::session::health::HealthTag>,
-    span: tracing::Span,
-    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: crate::stop::Lifeline,
 }
 
 impl TaskWorker {
@@ -138,11 +127,12 @@ impl TaskWorker {
         let layout = Layout::new(&config.root)?;
         check_worker_id(&config.worker_id)?;
         let span = tracing::info_span!("zk.tasks.worker", root = %config.root, id = %config.worker_id);
-        let retry = session.retry_policy_or(config.retry);
-        let session_slot = session.health_board().slot("task-worker", &config.root);
+        // Its health entry says how many tasks are running.
+        let mut shell = Shell::new(session, span, config.retry);
+        shell.health_slot("task-worker", &config.root);
+        let backoff = shell.retry().backoff();
         Ok(TaskWorker {
-            lifeline: Default::default(),
-            session,
+            shell,
             layout,
             config,
             runner,
@@ -155,38 +145,28 @@ impl TaskWorker {
             registered_at: 0,
             listing: false,
             list_again: false,
-            subscribers: Subscribers::new(),
-            retry,
-            backoff: retry.backoff(),
+            backoff,
             stop_waiters: Vec::new(),
-            health: Some(session_slot),
-            health_tag: None,
-            span,
         })
     }
 
     /// Shows the entry to the handle's `tag`, and keeps a failed one there (see
     /// `HealthSlot::keep_failed`).
     pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        if let Some(slot) = &self.health {
-            tag.point_at(slot);
-        }
-        self.health_tag = Some(tag);
+        self.shell.show_health_to(tag);
         self
     }
 
     fn tell(&mut self, event: WorkerEvent) {
-        self.subscribers.tell(event);
+        self.shell.tell(event);
     }
 
     /// A final error (no permission, a bad path): retrying cannot help. Tells subscribers once
     /// and stops (deregistering, like `Stop`).
     fn give_up(&mut self, error: Error, ctx: &mut Context<Self>) {
-        warn!(parent: &self.span, %error, "cannot go on; stopping");
+        warn!(parent: self.shell.span(), %error, "cannot go on; stopping");
         // A worker that vanished from the board would look healthy to a probe.
-        if let Some(health) = self.health.take() {
-            health.keep_failed(error.to_string(), self.health_tag.as_ref());
-        }
+        self.shell.fail_for_good(error.to_string());
         self.tell(WorkerEvent::Failed { error: TaskError::ZooKeeper(error) });
         ctx.stop();
     }
@@ -206,32 +186,32 @@ impl TaskWorker {
         let parents = vec![self.layout.workers(), self.layout.assign_dir(&self.config.worker_id)];
         let node = self.layout.worker(&self.config.worker_id);
         let capacity = self.config.concurrency.to_string().into_bytes();
-        let register = register_ephemeral(&self.session.pinned(generation), parents, node.clone(), capacity);
+        let register = register_ephemeral(&self.shell.session().pinned(generation), parents, node.clone(), capacity);
         ctx.spawn(register.into_actor_free().map(move |registered, act: &mut Self, ctx| {
             if act.registration != (Registration::Registering { generation }) {
                 return; // stopped, or a newer session is registering
             }
             match next_step(registered, &mut act.backoff, &node) {
                 NextStep::Registered(czxid) => {
-                    info!(parent: &act.span, generation, "registered");
+                    info!(parent: act.shell.span(), generation, "registered");
                     act.registration = Registration::Registered { generation };
                     act.registered_at = czxid;
                     act.tell(WorkerEvent::Registered { generation });
                     act.list(ctx);
                 }
                 NextStep::AwaitSession => {
-                    debug!(parent: &act.span, generation, "the session ended before the registration; registering on the next")
+                    debug!(parent: act.shell.span(), generation, "the session ended before the registration; registering on the next")
                 }
                 NextStep::GiveUp(error) => act.give_up(error, ctx),
                 NextStep::RetryAfter { delay, because } => {
                     match because {
                         RegisterError::Taken => {
                             let error = TaskError::WorkerIdTaken { id: act.config.worker_id.clone() };
-                            warn!(parent: &act.span, %error, "cannot register; trying again");
+                            warn!(parent: act.shell.span(), %error, "cannot register; trying again");
                             act.tell(WorkerEvent::RegistrationFailed { error });
                         }
                         RegisterError::ZooKeeper(error) => {
-                            debug!(parent: &act.span, %error, "cannot register yet; trying again")
+                            debug!(parent: act.shell.span(), %error, "cannot register yet; trying again")
                         }
                     }
                     ctx.run_later(delay, move |act, ctx| {
@@ -255,7 +235,7 @@ impl TaskWorker {
         }
         self.listing = true;
         let dir = self.layout.assign_dir(&self.config.worker_id);
-        let listed = self.session.children_watched(&dir, ctx.address().recipient());
+        let listed = self.shell.session().children_watched(&dir, ctx.address().recipient());
         ctx.spawn(listed.into_actor(self).map(move |listed, act, ctx| {
             act.listing = false;
             match listed {
@@ -278,7 +258,7 @@ impl TaskWorker {
                 Err(Error::NoNode { .. }) => {
                     // The master removed our directory while we were not registered: make it
                     // again, then list.
-                    let made = act.session.ensure_path(&dir);
+                    let made = act.shell.session().ensure_path(&dir);
                     act.listing = true;
                     ctx.spawn(made.into_actor(act).map(|_, act, ctx| {
                         act.listing = false;
@@ -287,7 +267,7 @@ impl TaskWorker {
                     return;
                 }
                 Err(error) => {
-                    debug!(parent: &act.span, %error, "cannot list assignments");
+                    debug!(parent: act.shell.span(), %error, "cannot list assignments");
                     if let Err(error) = again_later(&mut act.backoff, error, ctx, |act: &mut Self, ctx| act.list(ctx)) {
                         act.give_up(error, ctx);
                         return;
@@ -310,23 +290,23 @@ impl TaskWorker {
     /// Reads the task's payload and hands it to the runner; its reply is the result.
     fn start(&mut self, task: String, ctx: &mut Context<Self>) {
         let Ok(task_id) = TaskId::parse(task.clone()) else {
-            warn!(parent: &self.span, %task, "not a task id; ignored");
+            warn!(parent: self.shell.span(), %task, "not a task id; ignored");
             self.failed.insert(task);
             return;
         };
         let Registration::Registered { generation } = self.registration else { return };
         self.running.insert(task.clone(), generation);
         self.count_running();
-        let read = self.session.get_data(&self.layout.assignment(&self.config.worker_id, &task));
+        let read = self.shell.session().get_data(&self.layout.assignment(&self.config.worker_id, &task));
         let registered_at = self.registered_at;
         ctx.spawn(read.into_actor(self).then(move |read, act, ctx| {
             let handed = match read {
                 Ok(node) if node.stat.czxid < registered_at => {
-                    debug!(parent: &act.span, %task, "assigned to our previous registration; the master takes it back");
+                    debug!(parent: act.shell.span(), %task, "assigned to our previous registration; the master takes it back");
                     None
                 }
                 Ok(node) => {
-                    debug!(parent: &act.span, %task, "task started");
+                    debug!(parent: act.shell.span(), %task, "task started");
                     act.tell(WorkerEvent::TaskStarted { task_id: task_id.clone() });
                     let assignment = Assignment { data: node.data.clone(), version: node.stat.version };
                     Some((act.runner.send(TaskAssigned { task_id, data: node.data }), assignment))
@@ -334,7 +314,7 @@ impl TaskWorker {
                 Err(error) => {
                     // Moved away (NoNode), or the connection dropped: the next listing
                     // decides.
-                    debug!(parent: &act.span, %task, %error, "cannot read the task");
+                    debug!(parent: act.shell.span(), %task, %error, "cannot read the task");
                     if !matches!(error, Error::NoNode { .. })
                         && let Err(error) =
                             again_later(&mut act.backoff, error, ctx, |act: &mut Self, ctx| act.list(ctx))
@@ -362,7 +342,7 @@ impl TaskWorker {
                     ctx.run_later(after, move |act, ctx| act.give_back(task, assignment, generation, ctx));
                 }
                 Run::Done(Err(_), _) => {
-                    warn!(parent: &act.span, "the task runner has stopped; the worker stops");
+                    warn!(parent: act.shell.span(), "the task runner has stopped; the worker stops");
                     act.running.remove(&task);
                     act.count_running();
                     act.registration = Registration::Draining;
@@ -387,7 +367,7 @@ impl TaskWorker {
     /// its status. That is what makes a `BadVersion` after a lost reply our own earlier write:
     /// checked on any later session it could be another worker's.
     fn finish(&mut self, task: String, record: Record, generation: u64, ctx: &mut Context<Self>) {
-        let session = self.session.pinned(generation);
+        let session = self.shell.session().pinned(generation);
         let status = self.layout.status_of(&task);
         let assignment = self.layout.assignment(&self.config.worker_id, &task);
         let ended = generation <= self.ended;
@@ -397,7 +377,7 @@ impl TaskWorker {
         };
         // Not limited: a result given up on while our session lives would leave the task assigned
         // to us, and nobody would ever finish it.
-        let backoff = self.retry.without_attempt_limit().backoff();
+        let backoff = self.shell.retry().without_attempt_limit().backoff();
         let write = async move {
             if ended {
                 // Known before anything is sent: the registration is gone, the master has the
@@ -460,24 +440,24 @@ impl TaskWorker {
                 match finish {
                     Finish::Recorded => match gave_up {
                         Some(reason) => {
-                            info!(parent: &act.span, task = %task_id, %reason, "task given up; recorded");
+                            info!(parent: act.shell.span(), task = %task_id, %reason, "task given up; recorded");
                             act.tell(WorkerEvent::TaskAbandoned { task_id, reason });
                         }
                         None => {
-                            debug!(parent: &act.span, task = %task_id, "task finished");
+                            debug!(parent: act.shell.span(), task = %task_id, "task finished");
                             act.tell(WorkerEvent::TaskFinished { task_id });
                         }
                     },
                     Finish::Discarded(reason) => {
-                        info!(parent: &act.span, task = %task_id, ?reason, "result discarded");
+                        info!(parent: act.shell.span(), task = %task_id, ?reason, "result discarded");
                         act.tell(WorkerEvent::TaskDiscarded { task_id, reason });
                     }
                     Finish::Unknown => {
-                        warn!(parent: &act.span, task = %task_id, "the session ended before the result was confirmed");
+                        warn!(parent: act.shell.span(), task = %task_id, "the session ended before the result was confirmed");
                         act.tell(WorkerEvent::TaskOutcomeUnknown { task_id });
                     }
                     Finish::Failed(error) => {
-                        warn!(parent: &act.span, task = %task_id, %error, "cannot record the result");
+                        warn!(parent: act.shell.span(), task = %task_id, %error, "cannot record the result");
                         act.failed.insert(task);
                         act.tell(WorkerEvent::TaskFailed { task_id, error });
                     }
@@ -491,7 +471,7 @@ impl TaskWorker {
     /// transaction with the removal of our assignment at the version read, on our
     /// registration's session: if that has ended, the master has put the task back already.
     fn give_back(&mut self, task: String, assignment: Assignment, generation: u64, ctx: &mut Context<Self>) {
-        let session = self.session.pinned(generation);
+        let session = self.shell.session().pinned(generation);
         let ops = vec![
             Op::Delete {
                 path: self.layout.assignment(&self.config.worker_id, &task),
@@ -503,7 +483,7 @@ impl TaskWorker {
                 mode: crate::session::requests::CreateMode::Persistent,
             },
         ];
-        let returned = retried(self.retry.backoff(), move || {
+        let returned = retried(self.shell.retry().backoff(), move || {
             let sent = session.multi(ops.clone());
             async move {
                 match sent.await {
@@ -525,7 +505,7 @@ impl TaskWorker {
             act.count_running();
             if returned {
                 if let Ok(task_id) = TaskId::parse(task.clone()) {
-                    debug!(parent: &act.span, task = %task_id, "task put back to run later");
+                    debug!(parent: act.shell.span(), task = %task_id, "task put back to run later");
                     act.tell(WorkerEvent::TaskReturned { task_id });
                 }
             }
@@ -549,7 +529,7 @@ impl TaskWorker {
         if self.running.is_empty() {
             self.register(ctx);
         } else {
-            info!(parent: &self.span, running = self.running.len(), "registering again once the running tasks end");
+            info!(parent: self.shell.span(), running = self.running.len(), "registering again once the running tasks end");
             self.registration = Registration::WaitingForRuns;
         }
     }
@@ -558,7 +538,7 @@ impl TaskWorker {
     /// directory if it is empty, then stops.
     fn deregister(&mut self, ctx: &mut Context<Self>) {
         self.registration = Registration::Stopped;
-        let session = self.session.pinned(self.generation);
+        let session = self.shell.session().pinned(self.generation);
         let registration = delete_own_ephemeral(session.clone(), self.layout.worker(&self.config.worker_id));
         let dir = self.layout.assign_dir(&self.config.worker_id);
         let gone = async move {
@@ -570,7 +550,7 @@ impl TaskWorker {
             let _ = session.delete(&dir, None).await;
         };
         ctx.wait(gone.into_actor_free().map(|(), act: &mut Self, ctx| {
-            info!(parent: &act.span, "deregistered and stopped");
+            info!(parent: act.shell.span(), "deregistered and stopped");
             act.tell(WorkerEvent::Stopped);
             for waiter in act.stop_waiters.drain(..) {
                 let _ = waiter.send(());
@@ -612,20 +592,17 @@ enum Finish {
 impl TaskWorker {
     /// Tells the session's health board how many tasks are running.
     fn count_running(&mut self) {
-        if let Some(health) = self.health.as_mut() {
+        if let Some(health) = self.shell.health() {
             health.set(crate::session::health::RecipeState::Consuming { in_flight: self.running.len() });
         }
     }
 }
 
-crate::stop::keeps_a_lifeline!(TaskWorker);
-
 impl Actor for TaskWorker {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        self.session.subscribe(ctx.address().recipient());
-        self.session.on_close(ctx.address().recipient());
+        self.shell.hear_session(ctx);
     }
 
     fn stopped(&mut self, _: &mut Context<Self>) {
@@ -633,8 +610,10 @@ impl Actor for TaskWorker {
             // Stopped without Stop: deregister anyway, so the master re-assigns our tasks
             // now rather than after the session ends. Detached: a request dropped by a stopping
             // actor would never be sent.
-            let deleted =
-                delete_own_ephemeral(self.session.pinned(self.generation), self.layout.worker(&self.config.worker_id));
+            let deleted = delete_own_ephemeral(
+                self.shell.session().pinned(self.generation),
+                self.layout.worker(&self.config.worker_id),
+            );
             actix::spawn(async move {
                 let _ = deleted.await;
             });
@@ -655,14 +634,14 @@ impl Handler<SessionEvent> for TaskWorker {
                 let was_registered = matches!(self.registration, Registration::Registered { .. });
                 self.generation = generation;
                 if was_registered {
-                    warn!(parent: &self.span, generation, "registration lost with the session");
+                    warn!(parent: self.shell.span(), generation, "registration lost with the session");
                     self.tell(WorkerEvent::RegistrationLost);
                 }
                 self.register_when_idle(ctx);
             }
             SessionEvent::Expired { .. } => {
                 if matches!(self.registration, Registration::Registered { .. }) {
-                    warn!(parent: &self.span, "session expired: registration lost");
+                    warn!(parent: self.shell.span(), "session expired: registration lost");
                     self.registration = Registration::Unregistered;
                     self.tell(WorkerEvent::RegistrationLost);
                 }
@@ -693,7 +672,7 @@ impl Handler<Subscribe<WorkerEvent>> for TaskWorker {
         if let Registration::Registered { generation } = self.registration {
             msg.recipient.do_send(WorkerEvent::Registered { generation });
         }
-        self.subscribers.add(msg.recipient);
+        self.shell.subscribers().add(msg.recipient);
     }
 }
 
@@ -706,7 +685,7 @@ impl Handler<Stop> for TaskWorker {
         let (tx, rx) = futures::channel::oneshot::channel();
         self.stop_waiters.push(tx);
         if !matches!(self.registration, Registration::Draining | Registration::Stopped) {
-            info!(parent: &self.span, running = self.running.len(), "stopping: finishing running tasks first");
+            info!(parent: self.shell.span(), running = self.running.len(), "stopping: finishing running tasks first");
             self.registration = Registration::Draining;
             self.backlog.clear();
             if self.running.is_empty() {
@@ -719,7 +698,7 @@ impl Handler<Stop> for TaskWorker {
     }
 }
 
-crate::events::hears_through_subscribers!(TaskWorker => WorkerEvent);
+crate::recipe::shell::on_the_shell!(TaskWorker => WorkerEvent);
 
 impl Handler<Goodbye> for TaskWorker {
     type Result = ResponseFuture<()>;

@@ -99,7 +99,7 @@ impl QueueConsumerActor {
         if flight.token != token {
             // An earlier delivery of an item delivered again since (after a session's end, or a
             // nack): settling it would settle the later delivery's claim under its worker.
-            debug!(parent: &self.span, %id, %token, current = %flight.token, "settlement of an earlier delivery");
+            debug!(parent: self.shell.span(), %id, %token, current = %flight.token, "settlement of an earlier delivery");
             let _ = answer.send(Err(QueueError::Revoked { id }));
             return;
         }
@@ -125,7 +125,7 @@ impl QueueConsumerActor {
                 let _ = answer.send(Err(QueueError::DeadLetterUnavailable { id, why }));
                 return;
             }
-            warn!(parent: &self.span, %id, %reason, "dead-lettered by its worker");
+            warn!(parent: self.shell.span(), %id, %reason, "dead-lettered by its worker");
         }
         let (ops, event) = self.settle_ops(&id, flight, &outcome);
         let (generation, token) = (flight.generation, flight.token);
@@ -213,13 +213,13 @@ impl QueueConsumerActor {
         // two mailbox turns, and a flight of an older session is answered `Revoked` up front).
         let first = &batch[0];
         let settled = settle_on_session(
-            self.session.pinned(first.generation),
+            self.shell.session().pinned(first.generation),
             ops,
             first.claim.clone(),
             first.token,
             // Without the attempt limit: a settlement given up on with its outcome unknown
             // could not be answered truthfully ("nothing of the batch applied").
-            self.retry.without_attempt_limit().backoff(),
+            self.shell.retry().without_attempt_limit().backoff(),
         );
         // Detached: a consumer that stops while the batch is out must not leave its workers with
         // a wrong answer (a dropped reply reads as `Revoked`, "nothing removed", though the
@@ -270,7 +270,7 @@ impl QueueConsumerActor {
                         // The dead-letter path is gone (deleted since we made it): make it
                         // again and move the item once more.
                         let dead = act.config.dead_letter.clone().unwrap_or_default();
-                        let made = act.session.ensure_path(&dead);
+                        let made = act.shell.session().ensure_path(&dead);
                         ctx.spawn(made.into_actor(act).map(move |_, act, ctx| {
                             act.settling.push(failed);
                             if !std::mem::replace(&mut act.flush_scheduled, true) {
@@ -281,12 +281,12 @@ impl QueueConsumerActor {
                         // The item used up its attempts but cannot be moved: keep our claim, so
                         // that nobody is handed it again only to fail the same way. It is set
                         // aside until our session ends.
-                        tracing::error!(parent: &act.span, id = %failed.id, error = %source, "cannot move the item to the dead-letter path; keeping it claimed");
+                        tracing::error!(parent: act.shell.span(), id = %failed.id, error = %source, "cannot move the item to the dead-letter path; keeping it claimed");
                         act.finish(failed, Err(QueueError::ZooKeeper(*source)));
                     } else {
                         // Give the item back rather than keep it claimed.
                         drop(act.detached(delete_fenced(
-                            act.session.pinned(failed.generation),
+                            act.shell.session().pinned(failed.generation),
                             failed.claim.clone(),
                             failed.token.0,
                         )));
@@ -331,13 +331,13 @@ impl QueueConsumerActor {
     /// version we read), then the claim is given back. A dead-letter move that cannot fit keeps
     /// the item claimed, like any move that fails for good.
     fn settle_too_large(&mut self, pending: PendingSettle, error: Error, ctx: &mut Context<Self>) {
-        let session = self.session.pinned(pending.generation);
+        let session = self.shell.session().pinned(pending.generation);
         let rewrite = pending.ops.iter().find_map(|op| match op {
             Op::SetData { path, data, version: Some(version) } => Some((path.clone(), data.clone(), *version)),
             _ => None,
         });
         let Some((item, data, version)) = rewrite else {
-            tracing::error!(parent: &self.span, id = %pending.id, %error, "the settlement cannot fit in a request; keeping the item claimed");
+            tracing::error!(parent: self.shell.span(), id = %pending.id, %error, "the settlement cannot fit in a request; keeping the item claimed");
             self.finish(pending, Err(QueueError::ZooKeeper(error)));
             return;
         };
@@ -345,7 +345,7 @@ impl QueueConsumerActor {
         // Whether an earlier attempt may have written it (its reply lost).
         let unsure = std::rc::Rc::new(std::cell::Cell::new(false));
         let (writer, written_item) = (session.clone(), item.clone());
-        let written = retried(self.retry.backoff(), move || {
+        let written = retried(self.shell.retry().backoff(), move || {
             let sent = writer.set_data(&written_item, data.clone(), Some(version));
             let unsure = unsure.clone();
             async move {
