@@ -13,8 +13,7 @@ use actix::prelude::*;
 use super::actor::CacheActor;
 use super::config::CacheConfig;
 use super::error::CacheError;
-use super::messages::{CacheEvent, CachedNode, Get, Snapshot, Stop, Subscribe};
-use crate::events::EventStream;
+use super::messages::{CacheEvent, CachedNode, Get, Snapshot, Stop};
 use crate::reply::ask;
 use crate::session::SessionHandle;
 
@@ -38,7 +37,7 @@ pub struct CacheHandle {
     path: String,
     /// Keeps the cache's entry on the health board if it fails for good, until the last
     /// handle is dropped or one stops it.
-    tag: crate::session::health::HealthTag,
+    health: crate::session::health::HealthTag,
 }
 
 impl CacheHandle {
@@ -46,19 +45,14 @@ impl CacheHandle {
     /// loads. [`CacheError::ZooKeeper`] for an invalid path.
     pub fn start(session: SessionHandle, config: CacheConfig) -> Result<CacheHandle, CacheError> {
         let path = config.path().to_owned();
-        let tag = crate::session::health::HealthTag::default();
-        let addr = CacheActor::new(session, config)?.with_health_tag(tag.clone()).start();
-        Ok(CacheHandle { addr, path, tag })
+        let health = crate::session::health::HealthTag::default();
+        let addr = CacheActor::new(session, config)?.with_health_tag(health.clone()).start();
+        Ok(CacheHandle { addr, path, health })
     }
 
     /// A handle to a running cache of `path`.
     pub fn new(addr: Addr<CacheActor>, path: impl Into<String>) -> CacheHandle {
-        CacheHandle { addr, path: path.into(), tag: Default::default() }
-    }
-
-    /// The actor, for sending messages.
-    pub fn addr(&self) -> &Addr<CacheActor> {
-        &self.addr
+        CacheHandle { addr, path: path.into(), health: Default::default() }
     }
 
     fn stopped(&self) -> CacheError {
@@ -84,26 +78,7 @@ impl CacheHandle {
         ask(&self.addr, Snapshot, self.stopped())
     }
 
-    /// Every [`CacheEvent`] from now on, as a stream this caller owns; dropping it
-    /// unsubscribes ([`crate::events`]).
-    pub fn events(&self) -> EventStream<CacheEvent> {
-        crate::events::events(&self.addr)
-    }
-
-    /// Sends every [`CacheEvent`] to `recipient`, what is held already first (held weakly: keep
-    /// your subscriber's address, or use [`events`](Self::events)).
-    pub fn subscribe(&self, recipient: Recipient<CacheEvent>) {
-        self.addr.do_send(Subscribe { recipient });
-    }
-
-    /// This recipe's entry on its session's health board (as in
-    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
-    /// state; `None` while it has none (before its actor first reports, and once it has
-    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
-    /// its last handle is dropped.
-    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
-        self.tag.current()
-    }
+    crate::recipe::handle::handle_basics!(CacheActor => CacheEvent, subscribed: ", what is held already first");
 
     /// Stops the cache. Sent when called; the future resolves once the actor has stopped, with
     /// the removal of its watch sent to the session.
@@ -112,7 +87,7 @@ impl CacheHandle {
     /// The stop is sent when this is called: dropping the future loses only the wait.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
         self.addr.do_send(Stop);
-        self.tag.release();
+        self.health.release();
         crate::stop::stopped(&self.addr)
     }
 }

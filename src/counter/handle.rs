@@ -13,8 +13,7 @@ use actix::prelude::*;
 use super::actor::SharedCount;
 use super::config::SharedCountConfig;
 use super::error::CounterError;
-use super::messages::{CountChanged, GetCount, SetCount, Stop, Subscribe, TrySetCount, VersionedCount};
-use crate::events::EventStream;
+use super::messages::{CountChanged, GetCount, SetCount, Stop, TrySetCount, VersionedCount};
 use crate::reply::{ask, tell};
 use crate::session::SessionHandle;
 use crate::session::health::HealthTag;
@@ -60,11 +59,6 @@ impl SharedCountHandle {
         SharedCountHandle { addr, health: HealthTag::default() }
     }
 
-    /// The actor, for sending messages.
-    pub fn addr(&self) -> &Addr<SharedCount> {
-        &self.addr
-    }
-
     /// The current count and its version ([`GetCount`]).
     ///
     /// # Cancel safety
@@ -107,27 +101,7 @@ impl SharedCountHandle {
         super::actor::add(&self.addr, by)
     }
 
-    /// Every [`CountChanged`] from now on, as a stream this caller owns; dropping it
-    /// unsubscribes ([`crate::events`]).
-    pub fn events(&self) -> EventStream<CountChanged> {
-        crate::events::events(&self.addr)
-    }
-
-    /// Sends every [`CountChanged`] to `recipient`, the current count first if it is known
-    /// (held weakly: keep your subscriber's address, or use [`events`](Self::events)).
-    pub fn subscribe(&self, recipient: Recipient<CountChanged>) {
-        self.addr.do_send(Subscribe { recipient });
-    }
-
-    /// This recipe's entry on its session's health board (as in
-    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
-    /// state; `None` while it has none (before its actor first reports, and once it has
-    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
-    /// its last handle is dropped. A handle made from an address (`new`) does not see it: ask
-    /// the session's `health()`.
-    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
-        self.health.current()
-    }
+    crate::recipe::handle::handle_basics!(SharedCount => CountChanged, subscribed: ", the current count first if it is known");
 
     /// Stops the counter (its node stays: a count outlives its users). Sent when called; the
     /// future resolves once the actor has stopped, and every request it had not answered has

@@ -13,9 +13,8 @@ use actix::prelude::*;
 use super::cache::ServiceCache;
 use super::error::DiscoveryError;
 use super::instance::ServiceInstance;
-use super::messages::{Instances, ServiceCacheEvent, Stop, Subscribe, WaitInitialized};
+use super::messages::{Instances, ServiceCacheEvent, Stop, WaitInitialized};
 use crate::cache::CacheError;
-use crate::events::EventStream;
 use crate::reply::ask;
 
 /// A cloneable handle to the cache of one service (a [`ServiceCache`]); made by
@@ -34,11 +33,6 @@ impl ServiceCacheHandle {
         health: crate::session::health::HealthTag,
     ) -> ServiceCacheHandle {
         ServiceCacheHandle { addr, dir, health }
-    }
-
-    /// The actor, for sending messages.
-    pub fn addr(&self) -> &Addr<ServiceCache> {
-        &self.addr
     }
 
     fn stopped(&self) -> DiscoveryError {
@@ -66,26 +60,7 @@ impl ServiceCacheHandle {
         async move { waited.await? }
     }
 
-    /// Every [`ServiceCacheEvent`] from now on, as a stream this caller owns.
-    pub fn events(&self) -> EventStream<ServiceCacheEvent> {
-        crate::events::events(&self.addr)
-    }
-
-    /// Sends every [`ServiceCacheEvent`] to `recipient`, what is held already first (held
-    /// weakly).
-    pub fn subscribe(&self, recipient: Recipient<ServiceCacheEvent>) {
-        self.addr.do_send(Subscribe { recipient });
-    }
-
-    /// This recipe's entry on its session's health board (as in
-    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
-    /// state; `None` while it has none (before its actor first reports, and once it has
-    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
-    /// its last handle is dropped. A service cache's entry is its view's (kind `cache`, at the
-    /// service's path).
-    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
-        self.health.current()
-    }
+    crate::recipe::handle::handle_basics!(ServiceCache => ServiceCacheEvent, subscribed: ", what is held already first", health: "A service cache's entry is its view's (kind `cache`, at the service's path).");
 
     /// Stops the cache; resolves once it has stopped.
     ///

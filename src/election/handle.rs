@@ -15,9 +15,7 @@ use super::config::ElectionConfig;
 use super::error::ElectionError;
 use super::messages::{
     CurrentLeader, ElectionEvent, Join, LeaderTerm, Leadership, Participants, Proclaim, Resign, ResignAndStop,
-    Subscribe,
 };
-use crate::events::EventStream;
 use crate::reply::Told;
 use crate::session::SessionHandle;
 use crate::session::health::HealthTag;
@@ -59,11 +57,6 @@ impl ElectionHandle {
     /// A handle to a running participant of the election at `path`.
     pub fn new(addr: Addr<ElectionActor>, path: impl Into<String>) -> ElectionHandle {
         ElectionHandle { addr, path: path.into(), health: HealthTag::default() }
-    }
-
-    /// The actor, for sending messages.
-    pub fn addr(&self) -> &Addr<ElectionActor> {
-        &self.addr
     }
 
     fn ask<M>(&self, msg: M) -> impl Future<Output = Result<M::Result, ElectionError>> + 'static + use<M>
@@ -153,27 +146,7 @@ impl ElectionHandle {
         async move { asked.await? }
     }
 
-    /// Every [`ElectionEvent`] from now on, as a stream this caller owns (`ctx.add_stream` in an
-    /// actor, or `.next().await`); dropping it unsubscribes ([`crate::events`]).
-    pub fn events(&self) -> EventStream<ElectionEvent> {
-        crate::events::events(&self.addr)
-    }
-
-    /// Sends every [`ElectionEvent`] to `recipient` (held weakly: keep your subscriber's
-    /// address, or use [`events`](Self::events), which cannot go silent).
-    pub fn subscribe(&self, recipient: Recipient<ElectionEvent>) {
-        self.addr.do_send(Subscribe { recipient });
-    }
-
-    /// This recipe's entry on its session's health board (as in
-    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
-    /// state; `None` while it has none (before its actor first reports, and once it has
-    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
-    /// its last handle is dropped. A handle made from an address (`new`) does not see it: ask
-    /// the session's `health()`.
-    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
-        self.health.current()
-    }
+    crate::recipe::handle::handle_basics!(ElectionActor => ElectionEvent, subscribed: ", who leads first if that is known");
 
     /// Leaves the election and stops the participant. Sent when called; the future resolves
     /// once our node is deleted (after the leader actor has stopped, at most the config's

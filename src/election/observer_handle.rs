@@ -10,9 +10,8 @@ use std::future::Future;
 use actix::prelude::*;
 
 use super::error::ElectionError;
-use super::messages::{CurrentProclamation, Proclamation, ProclamationChanged, Stop, Subscribe};
+use super::messages::{CurrentProclamation, Proclamation, ProclamationChanged, Stop};
 use super::observer::ElectionObserver;
-use crate::events::EventStream;
 use crate::session::SessionHandle;
 use crate::session::health::HealthTag;
 
@@ -58,11 +57,6 @@ impl ElectionObserverHandle {
         ElectionObserverHandle { addr, path: path.into(), health: HealthTag::default() }
     }
 
-    /// The actor, for sending messages.
-    pub fn addr(&self) -> &Addr<ElectionObserver> {
-        &self.addr
-    }
-
     /// Who leads now, in which term, with which value (`None` when nobody leads), as last read;
     /// waits for the first reading.
     ///
@@ -74,26 +68,7 @@ impl ElectionObserverHandle {
         async move { asked.await? }
     }
 
-    /// Every [`ProclamationChanged`], starting with the current reading, as a stream this caller
-    /// owns; dropping it unsubscribes ([`crate::events`]).
-    pub fn events(&self) -> EventStream<ProclamationChanged> {
-        crate::events::events(&self.addr)
-    }
-
-    /// Sends every [`ProclamationChanged`] to `recipient` (held weakly), starting with the
-    /// current reading.
-    pub fn subscribe(&self, recipient: Recipient<ProclamationChanged>) {
-        self.addr.do_send(Subscribe { recipient });
-    }
-
-    /// This recipe's entry on its session's health board (as in
-    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
-    /// state; `None` while it has none (before its actor first reports, and once it has
-    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
-    /// its last handle is dropped.
-    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
-        self.health.current()
-    }
+    crate::recipe::handle::handle_basics!(ElectionObserver => ProclamationChanged, subscribed: ", the current reading first", streamed: ", the current reading first");
 
     /// Stops the observer (an observer holds no node: there is nothing to delete). Sent when
     /// called; the future resolves once the actor has stopped.

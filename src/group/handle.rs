@@ -14,8 +14,7 @@ use actix::prelude::*;
 use super::config::GroupConfig;
 use super::error::GroupError;
 use super::member::GroupMember;
-use super::messages::{GroupEvent, Leave, Members, Subscribe};
-use crate::events::EventStream;
+use super::messages::{GroupEvent, Leave, Members};
 use crate::reply::{ask, tell};
 use crate::session::SessionHandle;
 use crate::session::health::HealthTag;
@@ -59,11 +58,6 @@ impl GroupMemberHandle {
         GroupMemberHandle { addr, group: group.into(), health: HealthTag::default() }
     }
 
-    /// The actor, for sending messages.
-    pub fn addr(&self) -> &Addr<GroupMember> {
-        &self.addr
-    }
-
     fn stopped(&self) -> GroupError {
         GroupError::Stopped { group: self.group.clone() }
     }
@@ -86,28 +80,7 @@ impl GroupMemberHandle {
         async move { told.await? }
     }
 
-    /// Every [`GroupEvent`] from now on, as a stream this caller owns; dropping it
-    /// unsubscribes ([`crate::events`]).
-    pub fn events(&self) -> EventStream<GroupEvent> {
-        crate::events::events(&self.addr)
-    }
-
-    /// Sends every [`GroupEvent`] to `recipient`, the view as it is first (held weakly: keep
-    /// your subscriber's address, or use [`events`](Self::events)).
-    pub fn subscribe(&self, recipient: Recipient<GroupEvent>) {
-        self.addr.do_send(Subscribe { recipient });
-    }
-
-    /// This recipe's entry on its session's health board (as in
-    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
-    /// state; `None` while it has none (before its actor first reports, and once it has
-    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
-    /// its last handle is dropped. A member's entry is its view's (kind `cache`, at the group's
-    /// path): whether it follows the group; whether it has joined, its events say. A handle made
-    /// from an address (`new`) does not see it.
-    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
-        self.health.current()
-    }
+    crate::recipe::handle::handle_basics!(GroupMember => GroupEvent, subscribed: ", the view as it is first", health: "A member's entry is its view's (kind `cache`, at the group's path): whether it follows the group; whether it has joined, its events say.");
 
     /// Leaves the group and stops the member, as [`leave`](Self::leave) does, without an answer
     /// to read: resolves once the actor has stopped, which is after its node was deleted (or

@@ -25,10 +25,9 @@ use super::actor::LockActor;
 use super::config::{LockConfig, SemaphoreConfig};
 use super::error::LockError;
 use super::grant::LockGrant;
-use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, ReleaseAndStop, Subscribe, TryAcquire};
+use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, ReleaseAndStop, TryAcquire};
 use super::semaphore::SemaphoreActor;
 use super::turn::Turn;
-use crate::events::EventStream;
 use crate::recipe::FencingToken;
 use crate::recipe::holder::CallerGone;
 use crate::reply::{Asked, Told};
@@ -80,11 +79,6 @@ impl LockHandle {
     /// its clones', not those of another handle made from the same address.
     pub fn new(addr: Addr<LockActor>, dir: impl Into<String>) -> LockHandle {
         LockHandle { addr, dir: dir.into(), turn: Turn::new(), health: HealthTag::default() }
-    }
-
-    /// The actor, for sending messages.
-    pub fn addr(&self) -> &Addr<LockActor> {
-        &self.addr
     }
 
     /// The lock directory.
@@ -183,27 +177,7 @@ impl LockHandle {
         participants(&self.addr, &self.dir)
     }
 
-    /// Every [`LockEvent`] from now on, as a stream this caller owns (`ctx.add_stream` in an
-    /// actor, or `.next().await`); dropping it unsubscribes ([`crate::events`]).
-    pub fn events(&self) -> EventStream<LockEvent> {
-        crate::events::events(&self.addr)
-    }
-
-    /// Sends every [`LockEvent`] to `recipient` (held weakly: keep your subscriber's address, or
-    /// use [`events`](Self::events), which cannot go silent).
-    pub fn subscribe(&self, recipient: Recipient<LockEvent>) {
-        self.addr.do_send(Subscribe { recipient });
-    }
-
-    /// This recipe's entry on its session's health board (as in
-    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
-    /// state; `None` while it has none (before its actor first reports, and once it has
-    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
-    /// its last handle is dropped. A handle made from an address (`new`) does not see it: ask
-    /// the session's `health()`.
-    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
-        self.health.current()
-    }
+    crate::recipe::handle::handle_basics!(LockActor => LockEvent);
 
     /// Gives back what it holds (or leaves the line) and stops the actor. Sent when called; the
     /// future resolves once our node is deleted and the actor has stopped. While ZooKeeper
@@ -308,11 +282,6 @@ impl SemaphoreHandle {
         SemaphoreHandle { addr, dir: dir.into(), turn: Turn::new(), health: HealthTag::default() }
     }
 
-    /// The actor, for sending messages.
-    pub fn addr(&self) -> &Addr<SemaphoreActor> {
-        &self.addr
-    }
-
     /// Waits for a lease, at most `timeout` if given; another task holding this participant's
     /// lease: waits for its release first. Dropping the future gives back a lease it received
     /// but did not return.
@@ -355,27 +324,7 @@ impl SemaphoreHandle {
         participants(&self.addr, &self.dir)
     }
 
-    /// Every [`LockEvent`] from now on, as a stream this caller owns (`ctx.add_stream` in an
-    /// actor, or `.next().await`); dropping it unsubscribes ([`crate::events`]).
-    pub fn events(&self) -> EventStream<LockEvent> {
-        crate::events::events(&self.addr)
-    }
-
-    /// Sends every [`LockEvent`] to `recipient` (held weakly: keep your subscriber's address, or
-    /// use [`events`](Self::events), which cannot go silent).
-    pub fn subscribe(&self, recipient: Recipient<LockEvent>) {
-        self.addr.do_send(Subscribe { recipient });
-    }
-
-    /// This recipe's entry on its session's health board (as in
-    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
-    /// state; `None` while it has none (before its actor first reports, and once it has
-    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
-    /// its last handle is dropped. A handle made from an address (`new`) does not see it: ask
-    /// the session's `health()`.
-    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
-        self.health.current()
-    }
+    crate::recipe::handle::handle_basics!(SemaphoreActor => LockEvent);
 
     /// Gives back what it holds (or leaves the line) and stops the actor. Sent when called; the
     /// future resolves once our node is deleted and the actor has stopped. While ZooKeeper

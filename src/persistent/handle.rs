@@ -14,8 +14,7 @@ use actix::prelude::*;
 use super::actor::{DeleteAndStop, Left, PersistentNode};
 use super::config::PersistentNodeConfig;
 use super::error::PersistentNodeError;
-use super::messages::{ActualPath, PersistentNodeEvent, SetData, Subscribe, WaitForInitialCreate};
-use crate::events::EventStream;
+use super::messages::{ActualPath, PersistentNodeEvent, SetData, WaitForInitialCreate};
 use crate::reply::ask;
 use crate::session::SessionHandle;
 use crate::session::health::HealthTag;
@@ -57,11 +56,6 @@ impl PersistentNodeHandle {
         Ok(PersistentNodeHandle { addr: node.with_health_tag(health.clone()).start(), path, left, health })
     }
 
-    /// The actor, for sending messages.
-    pub fn addr(&self) -> &Addr<PersistentNode> {
-        &self.addr
-    }
-
     fn stopped(&self) -> PersistentNodeError {
         PersistentNodeError::Stopped { path: self.path.clone() }
     }
@@ -97,24 +91,7 @@ impl PersistentNodeHandle {
         ask(&self.addr, ActualPath, self.stopped())
     }
 
-    /// Every [`PersistentNodeEvent`] from now on, as a stream this caller owns.
-    pub fn events(&self) -> EventStream<PersistentNodeEvent> {
-        crate::events::events(&self.addr)
-    }
-
-    /// Sends every [`PersistentNodeEvent`] to `recipient` (held weakly).
-    pub fn subscribe(&self, recipient: Recipient<PersistentNodeEvent>) {
-        self.addr.do_send(Subscribe { recipient });
-    }
-
-    /// This recipe's entry on its session's health board (as in
-    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
-    /// state; `None` while it has none (before its actor first reports, and once it has
-    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
-    /// its last handle is dropped.
-    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
-        self.health.current()
-    }
+    crate::recipe::handle::handle_basics!(PersistentNode => PersistentNodeEvent);
 
     /// Deletes the node (retried until it is gone or its session is) and stops the actor;
     /// resolves once it has stopped.

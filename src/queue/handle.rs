@@ -14,8 +14,7 @@ use actix::prelude::*;
 use super::config::ConsumerConfig;
 use super::consumer::QueueConsumerActor;
 use super::error::QueueError;
-use super::messages::{ConsumerEvent, Released, Stop, Subscribe, WaitIdle};
-use crate::events::EventStream;
+use super::messages::{ConsumerEvent, Released, Stop, WaitIdle};
 use crate::reply::ask;
 use crate::session::SessionHandle;
 
@@ -40,7 +39,7 @@ pub struct QueueConsumerHandle {
     released: Option<tokio::sync::watch::Receiver<bool>>,
     /// Keeps the consumer's entry on the health board if it fails for good, until the last
     /// handle is dropped or one stops it.
-    tag: crate::session::health::HealthTag,
+    health: crate::session::health::HealthTag,
 }
 
 impl QueueConsumerHandle {
@@ -51,20 +50,15 @@ impl QueueConsumerHandle {
     pub fn start(session: SessionHandle, config: ConsumerConfig) -> Result<QueueConsumerHandle, QueueError> {
         config.validate()?;
         let queue = config.queue().to_owned();
-        let tag = crate::session::health::HealthTag::default();
-        let consumer = QueueConsumerActor::new(session, config).with_health_tag(tag.clone());
+        let health = crate::session::health::HealthTag::default();
+        let consumer = QueueConsumerActor::new(session, config).with_health_tag(health.clone());
         let released = consumer.released();
-        Ok(QueueConsumerHandle { addr: consumer.start(), queue, released, tag })
+        Ok(QueueConsumerHandle { addr: consumer.start(), queue, released, health })
     }
 
     /// A handle to a running consumer of the queue at `queue`.
     pub fn new(addr: Addr<QueueConsumerActor>, queue: impl Into<String>) -> QueueConsumerHandle {
-        QueueConsumerHandle { addr, queue: queue.into(), released: None, tag: Default::default() }
-    }
-
-    /// The actor, for sending messages.
-    pub fn addr(&self) -> &Addr<QueueConsumerActor> {
-        &self.addr
+        QueueConsumerHandle { addr, queue: queue.into(), released: None, health: Default::default() }
     }
 
     /// Resolves once the consumer is idle ([`WaitIdle`]): nothing delivered, claimed or being
@@ -79,26 +73,7 @@ impl QueueConsumerHandle {
         async move { asked.await? }
     }
 
-    /// Every [`ConsumerEvent`] from now on (an item set aside, the consumer's failure), as a
-    /// stream this caller owns; dropping it unsubscribes ([`crate::events`]).
-    pub fn events(&self) -> EventStream<ConsumerEvent> {
-        crate::events::events(&self.addr)
-    }
-
-    /// Sends every [`ConsumerEvent`] from now on to `recipient` (held weakly: keep its address,
-    /// or read [`events`](Self::events)).
-    pub fn subscribe(&self, recipient: Recipient<ConsumerEvent>) {
-        self.addr.do_send(Subscribe { recipient });
-    }
-
-    /// This recipe's entry on its session's health board (as in
-    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
-    /// state; `None` while it has none (before its actor first reports, and once it has
-    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
-    /// its last handle is dropped.
-    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
-        self.tag.current()
-    }
+    crate::recipe::handle::handle_basics!(QueueConsumerActor => ConsumerEvent);
 
     /// Stops consuming: workers hear [`Revoked`](super::Revoked) for what they hold, and claimed
     /// items go back to the queue. Sent when called; the future resolves once the consumer has
@@ -115,7 +90,7 @@ impl QueueConsumerHandle {
             None => futures::future::Either::Right(self.addr.send(Released)),
         };
         self.addr.do_send(Stop);
-        self.tag.release();
+        self.health.release();
         let stopped = crate::stop::stopped(&self.addr);
         async move {
             // `None` or an error: the consumer had stopped already and nothing says when its

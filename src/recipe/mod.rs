@@ -10,6 +10,7 @@
 pub(crate) mod contender;
 pub mod fence;
 pub(crate) mod guarded;
+pub(crate) mod handle;
 pub(crate) mod holder;
 pub(crate) mod known_heads;
 pub mod naming;

@@ -12,9 +12,8 @@ use actix::prelude::*;
 
 use super::config::SharedValueConfig;
 use super::error::SharedValueError;
-use super::messages::{GetValue, SetValue, Stop, Subscribe, TrySetValue, ValueChanged, VersionedValue};
+use super::messages::{GetValue, SetValue, Stop, TrySetValue, ValueChanged, VersionedValue};
 use super::value::SharedValue;
-use crate::events::EventStream;
 use crate::reply::{ask, tell};
 use crate::session::SessionHandle;
 use crate::session::health::HealthTag;
@@ -59,11 +58,6 @@ impl SharedValueHandle {
         SharedValueHandle { addr, health: HealthTag::default() }
     }
 
-    /// The actor, for sending messages.
-    pub fn addr(&self) -> &Addr<SharedValue> {
-        &self.addr
-    }
-
     /// The current value and its version ([`GetValue`]).
     ///
     /// # Cancel safety
@@ -99,25 +93,7 @@ impl SharedValueHandle {
         async move { told.await? }
     }
 
-    /// Every [`ValueChanged`] from now on, as a stream this caller owns.
-    pub fn events(&self) -> EventStream<ValueChanged> {
-        crate::events::events(&self.addr)
-    }
-
-    /// Sends every [`ValueChanged`] to `recipient`, the current value first if it is known (held
-    /// weakly).
-    pub fn subscribe(&self, recipient: Recipient<ValueChanged>) {
-        self.addr.do_send(Subscribe { recipient });
-    }
-
-    /// This recipe's entry on its session's health board (as in
-    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
-    /// state; `None` while it has none (before its actor first reports, and once it has
-    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
-    /// its last handle is dropped.
-    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
-        self.health.current()
-    }
+    crate::recipe::handle::handle_basics!(SharedValue => ValueChanged, subscribed: ", the current value first if it is known");
 
     /// Stops the actor (the node stays). Resolves once it has stopped; every request it had not
     /// answered has been answered [`SharedValueError::Stopped`].

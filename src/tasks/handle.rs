@@ -13,9 +13,8 @@ use actix::prelude::*;
 use super::error::TaskError;
 use super::master::{TaskMaster, TaskMasterConfig};
 use super::master_fence::MasterFence;
-use super::messages::{CurrentTerm, MasterEvent, Stop, Subscribe, TaskAssigned, WorkerEvent};
+use super::messages::{CurrentTerm, MasterEvent, Stop, TaskAssigned, WorkerEvent};
 use super::worker::{TaskWorker, TaskWorkerConfig};
-use crate::events::EventStream;
 use crate::reply::ask;
 use crate::session::SessionHandle;
 use crate::session::health::HealthTag;
@@ -58,11 +57,6 @@ impl TaskMasterHandle {
         TaskMasterHandle { addr, root: root.into(), health: HealthTag::default() }
     }
 
-    /// The actor, for sending messages.
-    pub fn addr(&self) -> &Addr<TaskMaster> {
-        &self.addr
-    }
-
     /// The fence of the current term if this candidate is master now ([`CurrentTerm`]).
     ///
     /// # Cancel safety
@@ -71,27 +65,7 @@ impl TaskMasterHandle {
         ask(&self.addr, CurrentTerm, TaskError::Stopped { root: self.root.clone() })
     }
 
-    /// Every [`MasterEvent`] from now on, as a stream this caller owns; dropping it
-    /// unsubscribes ([`crate::events`]).
-    pub fn events(&self) -> EventStream<MasterEvent> {
-        crate::events::events(&self.addr)
-    }
-
-    /// Sends every [`MasterEvent`] to `recipient`, the current state first (held weakly: keep
-    /// your subscriber's address, or use [`events`](Self::events)).
-    pub fn subscribe(&self, recipient: Recipient<MasterEvent>) {
-        self.addr.do_send(Subscribe { recipient });
-    }
-
-    /// This recipe's entry on its session's health board (as in
-    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
-    /// state; `None` while it has none (before its actor first reports, and once it has
-    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
-    /// its last handle is dropped. A master's entry is its election's (kind `election`, `Holding`
-    /// while it is the master); a handle made from an address (`new`) does not see it.
-    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
-        self.health.current()
-    }
+    crate::recipe::handle::handle_basics!(TaskMaster => MasterEvent, subscribed: ", the current state first", health: "A master's entry is its election's (kind `election`, `Holding` while it is the master).");
 
     /// Leaves the election (a master ends its term and hands over at once) and stops the
     /// candidate ([`Stop`]). Sent when called; the future resolves once its election node
@@ -123,7 +97,7 @@ pub struct TaskWorkerHandle {
     addr: Addr<TaskWorker>,
     /// Keeps the worker's entry on the health board if it fails for good, until the last
     /// handle is dropped or one stops it.
-    tag: crate::session::health::HealthTag,
+    health: crate::session::health::HealthTag,
 }
 
 impl TaskWorkerHandle {
@@ -134,41 +108,17 @@ impl TaskWorkerHandle {
         config: TaskWorkerConfig,
         runner: Recipient<TaskAssigned>,
     ) -> Result<TaskWorkerHandle, TaskError> {
-        let tag = crate::session::health::HealthTag::default();
-        let addr = TaskWorker::new(session, config, runner)?.with_health_tag(tag.clone()).start();
-        Ok(TaskWorkerHandle { addr, tag })
+        let health = crate::session::health::HealthTag::default();
+        let addr = TaskWorker::new(session, config, runner)?.with_health_tag(health.clone()).start();
+        Ok(TaskWorkerHandle { addr, health })
     }
 
     /// A handle to a running worker.
     pub fn new(addr: Addr<TaskWorker>) -> TaskWorkerHandle {
-        TaskWorkerHandle { addr, tag: Default::default() }
+        TaskWorkerHandle { addr, health: Default::default() }
     }
 
-    /// The actor, for sending messages.
-    pub fn addr(&self) -> &Addr<TaskWorker> {
-        &self.addr
-    }
-
-    /// Every [`WorkerEvent`] from now on, as a stream this caller owns; dropping it
-    /// unsubscribes ([`crate::events`]).
-    pub fn events(&self) -> EventStream<WorkerEvent> {
-        crate::events::events(&self.addr)
-    }
-
-    /// Sends every [`WorkerEvent`] to `recipient` (held weakly: keep your subscriber's address,
-    /// or use [`events`](Self::events)).
-    pub fn subscribe(&self, recipient: Recipient<WorkerEvent>) {
-        self.addr.do_send(Subscribe { recipient });
-    }
-
-    /// This recipe's entry on its session's health board (as in
-    /// [`SessionHandle::health`](crate::session::SessionHandle::health)): its kind, path and
-    /// state; `None` while it has none (before its actor first reports, and once it has
-    /// stopped). A recipe that failed for good keeps its `Failed` entry until it is stopped or
-    /// its last handle is dropped.
-    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
-        self.tag.current()
-    }
+    crate::recipe::handle::handle_basics!(TaskWorker => WorkerEvent);
 
     /// Stops taking tasks, lets the running ones finish and report, deregisters, and stops
     /// ([`Stop`]). Sent when called; the future resolves once the worker has stopped, after
@@ -178,7 +128,7 @@ impl TaskWorkerHandle {
     /// The stop is sent when this is called: dropping the future loses only the wait.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
         self.addr.do_send(Stop);
-        self.tag.release();
+        self.health.release();
         crate::stop::stopped(&self.addr)
     }
 }
