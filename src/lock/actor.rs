@@ -12,13 +12,12 @@ use super::config::LockConfig;
 use super::error::LockError;
 use super::grant::LockGrant;
 use super::holding::{self, LockWaiter};
-use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, ReleaseAndStop, TryAcquire};
+use super::messages::{Acquire, LockEvent, Participants, TryAcquire};
 use crate::error::Error;
-use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, Holder, HolderHost};
+use crate::recipe::holder::{self, Attempt, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::shell::Shell;
 use crate::recipe::{ContenderEvent, ContenderReport, ContenderSpec, Reply};
 use crate::reply::Asked;
-use crate::session::requests::Goodbye;
 use crate::session::{SessionEvent, SessionHandle};
 
 /// One participant of one lock (exclusive, read or write); see `docs/recipes/lock.md`.
@@ -144,55 +143,13 @@ impl Handler<TryAcquire> for LockActor {
     }
 }
 
-impl Handler<Release> for LockActor {
-    type Result = ResponseFuture<Result<(), LockError>>;
-
-    fn handle(&mut self, _: Release, ctx: &mut Context<Self>) -> Self::Result {
-        let dir = self.config.dir.clone();
-        holding::release(self, &dir, ctx)
-    }
-}
-
-crate::reply::handle_told!(LockActor: Release);
-
-impl Handler<ReleaseAndStop> for LockActor {
-    type Result = ();
-
-    fn handle(&mut self, _: ReleaseAndStop, ctx: &mut Context<Self>) {
-        let dir = self.config.dir.clone();
-        holding::release_and_stop(self, &dir, ctx);
-    }
-}
-
-impl Handler<Asked<Acquire>> for LockActor {
-    type Result = ();
-
-    fn handle(&mut self, asked: Asked<Acquire>, ctx: &mut Context<Self>) {
-        asked.answer::<Self, _>(ctx, |request, ctx| <Self as Handler<Acquire>>::handle(self, request, ctx));
-    }
-}
-
-impl Handler<CallerGone> for LockActor {
-    type Result = ();
-
-    fn handle(&mut self, _: CallerGone, ctx: &mut Context<Self>) {
-        holder::caller_gone(self, ctx);
-    }
-}
+holding::answers_lock_requests!(LockActor);
 
 impl Handler<Asked<TryAcquire>> for LockActor {
     type Result = ();
 
     fn handle(&mut self, asked: Asked<TryAcquire>, ctx: &mut Context<Self>) {
         asked.answer::<Self, _>(ctx, |request, ctx| <Self as Handler<TryAcquire>>::handle(self, request, ctx));
-    }
-}
-
-impl Handler<GiveBack> for LockActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: GiveBack, ctx: &mut Context<Self>) {
-        holding::give_back(self, msg.token, ctx);
     }
 }
 
@@ -230,11 +187,3 @@ impl Handler<SessionEvent> for LockActor {
 }
 
 crate::recipe::shell::on_the_shell!(LockActor => LockEvent, Subscribe);
-
-impl Handler<Goodbye> for LockActor {
-    type Result = ResponseFuture<()>;
-
-    fn handle(&mut self, _: Goodbye, ctx: &mut Context<Self>) -> Self::Result {
-        holder::goodbye(self, ctx)
-    }
-}

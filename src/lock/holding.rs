@@ -3,7 +3,8 @@
 //!
 //! Owns: [`LockWaiter`], the translations from the core's terms to [`LockError`] and
 //! [`LockEvent`], and the request handling the lock and the semaphore share (`acquire`,
-//! `release`, `give_back`, `participants`). Does not own any decision: those are the core's
+//! `release`, `give_back`, `participants`, and the handlers that only call them:
+//! `answers_lock_requests!`). Does not own any decision: those are the core's
 //! (`recipe::holder`).
 
 use super::error::LockError;
@@ -209,3 +210,65 @@ pub(super) fn participants(session: &SessionHandle, dir: String) -> ResponseFutu
     let read = read_participants(session.clone(), dir);
     Box::pin(async move { read.await.map_err(LockError::ZooKeeper) })
 }
+
+/// The handlers a lock-shaped actor (the lock, the semaphore) shares, for an actor with a
+/// `config.dir` and its own `Handler<Acquire>`: `Release` (asked and told), `ReleaseAndStop`,
+/// `Asked<Acquire>`, `CallerGone`, `GiveBack` and the session's `Goodbye`.
+macro_rules! answers_lock_requests {
+    ($actor:ty) => {
+        impl actix::Handler<super::messages::Release> for $actor {
+            type Result = actix::ResponseFuture<Result<(), super::error::LockError>>;
+
+            fn handle(&mut self, _: super::messages::Release, ctx: &mut Self::Context) -> Self::Result {
+                let dir = self.config.dir.clone();
+                super::holding::release(self, &dir, ctx)
+            }
+        }
+
+        $crate::reply::handle_told!($actor: super::messages::Release);
+
+        impl actix::Handler<super::messages::ReleaseAndStop> for $actor {
+            type Result = ();
+
+            fn handle(&mut self, _: super::messages::ReleaseAndStop, ctx: &mut Self::Context) {
+                let dir = self.config.dir.clone();
+                super::holding::release_and_stop(self, &dir, ctx);
+            }
+        }
+
+        impl actix::Handler<$crate::reply::Asked<super::messages::Acquire>> for $actor {
+            type Result = ();
+
+            fn handle(&mut self, asked: $crate::reply::Asked<super::messages::Acquire>, ctx: &mut Self::Context) {
+                asked.answer::<Self, _>(ctx, |request, ctx| {
+                    <Self as actix::Handler<super::messages::Acquire>>::handle(self, request, ctx)
+                });
+            }
+        }
+
+        impl actix::Handler<$crate::recipe::holder::CallerGone> for $actor {
+            type Result = ();
+
+            fn handle(&mut self, _: $crate::recipe::holder::CallerGone, ctx: &mut Self::Context) {
+                $crate::recipe::holder::caller_gone(self, ctx);
+            }
+        }
+
+        impl actix::Handler<super::messages::GiveBack> for $actor {
+            type Result = ();
+
+            fn handle(&mut self, msg: super::messages::GiveBack, ctx: &mut Self::Context) {
+                super::holding::give_back(self, msg.token, ctx);
+            }
+        }
+
+        impl actix::Handler<$crate::session::requests::Goodbye> for $actor {
+            type Result = actix::ResponseFuture<()>;
+
+            fn handle(&mut self, _: $crate::session::requests::Goodbye, ctx: &mut Self::Context) -> Self::Result {
+                $crate::recipe::holder::goodbye(self, ctx)
+            }
+        }
+    };
+}
+pub(super) use answers_lock_requests;

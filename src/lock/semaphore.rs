@@ -20,19 +20,17 @@ use super::config::SemaphoreConfig;
 use super::error::LockError;
 use super::grant::LockGrant;
 use super::holding::{self, LockWaiter};
-use super::messages::{Acquire, GiveBack, LockEvent, Participants, Release, ReleaseAndStop};
+use super::messages::{Acquire, LockEvent, Participants};
 use crate::error::Error;
 use crate::path;
-use crate::recipe::holder::{self, Attempt, CallerGone, ContenderSlot, Happened, Holder, HolderHost};
+use crate::recipe::holder::{self, Attempt, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::naming::{LEASE_NAME, LOCK_NAME, Rule};
 use crate::recipe::shell::Shell;
 use crate::recipe::{ContenderEvent, ContenderReport, ContenderSpec, Reply};
-use crate::reply::Asked;
-use crate::session::requests::Goodbye;
 use crate::session::{SessionEvent, SessionHandle};
 
 /// One participant of a counting semaphore; answers [`Acquire`] with a [`LockGrant`] for its
-/// lease node, and [`Release`] by deleting it. The protocol is
+/// lease node, and [`Release`](super::Release) by deleting it. The protocol is
 /// Curator's; see the [lock module](super) docs.
 pub struct SemaphoreActor {
     shell: Shell<LockEvent>,
@@ -182,49 +180,7 @@ impl Handler<Acquire> for SemaphoreActor {
     }
 }
 
-impl Handler<Release> for SemaphoreActor {
-    type Result = ResponseFuture<Result<(), LockError>>;
-
-    fn handle(&mut self, _: Release, ctx: &mut Context<Self>) -> Self::Result {
-        let dir = self.config.dir.clone();
-        holding::release(self, &dir, ctx)
-    }
-}
-
-crate::reply::handle_told!(SemaphoreActor: Release);
-
-impl Handler<ReleaseAndStop> for SemaphoreActor {
-    type Result = ();
-
-    fn handle(&mut self, _: ReleaseAndStop, ctx: &mut Context<Self>) {
-        let dir = self.config.dir.clone();
-        holding::release_and_stop(self, &dir, ctx);
-    }
-}
-
-impl Handler<Asked<Acquire>> for SemaphoreActor {
-    type Result = ();
-
-    fn handle(&mut self, asked: Asked<Acquire>, ctx: &mut Context<Self>) {
-        asked.answer::<Self, _>(ctx, |request, ctx| <Self as Handler<Acquire>>::handle(self, request, ctx));
-    }
-}
-
-impl Handler<CallerGone> for SemaphoreActor {
-    type Result = ();
-
-    fn handle(&mut self, _: CallerGone, ctx: &mut Context<Self>) {
-        holder::caller_gone(self, ctx);
-    }
-}
-
-impl Handler<GiveBack> for SemaphoreActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: GiveBack, ctx: &mut Context<Self>) {
-        holding::give_back(self, msg.token, ctx);
-    }
-}
+holding::answers_lock_requests!(SemaphoreActor);
 
 impl Handler<Participants> for SemaphoreActor {
     type Result = ResponseFuture<Result<Vec<String>, LockError>>;
@@ -257,11 +213,3 @@ impl Handler<SessionEvent> for SemaphoreActor {
 }
 
 crate::recipe::shell::on_the_shell!(SemaphoreActor => LockEvent, Subscribe);
-
-impl Handler<Goodbye> for SemaphoreActor {
-    type Result = ResponseFuture<()>;
-
-    fn handle(&mut self, _: Goodbye, ctx: &mut Context<Self>) -> Self::Result {
-        holder::goodbye(self, ctx)
-    }
-}
