@@ -351,9 +351,8 @@ impl Place {
     fn worker(&self, name: &'static str, shared: &Shared) -> Result<Worker, String> {
         let session = self.session(name)?;
         let runner = Runner { worker: name, shared: shared.clone() }.start();
-        let config = TaskWorkerConfig::new(ROOT, name).with_concurrency(CONCURRENCY);
-        let handle = TaskWorkerHandle::start(session.clone(), config, runner.clone().recipient())
-            .map_err(|e| format!("{name}: {e}"))?;
+        let config = TaskWorkerConfig::new(ROOT, name, runner.clone().recipient()).with_concurrency(CONCURRENCY);
+        let handle = TaskWorkerHandle::start(session.clone(), config).map_err(|e| format!("{name}: {e}"))?;
         let narrator = WorkerNarrator { name, shared: shared.clone() }.start();
         handle.subscribe(narrator.clone().recipient());
         Ok(Worker { name, session, handle, runner, _narrator: narrator })

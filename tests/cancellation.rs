@@ -1072,8 +1072,8 @@ fn echo_worker(session: &SessionHandle, id: &str, runs: &Runs) -> actix::Addr<ac
     use actix::Actor;
     use actix_zookeeper::tasks::{TaskWorker, TaskWorkerConfig};
     let runner = EchoRunner { runs: runs.clone() }.start();
-    let config = TaskWorkerConfig::new("/jobs", id).with_concurrency(2);
-    TaskWorker::new(session.clone(), config, runner.recipient()).expect("worker config").start()
+    let config = TaskWorkerConfig::new("/jobs", id, runner.recipient()).with_concurrency(2);
+    TaskWorker::new(session.clone(), config).expect("worker config").start()
 }
 
 fn master(session: &SessionHandle, id: &str) -> actix::Addr<actix_zookeeper::tasks::TaskMaster> {

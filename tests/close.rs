@@ -343,8 +343,7 @@ async fn stops_sent_as_the_session_expires_resolve_with_the_server_unreachable()
     let runner = IdleRunner.start();
     let worker = actix_zookeeper::tasks::TaskWorkerHandle::start(
         s.clone(),
-        actix_zookeeper::tasks::TaskWorkerConfig::new("/tasks", "w1"),
-        runner.recipient(),
+        actix_zookeeper::tasks::TaskWorkerConfig::new("/tasks", "w1", runner.recipient()),
     )
     .expect("worker");
     for (what, dir, count) in

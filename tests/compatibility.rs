@@ -110,9 +110,7 @@ async fn the_session_falls_back_where_it_can_and_refuses_typed_where_it_cannot()
         // The recipe on top says the same, typed, and makes nothing.
         let ttl_node = actix_zookeeper::persistent::PersistentTtlNode::start(
             session.clone(),
-            "/ttl-node",
-            Duration::from_secs(5),
-            "",
+            actix_zookeeper::persistent::PersistentTtlNodeConfig::new("/ttl-node", Duration::from_secs(5)),
         )
         .expect("a valid TTL node");
         let refused = bounded("the TTL node's first create", ttl_node.wait_for_initial_create(None)).await;
@@ -620,7 +618,7 @@ async fn the_other_recipes_work_on_older_servers() {
         // Master–worker: tasks submitted are run and their results read.
         let _master = TaskMasterHandle::start(a.clone(), TaskMasterConfig::new("/tasks")).expect("master");
         let runner = actix::Actor::start(Doubler);
-        let _worker = TaskWorkerHandle::start(b.clone(), TaskWorkerConfig::new("/tasks", "w"), runner.recipient())
+        let _worker = TaskWorkerHandle::start(b.clone(), TaskWorkerConfig::new("/tasks", "w", runner.recipient()))
             .expect("worker");
         let client = TaskClient::new(a.clone(), "/tasks").expect("client");
         if lacks_create2(version) {
@@ -744,7 +742,7 @@ async fn a_move_to_an_older_member_is_told_and_a_cache_falls_back_to_one_shot_wa
     // a session of their own.
     let _master = TaskMasterHandle::start(session.clone(), TaskMasterConfig::new("/tasks")).expect("master");
     let runner = actix::Actor::start(Doubler);
-    let _worker = TaskWorkerHandle::start(writer.clone(), TaskWorkerConfig::new("/tasks", "w"), runner.recipient())
+    let _worker = TaskWorkerHandle::start(writer.clone(), TaskWorkerConfig::new("/tasks", "w", runner.recipient()))
         .expect("worker");
     let client = TaskClient::new(writer.clone(), "/tasks").expect("client");
     let task = client.submit("ab").await.expect("submitted");

@@ -297,7 +297,7 @@ async fn a_failed_recipe_leaves_the_board_when_its_handle_is_stopped_or_dropped(
         )
         .expect("consumer");
         let worker =
-            TaskWorkerHandle::start(session.clone(), TaskWorkerConfig::new("/tasks", "w1"), runner.clone().recipient())
+            TaskWorkerHandle::start(session.clone(), TaskWorkerConfig::new("/tasks", "w1", runner.clone().recipient()))
                 .expect("worker");
         let closing = session_at(&zk.connect_string(), &root).await;
         let cache = CacheHandle::start(closing.clone(), CacheConfig::new("/tasks")).expect("cache");
@@ -392,7 +392,7 @@ async fn caches_and_task_workers_report_what_they_do() {
 
     let _master = TaskMasterHandle::start(session.clone(), TaskMasterConfig::new("/jobs")).expect("master");
     let runner = SlowRunner.start();
-    let worker = TaskWorkerHandle::start(session.clone(), TaskWorkerConfig::new("/jobs", "w1"), runner.recipient())
+    let worker = TaskWorkerHandle::start(session.clone(), TaskWorkerConfig::new("/jobs", "w1", runner.recipient()))
         .expect("worker");
     let client = TaskClient::new(session.clone(), "/jobs").expect("client");
     let task = client.submit("job").await.expect("submitted");
@@ -446,7 +446,9 @@ async fn every_recipe_kind_reports_and_leaves_the_board() {
     use actix_zookeeper::counter::{SharedCountConfig, SharedCountHandle};
     use actix_zookeeper::discovery::{DiscoveryConfig, ServiceDiscovery, ServiceInstance};
     use actix_zookeeper::election::ElectionObserverHandle;
-    use actix_zookeeper::persistent::{PersistentNodeConfig, PersistentNodeHandle, PersistentTtlNode};
+    use actix_zookeeper::persistent::{
+        PersistentNodeConfig, PersistentNodeHandle, PersistentTtlNode, PersistentTtlNodeConfig,
+    };
     use actix_zookeeper::shared::{SharedValueConfig, SharedValueHandle};
 
     init_tracing();
@@ -461,7 +463,8 @@ async fn every_recipe_kind_reports_and_leaves_the_board() {
 
     let node =
         PersistentNodeHandle::start(s.clone(), PersistentNodeConfig::new("/pn", CreateMode::Persistent)).expect("node");
-    let ttl = PersistentTtlNode::start(s.clone(), "/ttl", Duration::from_secs(30), "").expect("ttl node");
+    let ttl = PersistentTtlNode::start(s.clone(), PersistentTtlNodeConfig::new("/ttl", Duration::from_secs(30)))
+        .expect("ttl node");
     other.create("/held", "", CreateMode::Ephemeral).await.expect("another session's ephemeral");
     let blocked = PersistentNodeHandle::start(s.clone(), PersistentNodeConfig::new("/held", CreateMode::Ephemeral))
         .expect("node");
@@ -528,7 +531,9 @@ async fn every_handle_reads_its_own_entry_and_none_once_stopped() {
     use actix_zookeeper::election::ElectionObserverHandle;
     use actix_zookeeper::health::RecipeHealth;
     use actix_zookeeper::lock::{SemaphoreConfig, SemaphoreHandle};
-    use actix_zookeeper::persistent::{PersistentNodeConfig, PersistentNodeHandle, PersistentTtlNode};
+    use actix_zookeeper::persistent::{
+        PersistentNodeConfig, PersistentNodeHandle, PersistentTtlNode, PersistentTtlNodeConfig,
+    };
     use actix_zookeeper::shared::{SharedValueConfig, SharedValueHandle};
 
     init_tracing();
@@ -572,7 +577,7 @@ async fn every_handle_reads_its_own_entry_and_none_once_stopped() {
         .expect("consumer");
     entry("the consumer", || consumer.health(), RecipeState::Consuming { in_flight: 0 }).await;
     let worker =
-        TaskWorkerHandle::start(s.clone(), TaskWorkerConfig::new("/tasks", "w1"), SlowRunner.start().recipient())
+        TaskWorkerHandle::start(s.clone(), TaskWorkerConfig::new("/tasks", "w1", SlowRunner.start().recipient()))
             .expect("worker");
     // Idle until it runs a task.
     reads("the worker", worker.health(), "task-worker", "/tasks", RecipeState::Idle);
@@ -583,7 +588,8 @@ async fn every_handle_reads_its_own_entry_and_none_once_stopped() {
     let node =
         PersistentNodeHandle::start(s.clone(), PersistentNodeConfig::new("/pn", CreateMode::Persistent)).expect("node");
     entry("the node", || node.health(), RecipeState::Kept).await;
-    let ttl = PersistentTtlNode::start(s.clone(), "/ttl", Duration::from_secs(30), "").expect("ttl node");
+    let ttl = PersistentTtlNode::start(s.clone(), PersistentTtlNodeConfig::new("/ttl", Duration::from_secs(30)))
+        .expect("ttl node");
     let ttl_health = entry("the TTL node", || ttl.health(), RecipeState::Kept).await;
     assert_eq!((ttl_health.kind, ttl_health.path.as_str()), ("ttl-node", "/ttl"));
     let discovery = ServiceDiscovery::new(s.clone(), DiscoveryConfig::new("/services")).expect("discovery");

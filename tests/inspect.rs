@@ -158,8 +158,8 @@ async fn an_election_a_queue_and_a_master_worker_installation_are_shown() {
     let _master =
         TaskMaster::new(s.clone(), TaskMasterConfig::new(&tasks_root).with_master_id("m1")).expect("master").start();
     let sitter = Sitter.start();
-    let worker_config = TaskWorkerConfig::new(&tasks_root, "w1").with_concurrency(2);
-    let _worker = TaskWorker::new(s.clone(), worker_config, sitter.recipient()).expect("worker").start();
+    let worker_config = TaskWorkerConfig::new(&tasks_root, "w1", sitter.recipient()).with_concurrency(2);
+    let _worker = TaskWorker::new(s.clone(), worker_config).expect("worker").start();
     let client = TaskClient::new(s.clone(), &tasks_root).expect("client");
     for i in 0..3 {
         client.submit(format!("frame {i}")).await.expect("submit");

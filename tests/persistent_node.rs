@@ -314,7 +314,8 @@ async fn a_dropped_ttl_node_stops_touching_and_is_reaped() {
             .expect("a ZooKeeper server");
     let s = session_at(&server.connect_string(), "/ttl-dropped").await;
     let ttl = Duration::from_millis(600);
-    let node = PersistentTtlNode::start(s.clone(), "/node", ttl, "data").expect("a valid node");
+    let node = PersistentTtlNode::start(s.clone(), PersistentTtlNodeConfig::new("/node", ttl).with_data("data"))
+        .expect("a valid node");
     node.wait_for_initial_create(Some(WAIT)).await.expect("created");
     wait_until_async("the child touched", || {
         let s = s.clone();
@@ -348,7 +349,8 @@ async fn a_ttl_node_lives_while_touched_and_goes_after_its_ttl_once_stopped() {
     let s = session_at(&server.connect_string(), "/ttl").await;
     let ttl = Duration::from_millis(600);
     s.create("/control", "", CreateMode::PersistentWithTtl(ttl)).await.expect("the control");
-    let node = PersistentTtlNode::start(s.clone(), "/kept/node", ttl, "data").expect("a valid node");
+    let node = PersistentTtlNode::start(s.clone(), PersistentTtlNodeConfig::new("/kept/node", ttl).with_data("data"))
+        .expect("a valid node");
     assert_eq!(node.wait_for_initial_create(Some(WAIT)).await.expect("created"), "/kept/node");
     assert_eq!((node.ttl(), node.child_path()), (ttl, "/kept/node/touch".to_owned()));
     wait_until_async("the control reaped", || {
@@ -405,7 +407,7 @@ async fn a_ttl_node_lives_while_touched_and_goes_after_its_ttl_once_stopped() {
     .await;
 
     for bad in [Duration::ZERO, MAX_TTL + Duration::from_millis(1)] {
-        let refused = PersistentTtlNode::start(s.clone(), "/bad", bad, "");
+        let refused = PersistentTtlNode::start(s.clone(), PersistentTtlNodeConfig::new("/bad", bad));
         assert!(
             matches!(refused, Err(PersistentNodeError::Failed { source: Error::BadArguments { .. }, .. })),
             "{bad:?}"

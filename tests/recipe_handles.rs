@@ -155,7 +155,7 @@ async fn task_master_and_worker_handles_run_a_task_and_their_stops_resolve_after
     let master = TaskMasterHandle::start(slow.clone(), TaskMasterConfig::new("/t")).expect("master");
     let mut master_events = master.events();
     let runner = Reverser.start();
-    let worker = TaskWorkerHandle::start(s.clone(), TaskWorkerConfig::new("/t", "w1"), runner.clone().recipient())
+    let worker = TaskWorkerHandle::start(s.clone(), TaskWorkerConfig::new("/t", "w1", runner.clone().recipient()))
         .expect("worker");
     let mut worker_events = worker.events();
     next_event(&mut master_events, "mastership", |e| matches!(e, MasterEvent::BecameMaster { .. })).await;
@@ -179,7 +179,7 @@ async fn task_master_and_worker_handles_run_a_task_and_their_stops_resolve_after
     assert!(!in_line(&children(&s, "/t/master").await), "the master's node is gone once stop() resolved");
     assert!(master.term().await.is_err(), "a stopped master answers with an error");
     assert!(matches!(
-        TaskWorkerHandle::start(s.clone(), TaskWorkerConfig::new("/t", "a/b"), runner.recipient()),
+        TaskWorkerHandle::start(s.clone(), TaskWorkerConfig::new("/t", "a/b", runner.recipient())),
         Err(actix_zookeeper::tasks::TaskError::InvalidWorkerId { .. })
     ));
     proxy.set_latency(Direction::Upstream, Duration::ZERO);

@@ -166,8 +166,8 @@ impl Rig {
         }
         .start();
         let events = Recorded::<WorkerEvent>::start();
-        let config = TaskWorkerConfig::new(ROOT, id).with_concurrency(concurrency);
-        let addr = TaskWorker::new(session.clone(), config, runner.recipient()).expect("valid worker config").start();
+        let config = TaskWorkerConfig::new(ROOT, id, runner.recipient()).with_concurrency(concurrency);
+        let addr = TaskWorker::new(session.clone(), config).expect("valid worker config").start();
         addr.do_send(Subscribe { recipient: events.recipient.clone() });
         events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::Registered { .. })).await;
         Worker { addr, session, events, release }
@@ -550,7 +550,7 @@ async fn bad_input_gets_typed_errors() {
         release: Arc::new(tokio::sync::Notify::new()),
     }
     .start();
-    let bad_worker = TaskWorker::new(session.clone(), TaskWorkerConfig::new(ROOT, "a/b"), runner.recipient());
+    let bad_worker = TaskWorker::new(session.clone(), TaskWorkerConfig::new(ROOT, "a/b", runner.recipient()));
     assert!(matches!(bad_worker, Err(TaskError::InvalidWorkerId { ref id, .. }) if id == "a/b"));
     assert!(matches!(TaskId::parse("job-1"), Err(TaskError::InvalidTaskId { .. })));
 
@@ -617,7 +617,7 @@ async fn a_worker_that_may_not_register_says_so_once_and_stops_asking() {
     .start();
     let events = Recorded::<WorkerEvent>::start();
     let worker =
-        TaskWorker::new(session.clone(), TaskWorkerConfig::new(ROOT, "w"), runner.recipient()).expect("config").start();
+        TaskWorker::new(session.clone(), TaskWorkerConfig::new(ROOT, "w", runner.recipient())).expect("config").start();
     worker.do_send(Subscribe { recipient: events.recipient.clone() });
     let (_, failed) = events.wait_for(0, Duration::from_secs(20), |e| matches!(e, WorkerEvent::Failed { .. })).await;
     assert!(matches!(&failed, WorkerEvent::Failed { error: TaskError::ZooKeeper(Error::NoAuth { .. }) }), "{failed:?}");
@@ -1058,8 +1058,8 @@ async fn a_worker_whose_runner_stops_deregisters_and_its_tasks_finish_elsewhere(
     let session = rig.session().await;
     let events = Recorded::<WorkerEvent>::start();
     let quitter = Quitter.start();
-    let config = TaskWorkerConfig::new(ROOT, "quitter").with_concurrency(2);
-    let worker = TaskWorker::new(session, config, quitter.recipient()).expect("valid worker config").start();
+    let config = TaskWorkerConfig::new(ROOT, "quitter", quitter.recipient()).with_concurrency(2);
+    let worker = TaskWorker::new(session, config).expect("valid worker config").start();
     worker.do_send(Subscribe { recipient: events.recipient.clone() });
     events.wait_for(0, WAIT, |e| matches!(e, WorkerEvent::Registered { .. })).await;
     let client = rig.client().await;
@@ -1100,7 +1100,7 @@ async fn a_worker_id_taken_by_a_live_session_waits_for_it() {
         release: Arc::new(tokio::sync::Notify::new()),
     }
     .start();
-    let second = TaskWorker::new(session.clone(), TaskWorkerConfig::new(ROOT, "w"), runner.recipient())
+    let second = TaskWorker::new(session.clone(), TaskWorkerConfig::new(ROOT, "w", runner.recipient()))
         .expect("valid worker config")
         .start();
     second.do_send(Subscribe { recipient: events.recipient.clone() });

@@ -354,9 +354,9 @@ pub(crate) async fn w6(connect: &str) -> String {
         .iter()
         .enumerate()
         .map(|(w, session)| {
-            let config = TaskWorkerConfig::new(W6_ROOT, format!("w{w}")).with_concurrency(concurrency);
-            let worker =
-                TaskWorker::new(session.clone(), config, W6Runner.start().recipient()).expect("a valid worker config");
+            let runner = W6Runner.start().recipient();
+            let config = TaskWorkerConfig::new(W6_ROOT, format!("w{w}"), runner).with_concurrency(concurrency);
+            let worker = TaskWorker::new(session.clone(), config).expect("a valid worker config");
             let worker = worker.start();
             worker.do_send(Subscribe { recipient: subscriber.clone().recipient() });
             worker

@@ -834,8 +834,8 @@ async fn task_worker_role(
     work: Duration,
 ) -> Result<(), String> {
     let runner = Runner { id: id.to_owned(), work }.start();
-    let config = TaskWorkerConfig::new(root, id).with_concurrency(concurrency);
-    let worker = TaskWorker::new(session.clone(), config, runner.recipient()).map_err(|e| e.to_string())?.start();
+    let config = TaskWorkerConfig::new(root, id, runner.recipient()).with_concurrency(concurrency);
+    let worker = TaskWorker::new(session.clone(), config).map_err(|e| e.to_string())?.start();
     let printer = WorkerPrinter.start();
     worker.do_send(Subscribe { recipient: printer.clone().recipient() });
     // Dropping the worker's (or the printer's) last address would stop it.

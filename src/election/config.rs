@@ -1,4 +1,5 @@
-//! How an election participant takes part: [`ElectionConfig`].
+//! How an election participant takes part ([`ElectionConfig`]) and what an observer watches
+//! ([`ElectionObserverConfig`]).
 
 use std::time::Duration;
 
@@ -127,5 +128,38 @@ impl ElectionConfig {
     pub fn with_leader_stop_timeout(mut self, timeout: Duration) -> Self {
         self.leader_stop_timeout = timeout;
         self
+    }
+}
+
+/// What an [`ElectionObserver`](super::ElectionObserver) watches: the election at a path. A
+/// path converts into one, so `ElectionObserverHandle::start(session, "/path")` reads as the
+/// other recipes' `start(session, config)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub struct ElectionObserverConfig {
+    pub(super) path: String,
+}
+
+impl ElectionObserverConfig {
+    /// An observer of the election at `path`.
+    pub fn new(path: impl Into<String>) -> Self {
+        ElectionObserverConfig { path: path.into() }
+    }
+
+    /// The election directory.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+}
+
+impl From<&str> for ElectionObserverConfig {
+    fn from(path: &str) -> Self {
+        ElectionObserverConfig::new(path)
+    }
+}
+
+impl From<String> for ElectionObserverConfig {
+    fn from(path: String) -> Self {
+        ElectionObserverConfig::new(path)
     }
 }

@@ -31,7 +31,7 @@ mod observer_handle;
 mod proclamation;
 
 pub use actor::ElectionActor;
-pub use config::{DEFAULT_LEADER_STOP_TIMEOUT, ElectionConfig};
+pub use config::{DEFAULT_LEADER_STOP_TIMEOUT, ElectionConfig, ElectionObserverConfig};
 pub use error::ElectionError;
 pub use handle::ElectionHandle;
 pub use messages::{

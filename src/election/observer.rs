@@ -17,6 +17,7 @@
 use actix::prelude::*;
 use tracing::{debug, info, warn};
 
+use super::config::ElectionObserverConfig;
 use super::error::ElectionError;
 use super::messages::{CurrentProclamation, Proclamation, ProclamationChanged, Stop, Subscribe};
 use super::proclamation::{Observed, Reading, Step};
@@ -77,9 +78,9 @@ impl ElectionObserver {
         self
     }
 
-    /// An observer of the election at `path`; start it with `.start()`.
-    pub fn new(session: SessionHandle, path: impl Into<String>) -> Self {
-        let path = path.into();
+    /// An observer for `config` (a path will do); start it with `.start()`.
+    pub fn new(session: SessionHandle, config: impl Into<ElectionObserverConfig>) -> Self {
+        let path = config.into().path;
         let span = tracing::info_span!("zk.election.observer", path = %path);
         ElectionObserver {
             shell: Shell::new(session, span, None),

@@ -9,6 +9,7 @@ use std::future::Future;
 
 use actix::prelude::*;
 
+use super::config::ElectionObserverConfig;
 use super::error::ElectionError;
 use super::messages::{CurrentProclamation, Proclamation, ProclamationChanged, Stop};
 use super::observer::ElectionObserver;
@@ -40,14 +41,18 @@ pub struct ElectionObserverHandle {
 }
 
 impl ElectionObserverHandle {
-    /// Starts an [`ElectionObserver`] of the election at `path` on the current Arbiter. A path
-    /// that is not valid is [`ElectionError::ZooKeeper`] with
+    /// Starts an [`ElectionObserver`] for `config` (a path will do) on the current Arbiter. A
+    /// path that is not valid is [`ElectionError::ZooKeeper`] with
     /// [`Error::InvalidPath`](crate::Error::InvalidPath), and nothing starts.
-    pub fn start(session: SessionHandle, path: impl Into<String>) -> Result<ElectionObserverHandle, ElectionError> {
-        let path = path.into();
-        crate::path::validate(&path, false)?;
+    pub fn start(
+        session: SessionHandle,
+        config: impl Into<ElectionObserverConfig>,
+    ) -> Result<ElectionObserverHandle, ElectionError> {
+        let config = config.into();
+        crate::path::validate(config.path(), false)?;
         let health = HealthTag::default();
-        let addr = ElectionObserver::new(session, path.clone()).with_health_tag(health.clone()).start();
+        let path = config.path().to_owned();
+        let addr = ElectionObserver::new(session, config).with_health_tag(health.clone()).start();
         Ok(ElectionObserverHandle { addr, path, health })
     }
 

@@ -33,4 +33,4 @@ pub use config::PersistentNodeConfig;
 pub use error::PersistentNodeError;
 pub use handle::PersistentNodeHandle;
 pub use messages::{ActualPath, PersistentNodeEvent, SetData, Subscribe, WaitForInitialCreate};
-pub use ttl::{MAX_TTL, PersistentTtlNode};
+pub use ttl::{MAX_TTL, PersistentTtlNode, PersistentTtlNodeConfig};

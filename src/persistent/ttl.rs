@@ -1,7 +1,7 @@
 //! [`PersistentTtlNode`]: a node that stays while its owner runs and goes a TTL after it stops or
 //! dies, without an ephemeral's tie to one session (Curator's `PersistentTtlNode`).
 //!
-//! Owns: the TTL node's configuration and handle. The upkeep is the persistent node's (its actor
+//! Owns: the TTL node's configuration ([`PersistentTtlNodeConfig`]) and handle. The upkeep is the persistent node's (its actor
 //! creates the node as `PersistentWithTtl`, makes it again when deleted, touches its child every
 //! half TTL, and leaves the node at stop). Does not own the expiry: the server's container
 //! manager deletes a TTL node without children once its TTL has passed since its last change.
@@ -23,6 +23,42 @@ use crate::session::requests::CreateMode;
 /// The largest TTL ZooKeeper takes (`EphemeralType.TTL`'s 40-bit limit, in milliseconds).
 pub const MAX_TTL: Duration = Duration::from_millis(0xFF_FFFF_FFFF);
 
+/// What a [`PersistentTtlNode`] keeps: where, with which TTL and data.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct PersistentTtlNodeConfig {
+    node: PersistentNodeConfig,
+    ttl: Duration,
+}
+
+impl PersistentTtlNodeConfig {
+    /// The node at `path`, left to expire `ttl` after its child's last touch once its owner is
+    /// gone; no data.
+    pub fn new(path: impl Into<String>, ttl: Duration) -> Self {
+        let mut node = PersistentNodeConfig::new(path, CreateMode::PersistentWithTtl(ttl));
+        node.touched = Some(ttl);
+        PersistentTtlNodeConfig { node, ttl }
+    }
+
+    /// The node's data (default: none).
+    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.node = self.node.with_data(data);
+        self
+    }
+
+    /// How the node's upkeep retries a failed request; default: its session's policy
+    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
+    pub fn with_retry(mut self, policy: crate::retry::RetryPolicy) -> Self {
+        self.node = self.node.with_retry(policy);
+        self
+    }
+
+    /// The node's path.
+    pub fn path(&self) -> &str {
+        self.node.path()
+    }
+}
+
 /// A node kept alive by a touched child, and left to its TTL once we stop (Curator's layout):
 ///
 /// ```text
@@ -40,7 +76,10 @@ pub const MAX_TTL: Duration = Duration::from_millis(0xFF_FFFF_FFFF);
 /// use std::time::Duration;
 /// use actix_zookeeper::persistent::PersistentTtlNode;
 ///
-/// let node = PersistentTtlNode::start(session, "/workers/host-a", Duration::from_secs(30), "busy")?;
+/// use actix_zookeeper::persistent::PersistentTtlNodeConfig;
+///
+/// let config = PersistentTtlNodeConfig::new("/workers/host-a", Duration::from_secs(30)).with_data("busy");
+/// let node = PersistentTtlNode::start(session, config)?;
 /// node.wait_for_initial_create(Some(Duration::from_secs(10))).await?;
 /// node.stop().await; // the node stays, and goes about two TTLs later
 /// # Ok(()) }
@@ -53,16 +92,15 @@ pub struct PersistentTtlNode {
 }
 
 impl PersistentTtlNode {
-    /// Keeps the node at `path` with `data` and `ttl` on the current Arbiter. A TTL of zero or
-    /// above [`MAX_TTL`] is [`PersistentNodeError::Failed`] with `BadArguments`; an invalid path
-    /// is `Failed` too.
+    /// Keeps the node `config` describes on the current Arbiter. A TTL of zero or above
+    /// [`MAX_TTL`] is [`PersistentNodeError::Failed`] with `BadArguments`; an invalid path is
+    /// `Failed` too, and nothing starts.
     pub fn start(
         session: SessionHandle,
-        path: impl Into<String>,
-        ttl: Duration,
-        data: impl Into<Vec<u8>>,
+        config: PersistentTtlNodeConfig,
     ) -> Result<PersistentTtlNode, PersistentNodeError> {
-        let path = path.into();
+        let PersistentTtlNodeConfig { node: config, ttl } = config;
+        let path = config.path().to_owned();
         if ttl.as_millis() == 0 || ttl > MAX_TTL {
             let reason = format!("a TTL must be between 1 ms and {} ms, not {ttl:?}", MAX_TTL.as_millis());
             return Err(PersistentNodeError::Failed {
@@ -70,8 +108,6 @@ impl PersistentTtlNode {
                 path,
             });
         }
-        let mut config = PersistentNodeConfig::new(path.clone(), CreateMode::PersistentWithTtl(ttl)).with_data(data);
-        config.touched = Some(ttl);
         Ok(PersistentTtlNode { node: PersistentNodeHandle::start(session, config)?, path, ttl })
     }
 

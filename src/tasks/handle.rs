@@ -13,7 +13,7 @@ use actix::prelude::*;
 use super::error::TaskError;
 use super::master::{TaskMaster, TaskMasterConfig};
 use super::master_fence::MasterFence;
-use super::messages::{CurrentTerm, MasterEvent, Stop, TaskAssigned, WorkerEvent};
+use super::messages::{CurrentTerm, MasterEvent, Stop, WorkerEvent};
 use super::worker::{TaskWorker, TaskWorkerConfig};
 use crate::reply::ask;
 use crate::session::SessionHandle;
@@ -87,7 +87,7 @@ impl TaskMasterHandle {
 /// # -> Result<(), actix_zookeeper::tasks::TaskError> {
 /// use actix_zookeeper::tasks::{TaskWorkerConfig, TaskWorkerHandle};
 ///
-/// let worker = TaskWorkerHandle::start(session, TaskWorkerConfig::new("/jobs", "worker-1"), runner)?;
+/// let worker = TaskWorkerHandle::start(session, TaskWorkerConfig::new("/jobs", "worker-1", runner))?;
 /// // ... later: finish the running tasks, deregister, stop.
 /// worker.stop().await;
 /// # Ok(()) }
@@ -101,15 +101,11 @@ pub struct TaskWorkerHandle {
 }
 
 impl TaskWorkerHandle {
-    /// Starts a [`TaskWorker`] for `config` on the current Arbiter; `runner` runs the tasks.
+    /// Starts a [`TaskWorker`] for `config` on the current Arbiter.
     /// [`TaskError`] for an unusable root or worker id, before anything starts.
-    pub fn start(
-        session: SessionHandle,
-        config: TaskWorkerConfig,
-        runner: Recipient<TaskAssigned>,
-    ) -> Result<TaskWorkerHandle, TaskError> {
+    pub fn start(session: SessionHandle, config: TaskWorkerConfig) -> Result<TaskWorkerHandle, TaskError> {
         let health = crate::session::health::HealthTag::default();
-        let addr = TaskWorker::new(session, config, runner)?.with_health_tag(health.clone()).start();
+        let addr = TaskWorker::new(session, config)?.with_health_tag(health.clone()).start();
         Ok(TaskWorkerHandle { addr, health })
     }
 

@@ -32,18 +32,33 @@ use crate::session::requests::Op;
 use crate::session::{IntoActorFree, SessionEvent, SessionHandle, WatchEvent};
 
 /// How a [`TaskWorker`] works.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
+#[must_use]
 pub struct TaskWorkerConfig {
     root: String,
     worker_id: String,
+    runner: Recipient<TaskAssigned>,
     concurrency: usize,
     retry: Option<RetryPolicy>,
 }
 
+impl std::fmt::Debug for TaskWorkerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskWorkerConfig")
+            .field("root", &self.root)
+            .field("worker_id", &self.worker_id)
+            .field("concurrency", &self.concurrency)
+            .field("retry", &self.retry)
+            .finish_non_exhaustive()
+    }
+}
+
 impl TaskWorkerConfig {
-    /// A worker `worker_id` of the installation at `root`, running one task at a time.
-    pub fn new(root: impl Into<String>, worker_id: impl Into<String>) -> Self {
-        TaskWorkerConfig { root: root.into(), worker_id: worker_id.into(), concurrency: 1, retry: None }
+    /// A worker `worker_id` of the installation at `root` whose tasks `runner` runs (your
+    /// actor: it is sent a [`TaskAssigned`] per task, and its reply is the task's result), one
+    /// at a time.
+    pub fn new(root: impl Into<String>, worker_id: impl Into<String>, runner: Recipient<TaskAssigned>) -> Self {
+        TaskWorkerConfig { root: root.into(), worker_id: worker_id.into(), runner, concurrency: 1, retry: None }
     }
 
     /// How this worker retries a failed request; default: its session's policy
@@ -87,15 +102,14 @@ enum Registration {
 /// use actix::Actor;
 /// use actix_zookeeper::tasks::{TaskWorker, TaskWorkerConfig};
 ///
-/// let config = TaskWorkerConfig::new("/jobs", "worker-1").with_concurrency(4);
-/// let worker = TaskWorker::new(session, config, runner)?.start(); // runner: your actor
+/// let config = TaskWorkerConfig::new("/jobs", "worker-1", runner).with_concurrency(4); // runner: your actor
+/// let worker = TaskWorker::new(session, config)?.start();
 /// # Ok(()) }
 /// ```
 pub struct TaskWorker {
     shell: Shell<WorkerEvent>,
     layout: Layout,
     config: TaskWorkerConfig,
-    runner: Recipient<TaskAssigned>,
     registration: Registration,
     /// The newest session generation seen.
     generation: u64,
@@ -118,12 +132,8 @@ pub struct TaskWorker {
 }
 
 impl TaskWorker {
-    /// A worker; start it with `.start()`. `runner` is the actor that runs the tasks.
-    pub fn new(
-        session: SessionHandle,
-        config: TaskWorkerConfig,
-        runner: Recipient<TaskAssigned>,
-    ) -> Result<TaskWorker, TaskError> {
+    /// A worker; start it with `.start()`.
+    pub fn new(session: SessionHandle, config: TaskWorkerConfig) -> Result<TaskWorker, TaskError> {
         let layout = Layout::new(&config.root)?;
         check_worker_id(&config.worker_id)?;
         let span = tracing::info_span!("zk.tasks.worker", root = %config.root, id = %config.worker_id);
@@ -135,7 +145,6 @@ impl TaskWorker {
             shell,
             layout,
             config,
-            runner,
             registration: Registration::Unregistered,
             generation: 0,
             running: HashMap::new(),
@@ -309,7 +318,7 @@ impl TaskWorker {
                     debug!(parent: act.shell.span(), %task, "task started");
                     act.tell(WorkerEvent::TaskStarted { task_id: task_id.clone() });
                     let assignment = Assignment { data: node.data.clone(), version: node.stat.version };
-                    Some((act.runner.send(TaskAssigned { task_id, data: node.data }), assignment))
+                    Some((act.config.runner.send(TaskAssigned { task_id, data: node.data }), assignment))
                 }
                 Err(error) => {
                     // Moved away (NoNode), or the connection dropped: the next listing
