@@ -39,6 +39,7 @@ use crate::recipe::shell::Shell;
 use crate::retry::{Backoff, again_later};
 use crate::session::requests::PersistentWatchMode;
 use crate::session::requests::Stat;
+use crate::session::watch::Watcher;
 use crate::session::{Feature, SessionEvent, SessionHandle, WatchEvent, WatchEventKind, WatchId, WatchRefusal};
 
 /// Reads in flight at most (they are all sent already; this bounds only what is polled).
@@ -134,7 +135,7 @@ pub struct CacheActor {
 #[derive(Default)]
 struct OneShot {
     /// Where to deliver them.
-    me: Option<Recipient<WatchEvent>>,
+    me: Option<Watcher>,
     /// Nodes with a data (or `exists`) watch.
     data: std::collections::HashSet<String>,
     /// Nodes with a children watch.
@@ -143,7 +144,7 @@ struct OneShot {
 
 impl OneShot {
     /// The recipient for a watch on `path` of this kind, when none is set there yet.
-    fn arm(&mut self, path: &str, children: bool) -> Option<Recipient<WatchEvent>> {
+    fn arm(&mut self, path: &str, children: bool) -> Option<Watcher> {
         let set = if children { &mut self.children } else { &mut self.data };
         if set.insert(path.to_owned()) { self.me.clone() } else { None }
     }
@@ -232,7 +233,7 @@ impl CacheActor {
     fn list(&mut self, path: String, depth: usize, walk: Option<u64>) {
         let watcher = self.oneshot.as_mut().and_then(|oneshot| oneshot.arm(&path, true));
         let read = match watcher {
-            Some(me) => self.shell.session().children_watched(&path, me).boxed(),
+            Some(me) => self.shell.session().children_watched_by(&path, &me).boxed(),
             None => self.shell.session().children(&path).boxed(),
         };
         let found = async move {
@@ -450,7 +451,7 @@ impl CacheActor {
         let Some(oneshot) = self.oneshot.as_mut() else { return };
         oneshot.children.remove(&path);
         let Some(me) = oneshot.arm(&path, false) else { return };
-        let exists = self.shell.session().exists_watched(&path, me);
+        let exists = self.shell.session().exists_watched_by(&path, &me);
         ctx.spawn(exists.into_actor(self).map(move |exists, act, _| match exists {
             // Made meanwhile: no event comes for it.
             Ok(Some(_)) => act.rewalk(),
@@ -496,7 +497,7 @@ impl CacheActor {
             // What a cache on an older server does from the start (see `started`).
             WatchRefusal::Unsupported => {
                 warn!(parent: self.shell.span(), "the server no longer has persistent watches; using one-shot watches");
-                self.oneshot = Some(OneShot { me: Some(ctx.address().recipient()), ..OneShot::default() });
+                self.oneshot = Some(OneShot { me: Some(self.shell.watcher(ctx)), ..OneShot::default() });
                 self.resync();
             }
             WatchRefusal::NoAuth => self.fail(Error::NoAuth { path: self.config.path.clone() }, ctx),
@@ -522,15 +523,15 @@ async fn read_watched(
     session: &SessionHandle,
     path: &str,
     keep_data: bool,
-    me: Recipient<WatchEvent>,
+    me: Watcher,
 ) -> Result<Option<NodeRead>, Error> {
     if !keep_data {
-        return session.exists_watched(path, me).await.map(|stat| stat.map(|stat| (None, stat)));
+        return session.exists_watched_by(path, &me).await.map(|stat| stat.map(|stat| (None, stat)));
     }
-    match session.get_data_watched(path, me.clone()).await {
+    match session.get_data_watched_by(path, &me).await {
         Ok(node) => Ok(Some((Some(node.data), node.stat))),
         // No watch is set on a missing node by a read: an `exists` sets one.
-        Err(Error::NoNode { .. }) => match session.exists_watched(path, me).await? {
+        Err(Error::NoNode { .. }) => match session.exists_watched_by(path, &me).await? {
             None => Ok(None),
             // Made in between: its `exists` watch stands for the data watch.
             Some(_) => match session.get_data(path).await {
@@ -587,7 +588,7 @@ impl Actor for CacheActor {
             }
             Ok(Err(Error::Unsupported { feature: Feature::PersistentWatches, .. })) => {
                 info!(parent: act.shell.span(), "the server has no persistent watches; using one-shot watches");
-                act.oneshot = Some(OneShot { me: Some(ctx.address().recipient()), ..OneShot::default() });
+                act.oneshot = Some(OneShot { me: Some(act.shell.watcher(ctx)), ..OneShot::default() });
                 act.start_walk();
             }
             Ok(Err(error)) => act.fail(error, ctx),

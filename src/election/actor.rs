@@ -287,7 +287,7 @@ impl ElectionActor {
     fn watch_leader(&mut self, node: String, ctx: &mut Context<Self>) {
         // Held weakly: a participant whose last address is dropped stops (and leaves the line)
         // even while the leader it watches lives on.
-        let read = self.shell.session().get_data_watched(&node, ctx.address().recipient());
+        let read = self.shell.session().get_data_watched_by(&node, &self.shell.watcher(ctx));
         ctx.spawn(read.into_actor(self).map(move |read, act, ctx| {
             if act.watched_leader.as_deref() != Some(node.as_str()) {
                 return; // it went (its deletion was seen first) and we moved on

@@ -115,7 +115,7 @@ impl ElectionObserver {
         }
         self.reading = true;
         self.again = false;
-        let me = ctx.address().recipient::<WatchEvent>();
+        let me = self.shell.watcher(ctx);
         // Marked before the replies: an event can overtake the reply of the read that set it.
         let (watch_data, watch_children) = (!self.armed.data, !self.armed.children);
         self.armed.data = true;
@@ -127,12 +127,12 @@ impl ElectionObserver {
         }
         // Both sent now, in this order: the stored value is read no later than the line.
         let stored: futures::future::LocalBoxFuture<'static, _> = if watch_data {
-            Box::pin(session.get_data_watched(&path, me.clone()))
+            Box::pin(session.get_data_watched_by(&path, &me))
         } else {
             Box::pin(session.get_data(&path))
         };
         let listed: futures::future::LocalBoxFuture<'static, _> = if watch_children {
-            Box::pin(session.children_watched(&path, me))
+            Box::pin(session.children_watched_by(&path, &me))
         } else {
             Box::pin(session.children(&path))
         };
@@ -166,7 +166,7 @@ impl ElectionObserver {
         self.reading = true;
         self.again = false;
         self.armed.data = true;
-        let stored = self.shell.session().get_data_watched(&self.path, ctx.address().recipient());
+        let stored = self.shell.session().get_data_watched_by(&self.path, &self.shell.watcher(ctx));
         let read = async move {
             match stored.await {
                 Ok(node) => Ok(Reading::Led { leader_id, term, stored: node.data }),
@@ -248,7 +248,7 @@ impl ElectionObserver {
             return;
         }
         self.armed.creation = true;
-        let exists = self.shell.session().exists_watched(&self.path, ctx.address().recipient());
+        let exists = self.shell.session().exists_watched_by(&self.path, &self.shell.watcher(ctx));
         ctx.spawn(exists.into_actor(self).map(|exists, act, ctx| match exists {
             // Made meanwhile: its creation fired no event for us, and the watch set is a data
             // watch now, which the reading's own watches stand for.

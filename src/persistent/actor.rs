@@ -251,7 +251,7 @@ impl PersistentNode {
                 self.state = State::Blocked;
                 self.report();
                 self.shell.tell(PersistentNodeEvent::Blocked { path: path.clone() });
-                let watched = self.shell.session().exists_watched(&path, ctx.address().recipient());
+                let watched = self.shell.session().exists_watched_by(&path, &self.shell.watcher(ctx));
                 ctx.spawn(watched.into_actor(self).map(move |exists, act, ctx| match exists {
                     Ok(Some(_)) => {}
                     Ok(None) | Err(_) if act.state == State::Blocked => act.ensure(ctx),
@@ -286,7 +286,7 @@ impl PersistentNode {
     /// Watches our node: a data watch, fired by its deletion (and by a data change, after which
     /// it is set again).
     fn watch(&mut self, path: String, ctx: &mut Context<Self>) {
-        let read = self.shell.session().get_data_watched(&path, ctx.address().recipient());
+        let read = self.shell.session().get_data_watched_by(&path, &self.shell.watcher(ctx));
         ctx.spawn(read.into_actor(self).map(move |read, act, ctx| {
             if act.state != State::Live || act.path.as_deref() != Some(path.as_str()) {
                 return;

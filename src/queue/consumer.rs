@@ -251,7 +251,7 @@ impl QueueConsumerActor {
             return;
         }
         self.listing = true;
-        let items = self.shell.session().children_watched(&self.config.queue, ctx.address().recipient());
+        let items = self.shell.session().children_watched_by(&self.config.queue, &self.shell.watcher(ctx));
         let claims = match self.config.mode {
             DeliveryMode::AtLeastOnce => Some(self.shell.session().children(&self.config.claims())),
             DeliveryMode::AtMostOnce => None,
@@ -280,7 +280,7 @@ impl QueueConsumerActor {
                         // Items held by other consumers come back when their claims go: watch
                         // the claims. The watch is set after the listing: a claim that went in
                         // between fires nothing, so its answer is compared with what was listed.
-                        let watch = act.shell.session().children_watched(&act.config.claims(), ctx.address().recipient());
+                        let watch = act.shell.session().children_watched_by(&act.config.claims(), &act.shell.watcher(ctx));
                         ctx.spawn(watch.into_actor(act).map(move |watched, act, ctx| {
                             let gone = match watched {
                                 Ok(now) => {

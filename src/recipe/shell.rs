@@ -1,7 +1,7 @@
 //! [`Shell`]: what every recipe actor has around its core, kept in one place: the session it
 //! runs on, its tracing span, who hears its events, its entry on the session's health board and
-//! the tag its handles read it through, its retry policy, and the lifeline its handles' `stop()`
-//! awaits. [`on_the_shell!`] writes the handlers that only touch these (awaiting the end,
+//! the tag its handles read it through, its retry policy, the lifeline its handles' `stop()`
+//! awaits, and the owner of its one-shot watches (which leave the server as it stops). [`on_the_shell!`] writes the handlers that only touch these (awaiting the end,
 //! attaching a reader or a subscriber).
 //!
 //! Owns: the parts of a recipe actor that do not depend on the recipe, and attaching the actor
@@ -12,9 +12,10 @@ use actix::prelude::*;
 
 use crate::events::Subscribers;
 use crate::retry::RetryPolicy;
-use crate::session::SessionHandle;
 use crate::session::health::{HealthSlot, HealthTag};
 use crate::session::requests::Goodbye;
+use crate::session::watch::{WatchOwner, Watcher};
+use crate::session::{SessionHandle, WatchEvent};
 use crate::stop::{AwaitStopped, Lifeline};
 
 /// The recipe-independent half of a recipe actor; see the [module docs](self).
@@ -31,6 +32,8 @@ pub(crate) struct Shell<E: Message<Result = ()> + Clone + Send + 'static> {
     retry: Option<RetryPolicy>,
     /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
     lifeline: Lifeline,
+    /// Dropped with the actor: tells its pending one-shot watches to leave the server.
+    watches: WatchOwner,
 }
 
 impl<E: Message<Result = ()> + Clone + Send + 'static> Shell<E> {
@@ -45,6 +48,7 @@ impl<E: Message<Result = ()> + Clone + Send + 'static> Shell<E> {
             health_tag: None,
             retry,
             lifeline: Lifeline::default(),
+            watches: WatchOwner::default(),
         }
     }
 
@@ -117,6 +121,15 @@ impl<E: Message<Result = ()> + Clone + Send + 'static> Shell<E> {
         if let Some(slot) = self.health.take() {
             slot.keep_failed(reason, self.health_tag.as_ref());
         }
+    }
+
+    /// The actor of `ctx` as the owner of one-shot watches (`SessionHandle::*_watched_by`):
+    /// their events go to it, and they leave the server as soon as it stops.
+    pub(crate) fn watcher<A>(&self, ctx: &Context<A>) -> Watcher
+    where
+        A: Actor<Context = Context<A>> + Handler<WatchEvent>,
+    {
+        self.watches.watcher(ctx.address().recipient())
     }
 
     /// Keeps `waiter` until the actor is gone.

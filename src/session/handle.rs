@@ -27,6 +27,7 @@ use super::health::{Health, HealthBoard};
 use super::lease::Lease;
 use super::live::LiveCell;
 use super::requests::*;
+use super::watch::Watcher;
 use super::{Features, ServerFeatures};
 use crate::error::{Error, Result};
 use crate::events::EventStream;
@@ -320,6 +321,39 @@ impl SessionHandle {
     /// it; it applies (all of it) or fails (none of it) all the same, and only the answer is lost.
     pub fn multi(&self, ops: Vec<Op>) -> impl Future<Output = Result<Vec<OpResult>>> + 'static + use<> {
         self.request(Multi { ops })
+    }
+
+    /// [`get_data_watched`](Self::get_data_watched) for a recipe actor: its watch leaves the
+    /// server as soon as the actor stops (`watcher`'s owner drops), with nothing polling.
+    pub(crate) fn get_data_watched_by(
+        &self,
+        path: &str,
+        watcher: &Watcher,
+    ) -> impl Future<Output = Result<NodeData>> + 'static + use<> {
+        let request = GetData { path: path.into(), watch: Some(watcher.recipient.clone()) };
+        self.request(Owned { request, gone: watcher.gone.clone() })
+    }
+
+    /// [`exists_watched`](Self::exists_watched) for a recipe actor (see
+    /// [`get_data_watched_by`](Self::get_data_watched_by)).
+    pub(crate) fn exists_watched_by(
+        &self,
+        path: &str,
+        watcher: &Watcher,
+    ) -> impl Future<Output = Result<Option<Stat>>> + 'static + use<> {
+        let request = Exists { path: path.into(), watch: Some(watcher.recipient.clone()) };
+        self.request(Owned { request, gone: watcher.gone.clone() })
+    }
+
+    /// [`children_watched`](Self::children_watched) for a recipe actor (see
+    /// [`get_data_watched_by`](Self::get_data_watched_by)).
+    pub(crate) fn children_watched_by(
+        &self,
+        path: &str,
+        watcher: &Watcher,
+    ) -> impl Future<Output = Result<Children>> + 'static + use<> {
+        let request = GetChildren { path: path.into(), watch: Some(watcher.recipient.clone()) };
+        self.request(Owned { request, gone: watcher.gone.clone() })
     }
 
     /// Reads a node and leaves a one-shot watch whose event comes on the returned receiver;

@@ -4,7 +4,9 @@
 //! client's watcher), the delivery of one-shot watches, and the rule that a watch holds its
 //! owner **weakly**: a pending or persistent watch never keeps an actor alive, and a watch whose
 //! owner stopped is removed (from the client and the server). Callers hand in a plain
-//! `Recipient`; nobody else decides weak or strong. Does not own when watches are
+//! `Recipient`; nobody else decides weak or strong. A recipe actor hands in a [`Watcher`] too,
+//! whose [`WatchOwner`] drops with the actor: its one-shot watches then learn at once that it
+//! stopped, where a bare recipient is looked at every [`OWNER_CHECK`]. Does not own when watches are
 //! (re-)registered: the [`SessionActor`](super::SessionActor) decides that from the session's
 //! state (on request, and again for every new session after an expiry).
 //!
@@ -169,11 +171,49 @@ impl<E> ReconnectGate<E> {
 
 /// Where a one-shot watch's event goes.
 pub(crate) enum WatchSink {
-    /// To an actor (recipe actors), held weakly.
-    Actor(WeakRecipient<WatchEvent>),
+    /// To an actor, held weakly, with what tells that it stopped when it is a recipe actor's.
+    Actor(WeakRecipient<WatchEvent>, Option<OwnerGone>),
     /// To plain async code waiting for it. Dropping the receiver withdraws the watch: a caller
     /// that gave up (a `take` or a `result` that timed out) leaves nothing behind.
     Once(oneshot::Sender<WatchEvent>),
+}
+
+/// Held by an actor that sets one-shot watches (in its shell) and dropped with it: what tells
+/// its pending watches that it has stopped, so that they leave the server then. actix has no
+/// signal of an actor's end; this is one, and nothing polls.
+#[derive(Debug)]
+pub(crate) struct WatchOwner(tokio::sync::watch::Sender<()>);
+
+impl Default for WatchOwner {
+    fn default() -> Self {
+        WatchOwner(tokio::sync::watch::channel(()).0)
+    }
+}
+
+impl WatchOwner {
+    /// Who gets the events of the watches this owner sets: `recipient`, its actor's.
+    pub(crate) fn watcher(&self, recipient: Recipient<WatchEvent>) -> Watcher {
+        Watcher { recipient, gone: OwnerGone(self.0.subscribe()) }
+    }
+}
+
+/// Resolves once its [`WatchOwner`] is dropped.
+#[derive(Debug, Clone)]
+pub(crate) struct OwnerGone(tokio::sync::watch::Receiver<()>);
+
+impl OwnerGone {
+    async fn wait(mut self) {
+        // Nothing is ever sent: `changed` fails once the owner is dropped.
+        while self.0.changed().await.is_ok() {}
+    }
+}
+
+/// A recipe actor as the owner of one-shot watches: where their events go, and what tells them
+/// it has stopped.
+#[derive(Debug, Clone)]
+pub(crate) struct Watcher {
+    pub(crate) recipient: Recipient<WatchEvent>,
+    pub(crate) gone: OwnerGone,
 }
 
 /// The owner of a watch, while it runs.
@@ -184,10 +224,14 @@ pub(crate) fn owner(recipient: &WeakRecipient<WatchEvent>) -> Option<Recipient<W
 /// How often a pending one-shot watch looks whether its owner stopped.
 const OWNER_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// Resolves once `recipient`'s actor has stopped. Actix offers no notification of that, so it
-/// looks every [`OWNER_CHECK`]: a watch left on the server by a stopped actor would stay until
-/// its node changed (a stop leaves no watch behind).
-async fn until_stopped(recipient: WeakRecipient<WatchEvent>) {
+/// Resolves once `recipient`'s actor has stopped: a watch left on the server by a stopped actor
+/// would stay until its node changed (a stop leaves no watch behind). A recipe actor's `gone`
+/// says so when it drops; for a bare recipient, actix offers no notification, so it looks every
+/// [`OWNER_CHECK`].
+async fn until_stopped(recipient: WeakRecipient<WatchEvent>, gone: Option<OwnerGone>) {
+    if let Some(gone) = gone {
+        return gone.wait().await;
+    }
     let mut tick = tokio::time::interval(OWNER_CHECK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while owner(&recipient).is_some() {
@@ -221,12 +265,12 @@ pub(crate) fn deliver_once(
         let fired = futures::future::select(Box::pin(moved), Box::pin(changed));
         let fired = futures::FutureExt::map(fired, |either| either.factor_first().0);
         let ((kind, fired_path), sink) = match sink {
-            WatchSink::Actor(recipient) => {
+            WatchSink::Actor(recipient, gone) => {
                 futures::pin_mut!(fired);
-                let gone = until_stopped(recipient.clone());
-                futures::pin_mut!(gone);
-                match futures::future::select(fired, gone).await {
-                    futures::future::Either::Left((event, _)) => (event, WatchSink::Actor(recipient)),
+                let stopped = until_stopped(recipient.clone(), gone);
+                futures::pin_mut!(stopped);
+                match futures::future::select(fired, stopped).await {
+                    futures::future::Either::Left((event, _)) => (event, WatchSink::Actor(recipient, None)),
                     futures::future::Either::Right(_) => {
                         tracing::debug!(%path, "the watch's owner stopped; removing it");
                         return;
@@ -250,7 +294,7 @@ pub(crate) fn deliver_once(
         let event = WatchEvent { path, kind, generation, watch: None };
         match sink {
             // do_send bypasses the mailbox limit: a watch event must not be dropped for backpressure.
-            WatchSink::Actor(recipient) => {
+            WatchSink::Actor(recipient, _) => {
                 if let Some(owner) = owner(&recipient) {
                     owner.do_send(event);
                 }
@@ -288,5 +332,37 @@ mod tests {
         assert_eq!(gate.reconnected("back", true), None);
         assert_eq!(gate.release(), Some("back"));
         assert_eq!(gate.watch_added(false), None);
+    }
+
+    /// The signal a recipe actor's watches wait on: its owner's drop ends the wait at once while
+    /// the actor's recipient is still alive (a bare recipient would be looked at on a timer, and
+    /// found alive).
+    #[test]
+    fn a_watch_learns_its_owner_went_when_the_owner_drops_not_before() {
+        use actix::Actor;
+        use futures::FutureExt;
+
+        struct Sink;
+        impl Actor for Sink {
+            type Context = actix::Context<Self>;
+        }
+        impl actix::Handler<super::WatchEvent> for Sink {
+            type Result = ();
+            fn handle(&mut self, _: super::WatchEvent, _: &mut Self::Context) {}
+        }
+
+        actix::System::new().block_on(async {
+            let sink = Sink.start();
+            let owner = super::WatchOwner::default();
+            let watcher = owner.watcher(sink.clone().recipient());
+            let mut owned = Box::pin(super::until_stopped(watcher.recipient.downgrade(), Some(watcher.gone.clone())));
+            let mut bare = Box::pin(super::until_stopped(watcher.recipient.downgrade(), None));
+            tokio::task::yield_now().await;
+            assert!((&mut owned).now_or_never().is_none(), "the owner is still there");
+            drop(owner);
+            tokio::time::timeout(std::time::Duration::from_secs(5), owned).await.expect("told at the owner's drop");
+            assert!((&mut bare).now_or_never().is_none(), "a bare recipient whose actor runs is not gone");
+            drop(sink);
+        });
     }
 }

@@ -29,6 +29,7 @@ use crate::reply::Reply;
 use crate::retry::{Backoff, RetryPolicy, again_later};
 use crate::session::health::RecipeState;
 use crate::session::requests::{CreateMode, NodeData, Stat};
+use crate::session::watch::Watcher;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 
 /// How often a create/read (or set/create) round may find the node or its parent gone again
@@ -263,7 +264,7 @@ impl<F: SharedFormat> SharedNode<F> {
             return;
         }
         // The session holds a watch's owner weakly: our address does not keep us alive.
-        let watch = if self.watches > 0 { None } else { Some(ctx.address().recipient()) };
+        let watch = if self.watches > 0 { None } else { Some(self.shell.watcher(ctx)) };
         let create = std::mem::take(&mut self.reader.create);
         let waiters = std::mem::take(&mut self.reader.queued);
         self.reader = Reader { busy: true, watched: watch.is_some(), ..Reader::default() };
@@ -478,7 +479,7 @@ fn read_node(
     session: SessionHandle,
     path: String,
     seed: Vec<u8>,
-    watch: Option<Recipient<WatchEvent>>,
+    watch: Option<Watcher>,
     create: bool,
 ) -> impl Future<Output = Result<NodeData, Error>> + 'static {
     let gone = Error::NoNode { path: path.clone() };
@@ -486,7 +487,7 @@ fn read_node(
         // The create goes first, so the read that follows it sees the node.
         let created = create.then(|| session.create(&path, seed.clone(), CreateMode::Persistent));
         let read = match &watch {
-            Some(watcher) => futures::future::Either::Left(session.get_data_watched(&path, watcher.clone())),
+            Some(watcher) => futures::future::Either::Left(session.get_data_watched_by(&path, watcher)),
             None => futures::future::Either::Right(session.get_data(&path)),
         };
         (created, read, path.clone())

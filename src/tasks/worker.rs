@@ -244,7 +244,7 @@ impl TaskWorker {
         }
         self.listing = true;
         let dir = self.layout.assign_dir(&self.config.worker_id);
-        let listed = self.shell.session().children_watched(&dir, ctx.address().recipient());
+        let listed = self.shell.session().children_watched_by(&dir, &self.shell.watcher(ctx));
         ctx.spawn(listed.into_actor(self).map(move |listed, act, ctx| {
             act.listing = false;
             match listed {

@@ -86,7 +86,16 @@ impl Handler<GetData> for SessionActor {
     type Result = ResponseFuture<Result<NodeData>>;
 
     fn handle(&mut self, msg: GetData, _: &mut Context<Self>) -> Self::Result {
-        self.get_data(msg.path, msg.watch.map(|watcher| WatchSink::Actor(watcher.downgrade())))
+        self.get_data(msg.path, msg.watch.map(|watcher| WatchSink::Actor(watcher.downgrade(), None)))
+    }
+}
+
+impl Handler<Owned<GetData>> for SessionActor {
+    type Result = <Self as Handler<GetData>>::Result;
+
+    fn handle(&mut self, msg: Owned<GetData>, _: &mut Context<Self>) -> Self::Result {
+        let Owned { request, gone } = msg;
+        self.get_data(request.path, request.watch.map(|watcher| WatchSink::Actor(watcher.downgrade(), Some(gone))))
     }
 }
 
@@ -199,7 +208,16 @@ impl Handler<Exists> for SessionActor {
     type Result = ResponseFuture<Result<Option<Stat>>>;
 
     fn handle(&mut self, msg: Exists, _: &mut Context<Self>) -> Self::Result {
-        self.exists(msg.path, msg.watch.map(|watcher| WatchSink::Actor(watcher.downgrade())))
+        self.exists(msg.path, msg.watch.map(|watcher| WatchSink::Actor(watcher.downgrade(), None)))
+    }
+}
+
+impl Handler<Owned<Exists>> for SessionActor {
+    type Result = <Self as Handler<Exists>>::Result;
+
+    fn handle(&mut self, msg: Owned<Exists>, _: &mut Context<Self>) -> Self::Result {
+        let Owned { request, gone } = msg;
+        self.exists(request.path, request.watch.map(|watcher| WatchSink::Actor(watcher.downgrade(), Some(gone))))
     }
 }
 
@@ -237,7 +255,16 @@ impl Handler<GetChildren> for SessionActor {
     type Result = ResponseFuture<Result<Children>>;
 
     fn handle(&mut self, msg: GetChildren, _: &mut Context<Self>) -> Self::Result {
-        self.get_children(msg.path, msg.watch.map(|watcher| WatchSink::Actor(watcher.downgrade())))
+        self.get_children(msg.path, msg.watch.map(|watcher| WatchSink::Actor(watcher.downgrade(), None)))
+    }
+}
+
+impl Handler<Owned<GetChildren>> for SessionActor {
+    type Result = <Self as Handler<GetChildren>>::Result;
+
+    fn handle(&mut self, msg: Owned<GetChildren>, _: &mut Context<Self>) -> Self::Result {
+        let Owned { request, gone } = msg;
+        self.get_children(request.path, request.watch.map(|watcher| WatchSink::Actor(watcher.downgrade(), Some(gone))))
     }
 }
 
