@@ -110,7 +110,6 @@ struct Held {
 /// # }
 /// ```
 pub struct CacheActor {
-    shell: Shell<CacheEvent>,
     config: CacheConfig,
     phase: Phase,
     nodes: BTreeMap<String, Held>,
@@ -129,6 +128,8 @@ pub struct CacheActor {
     /// the next walk instead of restarting the current one forever).
     walk_due: bool,
     generation: u64,
+    /// Kept last: its lifeline must drop after everything else the actor holds.
+    shell: Shell<CacheEvent>,
 }
 
 /// The one-shot watches set on the server, so that a read sets each only once until it fires.

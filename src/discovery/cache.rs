@@ -22,7 +22,6 @@ use crate::session::SessionHandle;
 
 /// The instances of one service, kept in memory and in sync; see `docs/recipes/discovery.md`.
 pub struct ServiceCache {
-    shell: Shell<ServiceCacheEvent>,
     name: String,
     dir: String,
     view: Option<Addr<CacheActor>>,
@@ -33,6 +32,8 @@ pub struct ServiceCache {
     initialized: bool,
     failed: Option<Error>,
     waiters: Vec<oneshot::Sender<Result<(), DiscoveryError>>>,
+    /// Kept last: its lifeline must drop after everything else the actor holds.
+    shell: Shell<ServiceCacheEvent>,
 }
 
 impl ServiceCache {

@@ -86,7 +86,6 @@ fn lost_reason(loss: Loss) -> LeadershipLostReason {
 /// # }
 /// ```
 pub struct ElectionActor {
-    shell: Shell<ElectionEvent>,
     config: ElectionConfig,
     holder: Holder<LeaderTerm, LeadershipWaiter>,
     contender: ContenderSlot,
@@ -117,6 +116,8 @@ pub struct ElectionActor {
     requeuing: usize,
     /// `Leadership` asked while requeuing: asked again once the participant stands in line.
     after_requeue: Vec<LeadershipWaiter>,
+    /// Kept last: its lifeline must drop after everything else the actor holds.
+    shell: Shell<ElectionEvent>,
 }
 
 /// How the delete of a resign ended, as the holder core answered it.

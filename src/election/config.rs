@@ -163,3 +163,9 @@ impl From<String> for ElectionObserverConfig {
         ElectionObserverConfig::new(path)
     }
 }
+
+impl From<&String> for ElectionObserverConfig {
+    fn from(path: &String) -> Self {
+        ElectionObserverConfig::new(path.as_str())
+    }
+}

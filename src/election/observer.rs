@@ -53,7 +53,6 @@ struct Armed {
 /// Watches one election and tells [`ProclamationChanged`] to its subscribers. Start it with
 /// [`ElectionObserverHandle::start`](super::ElectionObserverHandle::start).
 pub struct ElectionObserver {
-    shell: Shell<ProclamationChanged>,
     path: String,
     observed: Observed,
     /// Callers of `CurrentProclamation` before the first reading.
@@ -69,6 +68,8 @@ pub struct ElectionObserver {
     needs_sync: bool,
     /// A reading failed for good (no permission, a bad path): told to every caller.
     failed: Option<Error>,
+    /// Kept last: its lifeline must drop after everything else the actor holds.
+    shell: Shell<ProclamationChanged>,
 }
 
 impl ElectionObserver {

@@ -41,7 +41,6 @@ enum Membership {
 /// # Ok(()) }
 /// ```
 pub struct GroupMember {
-    shell: Shell<GroupEvent>,
     config: GroupConfig,
     node: String,
     membership: Membership,
@@ -57,6 +56,8 @@ pub struct GroupMember {
     joins_in_flight: u32,
     /// Callers of `Leave`, answered once our node is gone (after an in-flight join has landed).
     leaving: Vec<oneshot::Sender<Result<(), GroupError>>>,
+    /// Kept last: its lifeline must drop after everything else the actor holds.
+    shell: Shell<GroupEvent>,
 }
 
 impl GroupMember {

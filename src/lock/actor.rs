@@ -37,10 +37,11 @@ use crate::session::{SessionEvent, SessionHandle};
 /// # Ok(()) }
 /// ```
 pub struct LockActor {
-    shell: Shell<LockEvent>,
     config: LockConfig,
     holder: Holder<LockGrant, LockWaiter>,
     contender: ContenderSlot,
+    /// Kept last: its lifeline must drop after everything else the actor holds.
+    shell: Shell<LockEvent>,
 }
 
 impl LockActor {

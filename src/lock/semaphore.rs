@@ -33,13 +33,14 @@ use crate::session::{SessionEvent, SessionHandle};
 /// lease node, and [`Release`](super::Release) by deleting it. The protocol is
 /// Curator's; see the [lock module](super) docs.
 pub struct SemaphoreActor {
-    shell: Shell<LockEvent>,
     config: SemaphoreConfig,
     holder: Holder<LockGrant, LockWaiter>,
     /// The attempt whose contenders these are.
     attempt: Attempt,
     guard: ContenderSlot,
     lease: ContenderSlot,
+    /// Kept last: its lifeline must drop after everything else the actor holds.
+    shell: Shell<LockEvent>,
 }
 
 impl SemaphoreActor {

@@ -23,7 +23,6 @@ use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
 /// Keeps one node in existence; see `docs/recipes/persistent-node.md`. Most programs use it
 /// through a [`PersistentNodeHandle`](super::PersistentNodeHandle).
 pub struct PersistentNode {
-    shell: Shell<PersistentNodeEvent>,
     config: PersistentNodeConfig,
     /// The protected name's GUID (`None` without protection).
     guid: Option<String>,
@@ -48,6 +47,8 @@ pub struct PersistentNode {
     maybe_made: Option<String>,
     /// What a stop could not delete, for the handles to tell once the actor has gone.
     left: Left,
+    /// Kept last: its lifeline must drop after everything else the actor holds.
+    shell: Shell<PersistentNodeEvent>,
 }
 
 /// The node a stop left behind (with why), shared by the actor and its handles.

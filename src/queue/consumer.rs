@@ -85,7 +85,6 @@ struct InFlight {
 /// It runs until sent [`Stop`], or until its last address is dropped (deliveries out with
 /// workers hold one), like every recipe actor; stopping gives claimed items back at once.
 pub struct QueueConsumerActor {
-    shell: Shell<ConsumerEvent>,
     config: ConsumerConfig,
     in_flight: HashMap<String, InFlight>,
     /// Items whose claim (or take) is in flight.
@@ -128,6 +127,8 @@ pub struct QueueConsumerActor {
     flush_scheduled: bool,
     /// Delay before the next retry of a failed listing, claim or take; reset by a listing.
     backoff: Backoff,
+    /// Kept last: its lifeline must drop after everything else the actor holds.
+    shell: Shell<ConsumerEvent>,
 }
 
 impl QueueConsumerActor {

@@ -30,10 +30,11 @@ pub(crate) struct Shell<E: Message<Result = ()> + Clone + Send + 'static> {
     health_tag: Option<HealthTag>,
     /// The recipe's own retry policy (its config's), if it has one.
     retry: Option<RetryPolicy>,
-    /// Dropped with the actor: tells whoever awaits its end (a handle's `stop()`).
-    lifeline: Lifeline,
     /// Dropped with the actor: tells its pending one-shot watches to leave the server.
     watches: WatchOwner,
+    /// Dropped with the actor, last of all (fields drop in order, and a recipe actor keeps its
+    /// shell last): tells whoever awaits its end (a handle's `stop()`) once the rest is gone.
+    lifeline: Lifeline,
 }
 
 impl<E: Message<Result = ()> + Clone + Send + 'static> Shell<E> {

@@ -148,7 +148,6 @@ impl<F: SharedFormat> Default for Reader<F> {
 ///
 /// Stop it with its front's `Stop` or by dropping every address of it.
 pub struct SharedNode<F: SharedFormat> {
-    shell: Shell<F::Event>,
     config: NodeConfig<F::Value>,
     /// Set when the path is unusable: every request fails with it, nothing is sent.
     invalid: Option<Error>,
@@ -173,6 +172,8 @@ pub struct SharedNode<F: SharedFormat> {
     backoff: Backoff,
     /// What the health board calls it (`shared-value`, `shared-count`).
     kind: &'static str,
+    /// Kept last: its lifeline must drop after everything else the actor holds.
+    shell: Shell<F::Event>,
 }
 
 impl<F: SharedFormat> SharedNode<F> {

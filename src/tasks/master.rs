@@ -101,7 +101,6 @@ impl TaskMasterConfig {
 /// # Ok(()) }
 /// ```
 pub struct TaskMaster {
-    shell: Shell<MasterEvent>,
     layout: Layout,
     config: TaskMasterConfig,
     /// Its health entry is the master's own.
@@ -110,6 +109,8 @@ pub struct TaskMaster {
     /// Delay before trying to create the directories again.
     backoff: Backoff,
     master_id: Option<String>,
+    /// Kept last: its lifeline must drop after everything else the actor holds.
+    shell: Shell<MasterEvent>,
 }
 
 impl TaskMaster {

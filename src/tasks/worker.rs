@@ -107,7 +107,6 @@ enum Registration {
 /// # Ok(()) }
 /// ```
 pub struct TaskWorker {
-    shell: Shell<WorkerEvent>,
     layout: Layout,
     config: TaskWorkerConfig,
     registration: Registration,
@@ -129,6 +128,8 @@ pub struct TaskWorker {
     /// Delay before the next retry of a failed registration or read; reset by a success.
     backoff: Backoff,
     stop_waiters: Vec<futures::channel::oneshot::Sender<()>>,
+    /// Kept last: its lifeline must drop after everything else the actor holds.
+    shell: Shell<WorkerEvent>,
 }
 
 impl TaskWorker {
