@@ -108,21 +108,6 @@ impl HolderHost for LockActor {
     }
 }
 
-impl Actor for LockActor {
-    type Context = Context<Self>;
-
-    fn started(&mut self, ctx: &mut Self::Context) {
-        // Dropping the last address is how a user stops it, whatever timer is pending.
-        self.shell.attach(ctx);
-    }
-
-    fn stopped(&mut self, ctx: &mut Self::Context) {
-        // Stopping releases: the contender deletes its node (it outlives us on the Arbiter).
-        let effects = self.holder.stop();
-        holder::run(self, effects, ctx);
-    }
-}
-
 impl Handler<Acquire> for LockActor {
     type Result = Reply<Result<LockGrant, LockError>>;
 

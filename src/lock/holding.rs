@@ -3,8 +3,8 @@
 //!
 //! Owns: [`LockWaiter`], the translations from the core's terms to [`LockError`] and
 //! [`LockEvent`], and the request handling the lock and the semaphore share (`acquire`,
-//! `release`, `give_back`, `participants`, and the handlers that only call them:
-//! `answers_lock_requests!`). Does not own any decision: those are the core's
+//! `release`, `give_back`, `participants`, and the actor lifecycle and handlers that only call
+//! them: `answers_lock_requests!`). Does not own any decision: those are the core's
 //! (`recipe::holder`).
 
 use super::error::LockError;
@@ -211,11 +211,27 @@ pub(super) fn participants(session: &SessionHandle, dir: String) -> ResponseFutu
     Box::pin(async move { read.await.map_err(LockError::ZooKeeper) })
 }
 
-/// The handlers a lock-shaped actor (the lock, the semaphore) shares, for an actor with a
-/// `config.dir` and its own `Handler<Acquire>`: `Release` (asked and told), `ReleaseAndStop`,
-/// `Asked<Acquire>`, `CallerGone`, `GiveBack` and the session's `Goodbye`.
+/// What a lock-shaped actor (the lock, the semaphore) shares, for a holder host with a
+/// `config.dir`, a `shell` and its own `Handler<Acquire>`: its `Actor` impl (attached to its
+/// session at the start; a stop releases, its contenders deleting their nodes after it) and the
+/// handlers of `Release` (asked and told), `ReleaseAndStop`, `Asked<Acquire>`, `CallerGone`,
+/// `GiveBack` and the session's `Goodbye`.
 macro_rules! answers_lock_requests {
     ($actor:ty) => {
+        impl actix::Actor for $actor {
+            type Context = actix::Context<Self>;
+
+            fn started(&mut self, ctx: &mut Self::Context) {
+                // Dropping the last address is how a user stops it, whatever timer is pending.
+                self.shell.attach(ctx);
+            }
+
+            fn stopped(&mut self, ctx: &mut Self::Context) {
+                let effects = self.holder.stop();
+                $crate::recipe::holder::run(self, effects, ctx);
+            }
+        }
+
         impl actix::Handler<super::messages::Release> for $actor {
             type Result = actix::ResponseFuture<Result<(), super::error::LockError>>;
 

@@ -152,20 +152,6 @@ impl HolderHost for SemaphoreActor {
     }
 }
 
-impl Actor for SemaphoreActor {
-    type Context = Context<Self>;
-
-    fn started(&mut self, ctx: &mut Self::Context) {
-        // Dropping the last address is how a user stops it, whatever timer is pending.
-        self.shell.attach(ctx);
-    }
-
-    fn stopped(&mut self, ctx: &mut Self::Context) {
-        let effects = self.holder.stop();
-        holder::run(self, effects, ctx);
-    }
-}
-
 impl Handler<Acquire> for SemaphoreActor {
     type Result = Reply<Result<LockGrant, LockError>>;
 

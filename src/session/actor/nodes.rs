@@ -82,30 +82,40 @@ impl Handler<Delete> for SessionActor {
     }
 }
 
-impl Handler<GetData> for SessionActor {
-    type Result = ResponseFuture<Result<NodeData>>;
+/// The three ways to ask a watched read: `$plain` (a bare recipient's watch, or none),
+/// `Owned<$plain>` (a recipe actor's, which leaves as its owner drops) and `$until_dropped`
+/// (plain async code's, which leaves as its receiver drops); `$read` does the reading.
+macro_rules! watched_read {
+    ($plain:ident, $until_dropped:ident => $read:ident) => {
+        impl Handler<$plain> for SessionActor {
+            type Result = ResponseFuture<<$plain as Message>::Result>;
 
-    fn handle(&mut self, msg: GetData, _: &mut Context<Self>) -> Self::Result {
-        self.get_data(msg.path, msg.watch.map(|watcher| WatchSink::Actor(watcher.downgrade(), None)))
-    }
+            fn handle(&mut self, msg: $plain, _: &mut Context<Self>) -> Self::Result {
+                self.$read(msg.path, msg.watch.map(|watcher| WatchSink::Actor(watcher.downgrade(), None)))
+            }
+        }
+
+        impl Handler<Owned<$plain>> for SessionActor {
+            type Result = ResponseFuture<<$plain as Message>::Result>;
+
+            fn handle(&mut self, msg: Owned<$plain>, _: &mut Context<Self>) -> Self::Result {
+                let Owned { request, gone } = msg;
+                let sink = request.watch.map(|watcher| WatchSink::Actor(watcher.downgrade(), Some(gone)));
+                self.$read(request.path, sink)
+            }
+        }
+
+        impl Handler<$until_dropped> for SessionActor {
+            type Result = ResponseFuture<<$plain as Message>::Result>;
+
+            fn handle(&mut self, msg: $until_dropped, _: &mut Context<Self>) -> Self::Result {
+                self.$read(msg.path, Some(WatchSink::Once(msg.tx)))
+            }
+        }
+    };
 }
 
-impl Handler<Owned<GetData>> for SessionActor {
-    type Result = <Self as Handler<GetData>>::Result;
-
-    fn handle(&mut self, msg: Owned<GetData>, _: &mut Context<Self>) -> Self::Result {
-        let Owned { request, gone } = msg;
-        self.get_data(request.path, request.watch.map(|watcher| WatchSink::Actor(watcher.downgrade(), Some(gone))))
-    }
-}
-
-impl Handler<GetDataUntilDropped> for SessionActor {
-    type Result = ResponseFuture<Result<NodeData>>;
-
-    fn handle(&mut self, msg: GetDataUntilDropped, _: &mut Context<Self>) -> Self::Result {
-        self.get_data(msg.path, Some(WatchSink::Once(msg.tx)))
-    }
-}
+watched_read!(GetData, GetDataUntilDropped => get_data);
 
 impl SessionActor {
     fn get_data(&mut self, path: String, sink: Option<WatchSink>) -> ResponseFuture<Result<NodeData>> {
@@ -204,30 +214,7 @@ impl Handler<SetAcl> for SessionActor {
     }
 }
 
-impl Handler<Exists> for SessionActor {
-    type Result = ResponseFuture<Result<Option<Stat>>>;
-
-    fn handle(&mut self, msg: Exists, _: &mut Context<Self>) -> Self::Result {
-        self.exists(msg.path, msg.watch.map(|watcher| WatchSink::Actor(watcher.downgrade(), None)))
-    }
-}
-
-impl Handler<Owned<Exists>> for SessionActor {
-    type Result = <Self as Handler<Exists>>::Result;
-
-    fn handle(&mut self, msg: Owned<Exists>, _: &mut Context<Self>) -> Self::Result {
-        let Owned { request, gone } = msg;
-        self.exists(request.path, request.watch.map(|watcher| WatchSink::Actor(watcher.downgrade(), Some(gone))))
-    }
-}
-
-impl Handler<ExistsUntilDropped> for SessionActor {
-    type Result = ResponseFuture<Result<Option<Stat>>>;
-
-    fn handle(&mut self, msg: ExistsUntilDropped, _: &mut Context<Self>) -> Self::Result {
-        self.exists(msg.path, Some(WatchSink::Once(msg.tx)))
-    }
-}
+watched_read!(Exists, ExistsUntilDropped => exists);
 
 impl SessionActor {
     pub(super) fn exists(&mut self, path: String, sink: Option<WatchSink>) -> ResponseFuture<Result<Option<Stat>>> {
@@ -251,30 +238,7 @@ impl SessionActor {
     }
 }
 
-impl Handler<GetChildren> for SessionActor {
-    type Result = ResponseFuture<Result<Children>>;
-
-    fn handle(&mut self, msg: GetChildren, _: &mut Context<Self>) -> Self::Result {
-        self.get_children(msg.path, msg.watch.map(|watcher| WatchSink::Actor(watcher.downgrade(), None)))
-    }
-}
-
-impl Handler<Owned<GetChildren>> for SessionActor {
-    type Result = <Self as Handler<GetChildren>>::Result;
-
-    fn handle(&mut self, msg: Owned<GetChildren>, _: &mut Context<Self>) -> Self::Result {
-        let Owned { request, gone } = msg;
-        self.get_children(request.path, request.watch.map(|watcher| WatchSink::Actor(watcher.downgrade(), Some(gone))))
-    }
-}
-
-impl Handler<GetChildrenUntilDropped> for SessionActor {
-    type Result = ResponseFuture<Result<Children>>;
-
-    fn handle(&mut self, msg: GetChildrenUntilDropped, _: &mut Context<Self>) -> Self::Result {
-        self.get_children(msg.path, Some(WatchSink::Once(msg.tx)))
-    }
-}
+watched_read!(GetChildren, GetChildrenUntilDropped => get_children);
 
 /// `OnSession<M>` for the requests a pinned write needs (a blanket impl over every `M` sends
 /// the trait solver into a loop).
