@@ -1,23 +1,26 @@
 //! [`ElectionActor`]: one participant of one election.
 //!
-//! Owns: starting one contender per attempt, wording what the holder core decides as
-//! [`ElectionEvent`]s, the leader actor's life, and observing who leads (`LeaderChanged`).
+//! Owns: starting one contender per attempt and wording what the holder core decides as
+//! [`ElectionEvent`]s; the leader actor's life is in `leader_actor`, observing who leads
+//! (`LeaderChanged`) in `following`.
 //! Does not own the node (the contender's) or any decision about holding leadership (the holder
 //! core's, `recipe::holder`: attempts, link state, connection policy, expiry, resigning). A
 //! participant contends whenever it has joined: on start, after a loss (with re-queue), after
 //! `Join` or a `Resign` with re-queue.
 
+mod following;
+mod leader_actor;
+
 use actix::prelude::*;
 use futures::FutureExt;
 use futures::channel::oneshot;
-use futures::future::{LocalBoxFuture, Shared};
-use tracing::{debug, warn};
+use futures::future::LocalBoxFuture;
+use tracing::debug;
 
 use super::config::ElectionConfig;
 use super::error::ElectionError;
 use super::messages::*;
 use crate::error::Error;
-use crate::path;
 use crate::recipe::holder::{
     self, Attempt, ContenderSlot, Happened, Holder, HolderHost, InLine, Loss, Refusal, ReleaseError, Waiter,
 };
@@ -26,9 +29,9 @@ use crate::recipe::participants;
 use crate::recipe::shell::Shell;
 use crate::recipe::{ConnectionPolicy, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Reply};
 use crate::reply::Pending;
-use crate::retry::again_later;
 use crate::session::requests::Goodbye;
-use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
+use crate::session::{SessionEvent, SessionHandle};
+use leader_actor::{AfterStop, LeaderStopped};
 
 /// A caller of [`Leadership`].
 pub(crate) struct LeadershipWaiter {
@@ -123,12 +126,6 @@ pub struct ElectionActor {
 /// How the delete of a resign ended, as the holder core answered it.
 type ReleaseOutcome = Result<Result<(), ReleaseError>, oneshot::Canceled>;
 
-/// Resolves once a leader actor has stopped.
-type LeaderStopped = Shared<oneshot::Receiver<()>>;
-
-/// What waits for a leader actor to stop.
-type AfterStop = Box<dyn FnOnce(&mut ElectionActor, &mut Context<ElectionActor>)>;
-
 impl ElectionActor {
     /// A participant; start it with `.start()`. It enters the election at once.
     pub fn new(session: SessionHandle, config: ElectionConfig) -> Self {
@@ -158,149 +155,10 @@ impl ElectionActor {
         self
     }
 
-    /// Starts the leader actor of `term` (leader-actor mode) once the last one has stopped, if
-    /// `term` still leads by then.
-    fn start_leader(&mut self, term: LeaderTerm, ctx: &mut Context<Self>) {
-        self.leading = Some(term.token);
-        if self.leader.is_some() || self.config.leader.is_none() {
-            return;
-        }
-        self.after_leader_stopped(ctx, move |act, _| {
-            if act.leader.is_some() || act.leading != Some(term.token) {
-                return; // started meanwhile, or the term was suspended or ended meanwhile
-            }
-            if let Some(factory) = &act.config.leader {
-                let run = factory(term);
-                act.leader = Some((run.stop, run.stopped.shared()));
-            }
-        });
-    }
-
-    /// Tells the leader actor to stop; [`after_leader_stopped`](Self::after_leader_stopped)
-    /// waits for it.
-    fn stop_leader(&mut self) {
-        self.leading = None;
-        if let Some((leader, stopped)) = self.leader.take() {
-            leader.do_send(StopLeading);
-            self.leader_stopping = Some(stopped);
-        }
-    }
-
-    /// Runs `then` once the leader actor told to stop has stopped: at once when none is
-    /// stopping (no leader-actor mode, or it stopped already), else after it stopped or after
-    /// `leader_stop_timeout`. Several wait in the order asked.
-    fn after_leader_stopped(
-        &mut self,
-        ctx: &mut Context<Self>,
-        then: impl FnOnce(&mut Self, &mut Context<Self>) + 'static,
-    ) {
-        let Some(stopped) = self.leader_stopping.clone() else {
-            return then(self, ctx);
-        };
-        if stopped.peek().is_some() && self.after_stop.is_empty() {
-            self.leader_stopping = None;
-            return then(self, ctx);
-        }
-        self.after_stop.push(Box::new(then));
-        if self.after_stop.len() > 1 {
-            return; // the wait is armed
-        }
-        let limit = self.config.leader_stop_timeout;
-        ctx.spawn(tokio::time::timeout(limit, stopped).into_actor(self).map(move |waited, act, ctx| {
-            if waited.is_err() {
-                warn!(parent: act.shell.span(), ?limit, "the leader actor did not stop in time; going on without it");
-            }
-            act.leader_stopping = None;
-            for then in std::mem::take(&mut act.after_stop) {
-                then(act, ctx);
-            }
-        }));
-    }
-
     /// True while the held term was resigned and its node not yet deleted (its leader actor is
     /// stopping).
     fn resigning(&self) -> bool {
         self.holder.held().is_some_and(|held| self.ended == Some(held.token))
-    }
-
-    fn report_leader(&mut self, id: Option<String>) {
-        if self.leader_id != id {
-            debug!(parent: self.shell.span(), leader = ?id, "leader changed");
-            self.leader_id = id.clone();
-            self.shell.tell(ElectionEvent::LeaderChanged { leader_id: id });
-        }
-    }
-
-    /// Reads who leads now and watches that node, to report `LeaderChanged`. Every participant
-    /// watches the leader's node: learning of a new leader is the point, so this one event
-    /// reaches everybody by design (the contenders themselves still watch only their
-    /// predecessor).
-    fn observe(&mut self, ctx: &mut Context<Self>) {
-        let list = self.shell.session().children(&self.config.path);
-        ctx.spawn(list.into_actor(self).map(|listed, act, ctx| {
-            let names = match listed {
-                Ok(children) => children.names,
-                Err(Error::NoNode { .. }) => Vec::new(),
-                Err(error) if error.is_final() => {
-                    // Retrying cannot help; the contender reports the same error as
-                    // `ElectionFailed` when it meets it.
-                    debug!(parent: act.shell.span(), %error, "cannot read the election");
-                    return;
-                }
-                Err(error) => {
-                    // A fresh backoff each time: this only keeps `LeaderChanged` current, and a
-                    // reconnect or the contender reads again too.
-                    debug!(parent: act.shell.span(), %error, "cannot read the election; will retry unless final");
-                    let _ = again_later(&mut act.retry().backoff(), error, ctx, |act: &mut Self, ctx| act.observe(ctx));
-                    return;
-                }
-            };
-            // Our contender may learn from this listing that fewer nodes stand ahead of it, so
-            // that its hand-off needs no read of its own.
-            if let Some(attempt) = act.holder.attempt().filter(|a| act.holder.is_acquiring(*a)) {
-                act.contender.relisted(attempt, &names);
-            }
-            let names = path::sequential_in_order(names);
-            let Some(first) = names.first() else {
-                act.watched_leader = None;
-                act.report_leader(None);
-                return;
-            };
-            let node = path::join(&act.config.path, first);
-            act.follow(node, ctx);
-        }));
-    }
-
-    /// Watches `node`, the first in line, to report who leads (unless we lead, or watch it
-    /// already).
-    fn follow(&mut self, node: String, ctx: &mut Context<Self>) {
-        if self.holder.held().is_some_and(|held| held.node == node) {
-            return; // we lead; our own node is watched by our contender
-        }
-        if self.watched_leader.as_deref() == Some(node.as_str()) {
-            return; // its watch is set (or being set)
-        }
-        self.watched_leader = Some(node.clone());
-        self.watch_leader(node, ctx);
-    }
-
-    /// Reads the leader's node `node` (its data is the leader's id) and watches it.
-    fn watch_leader(&mut self, node: String, ctx: &mut Context<Self>) {
-        // Held weakly: a participant whose last address is dropped stops (and leaves the line)
-        // even while the leader it watches lives on.
-        let read = self.shell.session().get_data_watched_by(&node, &self.shell.watcher(ctx));
-        ctx.spawn(read.into_actor(self).map(move |read, act, ctx| {
-            if act.watched_leader.as_deref() != Some(node.as_str()) {
-                return; // it went (its deletion was seen first) and we moved on
-            }
-            match read {
-                Ok(data) => act.report_leader(Some(String::from_utf8_lossy(&data.data).into_owned())),
-                Err(_) => {
-                    act.watched_leader = None; // gone meanwhile: read again
-                    act.observe(ctx);
-                }
-            }
-        }));
     }
 }
 
@@ -451,26 +309,6 @@ impl Handler<ContenderReport> for ElectionActor {
             }
         }
         holder::report(self, report.tag, report.event, ctx);
-    }
-}
-
-impl Handler<WatchEvent> for ElectionActor {
-    type Result = ();
-
-    fn handle(&mut self, event: WatchEvent, ctx: &mut Context<Self>) {
-        debug!(parent: self.shell.span(), path = %event.path, kind = ?event.kind, "watch event");
-        if self.watched_leader.as_deref() != Some(event.path.as_str()) {
-            return;
-        }
-        match event.kind {
-            // The term goes on, but the change consumed the one-shot watch: without a new one,
-            // the next change of leader would never be heard.
-            WatchEventKind::DataChanged => self.watch_leader(event.path, ctx),
-            _ => {
-                self.watched_leader = None;
-                self.observe(ctx);
-            }
-        }
     }
 }
 
