@@ -40,7 +40,7 @@ use super::health::{HealthBoard, SessionState as HealthState};
 use super::lease::Lease;
 use super::requests::*;
 use super::sizing;
-use super::watch::{PersistentWatch, ReconnectGate, WatchRegistry, WatchSink, deliver_once};
+use super::watch::{Owned, PersistentWatch, ReconnectGate, WatchRegistry, WatchSink, deliver_once};
 use crate::error::{Error, Result};
 use crate::events::{Listen, Subscribers};
 use crate::metrics;

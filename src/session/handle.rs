@@ -27,7 +27,7 @@ use super::health::{Health, HealthBoard};
 use super::lease::Lease;
 use super::live::LiveCell;
 use super::requests::*;
-use super::watch::Watcher;
+use super::watch::{Owned, Watcher};
 use super::{Features, ServerFeatures};
 use crate::error::{Error, Result};
 use crate::events::EventStream;

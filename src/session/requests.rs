@@ -436,18 +436,6 @@ impl<M: Message> Message for OnSession<M> {
     type Result = M::Result;
 }
 
-/// A watched read (`GetData`, `Exists`, `GetChildren`) of a recipe actor, with what tells its
-/// watch that the actor has stopped (see [`Watcher`](super::watch::Watcher)).
-#[derive(Debug)]
-pub(crate) struct Owned<M> {
-    pub(crate) request: M,
-    pub(crate) gone: super::watch::OwnerGone,
-}
-
-impl<M: Message> Message for Owned<M> {
-    type Result = M::Result;
-}
-
 /// `GetData` with a one-shot watch for plain async code: the event goes to `tx`, and dropping
 /// its receiver withdraws the watch (nothing is left behind by a caller that gave up).
 #[derive(Message, Debug)]

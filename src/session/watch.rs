@@ -216,6 +216,18 @@ pub(crate) struct Watcher {
     pub(crate) gone: OwnerGone,
 }
 
+/// A watched read (`GetData`, `Exists`, `GetChildren`) of a recipe actor, with what tells its
+/// watch that the actor has stopped (see [`Watcher`]).
+#[derive(Debug)]
+pub(crate) struct Owned<M> {
+    pub(crate) request: M,
+    pub(crate) gone: OwnerGone,
+}
+
+impl<M: actix::Message> actix::Message for Owned<M> {
+    type Result = M::Result;
+}
+
 /// The owner of a watch, while it runs.
 pub(crate) fn owner(recipient: &WeakRecipient<WatchEvent>) -> Option<Recipient<WatchEvent>> {
     recipient.upgrade().filter(|owner| owner.connected())
