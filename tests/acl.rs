@@ -22,7 +22,7 @@ struct Reach {
 }
 
 async fn mallory_on_alices_nodes(acl: Option<Vec<Acl>>, test: &str) -> Reach {
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root(test);
     let mut alice_config = SessionConfig::new(zk.connect_string()).with_digest_auth("alice", "alice-secret");
     if let Some(acl) = acl {
@@ -82,7 +82,7 @@ async fn the_control_under_the_world_acl_another_identity_reaches_both() {
 #[actix_rt::test]
 async fn get_acl_and_set_acl_protect_an_open_node() {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("acl-set");
     let (alice, _) = connected(SessionConfig::new(zk.connect_string()).with_digest_auth("alice", "alice-secret")).await;
     let (mallory, _) =

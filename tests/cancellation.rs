@@ -612,7 +612,7 @@ async fn queue_takes_dropped_at_random_moments_lose_no_item() {
 async fn election_calls_dropped_at_random_moments_leave_nothing_behind() {
     use actix_zookeeper::election::{ElectionConfig, ElectionHandle};
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cancel-election");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let me = ElectionHandle::start(a.clone(), ElectionConfig::new("/e").with_participant_id("me")).expect("election");
@@ -694,7 +694,7 @@ async fn counter_adds_dropped_at_random_moments_apply_exactly_once() {
 async fn a_caller_taking_over_an_abandoned_place_in_line_keeps_its_own_timeout() {
     use actix::Actor;
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("cancel-takeover");
     let (a, b) = (session_at(&zk.connect_string(), &root).await, session_at(&zk.connect_string(), &root).await);
     let holder = LockHandle::start(b.clone(), LockConfig::new("/l")).expect("lock");

@@ -13,7 +13,7 @@ use actix_zookeeper::election::{ElectionConfig, ElectionEvent, ElectionHandle, L
 use actix_zookeeper::group::{GroupConfig, GroupEvent, GroupMember, Subscribe as GroupSubscribe};
 use actix_zookeeper::lock::*;
 use actix_zookeeper::prelude::*;
-use actix_zookeeper::testkit::{TestZooKeeper, ZkServer, unique_root};
+use actix_zookeeper::testkit::{TestZooKeeper, unique_root};
 use common::*;
 use futures::StreamExt;
 
@@ -112,8 +112,8 @@ async fn closing_a_session_lets_its_recipes_release_resign_and_leave_first() {
 #[actix_rt::test]
 async fn a_close_whose_goodbyes_cannot_reach_the_server_still_closes() {
     init_tracing();
-    let server = ZkServer::start().expect("ZooKeeper");
-    let links = actix_zookeeper::testkit::ClientLinks::to([server.connect_string()]).expect("proxy");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let links = actix_zookeeper::testkit::ClientLinks::to([zk.connect_string()]).expect("proxy");
     let s = session_at(&links.connect_string(), &unique_root("close-cut-off")).await;
     let lock = LockHandle::start(s.clone(), LockConfig::new("/l")).expect("lock");
     let mut events = lock.events();

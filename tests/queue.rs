@@ -1442,7 +1442,7 @@ async fn an_ack_that_meets_a_connection_loss_is_settled_once_and_answered_ok() {
 /// session, and a new consumer on the same session met its own `NodeExists`.
 async fn claims_in_flight_at_a_stop_are_given_back(by_drop: bool) {
     init_tracing();
-    let zk = TestZooKeeper::from_env().expect("ZooKeeper");
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
     let root = unique_root("queue-stop-in-flight");
     let Proxied { proxy, session: s, observer } = proxied(&zk.connect_string(), &root, Duration::from_secs(10)).await;
     observer.ensure_path("/q/claims").await.expect("claims dir");
