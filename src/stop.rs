@@ -64,18 +64,35 @@ pub(crate) fn stop_when_unaddressed<A>(ctx: &mut actix::Context<A>) -> actix::Sp
 where
     A: Actor<Context = actix::Context<A>>,
 {
-    actix::AsyncContext::spawn(ctx, Unaddressed)
+    when_unaddressed(ctx, |_, ctx| actix::ActorContext::stop(ctx))
 }
 
-/// The future of [`stop_when_unaddressed`].
-struct Unaddressed;
+/// Runs `then` once the last address of the actor of `ctx` is gone (see
+/// [`stop_when_unaddressed`]), for an actor that ends in a way of its own (the session closes).
+pub(crate) fn when_unaddressed<A>(
+    ctx: &mut actix::Context<A>,
+    then: impl FnOnce(&mut A, &mut actix::Context<A>) + 'static,
+) -> actix::SpawnHandle
+where
+    A: Actor<Context = actix::Context<A>>,
+{
+    actix::AsyncContext::spawn(ctx, Unaddressed { then: Some(Box::new(then)) })
+}
 
-impl<A: Actor<Context = actix::Context<A>>> actix::ActorFuture<A> for Unaddressed {
+/// What an actor does once its last address is gone.
+type Then<A> = Box<dyn FnOnce(&mut A, &mut actix::Context<A>)>;
+
+/// The future of [`when_unaddressed`].
+struct Unaddressed<A: Actor<Context = actix::Context<A>>> {
+    then: Option<Then<A>>,
+}
+
+impl<A: Actor<Context = actix::Context<A>>> actix::ActorFuture<A> for Unaddressed<A> {
     type Output = ();
 
     fn poll(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut A,
+        mut self: std::pin::Pin<&mut Self>,
+        act: &mut A,
         ctx: &mut actix::Context<A>,
         _: &mut std::task::Context<'_>,
     ) -> std::task::Poll<()> {
@@ -84,7 +101,9 @@ impl<A: Actor<Context = actix::Context<A>>> actix::ActorFuture<A> for Unaddresse
         if ctx.connected() {
             return std::task::Poll::Pending;
         }
-        actix::ActorContext::stop(ctx);
+        if let Some(then) = self.then.take() {
+            then(act, ctx);
+        }
         std::task::Poll::Ready(())
     }
 }

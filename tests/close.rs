@@ -122,8 +122,10 @@ async fn a_close_whose_goodbyes_cannot_reach_the_server_still_closes() {
     let started = Instant::now();
     bounded("the close", s.close()).await;
     let took = started.elapsed();
-    // The goodbyes' bound (5 s), and no more than a little on top.
-    assert!(took < Duration::from_secs(7), "closed in {took:?} with the link cut");
+    // The goodbyes' bound (5 s) and the close's own wait for the server's answer (at most 5 s
+    // more; here the client gives the silent connection up first, and the close ends about 7 s
+    // in, which a 7 s bound met only by a hair), and no more than a little on top.
+    assert!(took < Duration::from_secs(11), "closed in {took:?} with the link cut");
     let heard = until("the end of the grant", &mut events, |e| matches!(e, LockEvent::Lost { .. })).await;
     assert!(!heard.iter().any(|e| matches!(e, LockEvent::Released { .. })), "no release could happen: {heard:?}");
 }

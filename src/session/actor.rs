@@ -636,13 +636,6 @@ impl SessionActor {
             }
         }
         self.subscribers.sweep();
-        // The lifetime rule every recipe follows: dropping the last address (every
-        // `SessionHandle`, those held by recipe actors included) ends the actor, here by closing
-        // the session (its ephemerals go at once). The interval itself would keep it alive.
-        if !ctx.connected() && !matches!(self.state, State::Closed) {
-            info!("the last handle to the session was dropped; closing it");
-            ctx.notify(Close);
-        }
     }
 
     // ---- requests ---------------------------------------------------------------------------
@@ -814,6 +807,16 @@ impl Actor for SessionActor {
             );
         }
         ctx.run_interval(SWEEP_INTERVAL, |act, ctx| act.sweep(ctx));
+        // The lifetime rule every recipe follows: dropping the last address (every
+        // `SessionHandle`, those held by recipe actors included) ends the actor, here by closing
+        // the session (its ephemerals go at once), as that drop happens: neither the sweep's
+        // interval nor anything else the session runs keeps it alive.
+        crate::stop::when_unaddressed(ctx, |act: &mut Self, ctx| {
+            if !matches!(act.state, State::Closed) {
+                info!("the last handle to the session was dropped; closing it");
+                ctx.notify(Close);
+            }
+        });
         self.connect(ctx, 0);
     }
 
