@@ -15,7 +15,6 @@
 //! [`Queue`]: super::Queue
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::time::Duration;
 
 use actix::prelude::*;
 use tracing::{debug, info, warn};
@@ -47,11 +46,6 @@ const PLAN_PER_SLOT: usize = 16;
 const PLAN_MIN: usize = 1024;
 /// Claims in a row that found their item taken or gone before the plan is dropped.
 const MISSES_BEFORE_RELIST: usize = 8;
-
-/// How often an idle consumer's waiters are looked at, in case a settlement that ended without a
-/// `fill` after it left the consumer idle unseen. (Deliveries held by stopped workers are not
-/// looked for: a delivery dropped unsettled gives its item back itself, `Unsettled`.)
-const IDLE_CHECK: Duration = Duration::from_millis(500);
 
 /// Stops consuming: claimed items go back to the queue at once, workers get [`Revoked`].
 impl Handler<Stop> for QueueConsumerActor {
@@ -533,6 +527,7 @@ impl QueueConsumerActor {
         else {
             warn!(parent: self.shell.span(), %id, "no worker is running; giving the item back");
             self.give_back(id, claim, token);
+            self.answer_if_idle();
             return;
         };
         self.next_worker = worker + 1;
@@ -626,7 +621,6 @@ impl Actor for QueueConsumerActor {
         // alive whose last address is gone (deliveries out with workers hold it only weakly: a
         // busy consumer whose user let go must stop too, not consume the whole queue first).
         crate::stop::stop_when_unaddressed(ctx);
-        ctx.run_interval(IDLE_CHECK, |act, _| act.answer_if_idle());
         if let Some(dead) = self.config.dead_letter.clone() {
             let ensure = self.shell.session().ensure_path(&dead);
             ctx.spawn(ensure.into_actor(self).map(|ensured, act, _| {

@@ -106,6 +106,9 @@ impl QueueConsumerActor {
         if flight.generation != self.generation {
             self.in_flight.remove(&id);
             let _ = answer.send(Err(QueueError::Revoked { id }));
+            // A slot is free, and the consumer may be idle now.
+            self.count_in_flight();
+            self.fill(ctx);
             return;
         }
         if flight.settling {
@@ -339,6 +342,7 @@ impl QueueConsumerActor {
         let Some((item, data, version)) = rewrite else {
             tracing::error!(parent: self.shell.span(), id = %pending.id, %error, "the settlement cannot fit in a request; keeping the item claimed");
             self.finish(pending, Err(QueueError::ZooKeeper(error)));
+            self.fill(ctx);
             return;
         };
         let (claim, token) = (pending.claim.clone(), pending.token);
