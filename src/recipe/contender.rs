@@ -47,7 +47,6 @@ use crate::error::Error;
 use crate::path;
 use crate::retry::{Attempted, Backoff, RetryPolicy, again_later, retried};
 use crate::session::requests::{Children, CreateMode, Created, EnsurePath};
-use crate::session::watch::WatchOwner;
 use crate::session::{PinnedSession, SessionEvent, SessionHandle, SessionId, WatchEvent, WatchEventKind};
 use crate::token::FencingToken;
 
@@ -223,8 +222,6 @@ pub struct Contender {
     /// (a node made later, e.g. after an expiry, starts from version 0 again).
     revocation_reported: Option<(String, i32)>,
     span: tracing::Span,
-    /// Dropped with the contender: its pending one-shot watches leave the server then.
-    watches: WatchOwner,
 }
 
 impl Contender {
@@ -244,7 +241,6 @@ impl Contender {
             own_watch: OwnWatch::Unset,
             revocation_reported: None,
             span,
-            watches: WatchOwner::default(),
         }
     }
 
@@ -427,9 +423,14 @@ impl Contender {
     /// that exists, so none is left on the server once the node is gone (an `exists` watch on a
     /// missing node stays until that path is created, and sequential names never come back).
     /// Fired by a data change (Curator's `Revoker` writes into lock nodes), it is set again.
+    ///
+    /// The contender's watches are set with a bare recipient, not a `Watcher` whose owner drops
+    /// with the contender as the recipe actors' are: a contender stops as its node is deleted,
+    /// and that delete fires the watch for free, where removing it first costs a request per
+    /// acquisition (measured: W7 1.01 → 2.04 requests per grant, W2 5.0 → 6.06, both slower).
     fn watch_own(&mut self, path: String, ctx: &mut Context<Self>) {
         self.own_watch = OwnWatch::Requested;
-        let read = self.session.get_data_watched_by(&path, &self.watches.watcher(ctx.address().recipient()));
+        let read = self.session.get_data_watched(&path, ctx.address().recipient());
         ctx.spawn(read.into_actor(self).map(move |read, act, ctx| {
             if act.node().is_none_or(|node| node.path != path) {
                 return; // a read for a node we no longer count on
@@ -479,7 +480,7 @@ impl Contender {
     /// Watches the node ahead of ours, with a data watch for the same reason as
     /// [`watch_own`](Self::watch_own); a missing node ahead means it is gone.
     fn watch_ahead(&mut self, watched: String, ctx: &mut Context<Self>) {
-        let read = self.session.get_data_watched_by(&watched, &self.watches.watcher(ctx.address().recipient()));
+        let read = self.session.get_data_watched(&watched, ctx.address().recipient());
         ctx.spawn(read.into_actor(self).map(move |read, act, ctx| match read {
             Ok(_) => {}
             Err(Error::NoNode { .. }) => act.on_watched_deleted(&watched, ctx),
@@ -489,7 +490,7 @@ impl Contender {
 
     /// Lists the directory with a children watch (lease rule), and stands on that listing.
     fn watch_children(&mut self, ctx: &mut Context<Self>) {
-        let list = self.session.children_watched_by(&self.spec.dir, &self.watches.watcher(ctx.address().recipient()));
+        let list = self.session.children_watched(&self.spec.dir, ctx.address().recipient());
         ctx.spawn(list.into_actor(self).map(|listed, act, ctx| {
             if !matches!(act.state, State::Waiting { .. }) {
                 return;
