@@ -21,6 +21,7 @@ use super::config::ElectionConfig;
 use super::error::ElectionError;
 use super::messages::*;
 use crate::error::Error;
+use crate::recipe::contender::{Contender, ContenderHost};
 use crate::recipe::holder::{
     self, Attempt, ContenderSlot, Happened, Holder, HolderHost, InLine, Loss, Refusal, ReleaseError, Waiter,
 };
@@ -193,7 +194,7 @@ impl HolderHost for ElectionActor {
             retry: self.retry(),
             revocable: false,
         };
-        self.contender.start(attempt, self.shell.session(), spec, ctx.address().recipient());
+        self.contender.start(attempt, self.shell.session(), spec, ctx);
     }
 
     fn withdraw(&mut self, attempt: Attempt) -> LocalBoxFuture<'static, Result<(), Error>> {
@@ -312,13 +313,20 @@ impl Handler<ContenderReport> for ElectionActor {
     }
 }
 
+impl ContenderHost for ElectionActor {
+    fn contender(&mut self, tag: u64) -> Option<&mut Contender> {
+        self.contender.tagged(tag)
+    }
+}
+
 impl Handler<SessionEvent> for ElectionActor {
     type Result = ();
 
     fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
-        self.contender.forward(&event);
+        let tag = self.contender.tag();
         let effects = self.holder.session(&event);
         holder::run(self, effects, ctx);
+        holder::session_event(self, tag, &event, ctx);
         // What changed while we were away is only seen by reading again.
         match event {
             SessionEvent::Reconnected { .. } => self.observe(ctx),

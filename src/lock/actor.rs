@@ -14,6 +14,7 @@ use super::grant::LockGrant;
 use super::holding::{self, LockWaiter};
 use super::messages::{Acquire, LockEvent, Participants, TryAcquire};
 use crate::error::Error;
+use crate::recipe::contender::{Contender, ContenderHost};
 use crate::recipe::holder::{self, Attempt, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::shell::Shell;
 use crate::recipe::{ContenderEvent, ContenderReport, ContenderSpec, Reply};
@@ -90,7 +91,7 @@ impl HolderHost for LockActor {
             retry: self.retry(),
             revocable: self.config.revocable,
         };
-        self.contender.start(attempt, self.shell.session(), spec, ctx.address().recipient());
+        self.contender.start(attempt, self.shell.session(), spec, ctx);
     }
 
     fn withdraw(&mut self, attempt: Attempt) -> LocalBoxFuture<'static, Result<(), Error>> {
@@ -166,9 +167,16 @@ impl Handler<SessionEvent> for LockActor {
     type Result = ();
 
     fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
-        self.contender.forward(&event);
+        let tag = self.contender.tag();
         let effects = self.holder.session(&event);
         holder::run(self, effects, ctx);
+        holder::session_event(self, tag, &event, ctx);
+    }
+}
+
+impl ContenderHost for LockActor {
+    fn contender(&mut self, tag: u64) -> Option<&mut Contender> {
+        self.contender.tagged(tag)
     }
 }
 

@@ -23,6 +23,7 @@ use super::holding::{self, LockWaiter};
 use super::messages::{Acquire, LockEvent, Participants};
 use crate::error::Error;
 use crate::path;
+use crate::recipe::contender::{Contender, ContenderHost};
 use crate::recipe::holder::{self, Attempt, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::naming::{LEASE_NAME, LOCK_NAME, Rule};
 use crate::recipe::shell::Shell;
@@ -82,7 +83,7 @@ impl SemaphoreActor {
                     let leases = path::join(&self.config.dir, "leases");
                     let rule = Rule::Leases(self.config.max_leases);
                     let spec = self.spec(2 * self.attempt + 1, leases, LEASE_NAME, rule);
-                    self.lease.start(self.attempt, self.shell.session(), spec, ctx.address().recipient());
+                    self.lease.start(self.attempt, self.shell.session(), spec, ctx);
                 }
                 Vec::new()
             }
@@ -132,7 +133,7 @@ impl HolderHost for SemaphoreActor {
         self.attempt = attempt;
         let guards = path::join(&self.config.dir, "locks");
         let spec = self.spec(2 * attempt, guards, LOCK_NAME, Rule::Exclusive);
-        self.guard.start(attempt, self.shell.session(), spec, ctx.address().recipient());
+        self.guard.start(attempt, self.shell.session(), spec, ctx);
     }
 
     fn withdraw(&mut self, attempt: Attempt) -> LocalBoxFuture<'static, Result<(), Error>> {
@@ -192,10 +193,17 @@ impl Handler<SessionEvent> for SemaphoreActor {
     type Result = ();
 
     fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
-        self.guard.forward(&event);
-        self.lease.forward(&event);
+        let (guard, lease) = (self.guard.tag(), self.lease.tag());
         let effects = self.holder.session(&event);
         holder::run(self, effects, ctx);
+        holder::session_event(self, guard, &event, ctx);
+        holder::session_event(self, lease, &event, ctx);
+    }
+}
+
+impl ContenderHost for SemaphoreActor {
+    fn contender(&mut self, tag: u64) -> Option<&mut Contender> {
+        if tag % 2 == 0 { self.guard.tagged(tag) } else { self.lease.tagged(tag) }
     }
 }
 

@@ -22,7 +22,7 @@ use actix::{Actor, Addr, Arbiter, ArbiterHandle, Handler, Message, Recipient};
 
 use super::actor::SessionActor;
 use super::config::SessionConfig;
-use super::events::{SessionEvent, SessionId, WatchEvent, WatchId};
+use super::events::{SessionEvent, WatchEvent, WatchId};
 use super::health::{Health, HealthBoard};
 use super::lease::Lease;
 use super::live::LiveCell;
@@ -90,12 +90,6 @@ impl SessionHandle {
     /// threads) unless each step is short and latency matters.
     pub fn arbiter(&self) -> Option<&ArbiterHandle> {
         self.addr.connected().then_some(&self.arbiter)
-    }
-
-    /// True once the session `id` is not the live one: it has ended (expired or closed) as far
-    /// as the session actor knows, even if the news has not reached the caller's mailbox yet.
-    pub(crate) fn has_ended(&self, id: SessionId) -> bool {
-        self.live.id() != id.0
     }
 
     /// The live session's generation, `None` while no session is live (connecting, or

@@ -11,6 +11,7 @@ use super::super::messages::ElectionEvent;
 use super::ElectionActor;
 use crate::error::Error;
 use crate::path;
+use crate::recipe::contender;
 use crate::recipe::holder::HolderHost;
 use crate::retry::again_later;
 use crate::session::{WatchEvent, WatchEventKind};
@@ -51,7 +52,10 @@ impl ElectionActor {
             // Our contender may learn from this listing that fewer nodes stand ahead of it, so
             // that its hand-off needs no read of its own.
             if let Some(attempt) = act.holder.attempt().filter(|a| act.holder.is_acquiring(*a)) {
-                act.contender.relisted(attempt, &names);
+                if act.contender.holds(attempt) {
+                    let names = names.clone();
+                    contender::step(act, attempt, ctx, |contender, ctx| contender.relisted(names, ctx));
+                }
             }
             let names = path::sequential_in_order(names);
             let Some(first) = names.first() else {

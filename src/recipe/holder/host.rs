@@ -14,9 +14,7 @@ use tracing::{debug, info, warn};
 use super::state::{Attempt, Deleted, Effect, GrantConnection, Happened, Holder, Phase, ReleaseError, Waiter};
 use crate::error::Error;
 use crate::metrics;
-use crate::recipe::contender::{
-    Abandon, Contender, ContenderEvent, ContenderReport, ContenderSpec, Relisted, Withdraw,
-};
+use crate::recipe::contender::{self, Contender, ContenderEvent, ContenderHost, ContenderSpec};
 use crate::recipe::shell::Shell;
 use crate::retry::{Attempted, Backoff, RetryPolicy, Verdict, retried};
 use crate::session::health::RecipeState;
@@ -63,9 +61,10 @@ pub(crate) trait HolderHost: Actor<Context = Context<Self>> {
 
 /// The contender of the current attempt, for a host that needs one per attempt (or one per
 /// step of an attempt, like the semaphore's guard and lease): started, stood down and withdrawn
-/// by attempt number, so that an effect for an attempt already left touches nothing.
+/// by attempt number, so that an effect for an attempt already left touches nothing. The
+/// contender runs inside the host (see `recipe::contender`).
 pub(crate) struct ContenderSlot {
-    current: Option<(Attempt, Addr<Contender>)>,
+    current: Option<(Attempt, Contender)>,
 }
 
 impl ContenderSlot {
@@ -74,25 +73,20 @@ impl ContenderSlot {
         ContenderSlot { current: None }
     }
 
-    /// Starts a contender for `spec` (its tag names the attempt's report) on the session's
-    /// Arbiter, replacing whatever the slot held. There, the watch event that ends a wait, the
-    /// read that follows it and its reply wake no other thread: two thread wake-ups fewer in each
-    /// hand-off. A session already stopped gets it on the caller's Arbiter, where its
-    /// first request fails and it reports so.
-    pub(crate) fn start(
+    /// Starts a contender for `spec` (its tag names the attempt's reports) in `ctx`'s host,
+    /// replacing whatever the slot held (which leaves, detached).
+    pub(crate) fn start<H: ContenderHost>(
         &mut self,
         attempt: Attempt,
         session: &SessionHandle,
         spec: ContenderSpec,
-        owner: Recipient<ContenderReport>,
+        ctx: &mut Context<H>,
     ) {
-        let contender = match session.arbiter() {
-            Some(arbiter) => {
-                let session = session.clone();
-                Contender::start_in_arbiter(arbiter, move |_| Contender::new(session, spec, owner))
-            }
-            None => Contender::new(session.clone(), spec, owner).start(),
-        };
+        if let Some((_, mut earlier)) = self.current.take() {
+            earlier.let_go();
+        }
+        let mut contender = Contender::new(session.clone(), spec);
+        contender.begin(ctx);
         self.current = Some((attempt, contender));
     }
 
@@ -101,33 +95,51 @@ impl ContenderSlot {
         matches!(&self.current, Some((a, _)) if *a == attempt)
     }
 
-    fn take(&mut self, attempt: Attempt) -> Option<Addr<Contender>> {
-        if self.holds(attempt) { self.current.take().map(|(_, addr)| addr) } else { None }
+    /// The contender tagged `tag`, if the slot holds it (for [`ContenderHost::contender`]).
+    pub(crate) fn tagged(&mut self, tag: u64) -> Option<&mut Contender> {
+        self.current.as_mut().map(|(_, contender)| contender).filter(|contender| contender.tag() == tag)
     }
 
-    /// Withdraws the contender of `attempt` (it deletes its node); resolves once it is gone.
+    /// The tag of the contender the slot holds.
+    pub(crate) fn tag(&self) -> Option<u64> {
+        self.current.as_ref().map(|(_, contender)| contender.tag())
+    }
+
+    fn take(&mut self, attempt: Attempt) -> Option<Contender> {
+        if self.holds(attempt) { self.current.take().map(|(_, contender)| contender) } else { None }
+    }
+
+    /// Withdraws the contender of `attempt` (it deletes its node); resolves once the node is
+    /// gone. The delete runs on its own: the host may stop meanwhile.
     pub(crate) fn withdraw(&mut self, attempt: Attempt) -> LocalBoxFuture<'static, Result<(), Error>> {
-        match self.take(attempt) {
-            // A contender that stopped already cleaned up after itself.
-            Some(contender) => Box::pin(contender.send(Withdraw).map(|outcome| outcome.unwrap_or(Ok(())))),
+        match self.take(attempt).and_then(|mut contender| contender.leave()) {
+            Some(leaving) => {
+                let (done, outcome) = oneshot::channel();
+                actix::spawn(async move {
+                    let _ = done.send(leaving.await);
+                });
+                Box::pin(outcome.map(|outcome| outcome.unwrap_or(Ok(()))))
+            }
             None => Box::pin(futures::future::ready(Ok(()))),
         }
     }
 
     /// Withdraws the contender of `attempt` without waiting for it.
     pub(crate) fn let_go(&mut self, attempt: Attempt) {
-        if let Some(contender) = self.take(attempt) {
-            contender.do_send(Withdraw);
+        if let Some(mut contender) = self.take(attempt) {
+            contender.let_go();
         }
     }
 
-    /// Withdraws the contender of `attempt` once `after` resolves, detached (its owner may be
+    /// Withdraws the contender of `attempt` once `after` resolves, detached (its host may be
     /// gone by then): an election that stops while its leader actor is still stopping.
     pub(crate) fn withdraw_after(&mut self, attempt: Attempt, after: impl std::future::Future<Output = ()> + 'static) {
-        if let Some(contender) = self.take(attempt) {
+        if let Some(mut contender) = self.take(attempt) {
             actix::spawn(async move {
                 after.await;
-                contender.do_send(Withdraw);
+                if let Some(leaving) = contender.leave() {
+                    let _ = leaving.await;
+                }
             });
         }
     }
@@ -135,25 +147,21 @@ impl ContenderSlot {
     /// Stops the contender of `attempt` without a delete.
     pub(crate) fn stand_down(&mut self, attempt: Attempt) {
         if let Some(contender) = self.take(attempt) {
-            contender.do_send(Abandon);
+            contender.stand_down();
         }
     }
+}
 
-    /// Passes a listing of the directory read for other reasons to the contender of `attempt`
-    /// (an election's observer), which may learn from it that fewer nodes stand ahead.
-    pub(crate) fn relisted(&self, attempt: Attempt, names: &[String]) {
-        if let Some((a, contender)) = &self.current {
-            if *a == attempt {
-                contender.do_send(Relisted { names: names.to_vec() });
-            }
-        }
-    }
-
-    /// Passes a session event on to the contender, which reacts to it on its own.
-    pub(crate) fn forward(&self, event: &SessionEvent) {
-        if let Some((_, contender)) = &self.current {
-            contender.do_send(event.clone());
-        }
+/// Hands `event` to the contender tagged `tag` of `host`, if it still has it: after its holder
+/// core has seen the event (a session expiry ends a held grant before the contender says so).
+pub(crate) fn session_event<H: ContenderHost>(
+    host: &mut H,
+    tag: Option<u64>,
+    event: &SessionEvent,
+    ctx: &mut Context<H>,
+) {
+    if let Some(tag) = tag {
+        contender::step(host, tag, ctx, |contender, ctx| contender.session_event(event, ctx));
     }
 }
 
@@ -181,18 +189,9 @@ pub(crate) fn goodbye<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) -> futu
     })
 }
 
-/// Feeds a contender's report about `attempt` to the core; `grant` words a won node as the
-/// recipe's grant. A grant is first checked against what the session actor knows: the contender
-/// runs on the session's thread and its report can overtake the `Expired` that the session sent
-/// us (or a grant may be computed while our own thread was held up), and a
-/// grant whose session has ended must not be handed out.
+/// Feeds a contender's report about `attempt` to the core; the won node is worded as the
+/// recipe's grant.
 pub(crate) fn report<H: HolderHost>(host: &mut H, attempt: Attempt, event: ContenderEvent, ctx: &mut Context<H>) {
-    if let ContenderEvent::Granted { session_id, .. } = &event {
-        if host.session().has_ended(*session_id) {
-            debug!(parent: host.span(), session = %session_id, "a grant from a session that has ended");
-            host.holder().session_ended(*session_id);
-        }
-    }
     let lease = host.session().lease().clone();
     let effects = host.holder().report(attempt, event, |node, token, version, session| {
         <H::Grant as super::state::Grant>::won(node, token, version, session, lease)
