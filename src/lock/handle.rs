@@ -30,6 +30,7 @@ use super::semaphore::SemaphoreActor;
 use super::turn::Turn;
 use crate::recipe::FencingToken;
 use crate::recipe::holder::CallerGone;
+use crate::recipe::shell::start_beside_session;
 use crate::reply::{Asked, Told};
 use crate::session::SessionHandle;
 use crate::session::health::HealthTag;
@@ -64,14 +65,16 @@ pub struct LockHandle {
 }
 
 impl LockHandle {
-    /// Starts a [`LockActor`] for `config` on the current Arbiter. A directory that is not a
+    /// Starts a [`LockActor`] for `config` on the session's Arbiter (it answers your tasks
+    /// wherever they run; its node's replies and events then cross no thread). A directory that is not a
     /// valid path is [`LockError::ZooKeeper`] with [`Error::InvalidPath`](crate::Error::InvalidPath),
     /// and nothing starts.
     pub fn start(session: SessionHandle, config: LockConfig) -> Result<LockHandle, LockError> {
         crate::path::validate(config.dir(), false)?;
         let dir = config.dir().to_owned();
         let health = HealthTag::default();
-        let addr = LockActor::new(session, config).with_health_tag(health.clone()).start();
+        let tag = health.clone();
+        let addr = start_beside_session(&session.clone(), move || LockActor::new(session, config).with_health_tag(tag));
         Ok(LockHandle { addr, dir, turn: Turn::new(), health })
     }
 
@@ -259,7 +262,7 @@ pub struct SemaphoreHandle {
 }
 
 impl SemaphoreHandle {
-    /// Starts a [`SemaphoreActor`] for `config` on the current Arbiter. A directory that is
+    /// Starts a [`SemaphoreActor`] for `config` on the session's Arbiter (as a lock's). A directory that is
     /// not a valid path is [`LockError::ZooKeeper`] with
     /// [`Error::InvalidPath`](crate::Error::InvalidPath), no lease at all is
     /// [`LockError::InvalidConfig`], and nothing starts.
@@ -273,7 +276,9 @@ impl SemaphoreHandle {
         }
         let dir = config.dir().to_owned();
         let health = HealthTag::default();
-        let addr = SemaphoreActor::new(session, config).with_health_tag(health.clone()).start();
+        let tag = health.clone();
+        let addr =
+            start_beside_session(&session.clone(), move || SemaphoreActor::new(session, config).with_health_tag(tag));
         Ok(SemaphoreHandle { addr, dir, turn: Turn::new(), health })
     }
 

@@ -158,6 +158,21 @@ impl<E: Message<Result = ()> + Clone + Send + 'static> Shell<E> {
     }
 }
 
+/// Starts the recipe actor `make` builds on its session's Arbiter: its contenders' replies,
+/// watch events and session events then reach it without crossing a thread, and an uncontended
+/// acquire costs one delivery to its mailbox. A session already stopped gets it on the caller's
+/// Arbiter, where its first request fails and it says so. For actors that start nothing of
+/// the user's (an election's leader actor runs where the election runs).
+pub(crate) fn start_beside_session<A>(session: &SessionHandle, make: impl FnOnce() -> A + Send + 'static) -> Addr<A>
+where
+    A: Actor<Context = Context<A>>,
+{
+    match session.arbiter() {
+        Some(arbiter) => A::start_in_arbiter(arbiter, move |_| make()),
+        None => make().start(),
+    }
+}
+
 /// The handlers of a recipe actor whose `shell: Shell<E>` field does all the work:
 /// `Handler<AwaitStopped>`; with `=> E` also `Handler<Listen<E>>`, and with `, Subscribe` also
 /// `Handler<Subscribe<E>>` (an actor that tells a late reader or subscriber something first
