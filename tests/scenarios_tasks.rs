@@ -41,10 +41,26 @@ async fn run(name: &str, fault: Fault, victim: Victim) -> Vec<Violation> {
         s.spawn("task-master", &format!("m{i}"), &["--root", "/tasks"]).await;
     }
     let client = TaskClient::new(s.observer.clone(), "/tasks").expect("client");
+    let submitting = {
+        let client = client.clone();
+        actix_rt::spawn(async move {
+            let mut submitted = Vec::new();
+            for i in 0..rounds(240) {
+                let id = common::bounded("submit", client.submit(format!("task-data-{i}"))).await.expect("submit");
+                submitted.push(id);
+            }
+            submitted
+        })
+    };
+    // A kill meets the victim's work in flight only if it lands within its 2 s tasks: right after
+    // its first assignment, while the submissions go on (submitted first, on a loaded machine
+    // the kill once landed at a random point of a later task, whose finish was written but not
+    // yet printed, and the bite check saw nothing redone). The other faults wait for every
+    // submission first: an ensemble fault would fail a submission in flight.
+    let mut submitting = Some(submitting);
     let mut submitted = Vec::new();
-    for i in 0..rounds(240) {
-        let id = common::bounded("submit", client.submit(format!("task-data-{i}"))).await.expect("submit");
-        submitted.push(id);
+    if fault != Fault::KillClient {
+        submitted = submitting.take().expect("submitting").await.expect("submissions");
     }
     s.wait_line(0, 0, "an assignment", |l| l.kind == "assigned").await;
     let victim = match victim {
@@ -56,6 +72,9 @@ async fn run(name: &str, fault: Fault, victim: Victim) -> Vec<Violation> {
     // A worker's kill is judged once every result is in (`victims_work_was_redone`). An ensemble
     // fault is proved to have reached participants, not only to have been injected.
     s.prove_session_fault(fault, victim, at).await;
+    if let Some(submitting) = submitting {
+        submitted = submitting.await.expect("submissions");
+    }
 
     // Every task gets a result (a worker's fault delays some, it must not lose any).
     let mut results = BTreeMap::new();

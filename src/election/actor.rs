@@ -197,12 +197,12 @@ impl HolderHost for ElectionActor {
         self.contender.start(attempt, self.shell.session(), spec, ctx);
     }
 
-    fn withdraw(&mut self, attempt: Attempt) -> LocalBoxFuture<'static, Result<(), Error>> {
-        self.contender.withdraw(attempt)
+    fn withdraw(&mut self, attempt: Attempt, ctx: &mut Context<Self>) -> LocalBoxFuture<'static, Result<(), Error>> {
+        self.contender.withdraw(attempt, ctx)
     }
 
-    fn stand_down(&mut self, attempt: Attempt) {
-        self.contender.stand_down(attempt);
+    fn stand_down(&mut self, attempt: Attempt, ctx: &mut Context<Self>) {
+        self.contender.stand_down(attempt, ctx);
     }
 
     fn tell(&mut self, happened: Happened<LeaderTerm>, ctx: &mut Context<Self>) {
@@ -279,7 +279,7 @@ impl Actor for ElectionActor {
             // nothing but that withdrawal.
             (Some(stopped), Some(attempt)) => {
                 let limit = self.config.leader_stop_timeout;
-                self.contender.withdraw_after(attempt, tokio::time::timeout(limit, stopped).map(|_| ()));
+                self.contender.withdraw_after(attempt, tokio::time::timeout(limit, stopped).map(|_| ()), ctx);
             }
             _ => holder::run(self, effects, ctx),
         }

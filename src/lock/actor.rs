@@ -94,12 +94,12 @@ impl HolderHost for LockActor {
         self.contender.start(attempt, self.shell.session(), spec, ctx);
     }
 
-    fn withdraw(&mut self, attempt: Attempt) -> LocalBoxFuture<'static, Result<(), Error>> {
-        self.contender.withdraw(attempt)
+    fn withdraw(&mut self, attempt: Attempt, ctx: &mut Context<Self>) -> LocalBoxFuture<'static, Result<(), Error>> {
+        self.contender.withdraw(attempt, ctx)
     }
 
-    fn stand_down(&mut self, attempt: Attempt) {
-        self.contender.stand_down(attempt);
+    fn stand_down(&mut self, attempt: Attempt, ctx: &mut Context<Self>) {
+        self.contender.stand_down(attempt, ctx);
     }
 
     fn tell(&mut self, happened: Happened<LockGrant>, _: &mut Context<Self>) {

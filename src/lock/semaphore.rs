@@ -101,7 +101,7 @@ impl SemaphoreActor {
     fn on_lease(&mut self, event: ContenderEvent, ctx: &mut Context<Self>) {
         if let ContenderEvent::Granted { .. } = event {
             // The guard has done its work: give it back now, whatever the lease's fate.
-            self.guard.let_go(self.attempt);
+            self.guard.let_go(self.attempt, ctx);
         }
         let attempt = self.attempt;
         holder::report(self, attempt, event, ctx);
@@ -136,14 +136,14 @@ impl HolderHost for SemaphoreActor {
         self.guard.start(attempt, self.shell.session(), spec, ctx);
     }
 
-    fn withdraw(&mut self, attempt: Attempt) -> LocalBoxFuture<'static, Result<(), Error>> {
-        let both = [self.guard.withdraw(attempt), self.lease.withdraw(attempt)];
+    fn withdraw(&mut self, attempt: Attempt, ctx: &mut Context<Self>) -> LocalBoxFuture<'static, Result<(), Error>> {
+        let both = [self.guard.withdraw(attempt, ctx), self.lease.withdraw(attempt, ctx)];
         Box::pin(async move { futures::future::join_all(both).await.into_iter().collect() })
     }
 
-    fn stand_down(&mut self, attempt: Attempt) {
-        self.lease.stand_down(attempt);
-        self.guard.let_go(attempt);
+    fn stand_down(&mut self, attempt: Attempt, ctx: &mut Context<Self>) {
+        self.lease.stand_down(attempt, ctx);
+        self.guard.let_go(attempt, ctx);
     }
 
     fn tell(&mut self, happened: Happened<LockGrant>, _: &mut Context<Self>) {

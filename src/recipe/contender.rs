@@ -266,6 +266,8 @@ pub(crate) struct Contender {
     expired: u64,
     /// What the current step has to say; [`step`] hands it to the host.
     outbox: Vec<ContenderEvent>,
+    /// Its pending timers (see [`after`](Self::after)).
+    timers: Vec<SpawnHandle>,
     span: tracing::Span,
 }
 
@@ -285,6 +287,7 @@ impl Contender {
             revocation_reported: None,
             expired: 0,
             outbox: Vec::new(),
+            timers: Vec::new(),
             span,
         }
     }
@@ -322,15 +325,26 @@ impl Contender {
         }));
     }
 
-    /// Runs `then` on this contender (if it is still its host's) after `delay`.
+    /// Runs `then` on this contender (if it is still its host's) after `delay`. The timer is
+    /// cancelled when the contender leaves or stands down ([`quiet`](Self::quiet)): actix polls
+    /// every pending item of an actor each time it wakes, and a participant acquiring a thousand
+    /// times a second would otherwise carry a hundred own-watch timers of contenders long gone.
     fn after<H: ContenderHost>(
-        &self,
+        &mut self,
         ctx: &mut Context<H>,
         delay: std::time::Duration,
         then: impl FnOnce(&mut Contender, &mut Context<H>) + 'static,
     ) {
         let (tag, serial) = (self.spec.tag, self.serial);
-        ctx.run_later(delay, move |host, ctx| step_of(host, tag, Some(serial), ctx, then));
+        let timer = ctx.run_later(delay, move |host, ctx| step_of(host, tag, Some(serial), ctx, then));
+        self.timers.push(timer);
+    }
+
+    /// Cancels this contender's timers, before it leaves or stands down.
+    pub(crate) fn quiet<H: ContenderHost>(&mut self, ctx: &mut Context<H>) {
+        for timer in self.timers.drain(..) {
+            ctx.cancel_future(timer);
+        }
     }
 
     fn node(&self) -> Option<&Node> {

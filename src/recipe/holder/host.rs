@@ -52,9 +52,9 @@ pub(crate) trait HolderHost: Actor<Context = Context<Self>> {
     /// Starts the contender(s) of `attempt`.
     fn begin(&mut self, attempt: Attempt, ctx: &mut Context<Self>);
     /// Withdraws the contender(s) of `attempt`; resolves once their nodes are gone.
-    fn withdraw(&mut self, attempt: Attempt) -> LocalBoxFuture<'static, Result<(), Error>>;
+    fn withdraw(&mut self, attempt: Attempt, ctx: &mut Context<Self>) -> LocalBoxFuture<'static, Result<(), Error>>;
     /// Stops the contender(s) of `attempt` without deleting: the core deletes the node.
-    fn stand_down(&mut self, attempt: Attempt);
+    fn stand_down(&mut self, attempt: Attempt, ctx: &mut Context<Self>);
     /// Tells subscribers (and does whatever else the recipe does when this happens).
     fn tell(&mut self, happened: Happened<Self::Grant>, ctx: &mut Context<Self>);
 }
@@ -83,6 +83,7 @@ impl ContenderSlot {
         ctx: &mut Context<H>,
     ) {
         if let Some((_, mut earlier)) = self.current.take() {
+            earlier.quiet(ctx);
             earlier.let_go();
         }
         let mut contender = Contender::new(session.clone(), spec);
@@ -105,14 +106,21 @@ impl ContenderSlot {
         self.current.as_ref().map(|(_, contender)| contender.tag())
     }
 
-    fn take(&mut self, attempt: Attempt) -> Option<Contender> {
-        if self.holds(attempt) { self.current.take().map(|(_, contender)| contender) } else { None }
+    /// Takes the contender of `attempt` out, its timers cancelled.
+    fn take<H: ContenderHost>(&mut self, attempt: Attempt, ctx: &mut Context<H>) -> Option<Contender> {
+        let (_, mut contender) = self.current.take_if(|(a, _)| *a == attempt)?;
+        contender.quiet(ctx);
+        Some(contender)
     }
 
     /// Withdraws the contender of `attempt` (it deletes its node); resolves once the node is
     /// gone. The delete runs on its own: the host may stop meanwhile.
-    pub(crate) fn withdraw(&mut self, attempt: Attempt) -> LocalBoxFuture<'static, Result<(), Error>> {
-        match self.take(attempt).and_then(|mut contender| contender.leave()) {
+    pub(crate) fn withdraw<H: ContenderHost>(
+        &mut self,
+        attempt: Attempt,
+        ctx: &mut Context<H>,
+    ) -> LocalBoxFuture<'static, Result<(), Error>> {
+        match self.take(attempt, ctx).and_then(|mut contender| contender.leave()) {
             Some(leaving) => {
                 let (done, outcome) = oneshot::channel();
                 actix::spawn(async move {
@@ -125,16 +133,21 @@ impl ContenderSlot {
     }
 
     /// Withdraws the contender of `attempt` without waiting for it.
-    pub(crate) fn let_go(&mut self, attempt: Attempt) {
-        if let Some(mut contender) = self.take(attempt) {
+    pub(crate) fn let_go<H: ContenderHost>(&mut self, attempt: Attempt, ctx: &mut Context<H>) {
+        if let Some(mut contender) = self.take(attempt, ctx) {
             contender.let_go();
         }
     }
 
     /// Withdraws the contender of `attempt` once `after` resolves, detached (its host may be
     /// gone by then): an election that stops while its leader actor is still stopping.
-    pub(crate) fn withdraw_after(&mut self, attempt: Attempt, after: impl std::future::Future<Output = ()> + 'static) {
-        if let Some(mut contender) = self.take(attempt) {
+    pub(crate) fn withdraw_after<H: ContenderHost>(
+        &mut self,
+        attempt: Attempt,
+        after: impl std::future::Future<Output = ()> + 'static,
+        ctx: &mut Context<H>,
+    ) {
+        if let Some(mut contender) = self.take(attempt, ctx) {
             actix::spawn(async move {
                 after.await;
                 if let Some(leaving) = contender.leave() {
@@ -145,8 +158,8 @@ impl ContenderSlot {
     }
 
     /// Stops the contender of `attempt` without a delete.
-    pub(crate) fn stand_down(&mut self, attempt: Attempt) {
-        if let Some(contender) = self.take(attempt) {
+    pub(crate) fn stand_down<H: ContenderHost>(&mut self, attempt: Attempt, ctx: &mut Context<H>) {
+        if let Some(contender) = self.take(attempt, ctx) {
             contender.stand_down();
         }
     }
@@ -245,7 +258,7 @@ fn perform<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, ctx: &mu
             }
             Effect::Withdraw { attempt, then } => {
                 debug!(parent: host.span(), attempt, "leaving the line");
-                let withdrawn = host.withdraw(attempt);
+                let withdrawn = host.withdraw(attempt, ctx);
                 actix::spawn(async move {
                     let outcome = withdrawn.await.map_err(ReleaseError::ZooKeeper);
                     for answer in then {
@@ -253,7 +266,7 @@ fn perform<H: HolderHost>(host: &mut H, effects: Vec<Effect<H::Grant>>, ctx: &mu
                     }
                 });
             }
-            Effect::StandDown(attempt) => host.stand_down(attempt),
+            Effect::StandDown(attempt) => host.stand_down(attempt, ctx),
             Effect::Delete { held, then } => {
                 info!(parent: host.span(), node = %held.node, token = %held.token, "releasing");
                 // Detached, so that the delete (and its retries) complete even if we stop now; the
