@@ -491,6 +491,26 @@ async fn semaphore_never_grants_more_than_its_leases() {
     }
 }
 
+/// A semaphore whose lease cannot be made (its directory refuses the create) fails the acquire
+/// and gives its guard back at once, while the participant lives on: a guard kept for a lease
+/// that cannot come would keep every other participant of the semaphore waiting behind it.
+#[actix_rt::test]
+async fn a_semaphore_whose_lease_fails_gives_its_guard_back() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("semfail");
+    let s = session_at(&zk.connect_string(), &root).await;
+    s.ensure_path("/sem").await.expect("semaphore directory");
+    read_only_dir(&s, "/sem/leases").await;
+    let sem = SemaphoreActor::new(s.clone(), SemaphoreConfig::new("/sem", 2)).start();
+    let err = bounded("a lease that cannot be made", sem.send(Acquire::default())).await.expect("actor").unwrap_err();
+    assert!(matches!(&err, LockError::ZooKeeper(Error::NoAuth { .. })), "{err:?}");
+    wait_until_nodes(&s, "/sem/locks", 0).await;
+    assert!(sem.connected(), "the participant lives on");
+    drop(sem);
+    s.close().await;
+}
+
 #[actix_rt::test]
 async fn bad_lock_paths_get_typed_errors() {
     init_tracing();

@@ -205,6 +205,10 @@ impl HolderHost for ElectionActor {
         self.contender.stand_down(attempt, ctx);
     }
 
+    fn let_go_all(&mut self, ctx: &mut Context<Self>) {
+        self.contender.let_go_any(ctx);
+    }
+
     fn tell(&mut self, happened: Happened<LeaderTerm>, ctx: &mut Context<Self>) {
         // A resigned term was told as ended already; while its leader actor stops, its node
         // stays and may still be suspended or restored: nothing of it is told again.
@@ -273,7 +277,7 @@ impl Actor for ElectionActor {
         let effects = self.holder.stop();
         match (self.leader_stopping.take(), attempt) {
             // The runtime itself is shutting down (a `System` dropped): nothing could be sent.
-            (Some(_), Some(_)) if tokio::runtime::Handle::try_current().is_err() => {}
+            (Some(_), Some(_)) if tokio::runtime::Handle::try_current().is_err() => return,
             // Our context is gone (the last address was dropped while leading): the contender
             // deletes the node once the leader actor has stopped, detached. `stop` asked for
             // nothing but that withdrawal.
@@ -283,6 +287,7 @@ impl Actor for ElectionActor {
             }
             _ => holder::run(self, effects, ctx),
         }
+        self.let_go_all(ctx);
     }
 }
 

@@ -102,6 +102,10 @@ impl HolderHost for LockActor {
         self.contender.stand_down(attempt, ctx);
     }
 
+    fn let_go_all(&mut self, ctx: &mut Context<Self>) {
+        self.contender.let_go_any(ctx);
+    }
+
     fn tell(&mut self, happened: Happened<LockGrant>, _: &mut Context<Self>) {
         if let Some(event) = holding::event(&self.config.participant_id, happened) {
             self.shell.tell(event);

@@ -227,8 +227,7 @@ macro_rules! answers_lock_requests {
             }
 
             fn stopped(&mut self, ctx: &mut Self::Context) {
-                let effects = self.holder.stop();
-                $crate::recipe::holder::run(self, effects, ctx);
+                $crate::recipe::holder::stopped(self, ctx);
             }
         }
 

@@ -99,8 +99,9 @@ impl SemaphoreActor {
     }
 
     fn on_lease(&mut self, event: ContenderEvent, ctx: &mut Context<Self>) {
-        if let ContenderEvent::Granted { .. } = event {
-            // The guard has done its work: give it back now, whatever the lease's fate.
+        if let ContenderEvent::Granted { .. } | ContenderEvent::Failed { .. } = event {
+            // The guard has done its work (or cannot do it any more): give it back now,
+            // whatever the lease's fate.
             self.guard.let_go(self.attempt, ctx);
         }
         let attempt = self.attempt;
@@ -144,6 +145,11 @@ impl HolderHost for SemaphoreActor {
     fn stand_down(&mut self, attempt: Attempt, ctx: &mut Context<Self>) {
         self.lease.stand_down(attempt, ctx);
         self.guard.let_go(attempt, ctx);
+    }
+
+    fn let_go_all(&mut self, ctx: &mut Context<Self>) {
+        self.guard.let_go_any(ctx);
+        self.lease.let_go_any(ctx);
     }
 
     fn tell(&mut self, happened: Happened<LockGrant>, _: &mut Context<Self>) {

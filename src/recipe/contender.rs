@@ -266,8 +266,10 @@ pub(crate) struct Contender {
     expired: u64,
     /// What the current step has to say; [`step`] hands it to the host.
     outbox: Vec<ContenderEvent>,
-    /// Its pending timers (see [`after`](Self::after)).
+    /// Its pending timers (see [`after`](Self::after)) and its wait for a session.
     timers: Vec<SpawnHandle>,
+    /// The wait for the event of its watch on the node (or the directory) ahead.
+    ahead: Option<SpawnHandle>,
     span: tracing::Span,
 }
 
@@ -288,6 +290,7 @@ impl Contender {
             expired: 0,
             outbox: Vec::new(),
             timers: Vec::new(),
+            ahead: None,
             span,
         }
     }
@@ -315,14 +318,14 @@ impl Contender {
         ctx: &mut Context<H>,
         fut: impl std::future::Future<Output = T> + 'static,
         then: impl FnOnce(&mut Contender, T, &mut Context<H>) + 'static,
-    ) {
+    ) -> SpawnHandle {
         let (tag, serial) = (self.spec.tag, self.serial);
         ctx.spawn(actix::fut::wrap_future::<_, H>(fut).map(move |out, host, ctx| {
             step_of(host, tag, Some(serial), ctx, move |contender, ctx| {
                 let _span = contender.span.clone().entered();
                 then(contender, out, ctx)
             })
-        }));
+        }))
     }
 
     /// Runs `then` on this contender (if it is still its host's) after `delay`. The timer is
@@ -340,10 +343,12 @@ impl Contender {
         self.timers.push(timer);
     }
 
-    /// Cancels this contender's timers, before it leaves or stands down.
+    /// Cancels what this contender still waits for, before it leaves or stands down: its
+    /// timers, its wait for a session, and its watch on the node (or directory) ahead, which
+    /// then leaves the server. Not the watch on its own node: that node's delete fires it.
     pub(crate) fn quiet<H: ContenderHost>(&mut self, ctx: &mut Context<H>) {
-        for timer in self.timers.drain(..) {
-            ctx.cancel_future(timer);
+        for pending in self.timers.drain(..).chain(self.ahead.take()) {
+            ctx.cancel_future(pending);
         }
     }
 
@@ -367,7 +372,7 @@ impl Contender {
         let Some(on) = self.session.live_generation().filter(|&on| on > self.expired) else {
             self.state = State::AwaitingSession;
             let up = self.session.connected();
-            self.later(ctx, up, |act, up, ctx| {
+            let waiting = self.later(ctx, up, |act, up, ctx| {
                 if !matches!(act.state, State::AwaitingSession) {
                     return;
                 }
@@ -376,6 +381,7 @@ impl Contender {
                     Err(error) => act.fail(error),
                 }
             });
+            self.timers.push(waiting);
             return;
         };
         self.state = State::Creating { on };
@@ -519,17 +525,35 @@ impl Contender {
     }
 
     /// Waits for the event of a one-shot watch set by a read (`fired`), as a future of the host.
-    /// It is not cancelled when the contender goes: its node's delete (or the deletion of the
-    /// node ahead) fires it for free, where withdrawing it first would cost a request per
-    /// acquisition (measured: W7 1.01 → 2.04 requests per grant). One still pending when the
-    /// host stops leaves the server then.
-    fn hear<H: ContenderHost>(&self, ctx: &mut Context<H>, fired: futures::channel::oneshot::Receiver<WatchEvent>) {
+    /// The own node's is not cancelled when the contender goes: that node's delete fires it for
+    /// free, where withdrawing it first would cost a request per acquisition (measured: W7 1.01
+    /// → 2.04 requests per grant). One still pending when the host stops leaves the server then.
+    fn hear<H: ContenderHost>(
+        &self,
+        ctx: &mut Context<H>,
+        fired: futures::channel::oneshot::Receiver<WatchEvent>,
+    ) -> SpawnHandle {
         self.later(ctx, fired, |act, fired, ctx| {
             // No event: the read set no watch (it failed), and says so itself.
             if let Ok(event) = fired {
                 act.watch_event(event, ctx);
             }
-        });
+        })
+    }
+
+    /// [`hear`](Self::hear) for the watch ahead, which replaces any earlier one (a node ahead
+    /// that changed, or the same one watched again after a reconnect: the client withdraws a
+    /// watcher from the server only when no other of the same kind is left on its path), and
+    /// which [`quiet`](Self::quiet) cancels: a node ahead may outlive many of our attempts.
+    fn hear_ahead<H: ContenderHost>(
+        &mut self,
+        ctx: &mut Context<H>,
+        fired: futures::channel::oneshot::Receiver<WatchEvent>,
+    ) {
+        let heard = self.hear(ctx, fired);
+        if let Some(earlier) = self.ahead.replace(heard) {
+            ctx.cancel_future(earlier);
+        }
     }
 
     /// Watches our own node. A data watch, not an `exists` watch: it is only ever set on a node
@@ -590,7 +614,7 @@ impl Contender {
     /// [`watch_own`](Self::watch_own); a missing node ahead means it is gone.
     fn watch_ahead<H: ContenderHost>(&mut self, watched: String, ctx: &mut Context<H>) {
         let (read, fired) = self.session.get_data_until_dropped(&watched);
-        self.hear(ctx, fired);
+        self.hear_ahead(ctx, fired);
         self.later(ctx, read, move |act, read, ctx| match read {
             Ok(_) => {}
             Err(Error::NoNode { .. }) => act.on_watched_deleted(&watched, ctx),
@@ -601,7 +625,7 @@ impl Contender {
     /// Lists the directory with a children watch (lease rule), and stands on that listing.
     fn watch_children<H: ContenderHost>(&mut self, ctx: &mut Context<H>) {
         let (list, fired) = self.session.children_until_dropped(&self.spec.dir);
-        self.hear(ctx, fired);
+        self.hear_ahead(ctx, fired);
         self.later(ctx, list, |act, listed, ctx| {
             if !matches!(act.state, State::Waiting { .. }) {
                 return;
@@ -816,7 +840,9 @@ impl Contender {
                 }
                 // Nothing of the current session: once the others are gone, recovery finds
                 // nothing and creates again.
-                None => act.later(ctx, deletes, |act, _, ctx| act.recover(ctx)),
+                None => {
+                    act.later(ctx, deletes, |act, _, ctx| act.recover(ctx));
+                }
             }
         });
     }

@@ -55,6 +55,9 @@ pub(crate) trait HolderHost: Actor<Context = Context<Self>> {
     fn withdraw(&mut self, attempt: Attempt, ctx: &mut Context<Self>) -> LocalBoxFuture<'static, Result<(), Error>>;
     /// Stops the contender(s) of `attempt` without deleting: the core deletes the node.
     fn stand_down(&mut self, attempt: Attempt, ctx: &mut Context<Self>);
+    /// Lets every contender it still has go, whatever its attempt (the host stops: a contender
+    /// the core no longer counts on, a semaphore's guard say, must not outlive it).
+    fn let_go_all(&mut self, ctx: &mut Context<Self>);
     /// Tells subscribers (and does whatever else the recipe does when this happens).
     fn tell(&mut self, happened: Happened<Self::Grant>, ctx: &mut Context<Self>);
 }
@@ -157,6 +160,14 @@ impl ContenderSlot {
         }
     }
 
+    /// Lets whatever contender the slot holds go, detached.
+    pub(crate) fn let_go_any<H: ContenderHost>(&mut self, ctx: &mut Context<H>) {
+        if let Some((_, mut contender)) = self.current.take() {
+            contender.quiet(ctx);
+            contender.let_go();
+        }
+    }
+
     /// Stops the contender of `attempt` without a delete.
     pub(crate) fn stand_down<H: ContenderHost>(&mut self, attempt: Attempt, ctx: &mut Context<H>) {
         if let Some(contender) = self.take(attempt, ctx) {
@@ -176,6 +187,14 @@ pub(crate) fn session_event<H: ContenderHost>(
     if let Some(tag) = tag {
         contender::step(host, tag, ctx, |contender, ctx| contender.session_event(event, ctx));
     }
+}
+
+/// The host stops: the core lets go of its grant or leaves the line, then every contender left
+/// goes too.
+pub(crate) fn stopped<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) {
+    let effects = host.holder().stop();
+    run(host, effects, ctx);
+    host.let_go_all(ctx);
 }
 
 /// A handle's caller stopped waiting (dropped its future): the attempt leaves the line now if no
