@@ -12,7 +12,9 @@
 //!   blackhole, reset, delay or throttle a link ([`FaultProxy`], [`ClientLinks`],
 //!   [`ZkEnsemble::partition`]);
 //! * recipe participants as processes of their own ([`RoleProcess`]), to pause, resume and kill
-//!   for real, with the events they report as [`RoleLine`]s;
+//!   for real, with the events they report as [`RoleLine`]s (the crate's own participant program,
+//!   the `zk-role` binary, has its source beside this module, in `zk_role/`: a binary of its own,
+//!   not a module of the library);
 //! * choosing where a test connects ([`TestZooKeeper`]: a server of its own, or one the process's
 //!   tests share) and isolating tests that share a server ([`unique_root`]).
 //!

@@ -6,7 +6,7 @@
 //! `PR_SET_PDEATHSIG`, so that a test binary killed with SIGKILL orphans nothing), collecting
 //! its stdout line by line, keeping its stderr in a log file, the signals, and reaping it (also
 //! on drop). It does not own what the process does: the crate's `zk-role` binary
-//! (`src/bin/zk_role.rs`, feature `testkit`) runs the crate's recipes, but any program that
+//! (`src/testkit/zk_role/main.rs`, feature `testkit`) runs the crate's recipes, but any program that
 //! follows the line protocol of [`RoleProcess`] works, and nothing here knows about ZooKeeper.
 
 use std::collections::BTreeMap;
@@ -196,7 +196,7 @@ impl Collected {
 /// reaches end-of-file ([`finish`](Self::finish) closes it), the program should end cleanly
 /// (for a ZooKeeper client: close its session, so that its ephemeral nodes go at once) and exit
 /// with status 0. Lines that do not follow the format are kept, with kind `"?"`. The crate's own
-/// `zk-role` binary (`src/bin/zk_role.rs`) is an example, for its five recipe roles.
+/// `zk-role` binary (`src/testkit/zk_role/main.rs`) is an example, for its five recipe roles.
 pub struct RoleProcess {
     name: String,
     pid: u32,
