@@ -217,6 +217,33 @@ where
     }
 }
 
+/// The one loop for an optimistic step (read, then a write at the version read): after a try
+/// that lost the race to another writer (`won` says which did not), waits as `policy` paces
+/// and tries again, at most `limit` tries in all (counted in `tries`, which outlives the call:
+/// an atomic reports them). The last try's outcome stands, won or lost; an error ends the loop at
+/// once (each try rides out connection loss through [`retried`] on its own).
+pub(crate) async fn optimistic<T, E, F, Fut>(
+    policy: &RetryPolicy,
+    limit: u32,
+    tries: &mut u32,
+    won: impl Fn(&T) -> bool,
+    mut attempt: F,
+) -> Result<T, E>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let mut backoff = policy.backoff();
+    loop {
+        *tries += 1;
+        let outcome = attempt().await?;
+        if won(&outcome) || *tries >= limit.max(1) {
+            return Ok(outcome);
+        }
+        tokio::time::sleep(backoff.next_delay()).await;
+    }
+}
+
 /// The one retry machinery, on an actor's side: a step that failed with `error` is made again
 /// by `again` after the backoff's delay (on the actor's context, so only while the actor lives),
 /// or the backoff gives up and `error` comes back for the actor to report.

@@ -14,7 +14,7 @@ use super::format::{decode_long, encode_long};
 use super::value::{AtomicStats, AtomicValue};
 use crate::error::Error;
 use crate::lock::{LockConfig, LockError, LockHandle};
-use crate::retry::{Attempted, RetryPolicy, retried};
+use crate::retry::{Attempted, RetryPolicy, optimistic, retried};
 use crate::session::SessionHandle;
 use crate::session::requests::CreateMode;
 
@@ -208,18 +208,17 @@ impl DistributedAtomicLong {
     /// Tries under `policy` until one writes or the policy allows no more tries (counted in
     /// `tries`).
     async fn tries(&self, make: Make<'_>, policy: &RetryPolicy, tries: &mut u32) -> Result<Try, AtomicError> {
-        let limit = policy.max_attempts().unwrap_or(DEFAULT_TRIES).max(1);
-        let mut backoff = policy.backoff();
-        loop {
-            *tries += 1;
+        let limit = policy.max_attempts().unwrap_or(DEFAULT_TRIES);
+        let written = |outcome: &Try| matches!(outcome, Try::Written { .. });
+        optimistic(policy, limit, tries, written, || async {
             let (pre, version) = self.read(policy, false).await?;
             let outcome = self.write(pre, version, make(pre)?, policy).await?;
-            if matches!(outcome, Try::Written { .. }) || *tries >= limit {
-                return Ok(outcome);
+            if !written(&outcome) {
+                debug!(path = %self.config.path, "a concurrent write came first");
             }
-            debug!(path = %self.config.path, tries = *tries, "a concurrent write came first; trying again");
-            tokio::time::sleep(backoff.next_delay()).await;
-        }
+            Ok(outcome)
+        })
+        .await
     }
 
     /// Curator's `tryWithMutex`: the lock, then tries under the promoted policy; `None` when the

@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::path;
 use crate::recipe::naming;
 use crate::recipe::shell::Shell;
-use crate::retry::{Attempted, Backoff, retried};
+use crate::retry::{Attempted, Backoff, RetryPolicy, retried};
 use crate::session::health::RecipeState;
 use crate::session::requests::CreateMode;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
@@ -178,7 +178,7 @@ impl PersistentNode {
         let replace = self.config.replace_persistent && is_ephemeral(mode);
         let made =
             make(self.shell.session().clone(), target.clone(), mode, self.writing.clone(), self.guid.clone(), replace);
-        let (me, session) = (ctx.address(), self.shell.session().clone());
+        let (me, session, retry) = (ctx.address(), self.shell.session().clone(), self.shell.retry());
         // Detached, so that a stop cannot drop it half way: an actor gone by the time it is made
         // has nobody to keep the node, which is deleted again.
         actix::spawn(async move {
@@ -189,7 +189,7 @@ impl PersistentNode {
             };
             if me.send(MadeReport(made, target)).await.is_err() {
                 if let Some((path, generation, czxid)) = orphan {
-                    let _ = delete_ours(&session, path, generation, czxid, mode).await;
+                    let _ = delete_ours(&session, path, generation, czxid, mode, retry).await;
                 }
             }
         });
@@ -340,11 +340,11 @@ impl PersistentNode {
         let maybe = self.maybe_made.take().filter(|_| node.is_none() && !kept && is_ephemeral(self.config.mode));
         let (session, mode, guid, generation) =
             (self.shell.session().clone(), self.config.mode, self.guid.clone(), self.generation);
-        let (left, span) = (self.left.clone(), self.shell.span().clone());
+        let (left, span, retry) = (self.left.clone(), self.shell.span().clone(), self.shell.retry());
         ctx.wait(
             async move {
                 if let Some((path, generation, czxid)) = node {
-                    if let Err(source) = delete_ours(&session, path.clone(), generation, czxid, mode).await {
+                    if let Err(source) = delete_ours(&session, path.clone(), generation, czxid, mode, retry).await {
                         warn!(parent: &span, %path, error = %source, "the node was not deleted; it stays");
                         *left.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
                             Some(PersistentNodeError::NotDeleted { path, source });
@@ -511,12 +511,13 @@ async fn delete_ours(
     generation: u64,
     czxid: i64,
     mode: CreateMode,
+    retry: RetryPolicy,
 ) -> Result<(), Error> {
     if is_ephemeral(mode) {
         return crate::recipe::guarded::delete_own_ephemeral(session.pinned(generation), path).await;
     }
-    // Without the attempt limit: a node left behind stays for good.
-    let backoff = session.retry_policy().without_attempt_limit().backoff();
+    // The node's own policy, without the attempt limit: a node left behind stays for good.
+    let backoff = retry.without_attempt_limit().backoff();
     let session = session.clone();
     retried(backoff, move || {
         let (session, path) = (session.clone(), path.clone());
@@ -588,10 +589,10 @@ impl Actor for PersistentNode {
         // node is left to its TTL).
         let kept = self.config.touched.is_some();
         if let (State::Live, Some(path), false) = (&self.state, self.path.take(), kept) {
-            let (session, generation, czxid, mode) =
-                (self.shell.session().clone(), self.made_on, self.made_czxid, self.config.mode);
+            let (session, generation, czxid, mode, retry) =
+                (self.shell.session().clone(), self.made_on, self.made_czxid, self.config.mode, self.shell.retry());
             actix::spawn(async move {
-                let _ = delete_ours(&session, path, generation, czxid, mode).await;
+                let _ = delete_ours(&session, path, generation, czxid, mode, retry).await;
             });
         }
         for waiter in self.waiters.drain(..) {
