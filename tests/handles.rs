@@ -453,3 +453,22 @@ impl actix::Handler<actix_zookeeper::queue::Revoked> for Acker {
 
     fn handle(&mut self, _: actix_zookeeper::queue::Revoked, _: &mut Self::Context) {}
 }
+
+/// A lock or semaphore handle outlives its session's close: the participant runs on the
+/// session's thread, and still answers what it is asked with the session's error (`Closed`),
+/// not as an actor that stopped under its feet when the session's thread ended.
+#[actix_rt::test]
+async fn a_lock_handle_answers_closed_after_its_session_closed() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("closed-under");
+    let s = session_at(&zk.connect_string(), &root).await;
+    let lock = LockHandle::start(s.clone(), LockConfig::new("/l")).expect("lock");
+    let semaphore = SemaphoreHandle::start(s.clone(), SemaphoreConfig::new("/sem", 2)).expect("semaphore");
+    assert_eq!(lock.participants().await, Ok(Vec::new()), "the lock's participant answers");
+    s.close().await;
+    let lock_after = bounded("a lock acquire after the close", lock.acquire(None)).await;
+    assert!(matches!(lock_after, Err(LockError::ZooKeeper(actix_zookeeper::Error::Closed))), "{lock_after:?}");
+    let lease_after = bounded("a semaphore acquire after the close", semaphore.acquire(None)).await;
+    assert!(matches!(lease_after, Err(LockError::ZooKeeper(actix_zookeeper::Error::Closed))), "{lease_after:?}");
+}

@@ -58,6 +58,12 @@ impl LockActor {
         self.shell.show_health_to(tag);
         self
     }
+
+    /// Runs on its session's thread, holding `resident` (see `shell::start_beside_session`).
+    pub(crate) fn residing(mut self, resident: Option<crate::session::residents::Resident>) -> Self {
+        self.shell.reside(resident);
+        self
+    }
 }
 
 impl HolderHost for LockActor {

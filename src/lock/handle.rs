@@ -74,7 +74,9 @@ impl LockHandle {
         let dir = config.dir().to_owned();
         let health = HealthTag::default();
         let tag = health.clone();
-        let addr = start_beside_session(&session.clone(), move || LockActor::new(session, config).with_health_tag(tag));
+        let addr = start_beside_session(&session.clone(), move |resident| {
+            LockActor::new(session, config).with_health_tag(tag).residing(resident)
+        });
         Ok(LockHandle { addr, dir, turn: Turn::new(), health })
     }
 
@@ -277,8 +279,9 @@ impl SemaphoreHandle {
         let dir = config.dir().to_owned();
         let health = HealthTag::default();
         let tag = health.clone();
-        let addr =
-            start_beside_session(&session.clone(), move || SemaphoreActor::new(session, config).with_health_tag(tag));
+        let addr = start_beside_session(&session.clone(), move |resident| {
+            SemaphoreActor::new(session, config).with_health_tag(tag).residing(resident)
+        });
         Ok(SemaphoreHandle { addr, dir, turn: Turn::new(), health })
     }
 

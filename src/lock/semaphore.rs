@@ -65,6 +65,12 @@ impl SemaphoreActor {
         self
     }
 
+    /// Runs on its session's thread, holding `resident` (see `shell::start_beside_session`).
+    pub(crate) fn residing(mut self, resident: Option<crate::session::residents::Resident>) -> Self {
+        self.shell.reside(resident);
+        self
+    }
+
     // Guard and lease contenders of attempt `n` carry tags 2n and 2n+1.
     fn spec(&self, tag: u64, dir: String, name: &'static str, rule: Rule) -> ContenderSpec {
         let data = self.config.participant_id.clone().into_bytes();

@@ -14,6 +14,7 @@ use crate::events::Subscribers;
 use crate::retry::RetryPolicy;
 use crate::session::health::{HealthSlot, HealthTag};
 use crate::session::requests::Goodbye;
+use crate::session::residents::Resident;
 use crate::session::watch::{WatchOwner, Watcher};
 use crate::session::{SessionHandle, WatchEvent};
 use crate::stop::{AwaitStopped, Lifeline};
@@ -35,6 +36,9 @@ pub(crate) struct Shell<E: Message<Result = ()> + Clone + Send + 'static> {
     /// Dropped with the actor, last of all (fields drop in order, and a recipe actor keeps its
     /// shell last): tells whoever awaits its end (a handle's `stop()`) once the rest is gone.
     lifeline: Lifeline,
+    /// Its place on its session's thread, if it runs there (`start_beside_session`): that
+    /// thread stops only once the actor is gone, after its lifeline.
+    resident: Option<Resident>,
 }
 
 impl<E: Message<Result = ()> + Clone + Send + 'static> Shell<E> {
@@ -50,7 +54,13 @@ impl<E: Message<Result = ()> + Clone + Send + 'static> Shell<E> {
             retry,
             lifeline: Lifeline::default(),
             watches: WatchOwner::default(),
+            resident: None,
         }
+    }
+
+    /// The actor lives on its session's thread, which runs until `resident` drops with it.
+    pub(crate) fn reside(&mut self, resident: Option<Resident>) {
+        self.resident = resident;
     }
 
     /// The session the recipe runs on.
@@ -160,16 +170,24 @@ impl<E: Message<Result = ()> + Clone + Send + 'static> Shell<E> {
 
 /// Starts the recipe actor `make` builds on its session's Arbiter: its contenders' replies,
 /// watch events and session events then reach it without crossing a thread, and an uncontended
-/// acquire costs one delivery to its mailbox. A session already stopped gets it on the caller's
-/// Arbiter, where its first request fails and it says so. For actors that start nothing of
-/// the user's (an election's leader actor runs where the election runs).
-pub(crate) fn start_beside_session<A>(session: &SessionHandle, make: impl FnOnce() -> A + Send + 'static) -> Addr<A>
+/// acquire costs one delivery to its mailbox. `make` gets the actor's place there, for its
+/// shell ([`Shell::reside`]): the thread runs until the actor is gone, so the actor outlives its
+/// session's close and answers `Closed`. A session already stopped gets it on the caller's
+/// Arbiter (no place), where its first request fails and it says so. For actors that start
+/// nothing of the user's (an election's leader actor runs where the election runs).
+pub(crate) fn start_beside_session<A>(
+    session: &SessionHandle,
+    make: impl FnOnce(Option<Resident>) -> A + Send + 'static,
+) -> Addr<A>
 where
     A: Actor<Context = Context<A>>,
 {
     match session.arbiter() {
-        Some(arbiter) => A::start_in_arbiter(arbiter, move |_| make()),
-        None => make().start(),
+        Some(arbiter) => {
+            let resident = session.resident();
+            A::start_in_arbiter(arbiter, move |_| make(Some(resident)))
+        }
+        None => make(None).start(),
     }
 }
 

@@ -153,6 +153,8 @@ pub struct SessionActor {
     /// Callers of [`WaitConnected`] waiting for the session to be connected.
     awaiting_connection: Vec<crate::reply::Pending<Result<SessionSnapshot>>>,
     owns_arbiter: bool,
+    /// Who else lives on its own Arbiter: it stops with the last of them (see `residents`).
+    residents: Option<super::residents::Residents>,
     /// What ended the actor, when it was not a close: told to callers instead of `Closed`.
     ended_by: Option<Error>,
     /// Since when the connection is down (for the time-suspended metric).
@@ -203,6 +205,7 @@ impl SessionActor {
             gate: ReconnectGate::default(),
             awaiting_connection: Vec::new(),
             owns_arbiter,
+            residents: None,
             ended_by: None,
             suspended_at: None,
             live: Arc::new(super::live::LiveCell::default()),
@@ -215,6 +218,12 @@ impl SessionActor {
             ensemble: Tracked::default(),
             config_watch: ConfigWatch::Unset,
         }
+    }
+
+    /// Shares its Arbiter with `residents`: it stops with the last of them.
+    pub(crate) fn with_residents(mut self, residents: super::residents::Residents) -> Self {
+        self.residents = Some(residents);
+        self
     }
 
     /// Keeps the live session's id in `cell` (see the field).
@@ -825,8 +834,12 @@ impl Actor for SessionActor {
             self.state = State::Closed;
             self.broadcast(SessionEvent::Closed);
         }
-        if self.owns_arbiter {
-            Arbiter::current().stop();
+        match (&self.residents, self.owns_arbiter) {
+            (Some(residents), true) => residents.session_stopped(),
+            (None, true) => {
+                Arbiter::current().stop();
+            }
+            (_, false) => {}
         }
     }
 }

@@ -27,6 +27,7 @@ use super::health::{Health, HealthBoard};
 use super::lease::Lease;
 use super::live::LiveCell;
 use super::requests::*;
+use super::residents::Residents;
 use super::watch::{Owned, Watcher};
 use super::{Features, ServerFeatures};
 use crate::error::{Error, Result};
@@ -50,6 +51,8 @@ pub struct SessionHandle {
     health: HealthBoard,
     /// What the server supports (declared, or learned by the actor).
     features: Features,
+    /// The recipe actors living on the session's thread, which stops only after them.
+    residents: Residents,
 }
 
 impl SessionHandle {
@@ -68,10 +71,15 @@ impl SessionHandle {
         let health = HealthBoard::new(lease.clone());
         let features = Features::new(config.server_version());
         let (kept_lease, kept_health, kept_features) = (lease.clone(), health.clone(), features.clone());
+        let residents = Residents::new(arbiter.handle());
+        let neighbours = residents.clone();
         let addr = SessionActor::start_in_arbiter(&arbiter.handle(), move |_| {
-            SessionActor::new(config, true).with_live_cell(cell).with_shared(kept_lease, kept_health, kept_features)
+            SessionActor::new(config, true)
+                .with_live_cell(cell)
+                .with_shared(kept_lease, kept_health, kept_features)
+                .with_residents(neighbours)
         });
-        Ok(SessionHandle { addr, arbiter: arbiter.handle(), live, retry, lease, health, features })
+        Ok(SessionHandle { addr, arbiter: arbiter.handle(), live, retry, lease, health, features, residents })
     }
 
     /// The session's own thread (its Arbiter), for a latency-sensitive program: an actor
@@ -90,6 +98,12 @@ impl SessionHandle {
     /// threads) unless each step is short and latency matters.
     pub fn arbiter(&self) -> Option<&ArbiterHandle> {
         self.addr.connected().then_some(&self.arbiter)
+    }
+
+    /// A place on the session's thread for a recipe actor started there: the thread runs until
+    /// the session and every such actor have stopped.
+    pub(crate) fn resident(&self) -> super::residents::Resident {
+        self.residents.enter()
     }
 
     /// The live session's generation, `None` while no session is live (connecting, or

@@ -19,6 +19,7 @@ mod lease;
 mod live;
 mod pinned;
 pub mod requests;
+pub(crate) mod residents;
 mod sizing;
 #[cfg(feature = "tls")]
 mod tls;
