@@ -52,6 +52,34 @@ where
     }
 }
 
+/// Keeps `kept` in the context of `ctx` until the context itself is dropped: actix drops a
+/// context's items after the actor and its mailbox, so a [`Lifeline`] kept here tells its
+/// waiters only once the actor's address is disconnected too (a waiter on another thread would
+/// otherwise find it still connected for a moment). An item that is never ready and never wakes
+/// anything: polled with the others when the actor wakes, it costs a call.
+pub(crate) fn keep_until_dropped<A, T: Unpin + 'static>(ctx: &mut actix::Context<A>, kept: T) -> actix::SpawnHandle
+where
+    A: Actor<Context = actix::Context<A>>,
+{
+    actix::AsyncContext::spawn(ctx, Kept(kept))
+}
+
+/// The item of [`keep_until_dropped`].
+struct Kept<T>(T);
+
+impl<A: Actor, T: Unpin> actix::ActorFuture<A> for Kept<T> {
+    type Output = ();
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut A,
+        _: &mut A::Context,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        std::task::Poll::Pending
+    }
+}
+
 /// Stops the actor of `ctx` as soon as its last address is gone, whatever else it runs. actix
 /// keeps an actor alive while anything it spawned (a timer, an interval, a stream) is pending,
 /// so an actor with a timer that its user let go of would live on; this ends it. For the actors

@@ -33,9 +33,12 @@ pub(crate) struct Shell<E: Message<Result = ()> + Clone + Send + 'static> {
     retry: Option<RetryPolicy>,
     /// Dropped with the actor: tells its pending one-shot watches to leave the server.
     watches: WatchOwner,
-    /// Dropped with the actor, last of all (fields drop in order, and a recipe actor keeps its
-    /// shell last): tells whoever awaits its end (a handle's `stop()`) once the rest is gone.
-    lifeline: Lifeline,
+    /// Tells whoever awaits its end (a handle's `stop()`) once the rest is gone: shared with an
+    /// item of the actor's context (see [`attach`](Self::attach)), which actix drops after the
+    /// actor and its mailbox, so that a caller on another thread finds the address disconnected
+    /// once told. Without the item (an actor never attached), it goes with the shell, which a
+    /// recipe actor keeps last (fields drop in order).
+    lifeline: std::sync::Arc<std::sync::Mutex<Lifeline>>,
     /// Its place on its session's thread, if it runs there (`start_beside_session`): that
     /// thread stops only once the actor is gone, after its lifeline.
     resident: Option<Resident>,
@@ -52,7 +55,7 @@ impl<E: Message<Result = ()> + Clone + Send + 'static> Shell<E> {
             health: None,
             health_tag: None,
             retry,
-            lifeline: Lifeline::default(),
+            lifeline: Default::default(),
             watches: WatchOwner::default(),
             resident: None,
         }
@@ -145,7 +148,7 @@ impl<E: Message<Result = ()> + Clone + Send + 'static> Shell<E> {
 
     /// Keeps `waiter` until the actor is gone.
     pub(crate) fn await_stopped(&mut self, waiter: AwaitStopped) {
-        self.lifeline.keep(waiter);
+        self.lifeline.lock().unwrap_or_else(std::sync::PoisonError::into_inner).keep(waiter);
     }
 
     /// Attaches the actor of `ctx` to its session: it hears the session's events and its close
@@ -156,6 +159,7 @@ impl<E: Message<Result = ()> + Clone + Send + 'static> Shell<E> {
     {
         self.hear_session(ctx);
         crate::stop::stop_when_unaddressed(ctx);
+        crate::stop::keep_until_dropped(ctx, self.lifeline.clone());
     }
 
     /// The actor of `ctx` hears its session's events and its close (a [`Goodbye`]).
