@@ -67,7 +67,9 @@ pub(crate) trait HolderHost: Actor<Context = Context<Self>> {
 /// by attempt number, so that an effect for an attempt already left touches nothing. The
 /// contender runs inside the host (see `recipe::contender`).
 pub(crate) struct ContenderSlot {
-    current: Option<(Attempt, Contender)>,
+    /// Boxed: an idle participant (most of a service's locks, most of the time) keeps a pointer,
+    /// not a whole contender's worth of room.
+    current: Option<Box<(Attempt, Contender)>>,
 }
 
 impl ContenderSlot {
@@ -85,33 +87,33 @@ impl ContenderSlot {
         spec: ContenderSpec,
         ctx: &mut Context<H>,
     ) {
-        if let Some((_, mut earlier)) = self.current.take() {
+        if let Some(mut earlier) = self.current.take().map(|slot| slot.1) {
             earlier.quiet(ctx);
             earlier.let_go();
         }
         let mut contender = Contender::new(session.clone(), spec);
         contender.begin(ctx);
-        self.current = Some((attempt, contender));
+        self.current = Some(Box::new((attempt, contender)));
     }
 
     /// True while the slot holds a contender of `attempt`.
     pub(crate) fn holds(&self, attempt: Attempt) -> bool {
-        matches!(&self.current, Some((a, _)) if *a == attempt)
+        self.current.as_ref().is_some_and(|slot| slot.0 == attempt)
     }
 
     /// The contender tagged `tag`, if the slot holds it (for [`ContenderHost::contender`]).
     pub(crate) fn tagged(&mut self, tag: u64) -> Option<&mut Contender> {
-        self.current.as_mut().map(|(_, contender)| contender).filter(|contender| contender.tag() == tag)
+        self.current.as_mut().map(|slot| &mut slot.1).filter(|contender| contender.tag() == tag)
     }
 
     /// The tag of the contender the slot holds.
     pub(crate) fn tag(&self) -> Option<u64> {
-        self.current.as_ref().map(|(_, contender)| contender.tag())
+        self.current.as_ref().map(|slot| slot.1.tag())
     }
 
     /// Takes the contender of `attempt` out, its timers cancelled.
     fn take<H: ContenderHost>(&mut self, attempt: Attempt, ctx: &mut Context<H>) -> Option<Contender> {
-        let (_, mut contender) = self.current.take_if(|(a, _)| *a == attempt)?;
+        let (_, mut contender) = *self.current.take_if(|slot| slot.0 == attempt)?;
         contender.quiet(ctx);
         Some(contender)
     }
@@ -162,7 +164,7 @@ impl ContenderSlot {
 
     /// Lets whatever contender the slot holds go, detached.
     pub(crate) fn let_go_any<H: ContenderHost>(&mut self, ctx: &mut Context<H>) {
-        if let Some((_, mut contender)) = self.current.take() {
+        if let Some(mut contender) = self.current.take().map(|slot| slot.1) {
             contender.quiet(ctx);
             contender.let_go();
         }
