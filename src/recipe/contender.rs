@@ -378,7 +378,7 @@ impl Contender {
                 }
                 match up {
                     Ok(_) => act.contend(ctx),
-                    Err(error) => act.fail(error),
+                    Err(error) => act.fail(error, ctx),
                 }
             });
             self.timers.push(waiting);
@@ -856,13 +856,14 @@ impl Contender {
     ) {
         match self.backoff.verdict(&error) {
             Verdict::RetryAfter(delay) => self.after(ctx, delay, again),
-            Verdict::GiveUp => self.fail(error),
+            Verdict::GiveUp => self.fail(error, ctx),
         }
     }
 
     /// Gives up: tells the host, and deletes whatever node we have (detached).
-    fn fail(&mut self, error: Error) {
+    fn fail<H: ContenderHost>(&mut self, error: Error, ctx: &mut Context<H>) {
         warn!(error = %error, "contender failed");
+        self.quiet(ctx);
         self.let_go();
         self.report(ContenderEvent::Failed { error });
     }

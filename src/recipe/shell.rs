@@ -40,7 +40,7 @@ pub(crate) struct Shell<E: Message<Result = ()> + Clone + Send + 'static> {
     /// recipe actor keeps last (fields drop in order).
     lifeline: std::sync::Arc<std::sync::Mutex<Lifeline>>,
     /// Its place on its session's thread, if it runs there (`start_beside_session`): that
-    /// thread stops only once the actor is gone, after its lifeline.
+    /// thread stops only once the actor is gone.
     resident: Option<Resident>,
 }
 

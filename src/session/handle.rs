@@ -86,8 +86,10 @@ impl SessionHandle {
     /// started there (`Actor::start_in_arbiter`) and a task spawned there
     /// (`ArbiterHandle::spawn`) get the session's replies and watch events without waking
     /// another thread, which is one thread hop less per request (measured in
-    /// `docs/performance.md`). The recipes' contenders already run there. `None` once the
-    /// session has stopped, and its thread with it.
+    /// `docs/performance.md`). The lock and semaphore handles start their participants there.
+    /// `None` once the session has stopped. The thread itself stops once the session and those
+    /// participants have: a lock or semaphore handle kept after its session closed keeps that
+    /// thread (idle) until the handle is dropped or stopped.
     ///
     /// The trade-off: everything there shares one thread with the session actor, so a handler
     /// that computes or blocks for long delays every recipe's replies; and for a session that

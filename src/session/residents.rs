@@ -68,22 +68,52 @@ impl Drop for Resident {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::Residents;
 
-    /// The thread stops with the last of the session and its residents, whichever goes last.
+    /// Whether `arbiter` still runs what it is given (within a bound: a stopped one never does).
+    async fn runs(arbiter: &actix::ArbiterHandle) -> bool {
+        let (ran, heard) = futures::channel::oneshot::channel();
+        if !arbiter.spawn_fn(move || {
+            let _ = ran.send(());
+        }) {
+            return false;
+        }
+        matches!(tokio::time::timeout(Duration::from_secs(5), heard).await, Ok(Ok(())))
+    }
+
+    /// The thread stops with the last of the session and its residents, whichever goes last, and
+    /// not before.
     #[test]
     fn the_thread_stops_with_the_last_of_the_session_and_its_residents() {
-        let system = actix::System::new();
-        system.block_on(async {
+        actix::System::new().block_on(async {
             let arbiter = actix::Arbiter::new();
             let residents = Residents::new(arbiter.handle());
             let (first, second) = (residents.enter(), residents.enter());
             residents.session_stopped();
             drop(first);
-            assert!(arbiter.spawn(async {}), "one resident left: the thread runs");
+            // A stop sent now would be handled before this task: the thread must still run it.
+            assert!(runs(&arbiter.handle()).await, "one resident left: the thread runs");
             drop(second);
-            let stopped = tokio::task::spawn_blocking(move || arbiter.join()).await.expect("join");
-            assert!(stopped.is_ok(), "the thread stopped with its last resident");
+            let joined = tokio::task::spawn_blocking(move || arbiter.join());
+            let stopped = tokio::time::timeout(Duration::from_secs(5), joined).await;
+            assert!(matches!(stopped, Ok(Ok(Ok(())))), "the thread stopped with its last resident");
+        });
+    }
+
+    /// Residents that go before the session leave the thread to it.
+    #[test]
+    fn the_thread_outlives_residents_gone_before_the_session() {
+        actix::System::new().block_on(async {
+            let arbiter = actix::Arbiter::new();
+            let residents = Residents::new(arbiter.handle());
+            drop(residents.enter());
+            assert!(runs(&arbiter.handle()).await, "the session still runs there");
+            residents.session_stopped();
+            let joined = tokio::task::spawn_blocking(move || arbiter.join());
+            let stopped = tokio::time::timeout(Duration::from_secs(5), joined).await;
+            assert!(matches!(stopped, Ok(Ok(Ok(())))), "the thread stopped with the session");
         });
     }
 }

@@ -226,6 +226,17 @@ pub(crate) fn goodbye<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) -> futu
 /// Feeds a contender's report about `attempt` to the core; the won node is worded as the
 /// recipe's grant.
 pub(crate) fn report<H: HolderHost>(host: &mut H, attempt: Attempt, event: ContenderEvent, ctx: &mut Context<H>) {
+    if let ContenderEvent::Granted { token, session_id, .. } = &event {
+        // Shown before the core answers the callers: a caller on another thread (the actor runs
+        // on the session's) reads the recipe's health as soon as its acquire returns.
+        if let Some(link) = host.holder().would_hold(attempt, *session_id) {
+            let state = match link {
+                GrantConnection::Up => RecipeState::Holding { token: *token },
+                _ => RecipeState::Suspended { token: *token },
+            };
+            show_health(host, state);
+        }
+    }
     let lease = host.session().lease().clone();
     let effects = host.holder().report(attempt, event, |node, token, version, session| {
         <H::Grant as super::state::Grant>::won(node, token, version, session, lease)
@@ -257,13 +268,18 @@ fn report_health<H: HolderHost>(host: &mut H, failed: Option<String>) {
         Phase::Held { held, link: GrantConnection::Up, .. } => RecipeState::Holding { token: held.token },
         Phase::Held { held, .. } => RecipeState::Suspended { token: held.token },
     };
+    show_health(host, state);
+}
+
+/// Puts `state` on the recipe's health slot (made the first time). A failure stays told until
+/// the recipe does something again.
+fn show_health<H: HolderHost>(host: &mut H, state: RecipeState) {
     if !host.shell().has_health() {
         let (kind, path) = host.metric();
         let path = path.to_owned();
         host.shell_mut().health_slot(kind.label(), &path);
     }
     let Some(slot) = host.shell_mut().health() else { return };
-    // A failure stays told until the recipe does something again.
     if state != RecipeState::Idle || !matches!(slot.state(), RecipeState::Failed { .. }) {
         slot.set(state);
     }

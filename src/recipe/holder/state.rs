@@ -405,6 +405,17 @@ impl<G: Grant, W: Waiter<G>> Holder<G, W> {
     }
 
     /// The contender of `attempt` won.
+    /// How a grant for `attempt` from `session` would be held, were it reported now: `None` when
+    /// it would not be (an attempt left, a session known dead). Read before the report, so that
+    /// what the recipe shows (its health) is current before its callers are answered.
+    pub(crate) fn would_hold(&self, attempt: Attempt, session: SessionId) -> Option<GrantConnection> {
+        (self.is_acquiring(attempt) && !self.dead.contains(&session)).then_some(if self.suspended {
+            GrantConnection::Suspended
+        } else {
+            GrantConnection::Up
+        })
+    }
+
     pub(crate) fn granted(&mut self, attempt: Attempt, held: Granted<G>) -> Vec<Effect<G>> {
         if !self.is_acquiring(attempt) {
             return Vec::new();
