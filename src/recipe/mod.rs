@@ -1,6 +1,6 @@
 //! What every recipe shares: the contender protocol, protected node names, fencing tokens.
 //!
-//! Owns: the contender actor (`contender`, crate-private: one ephemeral-sequential node from
+//! Owns: the contender (`contender`, crate-private, run inside its recipe actor: one ephemeral-sequential node from
 //! protected create to deletion, waiting on its predecessor only), the rules that decide who holds what
 //! ([`naming`]), the nodes this process saw first in line (`known_heads`), [`FencingToken`], and the holder core (`holder`: attempts, waiting callers,
 //! link state, [`ConnectionPolicy`], expiry, release, what subscribers hear) that the lock, the
