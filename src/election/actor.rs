@@ -14,14 +14,12 @@ mod leader_actor;
 use actix::prelude::*;
 use futures::FutureExt;
 use futures::channel::oneshot;
-use futures::future::LocalBoxFuture;
 use tracing::debug;
 
 use super::config::ElectionConfig;
 use super::error::ElectionError;
 use super::messages::*;
 use crate::error::Error;
-use crate::recipe::contender::{Contender, ContenderHost};
 use crate::recipe::holder::{
     self, Attempt, ContenderSlot, Happened, Holder, HolderHost, InLine, Loss, Refusal, ReleaseError, Waiter,
 };
@@ -197,16 +195,8 @@ impl HolderHost for ElectionActor {
         self.contender.start(attempt, self.shell.session(), spec, ctx);
     }
 
-    fn withdraw(&mut self, attempt: Attempt, ctx: &mut Context<Self>) -> LocalBoxFuture<'static, Result<(), Error>> {
-        self.contender.withdraw(attempt, ctx)
-    }
-
-    fn stand_down(&mut self, attempt: Attempt, ctx: &mut Context<Self>) {
-        self.contender.stand_down(attempt, ctx);
-    }
-
-    fn let_go_all(&mut self, ctx: &mut Context<Self>) {
-        self.contender.let_go_any(ctx);
+    fn slots(&mut self) -> &mut [ContenderSlot] {
+        std::slice::from_mut(&mut self.contender)
     }
 
     fn tell(&mut self, happened: Happened<LeaderTerm>, ctx: &mut Context<Self>) {
@@ -287,7 +277,7 @@ impl Actor for ElectionActor {
             }
             _ => holder::run(self, effects, ctx),
         }
-        self.let_go_all(ctx);
+        self.contender.let_go_any(ctx);
     }
 }
 
@@ -318,20 +308,11 @@ impl Handler<ContenderReport> for ElectionActor {
     }
 }
 
-impl ContenderHost for ElectionActor {
-    fn contender(&mut self, tag: u64) -> Option<&mut Contender> {
-        self.contender.tagged(tag)
-    }
-}
-
 impl Handler<SessionEvent> for ElectionActor {
     type Result = ();
 
     fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
-        let tag = self.contender.tag();
-        let effects = self.holder.session(&event);
-        holder::run(self, effects, ctx);
-        holder::session_event(self, tag, &event, ctx);
+        holder::session_event(self, &event, ctx);
         // What changed while we were away is only seen by reading again.
         match event {
             SessionEvent::Reconnected { .. } => self.observe(ctx),

@@ -6,15 +6,12 @@
 //! policy, expiry, release).
 
 use actix::prelude::*;
-use futures::future::LocalBoxFuture;
 
 use super::config::LockConfig;
 use super::error::LockError;
 use super::grant::LockGrant;
 use super::holding::{self, LockWaiter};
 use super::messages::{Acquire, LockEvent, Participants, TryAcquire};
-use crate::error::Error;
-use crate::recipe::contender::{Contender, ContenderHost};
 use crate::recipe::holder::{self, Attempt, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::shell::Shell;
 use crate::recipe::{ContenderEvent, ContenderReport, ContenderSpec, Reply};
@@ -100,16 +97,8 @@ impl HolderHost for LockActor {
         self.contender.start(attempt, self.shell.session(), spec, ctx);
     }
 
-    fn withdraw(&mut self, attempt: Attempt, ctx: &mut Context<Self>) -> LocalBoxFuture<'static, Result<(), Error>> {
-        self.contender.withdraw(attempt, ctx)
-    }
-
-    fn stand_down(&mut self, attempt: Attempt, ctx: &mut Context<Self>) {
-        self.contender.stand_down(attempt, ctx);
-    }
-
-    fn let_go_all(&mut self, ctx: &mut Context<Self>) {
-        self.contender.let_go_any(ctx);
+    fn slots(&mut self) -> &mut [ContenderSlot] {
+        std::slice::from_mut(&mut self.contender)
     }
 
     fn tell(&mut self, happened: Happened<LockGrant>, _: &mut Context<Self>) {
@@ -177,16 +166,7 @@ impl Handler<SessionEvent> for LockActor {
     type Result = ();
 
     fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
-        let tag = self.contender.tag();
-        let effects = self.holder.session(&event);
-        holder::run(self, effects, ctx);
-        holder::session_event(self, tag, &event, ctx);
-    }
-}
-
-impl ContenderHost for LockActor {
-    fn contender(&mut self, tag: u64) -> Option<&mut Contender> {
-        self.contender.tagged(tag)
+        holder::session_event(self, &event, ctx);
     }
 }
 

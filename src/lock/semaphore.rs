@@ -14,21 +14,22 @@
 //! ends the lease, say) is not the lease's business.
 
 use actix::prelude::*;
-use futures::future::LocalBoxFuture;
 
 use super::config::SemaphoreConfig;
 use super::error::LockError;
 use super::grant::LockGrant;
 use super::holding::{self, LockWaiter};
 use super::messages::{Acquire, LockEvent, Participants};
-use crate::error::Error;
 use crate::path;
-use crate::recipe::contender::{Contender, ContenderHost};
 use crate::recipe::holder::{self, Attempt, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::naming::{LEASE_NAME, LOCK_NAME, Rule};
 use crate::recipe::shell::Shell;
 use crate::recipe::{ContenderEvent, ContenderReport, ContenderSpec, Reply};
 use crate::session::{SessionEvent, SessionHandle};
+
+// Where `SemaphoreActor::slots` keeps the guard's contender and the lease's.
+const GUARD: usize = 0;
+const LEASE: usize = 1;
 
 /// One participant of a counting semaphore; answers [`Acquire`] with a [`LockGrant`] for its
 /// lease node, and [`Release`](super::Release) by deleting it. The protocol is
@@ -38,8 +39,8 @@ pub struct SemaphoreActor {
     holder: Holder<LockGrant, LockWaiter>,
     /// The attempt whose contenders these are.
     attempt: Attempt,
-    guard: ContenderSlot,
-    lease: ContenderSlot,
+    /// The guard's contender (`slots[GUARD]`), then the lease's (`slots[LEASE]`).
+    slots: [ContenderSlot; 2],
     /// Kept last: its lifeline must drop after everything else the actor holds.
     shell: Shell<LockEvent>,
 }
@@ -54,8 +55,7 @@ impl SemaphoreActor {
             config,
             holder,
             attempt: 0,
-            guard: ContenderSlot::new(),
-            lease: ContenderSlot::new(),
+            slots: [ContenderSlot::new(), ContenderSlot::new()],
         }
     }
 
@@ -85,11 +85,11 @@ impl SemaphoreActor {
         }
         let effects = match event {
             ContenderEvent::Granted { .. } => {
-                if !self.lease.holds(self.attempt) {
+                if !self.slots[LEASE].holds(self.attempt) {
                     let leases = path::join(&self.config.dir, "leases");
                     let rule = Rule::Leases(self.config.max_leases);
                     let spec = self.spec(2 * self.attempt + 1, leases, LEASE_NAME, rule);
-                    self.lease.start(self.attempt, self.shell.session(), spec, ctx);
+                    self.slots[LEASE].start(self.attempt, self.shell.session(), spec, ctx);
                 }
                 Vec::new()
             }
@@ -108,7 +108,7 @@ impl SemaphoreActor {
         if let ContenderEvent::Granted { .. } | ContenderEvent::Failed { .. } = event {
             // The guard has done its work (or cannot do it any more): give it back now,
             // whatever the lease's fate.
-            self.guard.let_go(self.attempt, ctx);
+            self.slots[GUARD].let_go(self.attempt, ctx);
         }
         let attempt = self.attempt;
         holder::report(self, attempt, event, ctx);
@@ -140,22 +140,17 @@ impl HolderHost for SemaphoreActor {
         self.attempt = attempt;
         let guards = path::join(&self.config.dir, "locks");
         let spec = self.spec(2 * attempt, guards, LOCK_NAME, Rule::Exclusive);
-        self.guard.start(attempt, self.shell.session(), spec, ctx);
+        self.slots[GUARD].start(attempt, self.shell.session(), spec, ctx);
     }
 
-    fn withdraw(&mut self, attempt: Attempt, ctx: &mut Context<Self>) -> LocalBoxFuture<'static, Result<(), Error>> {
-        let both = [self.guard.withdraw(attempt, ctx), self.lease.withdraw(attempt, ctx)];
-        Box::pin(async move { futures::future::join_all(both).await.into_iter().collect() })
+    fn slots(&mut self) -> &mut [ContenderSlot] {
+        &mut self.slots
     }
 
     fn stand_down(&mut self, attempt: Attempt, ctx: &mut Context<Self>) {
-        self.lease.stand_down(attempt, ctx);
-        self.guard.let_go(attempt, ctx);
-    }
-
-    fn let_go_all(&mut self, ctx: &mut Context<Self>) {
-        self.guard.let_go_any(ctx);
-        self.lease.let_go_any(ctx);
+        // The core deletes the lease; the guard, if still held, is given back here.
+        self.slots[LEASE].stand_down(attempt, ctx);
+        self.slots[GUARD].let_go(attempt, ctx);
     }
 
     fn tell(&mut self, happened: Happened<LockGrant>, _: &mut Context<Self>) {
@@ -205,17 +200,7 @@ impl Handler<SessionEvent> for SemaphoreActor {
     type Result = ();
 
     fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
-        let (guard, lease) = (self.guard.tag(), self.lease.tag());
-        let effects = self.holder.session(&event);
-        holder::run(self, effects, ctx);
-        holder::session_event(self, guard, &event, ctx);
-        holder::session_event(self, lease, &event, ctx);
-    }
-}
-
-impl ContenderHost for SemaphoreActor {
-    fn contender(&mut self, tag: u64) -> Option<&mut Contender> {
-        if tag % 2 == 0 { self.guard.tagged(tag) } else { self.lease.tagged(tag) }
+        holder::session_event(self, &event, ctx);
     }
 }
 

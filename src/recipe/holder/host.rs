@@ -22,7 +22,7 @@ use crate::session::{PinnedSession, SessionEvent, SessionHandle};
 
 /// A recipe actor built on a [`Holder`]: it starts its contenders and words its events; the
 /// core decides the rest.
-pub(crate) trait HolderHost: Actor<Context = Context<Self>> {
+pub(crate) trait HolderHost: Actor<Context = Context<Self>> + Handler<crate::recipe::ContenderReport> {
     /// The recipe's grant.
     type Grant: super::state::Grant + 'static;
     /// The recipe's waiting caller.
@@ -51,13 +51,20 @@ pub(crate) trait HolderHost: Actor<Context = Context<Self>> {
     fn metric(&self) -> (metrics::GrantKind, &str);
     /// Starts the contender(s) of `attempt`.
     fn begin(&mut self, attempt: Attempt, ctx: &mut Context<Self>);
+    /// Its contender slots: one, or a semaphore's guard and lease. A contender is found by its
+    /// tag in whichever slot holds it ([`ContenderHost`]).
+    fn slots(&mut self) -> &mut [ContenderSlot];
     /// Withdraws the contender(s) of `attempt`; resolves once their nodes are gone.
-    fn withdraw(&mut self, attempt: Attempt, ctx: &mut Context<Self>) -> LocalBoxFuture<'static, Result<(), Error>>;
+    fn withdraw(&mut self, attempt: Attempt, ctx: &mut Context<Self>) -> LocalBoxFuture<'static, Result<(), Error>> {
+        let withdrawals: Vec<_> = self.slots().iter_mut().map(|slot| slot.withdraw(attempt, ctx)).collect();
+        Box::pin(futures::future::join_all(withdrawals).map(|outcomes| outcomes.into_iter().collect()))
+    }
     /// Stops the contender(s) of `attempt` without deleting: the core deletes the node.
-    fn stand_down(&mut self, attempt: Attempt, ctx: &mut Context<Self>);
-    /// Lets every contender it still has go, whatever its attempt (the host stops: a contender
-    /// the core no longer counts on, a semaphore's guard say, must not outlive it).
-    fn let_go_all(&mut self, ctx: &mut Context<Self>);
+    fn stand_down(&mut self, attempt: Attempt, ctx: &mut Context<Self>) {
+        for slot in self.slots() {
+            slot.stand_down(attempt, ctx);
+        }
+    }
     /// Tells subscribers (and does whatever else the recipe does when this happens).
     fn tell(&mut self, happened: Happened<Self::Grant>, ctx: &mut Context<Self>);
 }
@@ -178,25 +185,31 @@ impl ContenderSlot {
     }
 }
 
-/// Hands `event` to the contender tagged `tag` of `host`, if it still has it: after its holder
-/// core has seen the event (a session expiry ends a held grant before the contender says so).
-pub(crate) fn session_event<H: ContenderHost>(
-    host: &mut H,
-    tag: Option<u64>,
-    event: &SessionEvent,
-    ctx: &mut Context<H>,
-) {
-    if let Some(tag) = tag {
+/// A session event for a holder host: its core first, then its contenders (a session expiry
+/// ends a held grant before a contender says so).
+pub(crate) fn session_event<H: HolderHost>(host: &mut H, event: &SessionEvent, ctx: &mut Context<H>) {
+    let tags: Vec<u64> = host.slots().iter().filter_map(ContenderSlot::tag).collect();
+    let effects = host.holder().session(event);
+    run(host, effects, ctx);
+    for tag in tags {
         contender::step(host, tag, ctx, |contender, ctx| contender.session_event(event, ctx));
     }
 }
 
 /// The host stops: the core lets go of its grant or leaves the line, then every contender left
-/// goes too.
+/// goes too (one the core no longer counts on, a semaphore's guard say, must not outlive it).
 pub(crate) fn stopped<H: HolderHost>(host: &mut H, ctx: &mut Context<H>) {
     let effects = host.holder().stop();
     run(host, effects, ctx);
-    host.let_go_all(ctx);
+    for slot in host.slots() {
+        slot.let_go_any(ctx);
+    }
+}
+
+impl<H: HolderHost> ContenderHost for H {
+    fn contender(&mut self, tag: u64) -> Option<&mut Contender> {
+        self.slots().iter_mut().find_map(|slot| slot.tagged(tag))
+    }
 }
 
 /// A handle's caller stopped waiting (dropped its future): the attempt leaves the line now if no
