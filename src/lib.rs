@@ -84,6 +84,7 @@
 
 pub mod atomic;
 pub mod barrier;
+mod builder;
 pub mod cache;
 pub mod counter;
 pub mod discovery;

@@ -34,19 +34,15 @@ impl AtomicLongConfig {
         AtomicLongConfig { path: path.into(), retry: None, promoted: None }
     }
 
-    /// How the optimistic tries are spaced and how many there are (its attempt limit), and how
-    /// a failed request is retried. Default: the session's policy
-    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)), with at most
-    /// 10 tries when it has no attempt limit.
-    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = Some(policy);
-        self
-    }
+    crate::builder::setters! {
+        /// How the optimistic tries are spaced and how many there are (its attempt limit), and how
+        /// a failed request is retried. Default: the session's policy
+        /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)), with at most
+        /// 10 tries when it has no attempt limit.
+        with_retry(retry: RetryPolicy) => some;
 
-    /// After the optimistic tries, take this lock and try again (Curator's `PromotedToLock`).
-    pub fn promoted_to_lock(mut self, promoted: PromotedToLock) -> Self {
-        self.promoted = Some(promoted);
-        self
+        /// After the optimistic tries, take this lock and try again (Curator's `PromotedToLock`).
+        promoted_to_lock(promoted: PromotedToLock) => some;
     }
 
     /// The value's node.
@@ -61,16 +57,12 @@ impl PromotedToLock {
         PromotedToLock { lock_path: lock_path.into(), max_lock_time: None, retry: None }
     }
 
-    /// Wait at most this long for the lock; an operation that does not get it answers
-    /// `succeeded: false`.
-    pub fn with_max_lock_time(mut self, wait: Duration) -> Self {
-        self.max_lock_time = Some(wait);
-        self
-    }
+    crate::builder::setters! {
+        /// Wait at most this long for the lock; an operation that does not get it answers
+        /// `succeeded: false`.
+        with_max_lock_time(max_lock_time: Duration) => some;
 
-    /// The tries made while holding the lock. Default: the value's own policy.
-    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = Some(policy);
-        self
+        /// The tries made while holding the lock. Default: the value's own policy.
+        with_retry(retry: RetryPolicy) => some;
     }
 }

@@ -35,24 +35,17 @@ impl CacheConfig {
         CacheConfig { path: path.into(), scope: CacheScope::Tree { max_depth: None }, keep_data: true, retry: None }
     }
 
-    /// Which nodes to hold.
-    pub fn with_scope(mut self, scope: CacheScope) -> Self {
-        self.scope = scope;
-        self
-    }
+    crate::builder::setters! {
+        /// Which nodes to hold.
+        with_scope(scope: CacheScope);
 
-    /// Keep each node's data (default) or only its stat (cheaper for large payloads: the
-    /// cache then reads with `exists`, not `getData`).
-    pub fn with_data(mut self, keep: bool) -> Self {
-        self.keep_data = keep;
-        self
-    }
+        /// Keep each node's data (default) or only its stat (cheaper for large payloads: the
+        /// cache then reads with `exists`, not `getData`).
+        with_data(keep_data: bool);
 
-    /// How this cache retries a failed request; default: its session's policy
-    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
-    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = Some(policy);
-        self
+        /// How this cache retries a failed request; default: its session's policy
+        /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
+        with_retry(retry: RetryPolicy) => some;
     }
 
     /// The cached path.

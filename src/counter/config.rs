@@ -17,18 +17,14 @@ impl SharedCountConfig {
         SharedCountConfig { path: path.into(), seed: 0, retry: None }
     }
 
-    /// The count the node is created with when it does not exist (Curator's `seedValue`). An
-    /// existing node keeps its count.
-    pub fn with_seed(mut self, seed: i32) -> Self {
-        self.seed = seed;
-        self
-    }
+    crate::builder::setters! {
+        /// The count the node is created with when it does not exist (Curator's `seedValue`). An
+        /// existing node keeps its count.
+        with_seed(seed: i32);
 
-    /// How this count retries a failed request; default: its session's policy
-    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
-    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = Some(policy);
-        self
+        /// How this count retries a failed request; default: its session's policy
+        /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
+        with_retry(retry: RetryPolicy) => some;
     }
 
     /// The node's path.

@@ -20,11 +20,10 @@ impl DiscoveryConfig {
         DiscoveryConfig { base_path: base_path.into(), timeout: Duration::from_secs(30) }
     }
 
-    /// How long [`register`](super::ServiceDiscovery::register) waits for the instance's node,
-    /// and [`provider`](super::ServiceDiscovery::provider) for its cache's first load.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
+    crate::builder::setters! {
+        /// How long [`register`](super::ServiceDiscovery::register) waits for the instance's node,
+        /// and [`provider`](super::ServiceDiscovery::provider) for its cache's first load.
+        with_timeout(timeout: Duration);
     }
 
     /// The base path given.
@@ -47,16 +46,12 @@ impl ProviderConfig {
         ProviderConfig::default()
     }
 
-    /// The strategy (default: [`ProviderStrategy::RoundRobin`], as Curator's).
-    pub fn with_strategy(mut self, strategy: ProviderStrategy) -> Self {
-        self.strategy = strategy;
-        self
-    }
+    crate::builder::setters! {
+        /// The strategy (default: [`ProviderStrategy::RoundRobin`], as Curator's).
+        with_strategy(strategy: ProviderStrategy);
 
-    /// When an instance reported with [`note_error`](super::ServiceProvider::note_error) is
-    /// skipped (default: Curator's, 2 errors within 30 s).
-    pub fn with_down_instance_policy(mut self, policy: DownInstancePolicy) -> Self {
-        self.down = policy;
-        self
+        /// When an instance reported with [`note_error`](super::ServiceProvider::note_error) is
+        /// skipped (default: Curator's, 2 errors within 30 s).
+        with_down_instance_policy(down: DownInstancePolicy);
     }
 }

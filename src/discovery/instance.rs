@@ -279,60 +279,38 @@ impl ServiceInstance {
         }
     }
 
-    /// Its address.
-    #[must_use]
-    pub fn with_address(mut self, address: impl Into<String>) -> Self {
-        self.address = Some(address.into());
-        self
-    }
+    crate::builder::setters! {
+        /// Its address.
+        #[must_use]
+        with_address(address: impl Into<String>) => some into;
 
-    /// Its port.
-    #[must_use]
-    pub fn with_port(mut self, port: u16) -> Self {
-        self.port = Some(port);
-        self
-    }
+        /// Its port.
+        #[must_use]
+        with_port(port: u16) => some;
 
-    /// Its TLS port.
-    #[must_use]
-    pub fn with_ssl_port(mut self, port: u16) -> Self {
-        self.ssl_port = Some(port);
-        self
-    }
+        /// Its TLS port.
+        #[must_use]
+        with_ssl_port(ssl_port: u16) => some;
 
-    /// Its payload.
-    #[must_use]
-    pub fn with_payload(mut self, payload: Payload) -> Self {
-        self.payload = payload;
-        self
-    }
+        /// Its payload.
+        #[must_use]
+        with_payload(payload: Payload);
 
-    /// Its service type.
-    #[must_use]
-    pub fn with_service_type(mut self, service_type: ServiceType) -> Self {
-        self.service_type = service_type;
-        self
-    }
+        /// Its service type.
+        #[must_use]
+        with_service_type(service_type: ServiceType);
 
-    /// Its URI spec.
-    #[must_use]
-    pub fn with_uri_spec(mut self, uri_spec: UriSpec) -> Self {
-        self.uri_spec = Some(uri_spec);
-        self
-    }
+        /// Its URI spec.
+        #[must_use]
+        with_uri_spec(uri_spec: UriSpec) => some;
 
-    /// Whether providers may pick it.
-    #[must_use]
-    pub fn with_enabled(mut self, enabled: bool) -> Self {
-        self.enabled = enabled;
-        self
-    }
+        /// Whether providers may pick it.
+        #[must_use]
+        with_enabled(enabled: bool);
 
-    /// Its registration time (milliseconds since the Unix epoch).
-    #[must_use]
-    pub fn with_registration_time_utc(mut self, millis: i64) -> Self {
-        self.registration_time_utc = millis;
-        self
+        /// Its registration time (milliseconds since the Unix epoch).
+        #[must_use]
+        with_registration_time_utc(registration_time_utc: i64);
     }
 
     /// Its URI, built from its [`UriSpec`]; `None` without one.

@@ -64,30 +64,20 @@ impl ElectionConfig {
         }
     }
 
-    /// How this participant retries a failed request; default: its session's policy
-    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
-    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = Some(policy);
-        self
-    }
+    crate::builder::setters! {
+        /// How this participant retries a failed request; default: its session's policy
+        /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
+        with_retry(retry: RetryPolicy) => some;
 
-    /// Stored as our node's data; what other participants see in `LeaderChanged`.
-    pub fn with_participant_id(mut self, id: impl Into<String>) -> Self {
-        self.participant_id = id.into();
-        self
-    }
+        /// Stored as our node's data; what other participants see in `LeaderChanged`.
+        with_participant_id(participant_id: impl Into<String>) => into;
 
-    /// What a leader assumes when the connection drops (default: conservative).
-    pub fn with_policy(mut self, policy: ConnectionPolicy) -> Self {
-        self.policy = policy;
-        self
-    }
+        /// What a leader assumes when the connection drops (default: conservative).
+        with_policy(policy: ConnectionPolicy);
 
-    /// After losing leadership, stand in line again (default: yes, like Curator's
-    /// `autoRequeue`).
-    pub fn with_requeue_after_loss(mut self, requeue: bool) -> Self {
-        self.requeue_after_loss = requeue;
-        self
+        /// After losing leadership, stand in line again (default: yes, like Curator's
+        /// `autoRequeue`).
+        with_requeue_after_loss(requeue_after_loss: bool);
     }
 
     /// The election directory.
@@ -123,11 +113,10 @@ impl ElectionConfig {
         self
     }
 
-    /// How long a leader actor may take to stop after [`StopLeading`] before this participant
-    /// goes on without it (default [`DEFAULT_LEADER_STOP_TIMEOUT`]); a warning is logged then.
-    pub fn with_leader_stop_timeout(mut self, timeout: Duration) -> Self {
-        self.leader_stop_timeout = timeout;
-        self
+    crate::builder::setters! {
+        /// How long a leader actor may take to stop after [`StopLeading`] before this participant
+        /// goes on without it (default [`DEFAULT_LEADER_STOP_TIMEOUT`]); a warning is logged then.
+        with_leader_stop_timeout(leader_stop_timeout: Duration);
     }
 }
 

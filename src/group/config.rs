@@ -20,17 +20,13 @@ impl GroupConfig {
         GroupConfig { group: group.into(), id: id.into(), data: Vec::new(), retry: None }
     }
 
-    /// Our member node's data (what the others see in `MemberJoined`).
-    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Self {
-        self.data = data.into();
-        self
-    }
+    crate::builder::setters! {
+        /// Our member node's data (what the others see in `MemberJoined`).
+        with_data(data: impl Into<Vec<u8>>) => into;
 
-    /// How this member retries a failed request; default: its session's policy
-    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
-    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = Some(policy);
-        self
+        /// How this member retries a failed request; default: its session's policy
+        /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
+        with_retry(retry: RetryPolicy) => some;
     }
 
     pub(super) fn validate(&self) -> Result<(), GroupError> {

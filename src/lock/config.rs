@@ -62,37 +62,24 @@ impl LockConfig {
         }
     }
 
-    /// Exclusive, read or write.
-    pub fn with_kind(mut self, kind: LockKind) -> Self {
-        self.kind = kind;
-        self
-    }
+    crate::builder::setters! {
+        /// Exclusive, read or write.
+        with_kind(kind: LockKind);
 
-    /// Stored as the lock node's data, so that operators (and [`Participants`](super::Participants))
-    /// can see who holds or waits. Default: `<host>/<pid>/<n>`, different for every participant.
-    pub fn with_participant_id(mut self, id: impl Into<String>) -> Self {
-        self.participant_id = id.into();
-        self
-    }
+        /// Stored as the lock node's data, so that operators (and [`Participants`](super::Participants))
+        /// can see who holds or waits. Default: `<host>/<pid>/<n>`, different for every participant.
+        with_participant_id(participant_id: impl Into<String>) => into;
 
-    /// What a holder assumes when the connection drops (default: conservative).
-    pub fn with_policy(mut self, policy: ConnectionPolicy) -> Self {
-        self.policy = policy;
-        self
-    }
+        /// What a holder assumes when the connection drops (default: conservative).
+        with_policy(policy: ConnectionPolicy);
 
-    /// After losing a held lock (session expired, node deleted), stand in line again on our own.
-    /// Off by default: a holder that lost its lock must decide what it was doing first.
-    pub fn with_reacquire_after_loss(mut self, reacquire: bool) -> Self {
-        self.reacquire_after_loss = reacquire;
-        self
-    }
+        /// After losing a held lock (session expired, node deleted), stand in line again on our own.
+        /// Off by default: a holder that lost its lock must decide what it was doing first.
+        with_reacquire_after_loss(reacquire_after_loss: bool);
 
-    /// How this lock retries a failed request; default: its session's policy
-    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
-    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = Some(policy);
-        self
+        /// How this lock retries a failed request; default: its session's policy
+        /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
+        with_retry(retry: RetryPolicy) => some;
     }
 
     /// Hear revocation requests (Curator's `makeRevocable`): when someone asks this
@@ -137,23 +124,16 @@ impl SemaphoreConfig {
         }
     }
 
-    /// Stored as the lease node's data (default: `<host>/<pid>/<n>`).
-    pub fn with_participant_id(mut self, id: impl Into<String>) -> Self {
-        self.participant_id = id.into();
-        self
-    }
+    crate::builder::setters! {
+        /// Stored as the lease node's data (default: `<host>/<pid>/<n>`).
+        with_participant_id(participant_id: impl Into<String>) => into;
 
-    /// What a lease holder assumes when the connection drops (default: conservative).
-    pub fn with_policy(mut self, policy: ConnectionPolicy) -> Self {
-        self.policy = policy;
-        self
-    }
+        /// What a lease holder assumes when the connection drops (default: conservative).
+        with_policy(policy: ConnectionPolicy);
 
-    /// How this semaphore retries a failed request; default: its session's policy
-    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
-    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = Some(policy);
-        self
+        /// How this semaphore retries a failed request; default: its session's policy
+        /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
+        with_retry(retry: RetryPolicy) => some;
     }
 
     /// The semaphore directory.

@@ -36,10 +36,9 @@ impl PersistentNodeConfig {
         }
     }
 
-    /// The node's data.
-    pub fn with_data(mut self, data: impl Into<Vec<u8>>) -> Self {
-        self.data = data.into();
-        self
+    crate::builder::setters! {
+        /// The node's data.
+        with_data(data: impl Into<Vec<u8>>) => into;
     }
 
     /// Curator's protection: the node's name starts with `_c_<guid>-`, so that a create whose
@@ -50,11 +49,10 @@ impl PersistentNodeConfig {
         self
     }
 
-    /// How failed requests are retried; default: the session's policy. Creating the node again
-    /// after it is lost is never given up while the actor runs.
-    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = Some(policy);
-        self
+    crate::builder::setters! {
+        /// How failed requests are retried; default: the session's policy. Creating the node again
+        /// after it is lost is never given up while the actor runs.
+        with_retry(retry: RetryPolicy) => some;
     }
 
     /// An ephemeral node that finds a node no session owns (persistent, container, TTL) at its

@@ -84,11 +84,10 @@ impl ConsumerConfig {
         }
     }
 
-    /// How this consumer retries a failed request; default: its session's policy
-    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
-    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = Some(policy);
-        self
+    crate::builder::setters! {
+        /// How this consumer retries a failed request; default: its session's policy
+        /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
+        with_retry(retry: RetryPolicy) => some;
     }
 
     /// Add a worker (deliveries go round-robin).
@@ -117,16 +116,12 @@ impl ConsumerConfig {
         }
     }
 
-    /// Never more than `n` deliveries in flight (default: one per worker).
-    pub fn with_concurrency(mut self, n: usize) -> Self {
-        self.concurrency = n;
-        self
-    }
+    crate::builder::setters! {
+        /// Never more than that many deliveries in flight (default: one per worker).
+        with_concurrency(concurrency: usize);
 
-    /// At-least-once (default) or at-most-once.
-    pub fn with_mode(mut self, mode: DeliveryMode) -> Self {
-        self.mode = mode;
-        self
+        /// At-least-once (default) or at-most-once.
+        with_mode(mode: DeliveryMode);
     }
 
     /// After this many delivery attempts ended in a `Nack` (or a stopped worker), the item goes
@@ -136,16 +131,12 @@ impl ConsumerConfig {
         self
     }
 
-    /// Where items that used up their attempts go (as `<path>/qn-<seq>`, same name and data).
-    pub fn with_dead_letter(mut self, path: impl Into<String>) -> Self {
-        self.dead_letter = Some(path.into());
-        self
-    }
+    crate::builder::setters! {
+        /// Where items that used up their attempts go (as `<path>/qn-<seq>`, same name and data).
+        with_dead_letter(dead_letter: impl Into<String>) => some into;
 
-    /// Stored in claim nodes (default: `<host>/<pid>/<n>`), so operators see who holds what.
-    pub fn with_consumer_id(mut self, id: impl Into<String>) -> Self {
-        self.consumer_id = id.into();
-        self
+        /// Stored in claim nodes (default: `<host>/<pid>/<n>`), so operators see who holds what.
+        with_consumer_id(consumer_id: impl Into<String>) => into;
     }
 
     /// The queue's path.

@@ -61,18 +61,14 @@ impl ItemOptions {
         ItemOptions::default()
     }
 
-    /// Delivered (and taken) not before `when`, by this machine's clock and the consumer's
-    /// (Curator's `DistributedDelayQueue`). A time in the past is due at once.
-    pub fn not_before(mut self, when: SystemTime) -> Self {
-        self.not_before = Some(when);
-        self
-    }
+    crate::builder::setters! {
+        /// Delivered (and taken) not before that time, by this machine's clock and the consumer's
+        /// (Curator's `DistributedDelayQueue`). A time in the past is due at once.
+        not_before(not_before: SystemTime) => some;
 
-    /// Lower priorities go first among due items, then the order they were put in (Curator's
-    /// `DistributedPriorityQueue`: "lower numbers come out of the queue first"). Default 0.
-    pub fn with_priority(mut self, priority: i32) -> Self {
-        self.priority = priority;
-        self
+        /// Lower priorities go first among due items, then the order they were put in (Curator's
+        /// `DistributedPriorityQueue`: "lower numbers come out of the queue first"). Default 0.
+        with_priority(priority: i32);
     }
 
     fn due_ms(&self) -> Option<u64> {

@@ -114,14 +114,13 @@ impl SessionConfig {
         self
     }
 
-    /// Dial every host over TLS (feature `tls`), trusting the CA of `tls` and presenting its
-    /// client certificate, if any. A server's certificate must name the host as the connect
-    /// string spells it. A certificate problem ends the session actor with [`Error::Tls`]
-    /// rather than retrying: see [`TlsConfig`](super::TlsConfig).
-    #[cfg(feature = "tls")]
-    pub fn with_tls(mut self, tls: super::TlsConfig) -> Self {
-        self.tls = Some(tls);
-        self
+    crate::builder::setters! {
+        /// Dial every host over TLS (feature `tls`), trusting the CA of `tls` and presenting its
+        /// client certificate, if any. A server's certificate must name the host as the connect
+        /// string spells it. A certificate problem ends the session actor with [`Error::Tls`]
+        /// rather than retrying: see [`TlsConfig`](super::TlsConfig).
+        #[cfg(feature = "tls")]
+        with_tls(tls: super::TlsConfig) => some;
     }
 
     /// The TLS settings, if the session dials over TLS.
@@ -138,30 +137,20 @@ impl SessionConfig {
         self
     }
 
-    /// Session timeout to negotiate (the server clamps it to its min/max).
-    pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
-        self.session_timeout = timeout;
-        self
-    }
+    crate::builder::setters! {
+        /// Session timeout to negotiate (the server clamps it to its min/max).
+        with_session_timeout(session_timeout: Duration);
 
-    /// How long a silent connection is trusted before it is declared lost (default: 2/5 of the
-    /// session timeout, as the client library does).
-    pub fn with_connection_timeout(mut self, timeout: Duration) -> Self {
-        self.connection_timeout = Some(timeout);
-        self
-    }
+        /// How long a silent connection is trusted before it is declared lost (default: 2/5 of the
+        /// session timeout, as the client library does).
+        with_connection_timeout(connection_timeout: Duration) => some;
 
-    /// How long a request issued while no session exists (first connect, or a rebuild after
-    /// expiry) waits for one before it fails with [`Error::Timeout`].
-    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
-        self.request_timeout = timeout;
-        self
-    }
+        /// How long a request issued while no session exists (first connect, or a rebuild after
+        /// expiry) waits for one before it fails with [`Error::Timeout`].
+        with_request_timeout(request_timeout: Duration);
 
-    /// Allow connecting to a server that has lost its quorum (reads only).
-    pub fn with_read_only(mut self, allowed: bool) -> Self {
-        self.read_only = allowed;
-        self
+        /// Allow connecting to a server that has lost its quorum (reads only).
+        with_read_only(read_only: bool);
     }
 
     /// Authenticate with the `digest` scheme as `user:password`, on every session.
@@ -175,25 +164,18 @@ impl SessionConfig {
         self
     }
 
-    /// ACL for nodes this session creates when a request gives none.
-    pub fn with_default_acl(mut self, acl: Vec<Acl>) -> Self {
-        self.default_acl = acl;
-        self
-    }
+    crate::builder::setters! {
+        /// ACL for nodes this session creates when a request gives none.
+        with_default_acl(default_acl: Vec<Acl>);
 
-    /// How to retry the first connection and rebuild a session after expiry.
-    pub fn with_rebuild_policy(mut self, policy: RebuildPolicy) -> Self {
-        self.rebuild = policy;
-        self
-    }
+        /// How to retry the first connection and rebuild a session after expiry.
+        with_rebuild_policy(rebuild: RebuildPolicy);
 
-    /// How the recipes on this session retry a failed request (unless a recipe's own config says
-    /// otherwise): by default 50 ms doubling to 2 s, with jitter, for as long as the session may
-    /// come back. With an attempt limit, a recipe step that fails that many times in a row ends
-    /// with its typed error; see [`RetryPolicy`].
-    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
-        self
+        /// How the recipes on this session retry a failed request (unless a recipe's own config says
+        /// otherwise): by default 50 ms doubling to 2 s, with jitter, for as long as the session may
+        /// come back. With an attempt limit, a recipe step that fails that many times in a row ends
+        /// with its typed error; see [`RetryPolicy`].
+        with_retry(retry: RetryPolicy);
     }
 
     /// The recipes' retry policy on this session.
@@ -201,25 +183,21 @@ impl SessionConfig {
         self.retry
     }
 
-    /// Largest request sent, as encoded on the wire (path, data, ACL, a `multi`'s every op):
-    /// set it to the server's `jute.maxbuffer` (default 0xfffff bytes, ZooKeeper's default). A
-    /// larger request fails with [`Error::DataTooLarge`] before it is sent.
-    pub fn with_max_request_size(mut self, bytes: usize) -> Self {
-        self.max_request_size = bytes;
-        self
-    }
+    crate::builder::setters! {
+        /// Largest request sent, as encoded on the wire (path, data, ACL, a `multi`'s every op):
+        /// set it to the server's `jute.maxbuffer` (default 0xfffff bytes, ZooKeeper's default). A
+        /// larger request fails with [`Error::DataTooLarge`] before it is sent.
+        with_max_request_size(max_request_size: usize);
 
-    /// How much earlier than the server could expire the session its [`Lease`](super::Lease)
-    /// (and with it every grant's and term's `valid_until`) ends: the allowance for the two
-    /// machines' clocks running at different rates and for the time between a check and the
-    /// work it guards, and the time a follower takes to forward a renewal to the leader (up to
-    /// half a tick; see `session/lease.rs`). Default: three tenths of the negotiated session
-    /// timeout. A margin as long as
-    /// the timeout leaves no time at all (every `is_current` is false); longer is refused by
-    /// [`validate`](Self::validate).
-    pub fn with_lease_margin(mut self, margin: Duration) -> Self {
-        self.lease_margin = Some(margin);
-        self
+        /// How much earlier than the server could expire the session its [`Lease`](super::Lease)
+        /// (and with it every grant's and term's `valid_until`) ends: the allowance for the two
+        /// machines' clocks running at different rates and for the time between a check and the
+        /// work it guards, and the time a follower takes to forward a renewal to the leader (up to
+        /// half a tick; see `session/lease.rs`). Default: three tenths of the negotiated session
+        /// timeout. A margin as long as
+        /// the timeout leaves no time at all (every `is_current` is false); longer is refused by
+        /// [`validate`](Self::validate).
+        with_lease_margin(lease_margin: Duration) => some;
     }
 
     /// The version of the servers (as Curator's `ZKClientConfig` and zookeeper-client's
@@ -234,37 +212,33 @@ impl SessionConfig {
         self
     }
 
-    /// Damp a flapping connection (Curator's `CircuitBreakingConnectionStateListener`): the
-    /// first `Suspended` reaches subscribers (the recipes) at once; every `Suspended` and
-    /// `Reconnected` after it within `window` is held back, and the latest `Reconnected` is told
-    /// when a window ends with the connection up. Many drops become one `Suspended` ...
-    /// `Reconnected` pair; a new session, an expiry and a close are never held back. Keep it
-    /// well below the session timeout: a conservative recipe counts the time suspended from
-    /// the first `Suspended` (longer than half the timeout is refused by
-    /// [`validate`](Self::validate)). Off by default.
-    pub fn with_flap_damper(mut self, window: Duration) -> Self {
-        self.flap_damper = Some(window);
-        self
-    }
+    crate::builder::setters! {
+        /// Damp a flapping connection (Curator's `CircuitBreakingConnectionStateListener`): the
+        /// first `Suspended` reaches subscribers (the recipes) at once; every `Suspended` and
+        /// `Reconnected` after it within the window is held back, and the latest `Reconnected` is told
+        /// when a window ends with the connection up. Many drops become one `Suspended` ...
+        /// `Reconnected` pair; a new session, an expiry and a close are never held back. Keep it
+        /// well below the session timeout: a conservative recipe counts the time suspended from
+        /// the first `Suspended` (longer than half the timeout is refused by
+        /// [`validate`](Self::validate)). Off by default.
+        with_flap_damper(flap_damper: Duration) => some;
 
-    /// Whether the session follows the ensemble's dynamic reconfiguration, as Curator's
-    /// `ensembleTracker` does (off by default, see below). The session reads `/zookeeper/config`
-    /// when it connects and watches it when it names servers. The first reading is taken as
-    /// what the connect string stands for: nothing changes until a *later* configuration is
-    /// published. From then on a new session connects to the servers that configuration names,
-    /// and a live session whose connection drops moves to them (the recipes hear `Suspended`,
-    /// then `Reconnected`: no loss).
-    ///
-    /// Off by default, unlike Curator: ZooKeeper itself disables reconfiguration by default
-    /// (`reconfigEnabled=false` since 3.5.3), and a session that can move runs its client on a
-    /// thread of its own, a thread hop each way per request (W1: 0.82 against 0.94 × the bare
-    /// lock, `docs/performance.md`). Turn it on where operators reconfigure the ensemble. Leave
-    /// it off when the servers' published client addresses are not the ones to use (behind a
-    /// proxy, a load balancer or address translation). A TLS session never follows: the
-    /// configuration names plaintext client ports only. See `docs/recipes/ensemble.md`.
-    pub fn with_ensemble_tracking(mut self, on: bool) -> Self {
-        self.ensemble_tracking = on;
-        self
+        /// Whether the session follows the ensemble's dynamic reconfiguration, as Curator's
+        /// `ensembleTracker` does (off by default, see below). The session reads `/zookeeper/config`
+        /// when it connects and watches it when it names servers. The first reading is taken as
+        /// what the connect string stands for: nothing changes until a *later* configuration is
+        /// published. From then on a new session connects to the servers that configuration names,
+        /// and a live session whose connection drops moves to them (the recipes hear `Suspended`,
+        /// then `Reconnected`: no loss).
+        ///
+        /// Off by default, unlike Curator: ZooKeeper itself disables reconfiguration by default
+        /// (`reconfigEnabled=false` since 3.5.3), and a session that can move runs its client on a
+        /// thread of its own, a thread hop each way per request (W1: 0.82 against 0.94 × the bare
+        /// lock, `docs/performance.md`). Turn it on where operators reconfigure the ensemble. Leave
+        /// it off when the servers' published client addresses are not the ones to use (behind a
+        /// proxy, a load balancer or address translation). A TLS session never follows: the
+        /// configuration names plaintext client ports only. See `docs/recipes/ensemble.md`.
+        with_ensemble_tracking(ensemble_tracking: bool);
     }
 
     /// Whether the session follows the ensemble's reconfiguration (see

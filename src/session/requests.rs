@@ -103,10 +103,9 @@ impl Create {
         Create { path: path.into(), data: data.into(), mode, acl: None }
     }
 
-    /// Use this ACL instead of the session's default.
-    pub fn with_acl(mut self, acl: Vec<Acl>) -> Self {
-        self.acl = Some(acl);
-        self
+    crate::builder::setters! {
+        /// Use this ACL instead of the session's default.
+        with_acl(acl: Vec<Acl>) => some;
     }
 }
 

@@ -19,16 +19,12 @@ impl SharedValueConfig {
         SharedValueConfig { path: path.into(), seed: Vec::new(), retry: None }
     }
 
-    /// The bytes the node is created with when it is missing (at start, and after a deletion).
-    pub fn with_seed(mut self, seed: impl Into<Vec<u8>>) -> Self {
-        self.seed = seed.into();
-        self
-    }
+    crate::builder::setters! {
+        /// The bytes the node is created with when it is missing (at start, and after a deletion).
+        with_seed(seed: impl Into<Vec<u8>>) => into;
 
-    /// How failed reads are retried; default: the session's policy.
-    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = Some(policy);
-        self
+        /// How failed reads are retried; default: the session's policy.
+        with_retry(retry: RetryPolicy) => some;
     }
 
     /// The node's path.

@@ -61,24 +61,17 @@ impl TaskMasterConfig {
         }
     }
 
-    /// How this master candidate retries a failed request; default: its session's policy
-    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
-    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = Some(policy);
-        self
-    }
+    crate::builder::setters! {
+        /// How this master candidate retries a failed request; default: its session's policy
+        /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
+        with_retry(retry: RetryPolicy) => some;
 
-    /// Stored in the election node; what others see in `MasterChanged`.
-    pub fn with_master_id(mut self, id: impl Into<String>) -> Self {
-        self.master_id = id.into();
-        self
-    }
+        /// Stored in the election node; what others see in `MasterChanged`.
+        with_master_id(master_id: impl Into<String>) => into;
 
-    /// What a master assumes when its connection drops (default: conservative, so a master
-    /// stops assigning while disconnected).
-    pub fn with_policy(mut self, policy: ConnectionPolicy) -> Self {
-        self.policy = policy;
-        self
+        /// What a master assumes when its connection drops (default: conservative, so a master
+        /// stops assigning while disconnected).
+        with_policy(policy: ConnectionPolicy);
     }
 
     /// How tasks are spread: `factory` makes a fresh strategy for every term, e.g.

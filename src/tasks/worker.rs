@@ -61,11 +61,10 @@ impl TaskWorkerConfig {
         TaskWorkerConfig { root: root.into(), worker_id: worker_id.into(), runner, concurrency: 1, retry: None }
     }
 
-    /// How this worker retries a failed request; default: its session's policy
-    /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
-    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = Some(policy);
-        self
+    crate::builder::setters! {
+        /// How this worker retries a failed request; default: its session's policy
+        /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
+        with_retry(retry: RetryPolicy) => some;
     }
 
     /// Runs at most `n` tasks at once (at least 1). Registered as the worker's capacity, so the
