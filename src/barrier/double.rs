@@ -63,6 +63,13 @@ pub struct DistributedDoubleBarrier {
     member: Arc<Member>,
 }
 
+/// A member's two steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Enter,
+    Leave,
+}
+
 /// One member: what its operations need, shared with the futures they return.
 #[derive(Debug)]
 struct Member {
@@ -131,40 +138,7 @@ impl DistributedDoubleBarrier {
     /// call dropped while it still waited for another `enter` or `leave` of this member has done
     /// nothing.
     pub fn enter(&self, timeout: Option<Duration>) -> impl Future<Output = Result<(), BarrierError>> + 'static {
-        let member = self.member.clone();
-        let span = debug_span!("barrier.enter", path = %member.path, member = %member.id, count = member.member_count);
-        let deadline = timeout.map(|t| Instant::now() + t);
-        let health = member.session.health_board().waiting("double-barrier", &member.path);
-        async move {
-            // On the board while it waits, gone with the call.
-            let _health = health;
-            let Some(mut entered) = within(deadline, member.entered.lock()).await else {
-                return Err(member.timeout(timeout));
-            };
-            let mut guard = DropGuard::arm(&member);
-            let outcome = within(deadline, member.enter()).await;
-            guard.disarm();
-            match outcome {
-                Some(Ok(())) => {
-                    debug!("entered");
-                    *entered = true;
-                    Ok(())
-                }
-                Some(Err(error)) => {
-                    debug!(%error, "enter failed; removing our node");
-                    *entered = false;
-                    member.clean_up(false).await;
-                    Err(error)
-                }
-                None => {
-                    info!("the barrier did not open in time; removing our node");
-                    *entered = false;
-                    member.clean_up(false).await;
-                    Err(member.timeout(timeout))
-                }
-            }
-        }
-        .instrument(span)
+        self.member.clone().step(Step::Enter, timeout)
     }
 
     /// Leaves the barrier and waits until every member has left. With `timeout`, fails with
@@ -180,47 +154,73 @@ impl DistributedDoubleBarrier {
     /// (`leave` may be called again to wait). A call dropped while it still waited for another
     /// `enter` or `leave` of this member has done nothing.
     pub fn leave(&self, timeout: Option<Duration>) -> impl Future<Output = Result<(), BarrierError>> + 'static {
-        let member = self.member.clone();
-        let span = debug_span!("barrier.leave", path = %member.path, member = %member.id, count = member.member_count);
-        let deadline = timeout.map(|t| Instant::now() + t);
-        let health = member.session.health_board().waiting("double-barrier", &member.path);
-        async move {
-            // On the board while it waits, gone with the call.
-            let _health = health;
-            let Some(mut entered) = within(deadline, member.entered.lock()).await else {
-                return Err(member.timeout(timeout));
-            };
-            if !*entered {
-                return Err(BarrierError::NotEntered { path: member.path.clone(), member: member.id.clone() });
-            }
-            let mut guard = DropGuard::arm(&member);
-            let outcome = within(deadline, member.leave()).await;
-            guard.disarm();
-            *entered = false;
-            match outcome {
-                Some(Ok(())) => {
-                    debug!("left");
-                    Ok(())
-                }
-                Some(Err(error)) => {
-                    debug!(%error, "leave failed; removing our node");
-                    member.clean_up(true).await;
-                    Err(error)
-                }
-                None => {
-                    info!("the others did not leave in time; removing our node");
-                    member.clean_up(true).await;
-                    Err(member.timeout(timeout))
-                }
-            }
-        }
-        .instrument(span)
+        self.member.clone().step(Step::Leave, timeout)
     }
 }
 
 impl Member {
+    /// [`DistributedDoubleBarrier::enter`] or [`leave`](DistributedDoubleBarrier::leave): one
+    /// step at a time per member, within `timeout`.
+    fn step(
+        self: Arc<Self>,
+        step: Step,
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = Result<(), BarrierError>> + 'static {
+        let span = debug_span!("barrier.step", ?step, path = %self.path, member = %self.id, count = self.member_count);
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let health = self.session.health_board().waiting("double-barrier", &self.path);
+        async move {
+            // On the board while it waits, gone with the call.
+            let _health = health;
+            let Some(mut entered) = within(deadline, self.entered.lock()).await else {
+                return Err(self.timeout(timeout));
+            };
+            if step == Step::Leave && !*entered {
+                return Err(BarrierError::NotEntered { path: self.path.clone(), member: self.id.clone() });
+            }
+            let mut guard = DropGuard::arm(&self);
+            let outcome = within(deadline, async {
+                match step {
+                    Step::Enter => self.enter().await,
+                    Step::Leave => self.leave().await,
+                }
+            })
+            .await;
+            guard.disarm();
+            *entered = step == Step::Enter && matches!(outcome, Some(Ok(())));
+            self.settle(step, outcome, timeout).await
+        }
+        .instrument(span)
+    }
+
     fn timeout(&self, waited: Option<Duration>) -> BarrierError {
         BarrierError::Timeout { path: self.path.clone(), waited: waited.unwrap_or_default() }
+    }
+
+    /// The answer to a `step` (enter or leave) that ran for at most `waited` (`None`: it ran
+    /// out of time). Unless it succeeded, our node is removed first, so that nobody counts us.
+    async fn settle(
+        &self,
+        step: Step,
+        outcome: Option<Result<(), BarrierError>>,
+        waited: Option<Duration>,
+    ) -> Result<(), BarrierError> {
+        let failed = match outcome {
+            Some(Ok(())) => {
+                debug!(?step, "done");
+                return Ok(());
+            }
+            Some(Err(error)) => {
+                debug!(?step, %error, "failed; removing our node");
+                error
+            }
+            None => {
+                info!(?step, "the other members did not arrive in time; removing our node");
+                self.timeout(waited)
+            }
+        };
+        self.clean_up(step == Step::Leave).await;
+        Err(failed)
     }
 
     /// Curator's `enter` and `internalEnter`, restarted from the top whenever the outcome of a
