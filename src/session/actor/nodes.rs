@@ -10,6 +10,29 @@ use crate::retry::{Attempted, retried};
 /// connection the refusal closes.
 const AFTER_REFUSAL_ATTEMPTS: u32 = 4;
 
+impl SessionActor {
+    /// The request `op` on `path`, once the path (and the request's `size`, when given) passed
+    /// the checks: `send` sends it with the live session's client.
+    fn on_path<T, F>(
+        &mut self,
+        op: &'static str,
+        path: String,
+        size: Option<usize>,
+        send: impl FnOnce(Client, String) -> F + 'static,
+    ) -> ResponseFuture<Result<T>>
+    where
+        T: 'static,
+        F: Future<Output = Result<T>> + 'static,
+    {
+        let checked = self.check(&path, false).and_then(|()| size.map_or(Ok(()), |size| self.check_size(&path, size)));
+        if let Err(err) = checked {
+            return failed(err);
+        }
+        let span = self.span(op, &path);
+        self.dispatch(span, move |client, _, _| Box::pin(send(client, path)))
+    }
+}
+
 impl Handler<Create> for SessionActor {
     type Result = ResponseFuture<Result<Created>>;
 
@@ -70,14 +93,9 @@ impl Handler<Delete> for SessionActor {
     type Result = ResponseFuture<Result<()>>;
 
     fn handle(&mut self, msg: Delete, _: &mut Context<Self>) -> Self::Result {
-        if let Err(err) = self.check(&msg.path, false) {
-            return failed(err);
-        }
-        let span = self.span("delete", &msg.path);
-        self.dispatch(span, move |client, _, _| {
-            Box::pin(
-                async move { client.delete(&msg.path, msg.version).await.map_err(|e| Error::from_zk(&msg.path, e)) },
-            )
+        let Delete { path, version } = msg;
+        self.on_path("delete", path, None, move |client, path| async move {
+            client.delete(&path, version).await.map_err(|e| Error::from_zk(&path, e))
         })
     }
 }
@@ -165,17 +183,10 @@ impl Handler<SetData> for SessionActor {
     type Result = ResponseFuture<Result<Stat>>;
 
     fn handle(&mut self, msg: SetData, _: &mut Context<Self>) -> Self::Result {
-        if let Err(err) = self.check(&msg.path, false) {
-            return failed(err);
-        }
-        if let Err(err) = self.check_size(&msg.path, sizing::set_data(&msg.path, &msg.data, self.chroot_len())) {
-            return failed(err);
-        }
-        let span = self.span("set_data", &msg.path);
-        self.dispatch(span, move |client, _, _| {
-            Box::pin(async move {
-                client.set_data(&msg.path, &msg.data, msg.version).await.map_err(|e| Error::from_zk(&msg.path, e))
-            })
+        let size = sizing::set_data(&msg.path, &msg.data, self.chroot_len());
+        let SetData { path, data, version } = msg;
+        self.on_path("set_data", path, Some(size), move |client, path| async move {
+            client.set_data(&path, &data, version).await.map_err(|e| Error::from_zk(&path, e))
         })
     }
 }
@@ -184,12 +195,8 @@ impl Handler<GetAcl> for SessionActor {
     type Result = ResponseFuture<Result<(Vec<Acl>, Stat)>>;
 
     fn handle(&mut self, msg: GetAcl, _: &mut Context<Self>) -> Self::Result {
-        if let Err(err) = self.check(&msg.path, false) {
-            return failed(err);
-        }
-        let span = self.span("get_acl", &msg.path);
-        self.dispatch(span, move |client, _, _| {
-            Box::pin(async move { client.get_acl(&msg.path).await.map_err(|e| Error::from_zk(&msg.path, e)) })
+        self.on_path("get_acl", msg.path, None, move |client, path| async move {
+            client.get_acl(&path).await.map_err(|e| Error::from_zk(&path, e))
         })
     }
 }
@@ -267,12 +274,8 @@ impl Handler<Sync> for SessionActor {
     type Result = ResponseFuture<Result<()>>;
 
     fn handle(&mut self, msg: Sync, _: &mut Context<Self>) -> Self::Result {
-        if let Err(err) = self.check(&msg.path, false) {
-            return failed(err);
-        }
-        let span = self.span("sync", &msg.path);
-        self.dispatch(span, move |client, _, _| {
-            Box::pin(async move { client.sync(&msg.path).await.map_err(|e| Error::from_zk(&msg.path, e)) })
+        self.on_path("sync", msg.path, None, move |client, path| async move {
+            client.sync(&path).await.map_err(|e| Error::from_zk(&path, e))
         })
     }
 }
@@ -327,11 +330,9 @@ impl Handler<DeleteRecursive> for SessionActor {
     type Result = ResponseFuture<Result<()>>;
 
     fn handle(&mut self, msg: DeleteRecursive, _: &mut Context<Self>) -> Self::Result {
-        if let Err(err) = self.check(&msg.path, false) {
-            return failed(err);
-        }
-        let span = self.span("delete_recursive", &msg.path);
-        self.dispatch(span, move |client, _, _| Box::pin(async move { delete_tree(&client, &msg.path).await }))
+        self.on_path("delete_recursive", msg.path, None, move |client, path| async move {
+            delete_tree(&client, &path).await
+        })
     }
 }
 
