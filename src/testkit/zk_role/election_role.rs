@@ -47,7 +47,7 @@ pub(crate) async fn election_role(session: &SessionHandle, id: &str, plan: Elect
     };
     let config = ElectionConfig::new(&plan.path).with_participant_id(id).with_leader_actor(leader);
     let election = ElectionActor::new(session.clone(), config).start();
-    let printer = ElectionPrinter.start();
+    let printer = Printer::<ElectionEvent>::start_printing();
     election.do_send(election::Subscribe { recipient: printer.clone().recipient() });
     if plan.writes > 0 {
         enough_rx.next().await;
@@ -151,17 +151,9 @@ impl Handler<StopLeading> for TermWriter {
     }
 }
 
-pub(crate) struct ElectionPrinter;
-
-impl Actor for ElectionPrinter {
-    type Context = Context<Self>;
-}
-
-impl Handler<ElectionEvent> for ElectionPrinter {
-    type Result = ();
-
-    fn handle(&mut self, event: ElectionEvent, _: &mut Context<Self>) {
-        match event {
+impl Printed for ElectionEvent {
+    fn print(self) {
+        match self {
             ElectionEvent::LeadershipAcquired { token } => emit!("leader", token = token.0),
             ElectionEvent::LeadershipSuspended { token } => emit!("suspended", token = token.0),
             ElectionEvent::LeadershipRestored { token } => emit!("restored", token = token.0),
@@ -175,10 +167,4 @@ impl Handler<ElectionEvent> for ElectionPrinter {
             _ => {}
         }
     }
-}
-
-impl Handler<Flush> for ElectionPrinter {
-    type Result = ();
-
-    fn handle(&mut self, _: Flush, _: &mut Context<Self>) {}
 }

@@ -112,3 +112,39 @@ where
 #[derive(Message)]
 #[rtype(result = "()")]
 pub(crate) struct Flush;
+
+/// A recipe's events, printed as lines by a [`Printer`].
+pub(crate) trait Printed: Message<Result = ()> + Send + 'static {
+    /// Prints what this event says (nothing, for one the role does not print).
+    fn print(self);
+}
+
+/// An actor that prints the events of the recipe it subscribes to; answers [`Flush`] once it
+/// has printed every event sent before.
+pub(crate) struct Printer<E>(std::marker::PhantomData<fn(E)>);
+
+impl<E: Printed> Printer<E> {
+    /// Started on the caller's Arbiter. Subscribing does not keep it alive: keep its address for
+    /// as long as the role runs.
+    pub(crate) fn start_printing() -> Addr<Printer<E>> {
+        Printer(std::marker::PhantomData).start()
+    }
+}
+
+impl<E: Printed> Actor for Printer<E> {
+    type Context = Context<Self>;
+}
+
+impl<E: Printed> Handler<E> for Printer<E> {
+    type Result = ();
+
+    fn handle(&mut self, event: E, _: &mut Context<Self>) {
+        event.print();
+    }
+}
+
+impl<E: Printed> Handler<Flush> for Printer<E> {
+    type Result = ();
+
+    fn handle(&mut self, _: Flush, _: &mut Context<Self>) {}
+}

@@ -18,7 +18,7 @@ pub(crate) async fn lock_role(session: &SessionHandle, id: &str, plan: LockPlan)
     patiently("create the history directory", || session.ensure_path(&plan.history)).await?;
     let lock = LockActor::new(session.clone(), LockConfig::new(&plan.dir).with_participant_id(id)).start();
     // Subscribing does not keep the printer alive: this address does, for the whole role.
-    let printer = LockPrinter.start();
+    let printer = Printer::<LockEvent>::start_printing();
     lock.do_send(lock::Subscribe { recipient: printer.clone().recipient() });
     for round in 1..=plan.rounds {
         let grant = loop {
@@ -95,18 +95,10 @@ pub(crate) async fn read_counter(session: &SessionHandle, counter: &str) -> Resu
     text.trim().parse().map_err(|_| format!("the counter {counter} holds {text:?}, not a number"))
 }
 
-/// Prints what the lock tells besides grants and releases (which the rounds print).
-pub(crate) struct LockPrinter;
-
-impl Actor for LockPrinter {
-    type Context = Context<Self>;
-}
-
-impl Handler<LockEvent> for LockPrinter {
-    type Result = ();
-
-    fn handle(&mut self, event: LockEvent, _: &mut Context<Self>) {
-        match event {
+/// What the lock tells besides grants and releases (which the rounds print).
+impl Printed for LockEvent {
+    fn print(self) {
+        match self {
             LockEvent::Lost { token, reason, .. } => emit!("lost", token = token.0, reason = format!("{reason:?}")),
             LockEvent::Suspended { token, .. } => emit!("suspended", token = token.0),
             LockEvent::Reconnected { token, .. } => emit!("reconnected", token = token.0),

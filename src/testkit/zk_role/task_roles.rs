@@ -12,7 +12,7 @@ pub(crate) async fn task_worker_role(
     let runner = Runner { id: id.to_owned(), work }.start();
     let config = TaskWorkerConfig::new(root, id, runner.recipient()).with_concurrency(concurrency);
     let worker = TaskWorker::new(session.clone(), config).map_err(|e| e.to_string())?.start();
-    let printer = WorkerPrinter.start();
+    let printer = Printer::<WorkerEvent>::start_printing();
     worker.do_send(Subscribe { recipient: printer.clone().recipient() });
     // Dropping the worker's (or the printer's) last address would stop it.
     futures::future::pending::<()>().await;
@@ -44,17 +44,9 @@ impl Handler<TaskAssigned> for Runner {
     }
 }
 
-pub(crate) struct WorkerPrinter;
-
-impl Actor for WorkerPrinter {
-    type Context = Context<Self>;
-}
-
-impl Handler<WorkerEvent> for WorkerPrinter {
-    type Result = ();
-
-    fn handle(&mut self, event: WorkerEvent, _: &mut Context<Self>) {
-        match event {
+impl Printed for WorkerEvent {
+    fn print(self) {
+        match self {
             WorkerEvent::TaskFinished { task_id } => emit!("finished", task = task_id),
             WorkerEvent::TaskDiscarded { task_id, reason } => {
                 emit!("discarded", task = task_id, reason = compact(&reason))
@@ -70,25 +62,17 @@ impl Handler<WorkerEvent> for WorkerPrinter {
 pub(crate) async fn task_master_role(session: &SessionHandle, id: &str, root: &str) -> Result<(), String> {
     let config = TaskMasterConfig::new(root).with_master_id(id);
     let master = TaskMaster::new(session.clone(), config).map_err(|e| e.to_string())?.start();
-    let printer = MasterPrinter.start();
+    let printer = Printer::<MasterEvent>::start_printing();
     master.do_send(Subscribe { recipient: printer.clone().recipient() });
     futures::future::pending::<()>().await;
     drop((master, printer));
     Ok(())
 }
 
-pub(crate) struct MasterPrinter;
-
-impl Actor for MasterPrinter {
-    type Context = Context<Self>;
-}
-
-impl Handler<MasterEvent> for MasterPrinter {
-    type Result = ();
-
-    fn handle(&mut self, event: MasterEvent, _: &mut Context<Self>) {
-        emit!("master-event", what = compact(&event));
-        if let MasterEvent::BecameMaster { fence } = event {
+impl Printed for MasterEvent {
+    fn print(self) {
+        emit!("master-event", what = compact(&self));
+        if let MasterEvent::BecameMaster { fence } = self {
             emit!("term", token = fence.token.0);
         }
     }
