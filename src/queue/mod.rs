@@ -11,8 +11,9 @@
 //! naming the test that proves it.
 //!
 //! Files: `config.rs` (how a consumer consumes), `messages.rs` (deliveries, settlements, `Stop`),
-//! `error.rs`, `consumer.rs` (the consumer actor: claims, deliveries) and `consumer/settlement.rs`
-//! (acks, nacks and dead letters, batched), `plan.rs` (which items a consumer tries next),
+//! `error.rs`, `consumer.rs` (the consumer actor: the in-flight set, deliveries, stopping),
+//! `consumer/claiming.rs` (listing the queue and claiming or taking items) and
+//! `consumer/settlement.rs` (acks, nacks and dead letters, batched), `plan.rs` (which items a consumer tries next),
 //! `item.rs` (what an item's name says: its priority and due time),
 //! `producer.rs` ([`Queue`]).
 //!
