@@ -460,17 +460,30 @@ impl Contender {
     }
 
     fn relist<H: ContenderHost>(&mut self, ctx: &mut Context<H>) {
-        let list = self.session.children(&self.spec.dir);
-        self.later(ctx, list, |act, listed, ctx| {
+        self.list_line(false, ctx);
+    }
+
+    /// Lists the directory and stands on that listing; `watched` (lease rule): with a children
+    /// watch, which is then the watch that listing calls for.
+    fn list_line<H: ContenderHost>(&mut self, watched: bool, ctx: &mut Context<H>) {
+        use futures::FutureExt;
+        let list = if watched {
+            let (list, fired) = self.session.children_until_dropped(&self.spec.dir);
+            self.hear_ahead(ctx, fired);
+            list.left_future()
+        } else {
+            self.session.children(&self.spec.dir).right_future()
+        };
+        self.later(ctx, list, move |act, listed, ctx| {
             if !matches!(act.state, State::Waiting { .. }) {
                 return;
             }
             match listed {
                 Ok(children) => {
                     act.backoff.reset();
-                    act.stand(children.names, ctx)
+                    act.stand_on(children.names, watched, ctx)
                 }
-                Err(error) => act.retry_or_fail(error, ctx, Self::relist),
+                Err(error) => act.retry_or_fail(error, ctx, if watched { Self::watch_children } else { Self::relist }),
             }
         });
     }
@@ -624,20 +637,7 @@ impl Contender {
 
     /// Lists the directory with a children watch (lease rule), and stands on that listing.
     fn watch_children<H: ContenderHost>(&mut self, ctx: &mut Context<H>) {
-        let (list, fired) = self.session.children_until_dropped(&self.spec.dir);
-        self.hear_ahead(ctx, fired);
-        self.later(ctx, list, |act, listed, ctx| {
-            if !matches!(act.state, State::Waiting { .. }) {
-                return;
-            }
-            match listed {
-                Ok(children) => {
-                    act.backoff.reset();
-                    act.stand_on(children.names, true, ctx)
-                }
-                Err(error) => act.retry_or_fail(error, ctx, Self::watch_children),
-            }
-        });
+        self.list_line(true, ctx);
     }
 
     /// Step 4, now: watch our node, unless that is done already.
