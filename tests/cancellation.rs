@@ -76,7 +76,28 @@ async fn settled(
     held: &[String],
     watches: Option<u64>,
 ) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    settled_within(s, zk, dir, held, watches, PATIENCE).await
+}
+
+/// How long the leftover checks give a clean-up that runs on its own (a detached delete, a
+/// watch removed as its owner stops) before they call what is left a leftover.
+const PATIENCE: Duration = Duration::from_secs(5);
+
+/// How long the controls give a leftover they are meant to catch: it stays however long they
+/// wait, so the check's verdict is the same after any wait, and a shorter one saves the suite
+/// the full patience for every catch.
+const LEFT_FOR_GOOD: Duration = Duration::from_millis(500);
+
+/// [`settled`], patient for `patience`.
+async fn settled_within(
+    s: &SessionHandle,
+    zk: &TestZooKeeper,
+    dir: &str,
+    held: &[String],
+    watches: Option<u64>,
+    patience: Duration,
+) -> Result<(), String> {
+    let deadline = Instant::now() + patience;
     loop {
         let extra: Vec<_> = ephemerals_under(s, dir).await.into_iter().filter(|n| !held.contains(n)).collect();
         let now = watch_count(zk);
@@ -109,7 +130,7 @@ async fn the_leftover_check_catches_a_node_and_a_watch_left_behind() {
     assert_eq!(settled(&s, &zk, "/l", &[], before).await, Ok(()));
 
     let stray = s.create("/l/stray-", "", CreateMode::EphemeralSequential).await.expect("a stray node").path;
-    let caught = settled(&s, &zk, "/l", &[], before).await;
+    let caught = settled_within(&s, &zk, "/l", &[], before, LEFT_FOR_GOOD).await;
     assert!(caught.as_ref().is_err_and(|e| e.contains("stray")), "{caught:?}");
     assert_eq!(settled(&s, &zk, "/l", std::slice::from_ref(&stray), before).await, Ok(()), "held nodes are fine");
     s.delete(&stray, None).await.expect("delete");
@@ -118,7 +139,7 @@ async fn the_leftover_check_catches_a_node_and_a_watch_left_behind() {
         // An exists watch on a missing node stays until the node is created.
         let (watcher, _) = (Recorded::<WatchEvent>::start(), ());
         s.exists_watched("/l/missing", watcher.recipient.clone()).await.expect("exists");
-        let caught = settled(&s, &zk, "/l", &[], before).await;
+        let caught = settled_within(&s, &zk, "/l", &[], before, LEFT_FOR_GOOD).await;
         assert!(caught.as_ref().is_err_and(|e| e.contains("watches")), "{caught:?}");
         s.create("/l/missing", "", CreateMode::Persistent).await.expect("create fires the watch");
         assert_eq!(settled(&s, &zk, "/l", &[], before).await, Ok(()));
@@ -832,7 +853,12 @@ async fn ephemerals_of(s: &SessionHandle, dir: &str) -> Vec<String> {
 /// The per-session leftover check: within a few seconds, session `s` owns no ephemeral node
 /// under `dir` and holds no watch on the server. `Err` says what stayed.
 async fn nothing_of(s: &SessionHandle, zk: &TestZooKeeper, dir: &str) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    nothing_of_within(s, zk, dir, PATIENCE).await
+}
+
+/// [`nothing_of`], patient for `patience`.
+async fn nothing_of_within(s: &SessionHandle, zk: &TestZooKeeper, dir: &str, patience: Duration) -> Result<(), String> {
+    let deadline = Instant::now() + patience;
     loop {
         let nodes = ephemerals_of(s, dir).await;
         let watches = match watches_of(zk, s).await {
@@ -863,13 +889,13 @@ async fn the_per_session_leftover_check_catches_a_node_and_a_watch_of_that_sessi
     let theirs = b.create("/d/theirs", "", CreateMode::Ephemeral).await.expect("their node").path;
     assert_eq!(nothing_of(&a, &zk, "/d").await, Ok(()), "another session's node is not ours");
     let stray = a.create("/d/stray", "", CreateMode::Ephemeral).await.expect("our node").path;
-    let caught = nothing_of(&a, &zk, "/d").await;
+    let caught = nothing_of_within(&a, &zk, "/d", LEFT_FOR_GOOD).await;
     assert!(caught.as_ref().is_err_and(|e| e.contains("stray")), "{caught:?}");
     a.delete(&stray, None).await.expect("delete");
     if watch_count(&zk).is_some() {
         let watcher = Recorded::<WatchEvent>::start();
         a.exists_watched("/d/missing", watcher.recipient.clone()).await.expect("exists");
-        let caught = nothing_of(&a, &zk, "/d").await;
+        let caught = nothing_of_within(&a, &zk, "/d", LEFT_FOR_GOOD).await;
         assert!(caught.as_ref().is_err_and(|e| e.contains("/d/missing")), "{caught:?}");
         a.create("/d/missing", "", CreateMode::Persistent).await.expect("create fires the watch");
     }
