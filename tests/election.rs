@@ -676,6 +676,8 @@ struct LeaderCount {
     running: Arc<AtomicUsize>,
     most: Arc<AtomicUsize>,
     starts: Arc<AtomicUsize>,
+    /// The thread each leader actor started on.
+    threads: Arc<Mutex<Vec<std::thread::ThreadId>>>,
 }
 
 impl LeaderCount {
@@ -706,6 +708,7 @@ impl Actor for SlowLeader {
         let now = self.count.running.fetch_add(1, Ordering::SeqCst) + 1;
         self.count.most.fetch_max(now, Ordering::SeqCst);
         self.count.starts.fetch_add(1, Ordering::SeqCst);
+        self.count.threads.lock().expect("threads").push(std::thread::current().id());
     }
     fn stopped(&mut self, _: &mut Context<Self>) {
         self.count.running.fetch_sub(1, Ordering::SeqCst);
@@ -756,6 +759,68 @@ async fn a_resigning_leaders_actor_has_stopped_before_the_next_leader_starts() {
         p.election.send(Resign { requeue: false }).await.expect("actor").expect("leave");
     }
     assert_eq!(count.running(), 0, "a participant that left has stopped its leader actor");
+    wait_until_empty(&sessions[0], "/leader").await;
+    for s in sessions {
+        s.close().await;
+    }
+}
+
+/// Through `ElectionHandle::start` the participant runs on its session's thread and its leader
+/// actors on the caller's, started by a launcher there: each starts on the test's thread (the
+/// factory, which is not `Send`, never leaves it), and a resigning leader's actor has stopped
+/// before its node goes and the next leader's starts, as with a participant on the caller's
+/// thread. A factory called on the session's thread would start its actors there (the thread
+/// check catches it).
+#[actix_rt::test]
+async fn through_a_handle_leader_actors_run_on_the_callers_thread_one_at_a_time() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("election-handle-leader");
+    let believers = Believers::default();
+    let count = LeaderCount::default();
+    let drain = Duration::from_millis(300);
+    let (mut sessions, mut participants, mut handles) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..2 {
+        let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+        let c = count.clone();
+        // Not `Send` (an `Rc`), as a leader actor's factory may be.
+        let local = std::rc::Rc::new(());
+        let config = ElectionConfig::new("/leader").with_participant_id(format!("p{i}")).with_leader_actor(move |_| {
+            let _ = &local;
+            c.leader(drain)
+        });
+        let handle = ElectionHandle::start(s.clone(), config).expect("election");
+        let events = Recorded::<ElectionEvent>::start();
+        let tracker = BeliefTracker { id: format!("p{i}"), believers: believers.clone() }.start();
+        handle.subscribe(tracker.clone().recipient());
+        handle.subscribe(events.recipient.clone());
+        participants.push(Participant {
+            id: format!("p{i}"),
+            election: handle.addr().clone(),
+            events,
+            _tracker: tracker,
+        });
+        handles.push(handle);
+        sessions.push(s);
+    }
+    let (mut leader, mut token) = next_leader(&participants, None).await;
+    wait_until("the first leader actor runs", || count.running() == 1).await;
+    for round in 0..3 {
+        let started = count.starts();
+        handles[leader].resign_and_requeue().await.expect("resign");
+        (leader, token) = next_leader(&participants, Some(token)).await;
+        wait_until("the next leader actor runs", || count.starts() == started + 1 && count.running() == 1).await;
+        assert_eq!(count.most(), 1, "round {round}: two leader actors ran at once");
+    }
+    assert_eq!(believers.violations.load(Ordering::SeqCst), 0);
+    for handle in &handles {
+        handle.resign().await.expect("leave");
+    }
+    assert_eq!(count.running(), 0, "a participant that left has stopped its leader actor");
+    let here = std::thread::current().id();
+    let threads = count.threads.lock().expect("threads").clone();
+    assert_eq!(threads.len(), 4, "four terms, four leader actors");
+    assert!(threads.iter().all(|t| *t == here), "a leader actor started off the caller's thread: {threads:?}");
     wait_until_empty(&sessions[0], "/leader").await;
     for s in sessions {
         s.close().await;

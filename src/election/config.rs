@@ -20,6 +20,9 @@ pub(super) struct LeaderRun {
 
 pub(super) type LeaderFactory = Box<dyn Fn(LeaderTerm) -> LeaderRun>;
 
+/// A [`LeaderFactory`] that may cross to the session's thread (`launcher::launched_here`).
+pub(super) type SendLeaderFactory = Box<dyn Fn(LeaderTerm) -> LeaderRun + Send>;
+
 /// How long a leader actor told [`StopLeading`] may take to stop before the election goes on
 /// without it (deletes its node, or starts the next term's actor).
 pub const DEFAULT_LEADER_STOP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -86,8 +89,10 @@ impl ElectionConfig {
     }
 
     /// Leader-actor mode: `factory` builds the actor that does the leader's work. It is started
-    /// (on this actor's Arbiter) when leadership is acquired or restored, and sent
-    /// [`StopLeading`] when leadership is suspended, lost or given up.
+    /// on the Arbiter that started the participant (yours: with
+    /// [`ElectionHandle::start`](super::ElectionHandle::start) the participant runs on its
+    /// session's thread, its leader actors on yours) when leadership is acquired or restored,
+    /// and sent [`StopLeading`] when leadership is suspended, lost or given up.
     ///
     /// Like Curator's `LeaderSelector`, which deletes its node only once `takeLeadership`
     /// returned: a resigning (or stopping) participant deletes its node only once its leader

@@ -11,11 +11,13 @@ use std::future::Future;
 use actix::prelude::*;
 
 use super::actor::ElectionActor;
-use super::config::ElectionConfig;
+use super::config::{ElectionConfig, LeaderFactory};
 use super::error::ElectionError;
+use super::launcher::launched_here;
 use super::messages::{
     CurrentLeader, ElectionEvent, Join, LeaderTerm, Leadership, Participants, Proclaim, Resign, ResignAndStop,
 };
+use crate::recipe::shell::start_beside_session;
 use crate::reply::Told;
 use crate::session::SessionHandle;
 use crate::session::health::HealthTag;
@@ -40,18 +42,41 @@ pub struct ElectionHandle {
 }
 
 impl ElectionHandle {
-    /// Starts an [`ElectionActor`] for `config` on the current Arbiter; it enters the election
-    /// at once. A path that is not valid is [`ElectionError::ZooKeeper`] with
+    /// Starts an [`ElectionActor`] for `config` on the session's Arbiter (its node's replies
+    /// and events then cross no thread); it enters the election at once. Its leader actors
+    /// ([`ElectionConfig::with_leader_actor`]) start on the current Arbiter, where the factory
+    /// was made. A path that is not valid is [`ElectionError::ZooKeeper`] with
     /// [`Error::InvalidPath`](crate::Error::InvalidPath), and nothing starts.
     pub fn start(session: SessionHandle, config: ElectionConfig) -> Result<ElectionHandle, ElectionError> {
         crate::path::validate(config.path(), false)?;
         let path = config.path().to_owned();
         let health = HealthTag::default();
-        Ok(ElectionHandle {
-            addr: ElectionActor::new(session, config).with_health_tag(health.clone()).start(),
-            path,
-            health,
-        })
+        let tag = health.clone();
+        // Everything but the factory crosses as it is; the factory stays here, behind a launcher.
+        let ElectionConfig {
+            path: dir,
+            participant_id,
+            policy,
+            requeue_after_loss,
+            leader,
+            leader_stop_timeout,
+            retry,
+        } = config;
+        let leader = leader.map(launched_here);
+        let addr = start_beside_session(&session.clone(), move |resident| {
+            let leader = leader.map(|factory| factory as LeaderFactory);
+            let config = ElectionConfig {
+                path: dir,
+                participant_id,
+                policy,
+                requeue_after_loss,
+                leader,
+                leader_stop_timeout,
+                retry,
+            };
+            ElectionActor::new(session, config).with_health_tag(tag).residing(resident)
+        });
+        Ok(ElectionHandle { addr, path, health })
     }
 
     /// A handle to a running participant of the election at `path`.

@@ -25,6 +25,7 @@ mod actor;
 mod config;
 mod error;
 mod handle;
+mod launcher;
 mod messages;
 mod observer;
 mod observer_handle;

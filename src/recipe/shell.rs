@@ -177,8 +177,9 @@ impl<E: Message<Result = ()> + Clone + Send + 'static> Shell<E> {
 /// acquire costs one delivery to its mailbox. `make` gets the actor's place there, for its
 /// shell ([`Shell::reside`]): the thread runs until the actor is gone, so the actor outlives its
 /// session's close and answers `Closed`. A session already stopped gets it on the caller's
-/// Arbiter (no place), where its first request fails and it says so. For actors that start
-/// nothing of the user's (an election's leader actor runs where the election runs).
+/// Arbiter (no place), where its first request fails and it says so. Nothing of the user's may
+/// run there: an election's leader actors start back on the caller's Arbiter
+/// (`election::launcher`).
 pub(crate) fn start_beside_session<A>(
     session: &SessionHandle,
     make: impl FnOnce(Option<Resident>) -> A + Send + 'static,
