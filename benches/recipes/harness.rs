@@ -9,7 +9,7 @@ pub(crate) use std::time::{Duration, Instant};
 pub(crate) use actix::{Actor, Addr, AsyncContext, Context, Handler, WrapFuture};
 pub(crate) use actix_zookeeper::cache::{self, CacheActor, CacheConfig, CacheEvent};
 pub(crate) use actix_zookeeper::election::{
-    ElectionActor, ElectionConfig, ElectionEvent, FencingToken, Resign, Subscribe,
+    ElectionActor, ElectionConfig, ElectionEvent, ElectionHandle, FencingToken, Resign, Subscribe,
 };
 pub(crate) use actix_zookeeper::lock::{Acquire, LockActor, LockConfig, Release};
 pub(crate) use actix_zookeeper::queue::{

@@ -134,9 +134,17 @@ type Run = fn(String) -> LocalBoxFuture<'static, Vec<String>>;
 const WORKLOADS: &[(&str, Run)] = &[
     ("W1", |c| Box::pin(async move { w1_lock_cycle::w1(&c).await })),
     ("W2", |c| Box::pin(async move { w2_lock_contention::w2(&c).await })),
-    // The default placement, then the participants on their sessions' threads (the opt-in).
+    // Participants started by hand on this thread, then on their sessions' threads with their
+    // observers, then as `ElectionHandle` places them (participant there, observer here).
     ("W3", |c| {
-        Box::pin(async move { vec![w3_election_handoff::w3(&c, false).await, w3_election_handoff::w3(&c, true).await] })
+        use w3_election_handoff::{Placement, w3};
+        Box::pin(async move {
+            vec![
+                w3(&c, Placement::Default).await,
+                w3(&c, Placement::SessionThread).await,
+                w3(&c, Placement::Handle).await,
+            ]
+        })
     }),
     ("W4", |c| Box::pin(async move { w4_queue::w4(&c).await })),
     ("W5", |c| Box::pin(async move { vec![w5_cache::w5(&c).await] })),

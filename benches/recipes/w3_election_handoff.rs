@@ -157,12 +157,27 @@ impl RawHandoff {
 /// Hand-off rounds between two blocks of the raw floor.
 const W3_BLOCK: usize = 10;
 
-/// `on_session_thread`: each participant's election actor and its observer run on the
-/// participant's session thread (`SessionHandle::arbiter`), the opt-in; otherwise on this one.
-pub(crate) async fn w3(connect: &str, on_session_thread: bool) -> String {
+/// Where W3's participants and their observers run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// Both on this thread: election actors started by hand.
+    Default,
+    /// Each participant's election actor and its observer on the participant's session thread
+    /// (`SessionHandle::arbiter`).
+    SessionThread,
+    /// As `ElectionHandle::start` places them: the participant on its session's thread, the
+    /// observer (the user's actor) on this one.
+    Handle,
+}
+
+pub(crate) async fn w3(connect: &str, placement: Placement) -> String {
     let root = testkit::unique_root("bench-w3");
-    let placement = if on_session_thread { "session-thread" } else { "default" };
-    eprintln!("W3 ({placement}): root {root}");
+    let placement_name = match placement {
+        Placement::Default => "default",
+        Placement::SessionThread => "session-thread",
+        Placement::Handle => "handle",
+    };
+    eprintln!("W3 ({placement_name}): root {root}");
     let raw = raw_baseline(connect, &root).await;
     let mut floor = RawHandoff::connect(connect, &root).await;
     floor.sample(RAW_HANDOFF_WARMUP, 0, Duration::ZERO).await;
@@ -175,20 +190,31 @@ pub(crate) async fn w3(connect: &str, on_session_thread: bool) -> String {
 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     // An election holds its subscribers weakly: the observers' addresses are kept until the end.
+    // The handles are kept too: dropping the last one would stop its participant.
+    let mut handles = Vec::new();
     let (elections, _observers): (Vec<Addr<ElectionActor>>, Vec<Addr<Observer>>) = sessions
         .iter()
         .enumerate()
         .map(|(index, session)| {
             let config = move || ElectionConfig::new("/bench/leader").with_participant_id(format!("p{index}"));
-            let (election, observer) = if on_session_thread {
-                let arbiter = session.arbiter().expect("the session runs").clone();
-                let (session, tx) = (session.clone(), tx.clone());
-                (
-                    ElectionActor::start_in_arbiter(&arbiter, move |_| ElectionActor::new(session, config())),
-                    Observer::start_in_arbiter(&arbiter, move |_| Observer { index, tx }),
-                )
-            } else {
-                (ElectionActor::new(session.clone(), config()).start(), Observer { index, tx: tx.clone() }.start())
+            let (election, observer) = match placement {
+                Placement::SessionThread => {
+                    let arbiter = session.arbiter().expect("the session runs").clone();
+                    let (session, tx) = (session.clone(), tx.clone());
+                    (
+                        ElectionActor::start_in_arbiter(&arbiter, move |_| ElectionActor::new(session, config())),
+                        Observer::start_in_arbiter(&arbiter, move |_| Observer { index, tx }),
+                    )
+                }
+                Placement::Handle => {
+                    let handle = ElectionHandle::start(session.clone(), config()).expect("a valid path");
+                    let election = handle.addr().clone();
+                    handles.push(handle);
+                    (election, Observer { index, tx: tx.clone() }.start())
+                }
+                Placement::Default => {
+                    (ElectionActor::new(session.clone(), config()).start(), Observer { index, tx: tx.clone() }.start())
+                }
             };
             election.do_send(Subscribe { recipient: observer.clone().recipient() });
             (election, observer)
@@ -251,7 +277,7 @@ pub(crate) async fn w3(connect: &str, on_session_thread: bool) -> String {
     }
 
     format!(
-        "{{\"lib\":\"{LIB}\",\"workload\":\"W3\",\"placement\":\"{placement}\",\"rounds\":{W3_ROUNDS},\"handoff_p50_ms\":{:.2},\
+        "{{\"lib\":\"{LIB}\",\"workload\":\"W3\",\"placement\":\"{placement_name}\",\"rounds\":{W3_ROUNDS},\"handoff_p50_ms\":{:.2},\
          \"handoff_p99_ms\":{:.2},\"violations\":{},\"same_leader\":{same_leader},\"zk_rtt_p50_us\":{},\
          \"zk_delete_notify_p50_us\":{raw_handoff_p50},\"zk_delete_notify_samples\":{},\"ratio_to_floor\":{:.2},\
          \"zk_delete_notify_warm_p50_us\":{warm_handoff_p50},\"ratio_to_warm_floor\":{:.2}}}",
