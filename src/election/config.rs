@@ -92,7 +92,9 @@ impl ElectionConfig {
     /// on the Arbiter that started the participant (yours: with
     /// [`ElectionHandle::start`](super::ElectionHandle::start) the participant runs on its
     /// session's thread, its leader actors on yours) when leadership is acquired or restored,
-    /// and sent [`StopLeading`] when leadership is suspended, lost or given up.
+    /// and sent [`StopLeading`] when leadership is suspended, lost or given up. Should that
+    /// Arbiter stop while the participant lives on (a handle kept elsewhere), no leader actor can
+    /// start any more: a warning is logged, and the term goes on without one.
     ///
     /// Like Curator's `LeaderSelector`, which deletes its node only once `takeLeadership`
     /// returned: a resigning (or stopping) participant deletes its node only once its leader

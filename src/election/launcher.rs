@@ -21,6 +21,10 @@ pub(super) fn launched_here(factory: LeaderFactory) -> SendLeaderFactory {
     let launcher = LeaderLauncher { factory, running: None }.start();
     Box::new(move |term| {
         let (done, stopped) = oneshot::channel();
+        if !launcher.connected() {
+            // Its `done` drops with the message: the participant sees the actor as stopped.
+            tracing::warn!(token = %term.token, "the Arbiter that started this election participant has stopped; its leader actor cannot start");
+        }
         launcher.do_send(Launch { term, done });
         LeaderRun { stop: launcher.clone().recipient(), stopped }
     })
