@@ -827,6 +827,38 @@ async fn through_a_handle_leader_actors_run_on_the_callers_thread_one_at_a_time(
     }
 }
 
+/// The Arbiter that started a handle's participant stops while the participant lives on (its
+/// handle kept here): its leader actors cannot start any more, and the participant still leads,
+/// answers and resigns at once (nothing waits for an actor that never started).
+#[actix_rt::test]
+async fn a_participant_whose_starting_arbiter_stopped_leads_without_a_leader_actor() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("election-gone-arbiter");
+    let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let count = LeaderCount::default();
+    let elsewhere = Arbiter::new();
+    let (sent, received) = futures::channel::oneshot::channel();
+    let (session, c) = (s.clone(), count.clone());
+    assert!(elsewhere.spawn_fn(move || {
+        let config = ElectionConfig::new("/leader")
+            .with_participant_id("p0")
+            .with_leader_stop_timeout(Duration::from_secs(60))
+            .with_leader_actor(move |_| c.leader(Duration::ZERO));
+        let _ = sent.send(ElectionHandle::start(session, config).expect("election"));
+    }));
+    let handle = received.await.expect("the handle");
+    elsewhere.stop();
+    elsewhere.join().expect("the Arbiter stopped");
+    let term = bounded("leadership", handle.leadership()).await.expect("leads");
+    assert!(term.token.0 > 0);
+    assert_eq!(count.starts(), 0, "no leader actor could start");
+    // A wait for the actor's stop would last the stop timeout (60 s): `bounded` fails first.
+    bounded("the resign", handle.resign()).await.expect("resigned");
+    wait_until_empty(&s, "/leader").await;
+    s.close().await;
+}
+
 /// Review 2, suspicion A, conservative policy: at `Suspended` the leader actor is told to stop;
 /// when the term is `Restored` before it has, the new actor waits for it. Failed before: the
 /// restored term's actor started at once, beside the one still stopping.
