@@ -40,6 +40,17 @@ struct LeaderLauncher {
 
 impl Actor for LeaderLauncher {
     type Context = Context<Self>;
+
+    /// The participant is gone (its last address to us with it). A `StopLeading` it sent just
+    /// before may never have been handled: an actor on another thread whose senders all went
+    /// while it was between its look at the mailbox and its look at its senders stops with that
+    /// message unread (found in review of actix 0.13's context loop; no test forces the window).
+    /// Whatever still runs is told here.
+    fn stopped(&mut self, _: &mut Context<Self>) {
+        if let Some(leader) = self.running.take() {
+            leader.do_send(StopLeading);
+        }
+    }
 }
 
 /// Start the leader actor of `term`; `done` once it has stopped.
