@@ -148,13 +148,13 @@ impl ElectionActor {
         }
     }
 
-    /// Shows the recipe's health entry to its handles through `tag`.
     /// Runs on its session's thread, holding `resident` (see `shell::start_beside_session`).
     pub(crate) fn residing(mut self, resident: Option<crate::session::residents::Resident>) -> Self {
         self.shell.reside(resident);
         self
     }
 
+    /// Shows the recipe's health entry to its handles through `tag`.
     pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
         self.shell.show_health_to(tag);
         self

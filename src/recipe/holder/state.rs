@@ -404,18 +404,19 @@ impl<G: Grant, W: Waiter<G>> Holder<G, W> {
         }
     }
 
-    /// The contender of `attempt` won.
     /// How a grant for `attempt` from `session` would be held, were it reported now: `None` when
     /// it would not be (an attempt left, a session known dead). Read before the report, so that
     /// what the recipe shows (its health) is current before its callers are answered.
     pub(crate) fn would_hold(&self, attempt: Attempt, session: SessionId) -> Option<GrantConnection> {
-        (self.is_acquiring(attempt) && !self.dead.contains(&session)).then_some(if self.suspended {
-            GrantConnection::Suspended
-        } else {
-            GrantConnection::Up
-        })
+        (self.is_acquiring(attempt) && !self.dead.contains(&session)).then_some(self.link_now())
     }
 
+    /// How a grant made now is held: suspended while the connection is.
+    fn link_now(&self) -> GrantConnection {
+        if self.suspended { GrantConnection::Suspended } else { GrantConnection::Up }
+    }
+
+    /// The contender of `attempt` won.
     pub(crate) fn granted(&mut self, attempt: Attempt, held: Granted<G>) -> Vec<Effect<G>> {
         if !self.is_acquiring(attempt) {
             return Vec::new();
@@ -434,7 +435,7 @@ impl<G: Grant, W: Waiter<G>> Holder<G, W> {
             // Nobody took it: give it back rather than hold a grant no one knows about.
             return self.leave(Vec::new());
         }
-        let link = if self.suspended { GrantConnection::Suspended } else { GrantConnection::Up };
+        let link = self.link_now();
         self.phase = Phase::Held { attempt, held: held.clone(), link, handed };
         let mut effects = vec![Effect::Tell(Happened::Acquired(held.clone()))];
         if link == GrantConnection::Suspended {
