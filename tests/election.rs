@@ -827,6 +827,42 @@ async fn through_a_handle_leader_actors_run_on_the_callers_thread_one_at_a_time(
     }
 }
 
+/// Through a handle, a server-side expiry while leading: the lost term's leader actor is told to
+/// stop through the launcher, and the participant's next term (on its new session) starts its
+/// actor, on the caller's thread, only once the old one has stopped.
+#[actix_rt::test]
+async fn through_a_handle_an_expiry_stops_the_leader_actor_before_the_next_terms_starts() {
+    init_tracing();
+    let zk = TestZooKeeper::shared().expect("ZooKeeper");
+    let root = unique_root("election-handle-expiry");
+    let count = LeaderCount::default();
+    let s = session_at(&zk.connect_string(), &root, Duration::from_secs(4)).await;
+    let c = count.clone();
+    let config = ElectionConfig::new("/leader")
+        .with_participant_id("p0")
+        .with_leader_actor(move |_| c.leader(Duration::from_secs(2)));
+    let handle = ElectionHandle::start(s.clone(), config).expect("election");
+    let events = Recorded::<ElectionEvent>::start();
+    handle.subscribe(events.recipient.clone());
+    let token = bounded("leadership", handle.leadership()).await.expect("leads").token;
+    wait_until("the leader actor runs", || count.running() == 1).await;
+    let info = s.session().await.expect("session").info;
+    expire_session(&zk.connect_string(), &info).await.expect("expire");
+    events.wait_for(0, WAIT, |e| matches!(e, ElectionEvent::LeadershipLost { token: t, .. } if *t == token)).await;
+    let next = bounded("the next term", handle.leadership()).await.expect("leads again").token;
+    assert!(next > token);
+    wait_until("the new term's actor runs", || count.starts() == 2 && count.running() == 1).await;
+    assert_eq!(count.most(), 1, "the new term's actor ran beside the old one");
+    let here = std::thread::current().id();
+    assert!(
+        count.threads.lock().expect("threads").iter().all(|t| *t == here),
+        "a leader actor off the caller's thread"
+    );
+    handle.resign().await.expect("leave");
+    assert_eq!(count.running(), 0, "a participant that left has stopped its leader actor");
+    s.close().await;
+}
+
 /// The Arbiter that started a handle's participant stops while the participant lives on (its
 /// handle kept here): its leader actors cannot start any more, and the participant still leads,
 /// answers and resigns at once (nothing waits for an actor that never started).
