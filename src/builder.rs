@@ -1,5 +1,6 @@
-//! How a config writes its by-value setters ([`setters!`]). Owns nothing else: what a setting
-//! means, its default and its checks stay with the config that has it.
+//! How a config writes its by-value setters ([`setters!`]), and [`Opaque`], the field type of a
+//! setting that cannot print itself, so that every config derives `Debug`. Owns nothing else:
+//! what a setting means, its default and its checks stay with the config that has it.
 
 /// Writes by-value setters, `fn name(mut self, field: Type) -> Self`, each storing its argument
 /// in the field of the same name: as given, or after `=> into` (`field.into()`), `=> some`
@@ -33,3 +34,14 @@ macro_rules! setters {
 }
 
 pub(crate) use setters;
+
+/// A setting that cannot print itself (a factory, a closure) or must not (a secret): `Debug`
+/// shows `..`, so that the config holding it derives `Debug` and prints every other field.
+#[derive(Clone)]
+pub(crate) struct Opaque<T>(pub(crate) T);
+
+impl<T> std::fmt::Debug for Opaque<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("..")
+    }
+}

@@ -228,19 +228,23 @@ impl Error {
     /// True when retrying cannot help: the request itself is wrong (path, size, ACL, parent) or
     /// not permitted, or the session actor is closed.
     pub fn is_final(&self) -> bool {
-        matches!(
-            self,
-            Error::InvalidPath { .. }
-                | Error::DataTooLarge { .. }
-                | Error::BadArguments { .. }
-                | Error::NoChildrenForEphemerals { .. }
-                | Error::NoAuth { .. }
-                | Error::InvalidAcl { .. }
-                | Error::AuthFailed
-                | Error::Tls { .. }
-                | Error::Closed
-                | Error::Unsupported { .. }
-        )
+        self.refused_whatever_the_state()
+            || matches!(
+                self,
+                Error::InvalidPath { .. }
+                    | Error::DataTooLarge { .. }
+                    | Error::BadArguments { .. }
+                    | Error::InvalidAcl { .. }
+                    | Error::AuthFailed
+                    | Error::Tls { .. }
+                    | Error::Closed
+            )
+    }
+
+    /// The server's refusals that no change of its data can lift: the same request is refused
+    /// again (an ephemeral parent, a missing permission, an operation it lacks).
+    fn refused_whatever_the_state(&self) -> bool {
+        matches!(self, Error::NoChildrenForEphemerals { .. } | Error::NoAuth { .. } | Error::Unsupported { .. })
     }
 
     /// True when nothing of the request reached the server: it broke a rule checked before
@@ -264,16 +268,11 @@ impl Error {
 
     /// The server's own refusals of a request it received on a live session.
     fn refused_by_server(&self) -> bool {
-        matches!(
-            self,
-            Error::NoNode { .. }
-                | Error::NodeExists { .. }
-                | Error::BadVersion { .. }
-                | Error::NotEmpty { .. }
-                | Error::NoChildrenForEphemerals { .. }
-                | Error::NoAuth { .. }
-                | Error::Unsupported { .. }
-        )
+        self.refused_whatever_the_state()
+            || matches!(
+                self,
+                Error::NoNode { .. } | Error::NodeExists { .. } | Error::BadVersion { .. } | Error::NotEmpty { .. }
+            )
     }
 
     /// True when the request may have been applied although it failed: the connection dropped

@@ -17,6 +17,7 @@
 //! Does not own what the answers are.
 
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -153,20 +154,67 @@ where
     }
 }
 
-/// A request `M` sent by a handle with a reply channel the handle owns: the actor answers it as it
-/// answers `M` ([`Asked::answer`]), and the handle awaits the [`Answer`].
-pub(crate) struct Asked<M: Message> {
+/// A request `M` with a reply channel its sender owns; `K` says what becomes of it when the
+/// sender stops waiting before the actor takes it: [`Asked`] (dropped) or [`Told`] (carried out).
+pub(crate) struct Carried<M: Message, K> {
     request: M,
     reply: OneshotSender<M::Result>,
+    kind: PhantomData<fn() -> K>,
 }
 
-impl<M> Message for Asked<M>
+impl<M, K> Message for Carried<M, K>
 where
     M: Message,
     M::Result: Send,
 {
     type Result = ();
 }
+
+/// What becomes of a [`Carried`] request whose caller went before the actor took it.
+pub(crate) trait CallerGoneRule {
+    /// True: it is not carried out.
+    const DROPPED: bool;
+}
+
+/// The [`Asked`] kind: dropped with its caller.
+#[derive(Debug)]
+pub(crate) enum AskedKind {}
+
+/// The [`Told`] kind: carried out all the same.
+#[derive(Debug)]
+pub(crate) enum ToldKind {}
+
+impl CallerGoneRule for AskedKind {
+    const DROPPED: bool = true;
+}
+
+impl CallerGoneRule for ToldKind {
+    const DROPPED: bool = false;
+}
+
+impl<M: Message, K: CallerGoneRule> Carried<M, K> {
+    /// Answers with `respond`, the actor's own handling of the request: exactly what a caller of
+    /// `Addr::send(request)` would get, through the sender's channel.
+    pub(crate) fn answer<A, R>(self, ctx: &mut A::Context, respond: impl FnOnce(M, &mut A::Context) -> R)
+    where
+        A: Actor,
+        R: MessageResponse<A, M>,
+    {
+        // An asked request whose caller went before it was handled gets nothing done: handled
+        // anyway, an answer given during the handler (before the channel is attached) would
+        // count as received, a re-entrant grant as handed to a caller who never has it.
+        if K::DROPPED && self.reply.is_closed() {
+            return;
+        }
+        let response = respond(self.request, ctx);
+        response.handle(ctx, Some(self.reply));
+    }
+}
+
+/// A request `M` sent by a handle with a reply channel the handle owns: the actor answers it as it
+/// answers `M` ([`Carried::answer`]), and the handle awaits the [`Answer`]. A caller gone before
+/// the actor took it gets nothing done.
+pub(crate) type Asked<M> = Carried<M, AskedKind>;
 
 impl<M: Message> Asked<M> {
     /// The request to send, and the answer to await. `on_drop` runs if the answer is dropped
@@ -177,61 +225,22 @@ impl<M: Message> Asked<M> {
         F: FnOnce(Option<M::Result>),
     {
         let (reply, answer) = Answer::channel(on_drop);
-        (Asked { request, reply }, answer)
-    }
-
-    /// Answers with `respond`, the actor's own handling of the request: exactly what a caller of
-    /// `Addr::send(request)` would get, through the handle's channel.
-    pub(crate) fn answer<A, R>(self, ctx: &mut A::Context, respond: impl FnOnce(M, &mut A::Context) -> R)
-    where
-        A: Actor,
-        R: MessageResponse<A, M>,
-    {
-        // A caller gone before its request was handled gets nothing done: handled anyway, an
-        // answer given during the handler (before the channel is attached) would count as
-        // received, a re-entrant grant as handed to a caller who never has it.
-        if self.reply.is_closed() {
-            return;
-        }
-        let response = respond(self.request, ctx);
-        response.handle(ctx, Some(self.reply));
+        (Carried { request, reply, kind: PhantomData }, answer)
     }
 }
 
 /// A request `M` that is carried out whether or not its caller still waits: a write (a release, a
 /// resign, a join) is sent when it is made, as a ZooKeeper write is. `Addr::send` cannot promise
 /// that: actix skips a request whose caller went before the actor took it. The caller awaits the
-/// receiver [`Told::new`] returns; the actor answers through [`Told::answer`].
-pub(crate) struct Told<M: Message> {
-    request: M,
-    reply: OneshotSender<M::Result>,
-}
-
-impl<M> Message for Told<M>
-where
-    M: Message,
-    M::Result: Send,
-{
-    type Result = ();
-}
+/// receiver [`Told::new`] returns; the actor answers through [`Carried::answer`].
+pub(crate) type Told<M> = Carried<M, ToldKind>;
 
 impl<M: Message> Told<M> {
     /// The request to send (with `do_send`), and the answer to await (`Err` when the actor
     /// stopped without answering).
     pub(crate) fn new(request: M) -> (Told<M>, oneshot::Receiver<M::Result>) {
         let (reply, answer) = oneshot::channel();
-        (Told { request, reply }, answer)
-    }
-
-    /// Carries the request out with `respond` (the actor's own handling of `M`) and answers the
-    /// caller if it still waits.
-    pub(crate) fn answer<A, R>(self, ctx: &mut A::Context, respond: impl FnOnce(M, &mut A::Context) -> R)
-    where
-        A: Actor,
-        R: MessageResponse<A, M>,
-    {
-        let response = respond(self.request, ctx);
-        response.handle(ctx, Some(self.reply));
+        (Carried { request, reply, kind: PhantomData }, answer)
     }
 }
 

@@ -119,45 +119,24 @@ async fn run(args: Args) -> Result<(), String> {
 }
 
 async fn report(session: &SessionHandle, what: &What, json: bool) -> Result<String, actix_zookeeper::Error> {
-    let text = |value: &dyn erased::Json, plain: String| if json { value.json() } else { plain };
     Ok(match what {
-        What::Locks { path } => {
-            let report = inspect::locks(session, path).await?;
-            text(&report, plain_locks(&report))
-        }
-        What::Election { path } => {
-            let report = inspect::election(session, path).await?;
-            text(&report, plain_election(&report))
-        }
+        What::Locks { path } => shown(inspect::locks(session, path).await?, json, plain_locks),
+        What::Election { path } => shown(inspect::election(session, path).await?, json, plain_election),
         What::Queue { path, dead_letter } => {
-            let report = inspect::queue(session, path, dead_letter.as_deref()).await?;
-            text(&report, plain_queue(&report))
+            shown(inspect::queue(session, path, dead_letter.as_deref()).await?, json, plain_queue)
         }
-        What::Tasks { root } => {
-            let report = inspect::tasks(session, root).await?;
-            text(&report, plain_tasks(&report))
-        }
-        What::Services { path } => {
-            let report = inspect::services(session, path).await?;
-            text(&report, plain_services(&report))
-        }
-        What::Node { path } => {
-            let report = inspect::node(session, path).await?;
-            text(&report, plain_node(path, report.as_ref()))
-        }
+        What::Tasks { root } => shown(inspect::tasks(session, root).await?, json, plain_tasks),
+        What::Services { path } => shown(inspect::services(session, path).await?, json, plain_services),
+        What::Node { path } => shown(inspect::node(session, path).await?, json, |r| plain_node(path, r.as_ref())),
     })
 }
 
-/// `serde_json::to_string` for any report, behind one object-safe trait.
-mod erased {
-    pub trait Json {
-        fn json(&self) -> String;
-    }
-
-    impl<T: serde::Serialize> Json for T {
-        fn json(&self) -> String {
-            serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
-        }
+/// `report` as JSON, or as `plain` words it.
+fn shown<R: serde::Serialize>(report: R, json: bool, plain: impl FnOnce(&R) -> String) -> String {
+    if json {
+        serde_json::to_string(&report).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    } else {
+        plain(&report)
     }
 }
 

@@ -177,13 +177,6 @@ impl CacheActor {
         })
     }
 
-    /// Shows the entry to the handle's `tag`, and keeps a failed one there (see
-    /// `HealthSlot::keep_failed`).
-    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.shell.show_health_to(tag);
-        self
-    }
-
     /// Tells the session's health board what the cache is doing.
     fn report(&mut self, state: crate::session::health::RecipeState) {
         if let Some(health) = self.shell.health() {

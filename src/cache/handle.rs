@@ -14,6 +14,7 @@ use super::actor::CacheActor;
 use super::config::CacheConfig;
 use super::error::CacheError;
 use super::messages::{CacheEvent, CachedNode, Get, Snapshot, Stop};
+use crate::recipe::shell::start_tagged;
 use crate::reply::ask;
 use crate::session::SessionHandle;
 
@@ -45,8 +46,7 @@ impl CacheHandle {
     /// loads. [`CacheError::ZooKeeper`] for an invalid path.
     pub fn start(session: SessionHandle, config: CacheConfig) -> Result<CacheHandle, CacheError> {
         let path = config.path().to_owned();
-        let health = crate::session::health::HealthTag::default();
-        let addr = CacheActor::new(session, config)?.with_health_tag(health.clone()).start();
+        let (addr, health) = start_tagged(CacheActor::new(session, config)?);
         Ok(CacheHandle { addr, path, health })
     }
 

@@ -17,7 +17,7 @@ use super::messages::*;
 use crate::cache::{self, CacheActor, CacheConfig, CacheEvent, CacheScope};
 use crate::error::Error;
 use crate::path;
-use crate::recipe::shell::Shell;
+use crate::recipe::shell::{Shell, start_inner};
 use crate::session::SessionHandle;
 
 /// The instances of one service, kept in memory and in sync; see `docs/recipes/discovery.md`.
@@ -54,12 +54,6 @@ impl ServiceCache {
             failed: None,
             waiters: Vec::new(),
         })
-    }
-
-    /// Shows the cache's health entry (its view's) to its handles through `tag`.
-    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.shell.show_health_to(tag);
-        self
     }
 
     fn instance_node<'a>(&self, node: &'a str) -> Option<&'a str> {
@@ -111,14 +105,7 @@ impl Actor for ServiceCache {
     fn started(&mut self, ctx: &mut Context<Self>) {
         let config = CacheConfig::new(self.dir.clone()).with_scope(CacheScope::Children);
         match CacheActor::new(self.shell.session().clone(), config) {
-            Ok(mut view) => {
-                if let Some(tag) = self.shell.health_tag() {
-                    view = view.with_health_tag(tag.clone());
-                }
-                let view = view.start();
-                view.do_send(cache::Subscribe { recipient: ctx.address().recipient() });
-                self.view = Some(view);
-            }
+            Ok(view) => self.view = Some(start_inner(&self.shell, view, ctx.address().recipient())),
             // The path was validated in `new`.
             Err(error) => warn!(parent: self.shell.span(), %error, "cannot watch the service"),
         }

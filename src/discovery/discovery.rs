@@ -6,8 +6,6 @@
 
 use std::future::Future;
 
-use actix::Actor;
-
 use super::cache::ServiceCache;
 use super::cache_handle::ServiceCacheHandle;
 use super::config::{DiscoveryConfig, ProviderConfig};
@@ -18,6 +16,7 @@ use super::provider::ServiceProvider;
 use super::registration::Registration;
 use crate::error::Error;
 use crate::path;
+use crate::recipe::shell::start_tagged;
 use crate::session::SessionHandle;
 
 /// Services under one base path, on one session.
@@ -145,10 +144,7 @@ impl ServiceDiscovery {
     /// A live cache of service `name`'s instances, started on the current Arbiter.
     pub fn cache(&self, name: &str) -> Result<ServiceCacheHandle, DiscoveryError> {
         let dir = self.service_dir(name)?;
-        let health = crate::session::health::HealthTag::default();
-        let cache = ServiceCache::new(self.session.clone(), &self.config.base_path, name)?
-            .with_health_tag(health.clone())
-            .start();
+        let (cache, health) = start_tagged(ServiceCache::new(self.session.clone(), &self.config.base_path, name)?);
         Ok(ServiceCacheHandle::new(cache, dir, health))
     }
 

@@ -157,22 +157,7 @@ impl Registration {
         self.current.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
     }
 
-    /// The registration's events, as a stream this caller owns.
-    pub fn events(&self) -> EventStream<PersistentNodeEvent> {
-        self.node.events()
-    }
-
-    /// Sends every [`PersistentNodeEvent`] to `recipient` (held weakly).
-    pub fn subscribe(&self, recipient: actix::Recipient<PersistentNodeEvent>) {
-        self.node.subscribe(recipient);
-    }
-
-    /// The registration's entry on its session's health board (as in
-    /// [`SessionHandle::health`](crate::session::SessionHandle::health)); `None` while it has
-    /// none (before its actor first reports, and once it has stopped).
-    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
-        self.node.health()
-    }
+    crate::recipe::handle::delegated_basics!(node => PersistentNodeEvent, "registration");
 
     /// Unregisters: deletes the node (a `Dynamic` one only if our session made it; fenced by
     /// its owner, so another process's registration of the same id is never deleted) and stops;

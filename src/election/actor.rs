@@ -148,18 +148,6 @@ impl ElectionActor {
         }
     }
 
-    /// Runs on its session's thread, holding `resident` (see `shell::start_beside_session`).
-    pub(crate) fn residing(mut self, resident: Option<crate::session::residents::Resident>) -> Self {
-        self.shell.reside(resident);
-        self
-    }
-
-    /// Shows the recipe's health entry to its handles through `tag`.
-    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.shell.show_health_to(tag);
-        self
-    }
-
     /// True while the held term was resigned and its node not yet deleted (its leader actor is
     /// stopping).
     fn resigning(&self) -> bool {
@@ -168,21 +156,7 @@ impl ElectionActor {
 }
 
 impl HolderHost for ElectionActor {
-    type Grant = LeaderTerm;
-    type Waiter = LeadershipWaiter;
-    type Event = ElectionEvent;
-
-    fn holder(&mut self) -> &mut Holder<LeaderTerm, LeadershipWaiter> {
-        &mut self.holder
-    }
-
-    fn shell(&self) -> &Shell<ElectionEvent> {
-        &self.shell
-    }
-
-    fn shell_mut(&mut self) -> &mut Shell<ElectionEvent> {
-        &mut self.shell
-    }
+    crate::recipe::holder::host_parts!(LeaderTerm, LeadershipWaiter);
 
     fn metric(&self) -> (crate::metrics::GrantKind, &str) {
         (crate::metrics::GrantKind::Election, &self.config.path)

@@ -7,6 +7,7 @@ use actix::prelude::*;
 use futures::channel::oneshot;
 
 use super::messages::{LeaderTerm, StopLeading};
+use crate::builder::Opaque;
 use crate::recipe::ConnectionPolicy;
 use crate::recipe::naming;
 use crate::retry::RetryPolicy;
@@ -28,29 +29,16 @@ pub(super) type SendLeaderFactory = Box<dyn Fn(LeaderTerm) -> LeaderRun + Send>;
 pub const DEFAULT_LEADER_STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How an [`ElectionActor`](super::ElectionActor) takes part.
+#[derive(Debug)]
 #[must_use]
 pub struct ElectionConfig {
     pub(super) path: String,
     pub(super) participant_id: String,
     pub(super) policy: ConnectionPolicy,
     pub(super) requeue_after_loss: bool,
-    pub(super) leader: Option<LeaderFactory>,
+    pub(super) leader: Option<Opaque<LeaderFactory>>,
     pub(super) leader_stop_timeout: Duration,
     pub(super) retry: Option<RetryPolicy>,
-}
-
-impl std::fmt::Debug for ElectionConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ElectionConfig")
-            .field("path", &self.path)
-            .field("participant_id", &self.participant_id)
-            .field("policy", &self.policy)
-            .field("requeue_after_loss", &self.requeue_after_loss)
-            .field("leader_actor", &self.leader.is_some())
-            .field("leader_stop_timeout", &self.leader_stop_timeout)
-            .field("retry", &self.retry)
-            .finish()
-    }
 }
 
 impl ElectionConfig {
@@ -106,7 +94,7 @@ impl ElectionConfig {
         A: Actor<Context = Context<A>> + Handler<StopLeading>,
         F: Fn(LeaderTerm) -> A + 'static,
     {
-        self.leader = Some(Box::new(move |term| {
+        self.leader = Some(Opaque(Box::new(move |term| {
             // What `start()` does, keeping the actor's future so that we learn when it ends.
             let running = Context::new().into_future(factory(term));
             let stop = running.address().recipient();
@@ -116,7 +104,7 @@ impl ElectionConfig {
                 let _ = done.send(());
             });
             LeaderRun { stop, stopped }
-        }));
+        })));
         self
     }
 

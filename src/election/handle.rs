@@ -17,7 +17,8 @@ use super::launcher::launched_here;
 use super::messages::{
     CurrentLeader, ElectionEvent, Join, LeaderTerm, Leadership, Participants, Proclaim, Resign, ResignAndStop,
 };
-use crate::recipe::shell::start_beside_session;
+use crate::builder::Opaque;
+use crate::recipe::holder::start_host;
 use crate::reply::Told;
 use crate::session::SessionHandle;
 use crate::session::health::HealthTag;
@@ -50,8 +51,6 @@ impl ElectionHandle {
     pub fn start(session: SessionHandle, config: ElectionConfig) -> Result<ElectionHandle, ElectionError> {
         crate::path::validate(config.path(), false)?;
         let path = config.path().to_owned();
-        let health = HealthTag::default();
-        let tag = health.clone();
         // Everything but the factory crosses as it is; the factory stays here, behind a launcher.
         let ElectionConfig {
             path: dir,
@@ -62,9 +61,9 @@ impl ElectionHandle {
             leader_stop_timeout,
             retry,
         } = config;
-        let leader = leader.map(launched_here);
-        let addr = start_beside_session(&session.clone(), move |resident| {
-            let leader = leader.map(|factory| factory as LeaderFactory);
+        let leader = leader.map(|Opaque(factory)| launched_here(factory));
+        let (addr, health) = start_host(&session.clone(), move || {
+            let leader = leader.map(|factory| Opaque(factory as LeaderFactory));
             let config = ElectionConfig {
                 path: dir,
                 participant_id,
@@ -74,7 +73,7 @@ impl ElectionHandle {
                 leader_stop_timeout,
                 retry,
             };
-            ElectionActor::new(session, config).with_health_tag(tag).residing(resident)
+            ElectionActor::new(session, config)
         });
         Ok(ElectionHandle { addr, path, health })
     }

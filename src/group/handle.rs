@@ -15,6 +15,7 @@ use super::config::GroupConfig;
 use super::error::GroupError;
 use super::member::GroupMember;
 use super::messages::{GroupEvent, Leave, Members};
+use crate::recipe::shell::start_tagged;
 use crate::reply::{ask, tell};
 use crate::session::SessionHandle;
 use crate::session::health::HealthTag;
@@ -45,12 +46,8 @@ impl GroupMemberHandle {
     /// watches the group. [`GroupError::InvalidId`] (or an invalid path) before anything starts.
     pub fn start(session: SessionHandle, config: GroupConfig) -> Result<GroupMemberHandle, GroupError> {
         let group = config.group.clone();
-        let health = HealthTag::default();
-        Ok(GroupMemberHandle {
-            addr: GroupMember::new(session, config)?.with_health_tag(health.clone()).start(),
-            group,
-            health,
-        })
+        let (addr, health) = start_tagged(GroupMember::new(session, config)?);
+        Ok(GroupMemberHandle { addr, group, health })
     }
 
     /// A handle to a running member of the group at `group`.

@@ -14,7 +14,7 @@ use crate::cache::{self, CacheActor, CacheConfig, CacheEvent, CacheScope};
 use crate::path;
 use crate::recipe::guarded::delete_own_ephemeral;
 use crate::recipe::registration::{NextStep, RegisterError, next_step, register_ephemeral};
-use crate::recipe::shell::Shell;
+use crate::recipe::shell::{Shell, start_inner};
 use crate::retry::Backoff;
 use crate::session::IntoActorFree;
 use crate::session::requests::Goodbye;
@@ -81,12 +81,6 @@ impl GroupMember {
             joins_in_flight: 0,
             leaving: Vec::new(),
         })
-    }
-
-    /// Shows the member's health entry (its view's) to its handles through `tag`.
-    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.shell.show_health_to(tag);
-        self
     }
 
     fn tell(&mut self, event: GroupEvent) {
@@ -192,14 +186,7 @@ impl Actor for GroupMember {
         self.shell.hear_session(ctx);
         let config = CacheConfig::new(self.config.group.clone()).with_scope(CacheScope::Children);
         match CacheActor::new(self.shell.session().clone(), config) {
-            Ok(mut cache) => {
-                if let Some(tag) = self.shell.health_tag() {
-                    cache = cache.with_health_tag(tag.clone());
-                }
-                let view = cache.start();
-                view.do_send(cache::Subscribe { recipient: ctx.address().recipient() });
-                self.view = Some(view);
-            }
+            Ok(cache) => self.view = Some(start_inner(&self.shell, cache, ctx.address().recipient())),
             // The group path was validated in `new`.
             Err(error) => warn!(parent: self.shell.span(), %error, "cannot watch the group"),
         }

@@ -16,7 +16,7 @@ use crate::recipe::holder::{self, Attempt, ContenderSlot, Happened, Holder, Hold
 use crate::recipe::shell::Shell;
 use crate::recipe::{ContenderEvent, ContenderReport, ContenderSpec, Reply};
 use crate::reply::Asked;
-use crate::session::{SessionEvent, SessionHandle};
+use crate::session::SessionHandle;
 
 /// One participant of one lock (exclusive, read or write); see `docs/recipes/lock.md`.
 ///
@@ -49,36 +49,10 @@ impl LockActor {
         let holder = Holder::new(config.policy, true, config.reacquire_after_loss);
         LockActor { shell: Shell::new(session, span, config.retry), config, holder, contender: ContenderSlot::new() }
     }
-
-    /// Shows the recipe's health entry to its handles through `tag`.
-    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.shell.show_health_to(tag);
-        self
-    }
-
-    /// Runs on its session's thread, holding `resident` (see `shell::start_beside_session`).
-    pub(crate) fn residing(mut self, resident: Option<crate::session::residents::Resident>) -> Self {
-        self.shell.reside(resident);
-        self
-    }
 }
 
 impl HolderHost for LockActor {
-    type Grant = LockGrant;
-    type Waiter = LockWaiter;
-    type Event = LockEvent;
-
-    fn holder(&mut self) -> &mut Holder<LockGrant, LockWaiter> {
-        &mut self.holder
-    }
-
-    fn shell(&self) -> &Shell<LockEvent> {
-        &self.shell
-    }
-
-    fn shell_mut(&mut self) -> &mut Shell<LockEvent> {
-        &mut self.shell
-    }
+    crate::recipe::holder::host_parts!(LockGrant, LockWaiter);
 
     fn metric(&self) -> (crate::metrics::GrantKind, &str) {
         (crate::metrics::GrantKind::Lock, &self.config.dir)
@@ -159,14 +133,6 @@ impl Handler<ContenderReport> for LockActor {
             return;
         }
         holder::report(self, report.tag, report.event, ctx);
-    }
-}
-
-impl Handler<SessionEvent> for LockActor {
-    type Result = ();
-
-    fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
-        holder::session_event(self, &event, ctx);
     }
 }
 

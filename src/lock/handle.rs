@@ -30,7 +30,7 @@ use super::semaphore::SemaphoreActor;
 use super::turn::Turn;
 use crate::recipe::FencingToken;
 use crate::recipe::holder::CallerGone;
-use crate::recipe::shell::start_beside_session;
+use crate::recipe::holder::start_host;
 use crate::reply::{Asked, Told};
 use crate::session::SessionHandle;
 use crate::session::health::HealthTag;
@@ -72,11 +72,7 @@ impl LockHandle {
     pub fn start(session: SessionHandle, config: LockConfig) -> Result<LockHandle, LockError> {
         crate::path::validate(config.dir(), false)?;
         let dir = config.dir().to_owned();
-        let health = HealthTag::default();
-        let tag = health.clone();
-        let addr = start_beside_session(&session.clone(), move |resident| {
-            LockActor::new(session, config).with_health_tag(tag).residing(resident)
-        });
+        let (addr, health) = start_host(&session.clone(), move || LockActor::new(session, config));
         Ok(LockHandle { addr, dir, turn: Turn::new(), health })
     }
 
@@ -101,7 +97,7 @@ impl LockHandle {
     /// the line and the next `acquire` on this handle starts at once; dropped with the grant in
     /// hand, the grant is given back.
     pub fn acquire(&self, timeout: Option<Duration>) -> impl Future<Output = Result<LockGrant, LockError>> + 'static {
-        acquire_in_turn(&self.addr, &self.dir, &self.turn, timeout)
+        acquire_in_turn(&self.addr, &self.dir, &self.turn, timeout, false)
     }
 
     /// [`acquire`](Self::acquire), as a guard that releases the lock when dropped (the release
@@ -126,7 +122,7 @@ impl LockHandle {
         &self,
         timeout: Option<Duration>,
     ) -> impl Future<Output = Result<LockGrant, LockError>> + 'static {
-        reentrant(&self.addr, &self.dir, &self.turn, timeout)
+        acquire_in_turn(&self.addr, &self.dir, &self.turn, timeout, true)
     }
 
     /// Takes the lock only if it is free now: `Ok(None)` when someone else holds it (our node is
@@ -191,9 +187,7 @@ impl LockHandle {
     /// # Cancel safety
     /// The stop is sent when this is called: dropping the future loses only the wait.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
-        self.addr.do_send(ReleaseAndStop);
-        self.turn.give_back();
-        crate::stop::stopped(&self.addr)
+        stop(&self.addr, &self.turn)
     }
 }
 
@@ -277,11 +271,7 @@ impl SemaphoreHandle {
             });
         }
         let dir = config.dir().to_owned();
-        let health = HealthTag::default();
-        let tag = health.clone();
-        let addr = start_beside_session(&session.clone(), move |resident| {
-            SemaphoreActor::new(session, config).with_health_tag(tag).residing(resident)
-        });
+        let (addr, health) = start_host(&session.clone(), move || SemaphoreActor::new(session, config));
         Ok(SemaphoreHandle { addr, dir, turn: Turn::new(), health })
     }
 
@@ -298,7 +288,7 @@ impl SemaphoreHandle {
     /// Cancel-safe, as [`LockHandle::acquire`]: dropped while waiting, its attempt leaves
     /// the line (its nodes are deleted); dropped with the lease in hand, the lease is given back.
     pub fn acquire(&self, timeout: Option<Duration>) -> impl Future<Output = Result<LockGrant, LockError>> + 'static {
-        acquire_in_turn(&self.addr, &self.dir, &self.turn, timeout)
+        acquire_in_turn(&self.addr, &self.dir, &self.turn, timeout, false)
     }
 
     /// Re-entrant: the lease this participant holds now, at once (see
@@ -310,7 +300,7 @@ impl SemaphoreHandle {
         &self,
         timeout: Option<Duration>,
     ) -> impl Future<Output = Result<LockGrant, LockError>> + 'static {
-        reentrant(&self.addr, &self.dir, &self.turn, timeout)
+        acquire_in_turn(&self.addr, &self.dir, &self.turn, timeout, true)
     }
 
     /// Gives the lease back (or stops waiting for one); resolves once its node is deleted.
@@ -324,6 +314,8 @@ impl SemaphoreHandle {
         released
     }
 
+    crate::recipe::handle::handle_basics!(SemaphoreActor => LockEvent);
+
     /// The participant ids of the lease nodes in line order (holders first), read now.
     ///
     /// # Cancel safety
@@ -332,44 +324,60 @@ impl SemaphoreHandle {
         participants(&self.addr, &self.dir)
     }
 
-    crate::recipe::handle::handle_basics!(SemaphoreActor => LockEvent);
-
-    /// Gives back what it holds (or leaves the line) and stops the actor. Sent when called; the
-    /// future resolves once our node is deleted and the actor has stopped. While ZooKeeper
-    /// cannot be reached, the delete is retried and the stop waits with it.
+    /// Gives back its lease (or leaves the line) and stops the actor, as [`LockHandle::stop`]:
+    /// resolves once its nodes are deleted and the actor has stopped.
     ///
     /// # Cancel safety
-    /// The stop is sent when this is called: dropping the future loses only the wait.
+    /// As [`LockHandle::stop`]: dropping the future loses only the wait.
     pub fn stop(&self) -> impl Future<Output = ()> + 'static {
-        self.addr.do_send(ReleaseAndStop);
-        self.turn.give_back();
-        crate::stop::stopped(&self.addr)
+        stop(&self.addr, &self.turn)
     }
 }
 
+/// An actor that answers a handle's `acquire` (the lock's, the semaphore's).
+trait Acquires: Actor<Context = Context<Self>> + Handler<Asked<Acquire>> + Handler<GiveBack> + Handler<CallerGone> {}
+
+impl<A> Acquires for A where
+    A: Actor<Context = Context<A>> + Handler<Asked<Acquire>> + Handler<GiveBack> + Handler<CallerGone>
+{
+}
+
+/// `stop`: sent at the call; the turn is given back with what the participant held.
+fn stop<A>(addr: &Addr<A>, turn: &Turn) -> impl Future<Output = ()> + 'static + use<A>
+where
+    A: Actor<Context = Context<A>> + Handler<ReleaseAndStop> + Handler<crate::stop::AwaitStopped>,
+{
+    addr.do_send(ReleaseAndStop);
+    turn.give_back();
+    crate::stop::stopped(addr)
+}
+
 /// `acquire` in this handle's turn: waits for the turn (at most `timeout`), then for the grant
-/// (at most what is left of `timeout`), and keeps the turn until the release.
-fn acquire_in_turn<A>(
+/// (at most what is left of `timeout`), and keeps the turn until the release. `reentrant`: while
+/// a task of this handle has the turn, the grant this participant holds, at once.
+fn acquire_in_turn<A: Acquires>(
     addr: &Addr<A>,
     dir: &str,
     turn: &Turn,
     timeout: Option<Duration>,
-) -> impl Future<Output = Result<LockGrant, LockError>> + 'static + use<A>
-where
-    A: Actor<Context = Context<A>> + Handler<Asked<Acquire>> + Handler<GiveBack> + Handler<CallerGone>,
-{
+    reentrant: bool,
+) -> impl Future<Output = Result<LockGrant, LockError>> + 'static + use<A> {
+    use futures::future::Either::{Left, Right};
     // The turn free now: sent at the call, as every request of a handle is (a caller that
     // polls later still stands in line from now).
     if let Some(permit) = turn.try_take() {
         let (asked, turn) = (acquire(addr, dir, timeout), turn.clone());
-        return futures::future::Either::Left(async move {
+        return Left(Left(async move {
             let grant = asked.await?;
             turn.keep(permit);
             Ok(grant)
-        });
+        }));
+    }
+    if reentrant {
+        return Left(Right(acquire(addr, dir, timeout)));
     }
     let (addr, dir, turn) = (addr.clone(), dir.to_owned(), turn.clone());
-    futures::future::Either::Right(async move {
+    Right(async move {
         let asked_at = std::time::Instant::now();
         let Some(permit) = turn.wait(timeout).await else {
             return Err(LockError::Timeout { dir, after: timeout.unwrap_or_default() });
@@ -381,28 +389,6 @@ where
         turn.keep(permit);
         Ok(grant)
     })
-}
-
-/// `acquire_reentrant`: the held grant when a task of this handle has the turn, else
-/// [`acquire_in_turn`].
-fn reentrant<A>(
-    addr: &Addr<A>,
-    dir: &str,
-    turn: &Turn,
-    timeout: Option<Duration>,
-) -> impl Future<Output = Result<LockGrant, LockError>> + 'static + use<A>
-where
-    A: Actor<Context = Context<A>> + Handler<Asked<Acquire>> + Handler<GiveBack> + Handler<CallerGone>,
-{
-    match turn.try_take() {
-        // Nobody of ours holds it: a plain acquire, in turn (a task that takes the turn in
-        // between only makes this one wait).
-        Some(permit) => {
-            drop(permit);
-            futures::future::Either::Left(acquire_in_turn(addr, dir, turn, timeout))
-        }
-        None => futures::future::Either::Right(acquire(addr, dir, timeout)),
-    }
 }
 
 /// A lock-shaped request sent through the handle's own reply channel: dropped before it resolved,
@@ -431,14 +417,11 @@ where
     async move { answer.await.unwrap_or(Err(LockError::Stopped { dir })) }
 }
 
-fn acquire<A>(
+fn acquire<A: Acquires>(
     addr: &Addr<A>,
     dir: &str,
     timeout: Option<Duration>,
-) -> impl Future<Output = Result<LockGrant, LockError>> + 'static + use<A>
-where
-    A: Actor<Context = Context<A>> + Handler<Asked<Acquire>> + Handler<GiveBack> + Handler<CallerGone>,
-{
+) -> impl Future<Output = Result<LockGrant, LockError>> + 'static + use<A> {
     ask(addr, dir, Acquire { timeout }, |grant: &LockGrant| Some(grant.token))
 }
 

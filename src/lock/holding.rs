@@ -215,7 +215,7 @@ pub(super) fn participants(session: &SessionHandle, dir: String) -> ResponseFutu
 /// `config.dir`, a `shell` and its own `Handler<Acquire>`: its `Actor` impl (attached to its
 /// session at the start; a stop releases, its contenders deleting their nodes after it) and the
 /// handlers of `Release` (asked and told), `ReleaseAndStop`, `Asked<Acquire>`, `CallerGone`,
-/// `GiveBack` and the session's `Goodbye`.
+/// `GiveBack` and the session's events and `Goodbye`.
 macro_rules! answers_lock_requests {
     ($actor:ty) => {
         impl actix::Actor for $actor {
@@ -274,6 +274,14 @@ macro_rules! answers_lock_requests {
 
             fn handle(&mut self, msg: super::messages::GiveBack, ctx: &mut Self::Context) {
                 super::holding::give_back(self, msg.token, ctx);
+            }
+        }
+
+        impl actix::Handler<$crate::session::SessionEvent> for $actor {
+            type Result = ();
+
+            fn handle(&mut self, event: $crate::session::SessionEvent, ctx: &mut Self::Context) {
+                $crate::recipe::holder::session_event(self, &event, ctx);
             }
         }
 

@@ -25,7 +25,7 @@ use crate::recipe::holder::{self, Attempt, ContenderSlot, Happened, Holder, Hold
 use crate::recipe::naming::{LEASE_NAME, LOCK_NAME, Rule};
 use crate::recipe::shell::Shell;
 use crate::recipe::{ContenderEvent, ContenderReport, ContenderSpec, Reply};
-use crate::session::{SessionEvent, SessionHandle};
+use crate::session::SessionHandle;
 
 // Where `SemaphoreActor::slots` keeps the guard's contender and the lease's.
 const GUARD: usize = 0;
@@ -57,18 +57,6 @@ impl SemaphoreActor {
             attempt: 0,
             slots: [ContenderSlot::new(), ContenderSlot::new()],
         }
-    }
-
-    /// Shows the recipe's health entry to its handles through `tag`.
-    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.shell.show_health_to(tag);
-        self
-    }
-
-    /// Runs on its session's thread, holding `resident` (see `shell::start_beside_session`).
-    pub(crate) fn residing(mut self, resident: Option<crate::session::residents::Resident>) -> Self {
-        self.shell.reside(resident);
-        self
     }
 
     // Guard and lease contenders of attempt `n` carry tags 2n and 2n+1.
@@ -116,21 +104,7 @@ impl SemaphoreActor {
 }
 
 impl HolderHost for SemaphoreActor {
-    type Grant = LockGrant;
-    type Waiter = LockWaiter;
-    type Event = LockEvent;
-
-    fn holder(&mut self) -> &mut Holder<LockGrant, LockWaiter> {
-        &mut self.holder
-    }
-
-    fn shell(&self) -> &Shell<LockEvent> {
-        &self.shell
-    }
-
-    fn shell_mut(&mut self) -> &mut Shell<LockEvent> {
-        &mut self.shell
-    }
+    crate::recipe::holder::host_parts!(LockGrant, LockWaiter);
 
     fn metric(&self) -> (crate::metrics::GrantKind, &str) {
         (crate::metrics::GrantKind::Semaphore, &self.config.dir)
@@ -160,6 +134,8 @@ impl HolderHost for SemaphoreActor {
     }
 }
 
+holding::answers_lock_requests!(SemaphoreActor);
+
 impl Handler<Acquire> for SemaphoreActor {
     type Result = Reply<Result<LockGrant, LockError>>;
 
@@ -174,8 +150,6 @@ impl Handler<Acquire> for SemaphoreActor {
         holding::acquire(self, &dir, msg.timeout, ctx)
     }
 }
-
-holding::answers_lock_requests!(SemaphoreActor);
 
 impl Handler<Participants> for SemaphoreActor {
     type Result = ResponseFuture<Result<Vec<String>, LockError>>;
@@ -193,14 +167,6 @@ impl Handler<ContenderReport> for SemaphoreActor {
             return;
         }
         if report.tag % 2 == 0 { self.on_guard(report.event, ctx) } else { self.on_lease(report.event, ctx) }
-    }
-}
-
-impl Handler<SessionEvent> for SemaphoreActor {
-    type Result = ();
-
-    fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
-        holder::session_event(self, &event, ctx);
     }
 }
 

@@ -13,9 +13,10 @@ use super::error::PersistentNodeError;
 use super::messages::{ActualPath, PersistentNodeEvent, SetData, WaitForInitialCreate};
 use crate::error::Error;
 use crate::path;
+use crate::recipe::guarded::delete_created_at;
 use crate::recipe::naming;
 use crate::recipe::shell::Shell;
-use crate::retry::{Attempted, Backoff, RetryPolicy, retried};
+use crate::retry::{Backoff, RetryPolicy};
 use crate::session::health::RecipeState;
 use crate::session::requests::CreateMode;
 use crate::session::{SessionEvent, SessionHandle, WatchEvent, WatchEventKind};
@@ -86,12 +87,6 @@ impl PersistentNode {
     /// What a stop leaves behind, shared with the handles.
     pub(crate) fn left(&self) -> Left {
         self.left.clone()
-    }
-
-    /// Shows the recipe's health entry to its handles through `tag`.
-    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.shell.show_health_to(tag);
-        self
     }
 
     /// What the health board calls this node.
@@ -518,27 +513,8 @@ async fn delete_ours(
     }
     // The node's own policy, without the attempt limit: a node left behind stays for good.
     let backoff = retry.without_attempt_limit().backoff();
-    let session = session.clone();
-    retried(backoff, move || {
-        let (session, path) = (session.clone(), path.clone());
-        async move {
-            loop {
-                let deleted = match session.exists(&path).await {
-                    Ok(Some(stat)) if stat.czxid == czxid => session.delete(&path, Some(stat.version)).await,
-                    Ok(_) => return Attempted::Done(()),
-                    Err(error) => Err(error),
-                };
-                return match deleted {
-                    Ok(()) | Err(Error::NoNode { .. }) => Attempted::Done(()),
-                    // Written meanwhile (our own set, say): look again, at once.
-                    Err(Error::BadVersion { .. }) => continue,
-                    Err(error) if error.is_final() => Attempted::Failed(error),
-                    Err(error) => Attempted::Again(error),
-                };
-            }
-        }
-    })
-    .await
+    // Not pinned: an expiry is retried like a connection loss, so `SessionEnded` never comes.
+    delete_created_at(session.clone(), path, czxid, backoff).await.map(drop)
 }
 
 fn is_ephemeral(mode: CreateMode) -> bool {

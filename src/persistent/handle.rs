@@ -15,6 +15,7 @@ use super::actor::{DeleteAndStop, Left, PersistentNode};
 use super::config::PersistentNodeConfig;
 use super::error::PersistentNodeError;
 use super::messages::{ActualPath, PersistentNodeEvent, SetData, WaitForInitialCreate};
+use crate::recipe::shell::start_tagged;
 use crate::reply::ask;
 use crate::session::SessionHandle;
 use crate::session::health::HealthTag;
@@ -52,8 +53,8 @@ impl PersistentNodeHandle {
         let path = config.path().to_owned();
         let node = PersistentNode::new(session, config)?;
         let left = node.left();
-        let health = HealthTag::default();
-        Ok(PersistentNodeHandle { addr: node.with_health_tag(health.clone()).start(), path, left, health })
+        let (addr, health) = start_tagged(node);
+        Ok(PersistentNodeHandle { addr, path, left, health })
     }
 
     fn stopped(&self) -> PersistentNodeError {

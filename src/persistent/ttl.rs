@@ -15,7 +15,6 @@ use super::error::PersistentNodeError;
 use super::handle::PersistentNodeHandle;
 use super::messages::PersistentNodeEvent;
 use crate::error::Error;
-use crate::events::EventStream;
 use crate::path;
 use crate::session::SessionHandle;
 use crate::session::requests::CreateMode;
@@ -143,22 +142,7 @@ impl PersistentTtlNode {
         self.node.set_data(data)
     }
 
-    /// The node's events (see [`PersistentNodeEvent`]).
-    pub fn events(&self) -> EventStream<PersistentNodeEvent> {
-        self.node.events()
-    }
-
-    /// Sends every [`PersistentNodeEvent`] to `recipient` (held weakly).
-    pub fn subscribe(&self, recipient: actix::Recipient<PersistentNodeEvent>) {
-        self.node.subscribe(recipient);
-    }
-
-    /// The node's entry on its session's health board (as in
-    /// [`SessionHandle::health`](crate::session::SessionHandle::health)); `None` while it has
-    /// none (before its actor first reports, and once it has stopped).
-    pub fn health(&self) -> Option<crate::session::health::RecipeHealth> {
-        self.node.health()
-    }
+    crate::recipe::handle::delegated_basics!(node => PersistentNodeEvent, "node");
 
     /// Stops touching and keeping the node; it stays until its TTL ends it. Resolves once the
     /// actor has stopped. Dropping the last handle does the same.

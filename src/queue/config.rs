@@ -3,6 +3,7 @@
 use actix::prelude::*;
 
 use super::messages::{Delivery, Revoked};
+use crate::builder::Opaque;
 use crate::path;
 use crate::recipe::naming::default_participant_id;
 use crate::retry::RetryPolicy;
@@ -40,16 +41,10 @@ impl Worker {
 type MakeWorker = std::sync::Arc<dyn Fn(usize) -> Worker + Send + Sync>;
 
 /// `n` workers to start with the consumer ([`ConsumerConfig::with_workers`]).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 struct WorkerPool {
     n: usize,
-    make: MakeWorker,
-}
-
-impl std::fmt::Debug for WorkerPool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WorkerPool").field("n", &self.n).finish_non_exhaustive()
-    }
+    make: Opaque<MakeWorker>,
 }
 
 /// How a [`QueueConsumerActor`](super::QueueConsumerActor) consumes. It only describes: nothing
@@ -104,7 +99,7 @@ impl ConsumerConfig {
         F: Fn(usize) -> A + Send + Sync + 'static,
     {
         let make: MakeWorker = std::sync::Arc::new(move |i| Worker::new(&factory(i).start()));
-        self.pools.push(WorkerPool { n, make });
+        self.pools.push(WorkerPool { n, make: Opaque(make) });
         self
     }
 
@@ -112,7 +107,7 @@ impl ConsumerConfig {
     /// when it starts.
     pub(super) fn start_workers(&mut self) {
         for pool in std::mem::take(&mut self.pools) {
-            self.workers.extend((0..pool.n).map(|i| (pool.make)(i)));
+            self.workers.extend((0..pool.n).map(|i| (pool.make.0)(i)));
         }
     }
 

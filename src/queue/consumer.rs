@@ -150,13 +150,6 @@ impl QueueConsumerActor {
         }
     }
 
-    /// Shows the entry to the handle's `tag`, and keeps a failed one there (see
-    /// `HealthSlot::keep_failed`).
-    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.shell.show_health_to(tag);
-        self
-    }
-
     /// Turns `true` once this consumer has stopped and every claim it held is given back.
     pub(crate) fn released(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
         self.released.as_ref().map(tokio::sync::watch::Sender::subscribe)

@@ -15,6 +15,7 @@ use super::config::ConsumerConfig;
 use super::consumer::QueueConsumerActor;
 use super::error::QueueError;
 use super::messages::{ConsumerEvent, Released, Stop, WaitIdle};
+use crate::recipe::shell::start_tagged;
 use crate::reply::ask;
 use crate::session::SessionHandle;
 
@@ -50,10 +51,10 @@ impl QueueConsumerHandle {
     pub fn start(session: SessionHandle, config: ConsumerConfig) -> Result<QueueConsumerHandle, QueueError> {
         config.validate()?;
         let queue = config.queue().to_owned();
-        let health = crate::session::health::HealthTag::default();
-        let consumer = QueueConsumerActor::new(session, config).with_health_tag(health.clone());
+        let consumer = QueueConsumerActor::new(session, config);
         let released = consumer.released();
-        Ok(QueueConsumerHandle { addr: consumer.start(), queue, released, health })
+        let (addr, health) = start_tagged(consumer);
+        Ok(QueueConsumerHandle { addr, queue, released, health })
     }
 
     /// A handle to a running consumer of the queue at `queue`.

@@ -5,7 +5,11 @@
 //! Owns: the guard and what its failure means ([`GuardFailure`]). Does not own the token's type
 //! (`token.rs`) or the grant that hands guarded writes out (`fence.rs`).
 
-use crate::retry::{Attempted, retried};
+use std::future::Future;
+
+use crate::error::Error;
+use crate::retry::{Attempted, Backoff, retried};
+use crate::session::requests::Stat;
 
 /// Why a guarded write failed, and whether it may have applied all the same.
 #[derive(Debug)]
@@ -96,22 +100,71 @@ pub(crate) async fn delete_fenced(
     path: String,
     czxid: i64,
 ) -> Result<FencedDelete, crate::error::Error> {
-    use crate::error::Error;
     // Without the attempt limit: giving up would leave our node in the others' way until our
     // session ends.
     let backoff = session.handle().retry_policy().without_attempt_limit().backoff();
+    delete_created_at(session, path, czxid, backoff).await
+}
+
+/// Where [`delete_created_at`] sends its reads and deletes: on one session (a
+/// [`PinnedSession`](crate::session::PinnedSession), whose end ends the delete) or on whichever
+/// is current (a [`SessionHandle`](crate::session::SessionHandle), for a node no session owns).
+pub(crate) trait DeleteOn: Clone {
+    /// True when the requests go to one session only: its end ends the delete (on whichever
+    /// session is current, an expiry is one more interruption).
+    const ONE_SESSION: bool;
+    /// The node's stat.
+    fn stat_of(&self, path: &str) -> impl Future<Output = Result<Option<Stat>, Error>> + 'static;
+    /// Deletes the node at `version`.
+    fn delete_at(&self, path: &str, version: i32) -> impl Future<Output = Result<(), Error>> + 'static;
+}
+
+impl DeleteOn for crate::session::PinnedSession {
+    const ONE_SESSION: bool = true;
+
+    fn stat_of(&self, path: &str) -> impl Future<Output = Result<Option<Stat>, Error>> + 'static {
+        self.exists(path)
+    }
+
+    fn delete_at(&self, path: &str, version: i32) -> impl Future<Output = Result<(), Error>> + 'static {
+        self.delete(path, Some(version))
+    }
+}
+
+impl DeleteOn for crate::session::SessionHandle {
+    const ONE_SESSION: bool = false;
+
+    fn stat_of(&self, path: &str) -> impl Future<Output = Result<Option<Stat>, Error>> + 'static {
+        self.exists(path)
+    }
+
+    fn delete_at(&self, path: &str, version: i32) -> impl Future<Output = Result<(), Error>> + 'static {
+        self.delete(path, Some(version))
+    }
+}
+
+/// Deletes `path` only while it is the node created at `czxid`: reads its stat and deletes
+/// that version, reading again when the delete finds it gone or changed. Retries through
+/// connection loss as `backoff` says; a final error ends it, and so does the end of a pinned
+/// session ([`FencedDelete::SessionEnded`]).
+pub(crate) async fn delete_created_at<S: DeleteOn>(
+    session: S,
+    path: String,
+    czxid: i64,
+    backoff: Backoff,
+) -> Result<FencedDelete, Error> {
     retried(backoff, move || {
         let (session, path) = (session.clone(), path.clone());
         async move {
             loop {
-                let deleted = match session.exists(&path).await {
-                    Ok(Some(stat)) if stat.czxid == czxid => session.delete(&path, Some(stat.version)).await,
+                let deleted = match session.stat_of(&path).await {
+                    Ok(Some(stat)) if stat.czxid == czxid => session.delete_at(&path, stat.version).await,
                     Ok(_) => return Attempted::Done(FencedDelete::NotOurs),
                     Err(err) => Err(err),
                 };
                 return match deleted {
                     Ok(()) => Attempted::Done(FencedDelete::Deleted),
-                    Err(Error::SessionLost { .. }) => Attempted::Done(FencedDelete::SessionEnded),
+                    Err(Error::SessionLost { .. }) if S::ONE_SESSION => Attempted::Done(FencedDelete::SessionEnded),
                     // Gone between the read and the delete (our own earlier delete whose reply
                     // was lost) or changed: read again, at once.
                     Err(Error::NoNode { .. } | Error::BadVersion { .. }) => continue,

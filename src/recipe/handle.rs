@@ -1,6 +1,7 @@
 //! [`handle_basics!`]: the methods every recipe handle has and that only touch its actor's
 //! address (`addr`) and its health tag (`health`): `addr()`, `events()`, `subscribe()` and
-//! `health()`, written once with one wording, so that every handle reads the same.
+//! `health()`, written once with one wording, so that every handle reads the same; and
+//! [`delegated_basics!`], the same three for a handle that wraps another recipe's handle.
 //!
 //! Owns: those four methods and their docs. Does not own a handle's `start`, its requests or
 //! its `stop()` (what a stop lets go of is each recipe's).
@@ -52,3 +53,30 @@ macro_rules! handle_basics {
     };
 }
 pub(crate) use handle_basics;
+
+/// Writes `events()`, `subscribe()` and `health()` for a handle that wraps another recipe's
+/// handle in its field `$inner` (a registration or a TTL node over a persistent node's handle):
+/// each asks the inner handle. `$what` names what the handle stands for in the docs.
+macro_rules! delegated_basics {
+    ($inner:ident => $event:ident, $what:literal) => {
+        #[doc = concat!("The ", $what, "'s events, as a stream this caller owns (see [`", stringify!($event), "`]).")]
+        pub fn events(&self) -> $crate::events::EventStream<$event> {
+            self.$inner.events()
+        }
+
+        #[doc = concat!("Sends every [`", stringify!($event), "`] to `recipient` (held weakly).")]
+        pub fn subscribe(&self, recipient: actix::Recipient<$event>) {
+            self.$inner.subscribe(recipient);
+        }
+
+        #[doc = concat!(
+                            "The ", $what, "'s entry on its session's health board (as in ",
+                            "[`SessionHandle::health`](crate::session::SessionHandle::health)); `None` while it has ",
+                            "none (before its actor first reports, and once it has stopped)."
+                        )]
+        pub fn health(&self) -> Option<$crate::session::health::RecipeHealth> {
+            self.$inner.health()
+        }
+    };
+}
+pub(crate) use delegated_basics;

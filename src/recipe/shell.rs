@@ -196,8 +196,52 @@ where
     }
 }
 
+/// A recipe actor built on a [`Shell`] (its `shell` field; [`on_the_shell!`] writes this): what
+/// starting it and the shared machinery need of it.
+pub(crate) trait OnShell: Actor<Context = Context<Self>> {
+    /// The recipe's events.
+    type Event: Message<Result = ()> + Clone + Send + 'static;
+    /// The recipe's shell.
+    fn shell(&self) -> &Shell<Self::Event>;
+    /// The recipe's shell, to change.
+    fn shell_mut(&mut self) -> &mut Shell<Self::Event>;
+
+    /// Shows the recipe's health entry to its handles through `tag`.
+    fn with_health_tag(mut self, tag: HealthTag) -> Self
+    where
+        Self: Sized,
+    {
+        self.shell_mut().show_health_to(tag);
+        self
+    }
+}
+
+/// Starts `actor` on the current Arbiter, its health entry shown to a new tag, which is returned
+/// for its handle.
+pub(crate) fn start_tagged<A: OnShell>(actor: A) -> (Addr<A>, HealthTag) {
+    let health = HealthTag::default();
+    (actor.with_health_tag(health.clone()).start(), health)
+}
+
+/// Starts `inner`, a recipe another one is built on (a master's election, a group's or a
+/// service's cache), on the current Arbiter: it shows its health entry to the outer recipe's
+/// handles (through `outer`'s tag, when it has one), and its events go to `to`.
+pub(crate) fn start_inner<A, E>(outer: &Shell<E>, inner: A, to: Recipient<A::Event>) -> Addr<A>
+where
+    A: OnShell + Handler<crate::events::Subscribe<A::Event>>,
+    E: Message<Result = ()> + Clone + Send + 'static,
+{
+    let inner = match outer.health_tag() {
+        Some(tag) => inner.with_health_tag(tag.clone()),
+        None => inner,
+    };
+    let addr = inner.start();
+    addr.do_send(crate::events::Subscribe { recipient: to });
+    addr
+}
+
 /// The handlers of a recipe actor whose `shell: Shell<E>` field does all the work:
-/// `Handler<AwaitStopped>`; with `=> E` also `Handler<Listen<E>>`, and with `, Subscribe` also
+/// `Handler<AwaitStopped>`; with `=> E` also `Handler<Listen<E>>` and [`OnShell`], and with `, Subscribe` also
 /// `Handler<Subscribe<E>>` (an actor that tells a late reader or subscriber something first
 /// writes its own).
 macro_rules! on_the_shell {
@@ -212,6 +256,18 @@ macro_rules! on_the_shell {
     };
     ($actor:ty => $event:ty) => {
         $crate::recipe::shell::on_the_shell!($actor);
+
+        impl $crate::recipe::shell::OnShell for $actor {
+            type Event = $event;
+
+            fn shell(&self) -> &$crate::recipe::shell::Shell<$event> {
+                &self.shell
+            }
+
+            fn shell_mut(&mut self) -> &mut $crate::recipe::shell::Shell<$event> {
+                &mut self.shell
+            }
+        }
 
         impl actix::Handler<$crate::events::Listen<$event>> for $actor {
             type Result = ();

@@ -15,6 +15,7 @@ use super::master::{TaskMaster, TaskMasterConfig};
 use super::master_fence::MasterFence;
 use super::messages::{CurrentTerm, MasterEvent, Stop, WorkerEvent};
 use super::worker::{TaskWorker, TaskWorkerConfig};
+use crate::recipe::shell::start_tagged;
 use crate::reply::ask;
 use crate::session::SessionHandle;
 use crate::session::health::HealthTag;
@@ -44,12 +45,8 @@ impl TaskMasterHandle {
     /// once. [`TaskError`] for an unusable root, before anything starts.
     pub fn start(session: SessionHandle, config: TaskMasterConfig) -> Result<TaskMasterHandle, TaskError> {
         let root = config.root().to_owned();
-        let health = HealthTag::default();
-        Ok(TaskMasterHandle {
-            addr: TaskMaster::new(session, config)?.with_health_tag(health.clone()).start(),
-            root,
-            health,
-        })
+        let (addr, health) = start_tagged(TaskMaster::new(session, config)?);
+        Ok(TaskMasterHandle { addr, root, health })
     }
 
     /// A handle to a running candidate of the installation at `root`.
@@ -104,8 +101,7 @@ impl TaskWorkerHandle {
     /// Starts a [`TaskWorker`] for `config` on the current Arbiter.
     /// [`TaskError`] for an unusable root or worker id, before anything starts.
     pub fn start(session: SessionHandle, config: TaskWorkerConfig) -> Result<TaskWorkerHandle, TaskError> {
-        let health = crate::session::health::HealthTag::default();
-        let addr = TaskWorker::new(session, config)?.with_health_tag(health.clone()).start();
+        let (addr, health) = start_tagged(TaskWorker::new(session, config)?);
         Ok(TaskWorkerHandle { addr, health })
     }
 

@@ -15,33 +15,24 @@ use super::master_fence::MasterFence;
 use super::messages::*;
 use super::strategy::{AssignStrategy, LeastLoaded};
 use super::term::MasterTerm;
+use crate::builder::Opaque;
 use crate::election::{self, ElectionActor, ElectionConfig, ElectionEvent};
 use crate::recipe::ConnectionPolicy;
 use crate::recipe::naming::default_participant_id;
-use crate::recipe::shell::Shell;
+use crate::recipe::shell::{Shell, start_inner};
 use crate::retry::{Backoff, RetryPolicy, again_later};
 use crate::session::SessionHandle;
 
 type StrategyFactory = Rc<dyn Fn() -> Box<dyn AssignStrategy>>;
 
 /// How a [`TaskMaster`] candidate takes part.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct TaskMasterConfig {
     root: String,
     master_id: String,
     policy: ConnectionPolicy,
-    strategy: StrategyFactory,
+    strategy: Opaque<StrategyFactory>,
     retry: Option<RetryPolicy>,
-}
-
-impl std::fmt::Debug for TaskMasterConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TaskMasterConfig")
-            .field("root", &self.root)
-            .field("master_id", &self.master_id)
-            .field("policy", &self.policy)
-            .finish_non_exhaustive()
-    }
 }
 
 impl TaskMasterConfig {
@@ -56,7 +47,7 @@ impl TaskMasterConfig {
             root: root.into(),
             master_id: default_participant_id(),
             policy: ConnectionPolicy::default(),
-            strategy: Rc::new(|| Box::new(LeastLoaded)),
+            strategy: Opaque(Rc::new(|| Box::new(LeastLoaded))),
             retry: None,
         }
     }
@@ -77,7 +68,7 @@ impl TaskMasterConfig {
     /// How tasks are spread: `factory` makes a fresh strategy for every term, e.g.
     /// `|| RoundRobin::default()`.
     pub fn with_strategy<S: AssignStrategy, F: Fn() -> S + 'static>(mut self, factory: F) -> Self {
-        self.strategy = Rc::new(move || Box::new(factory()));
+        self.strategy = Opaque(Rc::new(move || Box::new(factory())));
         self
     }
 }
@@ -116,12 +107,6 @@ impl TaskMaster {
         Ok(TaskMaster { shell, layout, config, election: None, term: None, backoff, master_id: None })
     }
 
-    /// Shows the master's health entry (its election's) to its handles through `tag`.
-    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.shell.show_health_to(tag);
-        self
-    }
-
     fn broadcast(&mut self, event: MasterEvent) {
         self.shell.tell(event);
     }
@@ -144,7 +129,7 @@ impl TaskMaster {
     fn join_election(&mut self, ctx: &mut Context<Self>) {
         let session = self.shell.session().clone();
         let layout = self.layout.clone();
-        let strategy = self.config.strategy.clone();
+        let strategy = self.config.strategy.0.clone();
         let report = ctx.address().downgrade().recipient::<MasterEvent>();
         let retry = self.shell.retry();
         let config = ElectionConfig::new(self.layout.master())
@@ -155,13 +140,8 @@ impl TaskMaster {
                 let fence: MasterFence = term;
                 MasterTerm::new(session.clone(), layout.clone(), fence, strategy(), report.clone(), retry)
             });
-        let mut election = ElectionActor::new(self.shell.session().clone(), config);
-        if let Some(tag) = self.shell.health_tag() {
-            election = election.with_health_tag(tag.clone());
-        }
-        let election = election.start();
-        election.do_send(election::Subscribe { recipient: ctx.address().recipient() });
-        self.election = Some(election);
+        let election = ElectionActor::new(self.shell.session().clone(), config);
+        self.election = Some(start_inner(&self.shell, election, ctx.address().recipient()));
     }
 }
 

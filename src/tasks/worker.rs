@@ -32,7 +32,7 @@ use crate::session::requests::Op;
 use crate::session::{IntoActorFree, SessionEvent, SessionHandle, WatchEvent};
 
 /// How a [`TaskWorker`] works.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 #[must_use]
 pub struct TaskWorkerConfig {
     root: String,
@@ -40,17 +40,6 @@ pub struct TaskWorkerConfig {
     runner: Recipient<TaskAssigned>,
     concurrency: usize,
     retry: Option<RetryPolicy>,
-}
-
-impl std::fmt::Debug for TaskWorkerConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TaskWorkerConfig")
-            .field("root", &self.root)
-            .field("worker_id", &self.worker_id)
-            .field("concurrency", &self.concurrency)
-            .field("retry", &self.retry)
-            .finish_non_exhaustive()
-    }
 }
 
 impl TaskWorkerConfig {
@@ -157,13 +146,6 @@ impl TaskWorker {
             backoff,
             stop_waiters: Vec::new(),
         })
-    }
-
-    /// Shows the entry to the handle's `tag`, and keeps a failed one there (see
-    /// `HealthSlot::keep_failed`).
-    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.shell.show_health_to(tag);
-        self
     }
 
     fn tell(&mut self, event: WorkerEvent) {

@@ -233,19 +233,24 @@ impl ZkEnsemble {
 
     /// Graceful stop of member `i` (SIGTERM, SIGKILL after 10 s).
     pub fn stop_member(&mut self, i: usize) -> Result<(), TestkitError> {
-        let member = self.member(i)?;
-        let pid = member.process.pid();
-        member.process.terminate()?;
-        tracing::info!(member = i, port = member.client_port, pid, "stopped ensemble member");
-        Ok(())
+        self.end_member(i, false)
     }
 
     /// Crash of member `i` (SIGKILL).
     pub fn kill_member(&mut self, i: usize) -> Result<(), TestkitError> {
+        self.end_member(i, true)
+    }
+
+    fn end_member(&mut self, i: usize, crash: bool) -> Result<(), TestkitError> {
         let member = self.member(i)?;
         let pid = member.process.pid();
-        member.process.kill()?;
-        tracing::info!(member = i, port = member.client_port, pid, "killed ensemble member");
+        if crash {
+            member.process.kill()?
+        } else {
+            member.process.terminate()?
+        }
+        let (port, how) = (member.client_port, if crash { "killed" } else { "stopped" });
+        tracing::info!(member = i, port, pid, "{how} ensemble member");
         Ok(())
     }
 

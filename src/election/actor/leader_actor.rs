@@ -33,7 +33,7 @@ impl ElectionActor {
                 return; // started meanwhile, or the term was suspended or ended meanwhile
             }
             if let Some(factory) = &act.config.leader {
-                let run = factory(term);
+                let run = (factory.0)(term);
                 act.leader = Some((run.stop, run.stopped.shared()));
             }
         });

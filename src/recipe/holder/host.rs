@@ -15,26 +15,20 @@ use super::state::{Attempt, Deleted, Effect, GrantConnection, Happened, Holder, 
 use crate::error::Error;
 use crate::metrics;
 use crate::recipe::contender::{self, Contender, ContenderEvent, ContenderHost, ContenderSpec};
-use crate::recipe::shell::Shell;
+use crate::recipe::shell::{OnShell, start_beside_session};
 use crate::retry::{Attempted, Backoff, RetryPolicy, Verdict, retried};
-use crate::session::health::RecipeState;
+use crate::session::health::{HealthTag, RecipeState};
 use crate::session::{PinnedSession, SessionEvent, SessionHandle};
 
 /// A recipe actor built on a [`Holder`]: it starts its contenders and words its events; the
 /// core decides the rest.
-pub(crate) trait HolderHost: Actor<Context = Context<Self>> + Handler<crate::recipe::ContenderReport> {
+pub(crate) trait HolderHost: OnShell + Handler<crate::recipe::ContenderReport> {
     /// The recipe's grant.
     type Grant: super::state::Grant + 'static;
     /// The recipe's waiting caller.
     type Waiter: Waiter<Self::Grant> + 'static;
-    /// The recipe's events.
-    type Event: actix::Message<Result = ()> + Clone + Send + 'static;
     /// The core.
     fn holder(&mut self) -> &mut Holder<Self::Grant, Self::Waiter>;
-    /// The recipe's shell.
-    fn shell(&self) -> &Shell<Self::Event>;
-    /// The recipe's shell, to change.
-    fn shell_mut(&mut self) -> &mut Shell<Self::Event>;
     /// The session.
     fn session(&self) -> &SessionHandle {
         self.shell().session()
@@ -68,6 +62,37 @@ pub(crate) trait HolderHost: Actor<Context = Context<Self>> + Handler<crate::rec
     /// Tells subscribers (and does whatever else the recipe does when this happens).
     fn tell(&mut self, happened: Happened<Self::Grant>, ctx: &mut Context<Self>);
 }
+
+/// Starts the host `make` builds on its session's thread ([`start_beside_session`]), its health
+/// entry shown to a new tag, which is returned for the host's handle.
+pub(crate) fn start_host<H: HolderHost>(
+    session: &SessionHandle,
+    make: impl FnOnce() -> H + Send + 'static,
+) -> (Addr<H>, HealthTag) {
+    let health = HealthTag::default();
+    let tag = health.clone();
+    let addr = start_beside_session(session, move |resident| {
+        let mut host = make();
+        host.shell_mut().show_health_to(tag);
+        host.shell_mut().reside(resident);
+        host
+    });
+    (addr, health)
+}
+
+/// Writes a [`HolderHost`]'s associated types and its `holder`, for a host whose core is its
+/// field `holder`.
+macro_rules! host_parts {
+    ($grant:ty, $waiter:ty) => {
+        type Grant = $grant;
+        type Waiter = $waiter;
+
+        fn holder(&mut self) -> &mut $crate::recipe::holder::Holder<$grant, $waiter> {
+            &mut self.holder
+        }
+    };
+}
+pub(crate) use host_parts;
 
 /// The contender of the current attempt, for a host that needs one per attempt (or one per
 /// step of an attempt, like the semaphore's guard and lease): started, stood down and withdrawn

@@ -41,8 +41,8 @@ mod host;
 mod state;
 
 pub(crate) use host::{
-    CallerGone, ContenderSlot, HolderHost, caller_gone, cancel_timeout, goodbye, report, run, session_event, stopped,
-    time_out,
+    CallerGone, ContenderSlot, HolderHost, caller_gone, cancel_timeout, goodbye, host_parts, report, run,
+    session_event, start_host, stopped, time_out,
 };
 pub use state::ConnectionPolicy;
 pub(crate) use state::{Attempt, Grant, Happened, Holder, InLine, Loss, Refusal, ReleaseError, Waiter};

@@ -47,8 +47,7 @@ pub(crate) async fn election_role(session: &SessionHandle, id: &str, plan: Elect
     };
     let config = ElectionConfig::new(&plan.path).with_participant_id(id).with_leader_actor(leader);
     let election = ElectionActor::new(session.clone(), config).start();
-    let printer = Printer::<ElectionEvent>::start_printing();
-    election.do_send(election::Subscribe { recipient: printer.clone().recipient() });
+    let printer = Printer::<ElectionEvent>::printing(&election);
     if plan.writes > 0 {
         enough_rx.next().await;
     }

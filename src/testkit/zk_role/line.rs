@@ -129,6 +129,25 @@ impl<E: Printed> Printer<E> {
     pub(crate) fn start_printing() -> Addr<Printer<E>> {
         Printer(std::marker::PhantomData).start()
     }
+
+    /// Started and subscribed to `recipe`'s events.
+    pub(crate) fn printing<A>(recipe: &Addr<A>) -> Addr<Printer<E>>
+    where
+        A: Actor + Handler<actix_zookeeper::events::Subscribe<E>>,
+        A::Context: actix::dev::ToEnvelope<A, actix_zookeeper::events::Subscribe<E>>,
+    {
+        let printer = Self::start_printing();
+        recipe.do_send(actix_zookeeper::events::Subscribe { recipient: printer.clone().recipient() });
+        printer
+    }
+}
+
+/// Keeps `kept` (a recipe's and its printer's addresses: dropping the last one would stop it)
+/// until the role's process is killed, which is how such a role ends.
+pub(crate) async fn until_killed<T>(kept: T) -> Result<(), String> {
+    futures::future::pending::<()>().await;
+    drop(kept);
+    Ok(())
 }
 
 impl<E: Printed> Actor for Printer<E> {

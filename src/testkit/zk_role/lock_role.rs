@@ -18,8 +18,7 @@ pub(crate) async fn lock_role(session: &SessionHandle, id: &str, plan: LockPlan)
     patiently("create the history directory", || session.ensure_path(&plan.history)).await?;
     let lock = LockActor::new(session.clone(), LockConfig::new(&plan.dir).with_participant_id(id)).start();
     // Subscribing does not keep the printer alive: this address does, for the whole role.
-    let printer = Printer::<LockEvent>::start_printing();
-    lock.do_send(lock::Subscribe { recipient: printer.clone().recipient() });
+    let _printer = Printer::<LockEvent>::printing(&lock);
     for round in 1..=plan.rounds {
         let grant = loop {
             match lock.send(Acquire { timeout: Some(ACQUIRE_TIMEOUT) }).await {

@@ -34,13 +34,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use actix::prelude::*;
 use actix_zookeeper::discovery::{DiscoveryConfig, ServiceDiscovery, ServiceInstance};
-use actix_zookeeper::election::{self, ElectionActor, ElectionConfig, ElectionEvent, LeaderTerm, Resign, StopLeading};
-use actix_zookeeper::lock::{self, Acquire, LockActor, LockConfig, LockError, LockEvent, Release};
+use actix_zookeeper::election::{ElectionActor, ElectionConfig, ElectionEvent, LeaderTerm, Resign, StopLeading};
+use actix_zookeeper::lock::{Acquire, LockActor, LockConfig, LockError, LockEvent, Release};
 use actix_zookeeper::prelude::*;
 use actix_zookeeper::queue::{ConsumerConfig, Delivery, QueueConsumerActor, QueueError, Revoked, Worker};
 use actix_zookeeper::tasks::{
-    MasterEvent, Subscribe, TaskAssigned, TaskMaster, TaskMasterConfig, TaskOutcome, TaskWorker, TaskWorkerConfig,
-    WorkerEvent,
+    MasterEvent, TaskAssigned, TaskMaster, TaskMasterConfig, TaskOutcome, TaskWorker, TaskWorkerConfig, WorkerEvent,
 };
 use actix_zookeeper::{SessionId, path};
 use futures::StreamExt;

@@ -12,12 +12,8 @@ pub(crate) async fn task_worker_role(
     let runner = Runner { id: id.to_owned(), work }.start();
     let config = TaskWorkerConfig::new(root, id, runner.recipient()).with_concurrency(concurrency);
     let worker = TaskWorker::new(session.clone(), config).map_err(|e| e.to_string())?.start();
-    let printer = Printer::<WorkerEvent>::start_printing();
-    worker.do_send(Subscribe { recipient: printer.clone().recipient() });
-    // Dropping the worker's (or the printer's) last address would stop it.
-    futures::future::pending::<()>().await;
-    drop((worker, printer));
-    Ok(())
+    let printer = Printer::<WorkerEvent>::printing(&worker);
+    until_killed((worker, printer)).await
 }
 
 /// The user's side of a worker: "runs" a task by sleeping, answers `<data>|by=<id>`.
@@ -62,11 +58,8 @@ impl Printed for WorkerEvent {
 pub(crate) async fn task_master_role(session: &SessionHandle, id: &str, root: &str) -> Result<(), String> {
     let config = TaskMasterConfig::new(root).with_master_id(id);
     let master = TaskMaster::new(session.clone(), config).map_err(|e| e.to_string())?.start();
-    let printer = Printer::<MasterEvent>::start_printing();
-    master.do_send(Subscribe { recipient: printer.clone().recipient() });
-    futures::future::pending::<()>().await;
-    drop((master, printer));
-    Ok(())
+    let printer = Printer::<MasterEvent>::printing(&master);
+    until_killed((master, printer)).await
 }
 
 impl Printed for MasterEvent {
