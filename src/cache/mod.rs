@@ -21,9 +21,11 @@ mod config;
 mod error;
 mod handle;
 mod messages;
+mod view;
 
 pub use actor::CacheActor;
 pub use config::{CacheConfig, CacheScope};
 pub use error::CacheError;
 pub use handle::CacheHandle;
 pub use messages::{CacheEvent, CachedNode, Get, Snapshot, Stop, Subscribe};
+pub(crate) use view::ChildrenView;

@@ -14,7 +14,6 @@ use super::config::SharedCountConfig;
 use super::error::CounterError;
 use super::format::{COUNT_LEN, encode_count};
 use super::messages::*;
-use crate::reply::Reply;
 use crate::session::SessionHandle;
 use crate::shared::{Failure, NodeConfig, SharedFormat, SharedNode};
 
@@ -36,17 +35,7 @@ impl SharedFormat for CountFormat {
         <[u8; COUNT_LEN]>::try_from(data).ok().map(i32::from_be_bytes)
     }
 
-    fn versioned(value: i32, version: i32, czxid: i64) -> VersionedCount {
-        VersionedCount { value, version, czxid }
-    }
-
-    fn parts(versioned: &VersionedCount) -> (&i32, i32, i64) {
-        (&versioned.value, versioned.version, versioned.czxid)
-    }
-
-    fn changed(value: i32, version: i32, czxid: i64) -> CountChanged {
-        CountChanged { value, version, czxid }
-    }
+    crate::shared::versioned_fields!(i32, VersionedCount, CountChanged);
 
     fn failure(path: &str, failure: Failure) -> CounterError {
         let path = path.to_owned();
@@ -88,34 +77,12 @@ pub type SharedCount = SharedNode<CountFormat>;
 impl SharedNode<CountFormat> {
     /// A counter; start it with `.start()`.
     pub fn new(session: SessionHandle, config: SharedCountConfig) -> SharedCount {
-        let SharedCountConfig { path, seed, retry } = config;
-        SharedNode::with_config(session, NodeConfig { path, seed, retry }, "count")
+        let node = NodeConfig { path: config.path, seed: config.seed, retry: config.retry };
+        SharedNode::with_config(session, node, "count")
     }
 }
 
-impl Handler<GetCount> for SharedCount {
-    type Result = Reply<Result<VersionedCount, CounterError>>;
-
-    fn handle(&mut self, _: GetCount, ctx: &mut Context<Self>) -> Self::Result {
-        self.get(ctx)
-    }
-}
-
-impl Handler<TrySetCount> for SharedCount {
-    type Result = Reply<Result<bool, CounterError>>;
-
-    fn handle(&mut self, msg: TrySetCount, ctx: &mut Context<Self>) -> Self::Result {
-        self.try_set(msg.value, msg.expected, ctx)
-    }
-}
-
-impl Handler<SetCount> for SharedCount {
-    type Result = Reply<Result<VersionedCount, CounterError>>;
-
-    fn handle(&mut self, msg: SetCount, ctx: &mut Context<Self>) -> Self::Result {
-        self.set(msg.value, ctx)
-    }
-}
+crate::shared::answers_node_requests!(SharedCount: GetCount, TrySetCount, SetCount => VersionedCount, CounterError);
 
 impl Handler<AddCount> for SharedCount {
     type Result = ResponseFuture<Result<VersionedCount, CounterError>>;
@@ -145,24 +112,6 @@ impl Handler<AddCount> for SharedCount {
     }
 }
 
-/// Starts with the current count if it is known.
-impl Handler<Subscribe<CountChanged>> for SharedCount {
-    type Result = ();
-
-    fn handle(&mut self, msg: Subscribe<CountChanged>, _: &mut Context<Self>) {
-        self.subscribe(msg.recipient);
-    }
-}
-
-/// Stops the actor. The node stays (a count outlives its users).
-impl Handler<Stop> for SharedCount {
-    type Result = ();
-
-    fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
-        ctx.stop();
-    }
-}
-
 /// Adds `by` to the count of `counter` ([`AddCount`]); a stopped actor is
 /// [`CounterError::Stopped`].
 ///
@@ -178,4 +127,4 @@ pub fn add(
     async move { told.await? }
 }
 
-crate::reply::handle_told!(SharedCount: AddCount, SetCount, TrySetCount);
+crate::reply::handle_told!(SharedCount: AddCount);

@@ -14,17 +14,18 @@ use super::error::DiscoveryError;
 use super::format;
 use super::instance::ServiceInstance;
 use super::messages::*;
-use crate::cache::{self, CacheActor, CacheConfig, CacheEvent, CacheScope};
+use crate::cache::{CacheEvent, ChildrenView};
 use crate::error::Error;
 use crate::path;
-use crate::recipe::shell::{Shell, start_inner};
+use crate::recipe::shell::Shell;
 use crate::session::SessionHandle;
 
 /// The instances of one service, kept in memory and in sync; see `docs/recipes/discovery.md`.
 pub struct ServiceCache {
     name: String,
     dir: String,
-    view: Option<Addr<CacheActor>>,
+    /// Stopped with this actor (dropped with it).
+    view: Option<ChildrenView>,
     /// Readable instances by node name.
     instances: BTreeMap<String, ServiceInstance>,
     /// Nodes that are not instances, by node name, with why (told to late subscribers too).
@@ -103,17 +104,10 @@ impl Actor for ServiceCache {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        let config = CacheConfig::new(self.dir.clone()).with_scope(CacheScope::Children);
-        match CacheActor::new(self.shell.session().clone(), config) {
-            Ok(view) => self.view = Some(start_inner(&self.shell, view, ctx.address().recipient())),
+        match ChildrenView::start(&self.shell, self.dir.clone(), ctx.address().recipient()) {
+            Ok(view) => self.view = Some(view),
             // The path was validated in `new`.
             Err(error) => warn!(parent: self.shell.span(), %error, "cannot watch the service"),
-        }
-    }
-
-    fn stopped(&mut self, _: &mut Context<Self>) {
-        if let Some(view) = self.view.take() {
-            view.do_send(cache::Stop);
         }
     }
 }

@@ -26,7 +26,7 @@ use crate::recipe::holder::{
 use crate::recipe::naming::{LATCH_NAME, Rule};
 use crate::recipe::participants;
 use crate::recipe::shell::Shell;
-use crate::recipe::{ConnectionPolicy, ContenderEvent, ContenderReport, ContenderSpec, FencingToken, Reply};
+use crate::recipe::{ConnectionPolicy, ContenderEvent, ContenderReport, FencingToken, Reply};
 use crate::reply::Pending;
 use crate::session::requests::Goodbye;
 use crate::session::{SessionEvent, SessionHandle};
@@ -156,22 +156,10 @@ impl ElectionActor {
 }
 
 impl HolderHost for ElectionActor {
-    crate::recipe::holder::host_parts!(LeaderTerm, LeadershipWaiter);
-
-    fn metric(&self) -> (crate::metrics::GrantKind, &str) {
-        (crate::metrics::GrantKind::Election, &self.config.path)
-    }
+    crate::recipe::holder::host_parts!(LeaderTerm, LeadershipWaiter, Election at path);
 
     fn begin(&mut self, attempt: Attempt, ctx: &mut Context<Self>) {
-        let spec = ContenderSpec {
-            dir: self.config.path.clone(),
-            name: LATCH_NAME,
-            rule: Rule::Exclusive,
-            data: self.config.participant_id.clone().into_bytes(),
-            tag: attempt,
-            retry: self.retry(),
-            revocable: false,
-        };
+        let spec = self.spec(attempt, self.config.path.clone(), LATCH_NAME, Rule::Exclusive);
         self.contender.start(attempt, self.shell.session(), spec, ctx);
     }
 

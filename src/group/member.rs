@@ -10,11 +10,11 @@ use tracing::{debug, info, warn};
 use super::config::GroupConfig;
 use super::error::GroupError;
 use super::messages::*;
-use crate::cache::{self, CacheActor, CacheConfig, CacheEvent, CacheScope};
+use crate::cache::{self, CacheEvent, ChildrenView};
 use crate::path;
 use crate::recipe::guarded::delete_own_ephemeral;
 use crate::recipe::registration::{NextStep, RegisterError, next_step, register_ephemeral};
-use crate::recipe::shell::{Shell, start_inner};
+use crate::recipe::shell::Shell;
 use crate::retry::Backoff;
 use crate::session::IntoActorFree;
 use crate::session::requests::Goodbye;
@@ -45,7 +45,8 @@ pub struct GroupMember {
     node: String,
     membership: Membership,
     generation: u64,
-    view: Option<Addr<CacheActor>>,
+    /// Stopped with this actor (dropped with it).
+    view: Option<ChildrenView>,
     ready: bool,
     /// Delay before the next try to join; reset once joined.
     backoff: Backoff,
@@ -184,18 +185,15 @@ impl Actor for GroupMember {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         self.shell.hear_session(ctx);
-        let config = CacheConfig::new(self.config.group.clone()).with_scope(CacheScope::Children);
-        match CacheActor::new(self.shell.session().clone(), config) {
-            Ok(cache) => self.view = Some(start_inner(&self.shell, cache, ctx.address().recipient())),
+        match ChildrenView::start(&self.shell, self.config.group.clone(), ctx.address().recipient()) {
+            Ok(view) => self.view = Some(view),
             // The group path was validated in `new`.
             Err(error) => warn!(parent: self.shell.span(), %error, "cannot watch the group"),
         }
     }
 
     fn stopped(&mut self, _: &mut Context<Self>) {
-        if let Some(view) = self.view.take() {
-            view.do_send(cache::Stop);
-        }
+        // The view stops as it drops, with this actor.
         // Left, but not yet deleted (a `Leave` still waits): delete here too.
         if self.membership != Membership::Left || !self.leaving.is_empty() {
             // Detached: a request dropped by a stopping actor would never be sent.
@@ -269,7 +267,7 @@ impl Handler<Subscribe<GroupEvent>> for GroupMember {
 
     fn handle(&mut self, msg: Subscribe<GroupEvent>, _: &mut Context<Self>) -> Self::Result {
         // The view as it is now, then live events: the same story a first subscriber heard.
-        let snapshot = self.view.as_ref().map(|view| view.send(cache::Snapshot));
+        let snapshot = self.view.as_ref().map(|view| view.addr().send(cache::Snapshot));
         Box::pin(
             async move {
                 match snapshot {
@@ -303,7 +301,7 @@ impl Handler<Members> for GroupMember {
     type Result = ResponseFuture<std::collections::BTreeMap<String, Vec<u8>>>;
 
     fn handle(&mut self, _: Members, _: &mut Context<Self>) -> Self::Result {
-        let snapshot = self.view.as_ref().map(|view| view.send(cache::Snapshot));
+        let snapshot = self.view.as_ref().map(|view| view.addr().send(cache::Snapshot));
         let group = self.config.group.clone();
         Box::pin(async move {
             let Some(snapshot) = snapshot else { return Default::default() };

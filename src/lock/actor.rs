@@ -52,21 +52,13 @@ impl LockActor {
 }
 
 impl HolderHost for LockActor {
-    crate::recipe::holder::host_parts!(LockGrant, LockWaiter);
-
-    fn metric(&self) -> (crate::metrics::GrantKind, &str) {
-        (crate::metrics::GrantKind::Lock, &self.config.dir)
-    }
+    crate::recipe::holder::host_parts!(LockGrant, LockWaiter, Lock at dir);
 
     fn begin(&mut self, attempt: Attempt, ctx: &mut Context<Self>) {
+        let (name, rule) = (self.config.kind.node_name(), self.config.kind.rule());
         let spec = ContenderSpec {
-            dir: self.config.dir.clone(),
-            name: self.config.kind.node_name(),
-            rule: self.config.kind.rule(),
-            data: self.config.participant_id.clone().into_bytes(),
-            tag: attempt,
-            retry: self.retry(),
             revocable: self.config.revocable,
+            ..self.spec(attempt, self.config.dir.clone(), name, rule)
         };
         self.contender.start(attempt, self.shell.session(), spec, ctx);
     }

@@ -24,7 +24,7 @@ use crate::path;
 use crate::recipe::holder::{self, Attempt, ContenderSlot, Happened, Holder, HolderHost};
 use crate::recipe::naming::{LEASE_NAME, LOCK_NAME, Rule};
 use crate::recipe::shell::Shell;
-use crate::recipe::{ContenderEvent, ContenderReport, ContenderSpec, Reply};
+use crate::recipe::{ContenderEvent, ContenderReport, Reply};
 use crate::session::SessionHandle;
 
 // Where `SemaphoreActor::slots` keeps the guard's contender and the lease's.
@@ -60,11 +60,6 @@ impl SemaphoreActor {
     }
 
     // Guard and lease contenders of attempt `n` carry tags 2n and 2n+1.
-    fn spec(&self, tag: u64, dir: String, name: &'static str, rule: Rule) -> ContenderSpec {
-        let data = self.config.participant_id.clone().into_bytes();
-        ContenderSpec { dir, name, rule, data, tag, retry: self.retry(), revocable: false }
-    }
-
     fn on_guard(&mut self, event: ContenderEvent, ctx: &mut Context<Self>) {
         // Once the lease is held (or given up) the guard is being given back: nothing it says
         // concerns the lease.
@@ -104,11 +99,7 @@ impl SemaphoreActor {
 }
 
 impl HolderHost for SemaphoreActor {
-    crate::recipe::holder::host_parts!(LockGrant, LockWaiter);
-
-    fn metric(&self) -> (crate::metrics::GrantKind, &str) {
-        (crate::metrics::GrantKind::Semaphore, &self.config.dir)
-    }
+    crate::recipe::holder::host_parts!(LockGrant, LockWaiter, Semaphore at dir);
 
     fn begin(&mut self, attempt: Attempt, ctx: &mut Context<Self>) {
         self.attempt = attempt;

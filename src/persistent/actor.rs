@@ -514,7 +514,9 @@ async fn delete_ours(
     // The node's own policy, without the attempt limit: a node left behind stays for good.
     let backoff = retry.without_attempt_limit().backoff();
     // Not pinned: an expiry is retried like a connection loss, so `SessionEnded` never comes.
-    delete_created_at(session.clone(), path, czxid, backoff).await.map(drop)
+    let stat_of = |path: &str| session.exists(path);
+    let delete_at = |path: &str, version| session.delete(path, Some(version));
+    delete_created_at(path, czxid, backoff, false, stat_of, delete_at).await.map(drop)
 }
 
 fn is_ephemeral(mode: CreateMode) -> bool {

@@ -103,78 +103,48 @@ pub(crate) async fn delete_fenced(
     // Without the attempt limit: giving up would leave our node in the others' way until our
     // session ends.
     let backoff = session.handle().retry_policy().without_attempt_limit().backoff();
-    delete_created_at(session, path, czxid, backoff).await
-}
-
-/// Where [`delete_created_at`] sends its reads and deletes: on one session (a
-/// [`PinnedSession`](crate::session::PinnedSession), whose end ends the delete) or on whichever
-/// is current (a [`SessionHandle`](crate::session::SessionHandle), for a node no session owns).
-pub(crate) trait DeleteOn: Clone {
-    /// True when the requests go to one session only: its end ends the delete (on whichever
-    /// session is current, an expiry is one more interruption).
-    const ONE_SESSION: bool;
-    /// The node's stat.
-    fn stat_of(&self, path: &str) -> impl Future<Output = Result<Option<Stat>, Error>> + 'static;
-    /// Deletes the node at `version`.
-    fn delete_at(&self, path: &str, version: i32) -> impl Future<Output = Result<(), Error>> + 'static;
-}
-
-impl DeleteOn for crate::session::PinnedSession {
-    const ONE_SESSION: bool = true;
-
-    fn stat_of(&self, path: &str) -> impl Future<Output = Result<Option<Stat>, Error>> + 'static {
-        self.exists(path)
-    }
-
-    fn delete_at(&self, path: &str, version: i32) -> impl Future<Output = Result<(), Error>> + 'static {
-        self.delete(path, Some(version))
-    }
-}
-
-impl DeleteOn for crate::session::SessionHandle {
-    const ONE_SESSION: bool = false;
-
-    fn stat_of(&self, path: &str) -> impl Future<Output = Result<Option<Stat>, Error>> + 'static {
-        self.exists(path)
-    }
-
-    fn delete_at(&self, path: &str, version: i32) -> impl Future<Output = Result<(), Error>> + 'static {
-        self.delete(path, Some(version))
-    }
+    let stat_of = |path: &str| session.exists(path);
+    let delete_at = |path: &str, version| session.delete(path, Some(version));
+    delete_created_at(path, czxid, backoff, true, stat_of, delete_at).await
 }
 
 /// Deletes `path` only while it is the node created at `czxid`: reads its stat and deletes
-/// that version, reading again when the delete finds it gone or changed. Retries through
-/// connection loss as `backoff` says; a final error ends it, and so does the end of a pinned
-/// session ([`FencedDelete::SessionEnded`]).
-pub(crate) async fn delete_created_at<S: DeleteOn>(
-    session: S,
+/// that version (`stat_of`, `delete_at`: on one session or on whichever is current), reading
+/// again when the delete finds it gone or changed. Retries through connection loss as `backoff`
+/// says; a final error ends it, and so does, when the requests go to `one_session`, that
+/// session's end ([`FencedDelete::SessionEnded`]: on whichever session is current, an expiry
+/// is one more interruption).
+pub(crate) async fn delete_created_at<R, D>(
     path: String,
     czxid: i64,
     backoff: Backoff,
-) -> Result<FencedDelete, Error> {
-    retried(backoff, move || {
-        let (session, path) = (session.clone(), path.clone());
-        async move {
-            loop {
-                let deleted = match session.stat_of(&path).await {
-                    Ok(Some(stat)) if stat.czxid == czxid => session.delete_at(&path, stat.version).await,
-                    Ok(_) => return Attempted::Done(FencedDelete::NotOurs),
-                    Err(err) => Err(err),
-                };
-                return match deleted {
-                    Ok(()) => Attempted::Done(FencedDelete::Deleted),
-                    Err(Error::SessionLost { .. }) if S::ONE_SESSION => Attempted::Done(FencedDelete::SessionEnded),
-                    // Gone between the read and the delete (our own earlier delete whose reply
-                    // was lost) or changed: read again, at once.
-                    Err(Error::NoNode { .. } | Error::BadVersion { .. }) => continue,
-                    Err(err) if err.is_final() => Attempted::Failed(err),
-                    Err(err) => {
-                        tracing::debug!(%path, error = %err, "fenced delete interrupted; retrying");
-                        Attempted::Again(err)
-                    }
-                };
-            }
+    one_session: bool,
+    stat_of: impl Fn(&str) -> R,
+    delete_at: impl Fn(&str, i32) -> D,
+) -> Result<FencedDelete, Error>
+where
+    R: Future<Output = Result<Option<Stat>, Error>>,
+    D: Future<Output = Result<(), Error>>,
+{
+    retried(backoff, || async {
+        loop {
+            let deleted = match stat_of(&path).await {
+                Ok(Some(stat)) if stat.czxid == czxid => delete_at(&path, stat.version).await,
+                Ok(_) => return Attempted::Done(FencedDelete::NotOurs),
+                Err(err) => Err(err),
+            };
+            return match deleted {
+                Ok(()) => Attempted::Done(FencedDelete::Deleted),
+                Err(Error::SessionLost { .. }) if one_session => Attempted::Done(FencedDelete::SessionEnded),
+                // Gone between the read and the delete (our own earlier delete whose reply
+                // was lost) or changed: read again, at once.
+                Err(Error::NoNode { .. } | Error::BadVersion { .. }) => continue,
+                Err(err) if err.is_final() => Attempted::Failed(err),
+                Err(err) => {
+                    tracing::debug!(%path, error = %err, "fenced delete interrupted; retrying");
+                    Attempted::Again(err)
+                }
+            };
         }
     })
     .await

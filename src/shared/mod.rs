@@ -30,4 +30,5 @@ pub use error::SharedValueError;
 pub use handle::SharedValueHandle;
 pub use messages::{GetValue, SetValue, Stop, Subscribe, TrySetValue, ValueChanged, VersionedValue};
 pub use node::{Failure, NodeConfig, SharedFormat, SharedNode};
+pub(crate) use node::{answers_node_requests, versioned_fields};
 pub use value::{BytesFormat, SharedValue};

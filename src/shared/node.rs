@@ -86,6 +86,25 @@ pub trait SharedFormat: Sized + Unpin + 'static {
     fn failure(path: &str, failure: Failure) -> Self::Error;
 }
 
+/// Writes a [`SharedFormat`]'s `versioned`, `parts` and `changed` for a versioned value and a
+/// change event whose fields are `value`, `version` and `czxid`.
+macro_rules! versioned_fields {
+    ($value:ty, $versioned:ident, $event:ident) => {
+        fn versioned(value: $value, version: i32, czxid: i64) -> $versioned {
+            $versioned { value, version, czxid }
+        }
+
+        fn parts(versioned: &$versioned) -> (&$value, i32, i64) {
+            (&versioned.value, versioned.version, versioned.czxid)
+        }
+
+        fn changed(value: $value, version: i32, czxid: i64) -> $event {
+            $event { value, version, czxid }
+        }
+    };
+}
+pub(crate) use versioned_fields;
+
 /// Where a shared node lives, its seed and its retry policy.
 #[derive(Debug, Clone)]
 pub struct NodeConfig<V> {
@@ -463,15 +482,61 @@ impl<F: SharedFormat> SharedNode<F> {
         }));
         reply
     }
+}
 
-    /// Sends every change to `recipient`, the current value first if known.
-    pub(crate) fn subscribe(&mut self, recipient: Recipient<F::Event>) {
+/// Sends every change to the recipient, the current value first if known.
+impl<F: SharedFormat> Handler<crate::events::Subscribe<F::Event>> for SharedNode<F> {
+    type Result = ();
+
+    fn handle(&mut self, msg: crate::events::Subscribe<F::Event>, _: &mut Context<Self>) {
         if let Some(Seen { content: Ok(value), version, czxid, .. }) = &self.seen {
-            recipient.do_send(F::changed(value.clone(), *version, *czxid));
+            msg.recipient.do_send(F::changed(value.clone(), *version, *czxid));
         }
-        self.shell.subscribers().add(recipient);
+        self.shell.subscribers().add(msg.recipient);
     }
 }
+
+/// Stops the actor. The node stays (a shared value outlives its users).
+impl<F: SharedFormat> Handler<crate::stop::Stop> for SharedNode<F> {
+    type Result = ();
+
+    fn handle(&mut self, _: crate::stop::Stop, ctx: &mut Context<Self>) {
+        ctx.stop();
+    }
+}
+
+/// Writes a shared node's handlers of its format's requests: the read `$get`, the
+/// compare-and-set `$try_set` and the write `$set` (each also as a `Told`, for the writes).
+macro_rules! answers_node_requests {
+    ($node:ty: $get:ident, $try_set:ident, $set:ident => $versioned:ty, $error:ty) => {
+        impl actix::Handler<$get> for $node {
+            type Result = $crate::reply::Reply<Result<$versioned, $error>>;
+
+            fn handle(&mut self, _: $get, ctx: &mut actix::Context<Self>) -> Self::Result {
+                self.get(ctx)
+            }
+        }
+
+        impl actix::Handler<$try_set> for $node {
+            type Result = $crate::reply::Reply<Result<bool, $error>>;
+
+            fn handle(&mut self, msg: $try_set, ctx: &mut actix::Context<Self>) -> Self::Result {
+                self.try_set(msg.value, msg.expected, ctx)
+            }
+        }
+
+        impl actix::Handler<$set> for $node {
+            type Result = $crate::reply::Reply<Result<$versioned, $error>>;
+
+            fn handle(&mut self, msg: $set, ctx: &mut actix::Context<Self>) -> Self::Result {
+                self.set(msg.value, ctx)
+            }
+        }
+
+        $crate::reply::handle_told!($node: $set, $try_set);
+    };
+}
+pub(crate) use answers_node_requests;
 
 /// Reads the node at `path`, leaving a watch for `watch`; creates it with `seed` first when
 /// `create`, or when the read finds it missing (its parents as containers, like Curator's

@@ -1,12 +1,9 @@
 //! [`SharedValue`]: the shared-node core with bytes for values, and its messages' handlers.
 
-use actix::prelude::*;
-
 use super::config::SharedValueConfig;
 use super::error::SharedValueError;
 use super::messages::*;
 use super::node::{Failure, NodeConfig, SharedFormat, SharedNode};
-use crate::reply::Reply;
 use crate::session::SessionHandle;
 
 /// Bytes as they are: every node holds a value.
@@ -27,17 +24,7 @@ impl SharedFormat for BytesFormat {
         Some(data.to_vec())
     }
 
-    fn versioned(value: Vec<u8>, version: i32, czxid: i64) -> VersionedValue {
-        VersionedValue { value, version, czxid }
-    }
-
-    fn parts(versioned: &VersionedValue) -> (&Vec<u8>, i32, i64) {
-        (&versioned.value, versioned.version, versioned.czxid)
-    }
-
-    fn changed(value: Vec<u8>, version: i32, czxid: i64) -> ValueChanged {
-        ValueChanged { value, version, czxid }
-    }
+    crate::shared::versioned_fields!(Vec<u8>, VersionedValue, ValueChanged);
 
     fn failure(path: &str, failure: Failure) -> SharedValueError {
         let path = path.to_owned();
@@ -75,46 +62,4 @@ impl SharedNode<BytesFormat> {
     }
 }
 
-impl Handler<GetValue> for SharedValue {
-    type Result = Reply<Result<VersionedValue, SharedValueError>>;
-
-    fn handle(&mut self, _: GetValue, ctx: &mut Context<Self>) -> Self::Result {
-        self.get(ctx)
-    }
-}
-
-impl Handler<TrySetValue> for SharedValue {
-    type Result = Reply<Result<bool, SharedValueError>>;
-
-    fn handle(&mut self, msg: TrySetValue, ctx: &mut Context<Self>) -> Self::Result {
-        self.try_set(msg.value, msg.expected, ctx)
-    }
-}
-
-impl Handler<SetValue> for SharedValue {
-    type Result = Reply<Result<VersionedValue, SharedValueError>>;
-
-    fn handle(&mut self, msg: SetValue, ctx: &mut Context<Self>) -> Self::Result {
-        self.set(msg.value, ctx)
-    }
-}
-
-/// Starts with the current value if it is known.
-impl Handler<Subscribe<ValueChanged>> for SharedValue {
-    type Result = ();
-
-    fn handle(&mut self, msg: Subscribe<ValueChanged>, _: &mut Context<Self>) {
-        self.subscribe(msg.recipient);
-    }
-}
-
-/// Stops the actor. The node stays.
-impl Handler<Stop> for SharedValue {
-    type Result = ();
-
-    fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
-        ctx.stop();
-    }
-}
-
-crate::reply::handle_told!(SharedValue: SetValue, TrySetValue);
+crate::shared::answers_node_requests!(SharedValue: GetValue, TrySetValue, SetValue => VersionedValue, SharedValueError);

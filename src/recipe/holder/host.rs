@@ -15,6 +15,7 @@ use super::state::{Attempt, Deleted, Effect, GrantConnection, Happened, Holder, 
 use crate::error::Error;
 use crate::metrics;
 use crate::recipe::contender::{self, Contender, ContenderEvent, ContenderHost, ContenderSpec};
+use crate::recipe::naming::Rule;
 use crate::recipe::shell::{OnShell, start_beside_session};
 use crate::retry::{Attempted, Backoff, RetryPolicy, Verdict, retried};
 use crate::session::health::{HealthTag, RecipeState};
@@ -43,6 +44,14 @@ pub(crate) trait HolderHost: OnShell + Handler<crate::recipe::ContenderReport> {
     }
     /// The recipe's kind and path, as its metrics name them.
     fn metric(&self) -> (metrics::GrantKind, &str);
+    /// The participant's id, which its nodes carry.
+    fn participant_id(&self) -> &str;
+    /// A contender of this participant: its node `name` in `dir`, in line by `rule`, carrying the
+    /// participant's id, tagged `tag`, retrying as the recipe does.
+    fn spec(&self, tag: u64, dir: String, name: &'static str, rule: Rule) -> ContenderSpec {
+        let data = self.participant_id().as_bytes().to_vec();
+        ContenderSpec { dir, name, rule, data, tag, retry: self.retry(), revocable: false }
+    }
     /// Starts the contender(s) of `attempt`.
     fn begin(&mut self, attempt: Attempt, ctx: &mut Context<Self>);
     /// Its contender slots: one, or a semaphore's guard and lease. A contender is found by its
@@ -80,15 +89,23 @@ pub(crate) fn start_host<H: HolderHost>(
     (addr, health)
 }
 
-/// Writes a [`HolderHost`]'s associated types and its `holder`, for a host whose core is its
-/// field `holder`.
+/// Writes a [`HolderHost`]'s associated types, its `holder` (its field `holder`), its `metric`
+/// (`GrantKind::$kind` at its config's field `$path`) and its `participant_id` (its config's).
 macro_rules! host_parts {
-    ($grant:ty, $waiter:ty) => {
+    ($grant:ty, $waiter:ty, $kind:ident at $path:ident) => {
         type Grant = $grant;
         type Waiter = $waiter;
 
         fn holder(&mut self) -> &mut $crate::recipe::holder::Holder<$grant, $waiter> {
             &mut self.holder
+        }
+
+        fn metric(&self) -> ($crate::metrics::GrantKind, &str) {
+            ($crate::metrics::GrantKind::$kind, &self.config.$path)
+        }
+
+        fn participant_id(&self) -> &str {
+            &self.config.participant_id
         }
     };
 }
