@@ -213,59 +213,64 @@ mod tests {
     const TIMEOUT: Duration = Duration::from_secs(10);
     const MARGIN: Duration = Duration::from_secs(1);
 
+    /// A lease of session 7, begun now with `margin`, and when it began.
+    fn begun(margin: Duration) -> (Lease, Instant) {
+        let (lease, start) = (Lease::new(), Instant::now());
+        lease.began(SessionId(7), start, TIMEOUT, margin);
+        (lease, start)
+    }
+
+    fn secs(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+
     #[test]
     fn the_deadline_is_the_latest_answered_send_plus_the_timeout_less_the_margin() {
         let lease = Lease::new();
         let start = Instant::now();
         assert_eq!(lease.valid_until(), None, "no session yet");
         lease.began(SessionId(7), start, TIMEOUT, MARGIN);
-        assert_eq!(lease.valid_until(), Some(start + Duration::from_secs(9)));
-        lease.heard(SessionId(7), start + Duration::from_secs(2));
-        assert_eq!(lease.valid_until_for(SessionId(7)), Some(start + Duration::from_secs(11)));
+        assert_eq!(lease.valid_until(), Some(start + secs(9)));
+        lease.heard(SessionId(7), start + secs(2));
+        assert_eq!(lease.valid_until_for(SessionId(7)), Some(start + secs(11)));
         // An answer to an older request (answered late) never moves it back.
-        lease.heard(SessionId(7), start + Duration::from_secs(1));
-        assert_eq!(lease.valid_until(), Some(start + Duration::from_secs(11)));
+        lease.heard(SessionId(7), start + secs(1));
+        assert_eq!(lease.valid_until(), Some(start + secs(11)));
     }
 
     #[test]
     fn another_sessions_replies_and_an_ended_session_renew_nothing() {
-        let lease = Lease::new();
-        let start = Instant::now();
-        lease.began(SessionId(7), start, TIMEOUT, MARGIN);
-        lease.heard(SessionId(8), start + Duration::from_secs(5));
-        assert_eq!(lease.valid_until(), Some(start + Duration::from_secs(9)));
+        let (lease, start) = begun(MARGIN);
+        lease.heard(SessionId(8), start + secs(5));
+        assert_eq!(lease.valid_until(), Some(start + secs(9)));
         lease.ended(SessionId(8));
         assert!(lease.valid_until().is_some(), "ending another session leaves this one");
         lease.ended(SessionId(7));
         assert_eq!(lease.valid_until(), None);
         assert_eq!(lease.valid_until_for(SessionId(7)), None);
-        lease.heard(SessionId(7), start + Duration::from_secs(5));
+        lease.heard(SessionId(7), start + secs(5));
         assert_eq!(lease.valid_until(), None, "a late reply does not bring an ended session back");
-        lease.began(SessionId(9), start + Duration::from_secs(20), TIMEOUT, MARGIN);
+        lease.began(SessionId(9), start + secs(20), TIMEOUT, MARGIN);
         assert_eq!(lease.valid_until_for(SessionId(7)), None, "a new session is not the old one's");
-        assert_eq!(lease.valid_until_for(SessionId(9)), Some(start + Duration::from_secs(29)));
+        assert_eq!(lease.valid_until_for(SessionId(9)), Some(start + secs(29)));
         lease.closed();
         assert_eq!(lease.valid_until(), None);
     }
 
     #[test]
     fn a_read_only_server_renews_nothing() {
-        let lease = Lease::new();
-        let start = Instant::now();
-        lease.began(SessionId(7), start, TIMEOUT, MARGIN);
+        let (lease, start) = begun(MARGIN);
         lease.read_only(true);
-        lease.heard(SessionId(7), start + Duration::from_secs(3));
-        assert_eq!(lease.valid_until(), Some(start + Duration::from_secs(9)));
+        lease.heard(SessionId(7), start + secs(3));
+        assert_eq!(lease.valid_until(), Some(start + secs(9)));
         lease.read_only(false);
-        lease.heard(SessionId(7), start + Duration::from_secs(3));
-        assert_eq!(lease.valid_until(), Some(start + Duration::from_secs(12)));
+        lease.heard(SessionId(7), start + secs(3));
+        assert_eq!(lease.valid_until(), Some(start + secs(12)));
     }
 
     #[test]
     fn a_margin_as_long_as_the_timeout_leaves_no_time() {
-        let lease = Lease::new();
-        let start = Instant::now();
-        lease.began(SessionId(7), start, TIMEOUT, TIMEOUT * 2);
+        let (lease, start) = begun(TIMEOUT * 2);
         assert_eq!(lease.valid_until(), Some(start));
         assert_eq!(lease.remaining(), Some(Duration::ZERO));
     }

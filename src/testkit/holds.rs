@@ -79,43 +79,35 @@ mod tests {
 
     use super::*;
 
-    fn at(base: Instant, ms: u64) -> Instant {
-        base + Duration::from_millis(ms)
+    /// A log of `holds`, each `(token, granted, releasing)` in milliseconds from one instant.
+    fn log_of(holds: &[(i64, u64, u64)]) -> HoldLog {
+        let (log, t) = (HoldLog::new(), Instant::now());
+        for &(token, granted, releasing) in holds {
+            log.record(token, t + Duration::from_millis(granted), t + Duration::from_millis(releasing));
+        }
+        log
     }
 
     #[test]
     fn back_to_back_holds_in_token_order_are_fine() {
-        let (log, t) = (HoldLog::new(), Instant::now());
-        log.record(10, at(t, 0), at(t, 5));
-        log.record(11, at(t, 5), at(t, 6));
-        log.record(12, at(t, 9), at(t, 9));
+        let log = log_of(&[(10, 0, 5), (11, 5, 6), (12, 9, 9)]);
         assert_eq!(log.violations(), 0);
         assert_eq!(log.len(), 3);
     }
 
     #[test]
     fn a_grant_inside_another_hold_is_caught_even_when_short() {
-        let (log, t) = (HoldLog::new(), Instant::now());
-        log.record(10, at(t, 0), at(t, 100));
         // A wrong grant that arrived long after the first, while it was still held.
-        log.record(11, at(t, 90), at(t, 91));
-        assert_eq!(log.violations(), 1);
+        assert_eq!(log_of(&[(10, 0, 100), (11, 90, 91)]).violations(), 1);
     }
 
     #[test]
     fn a_hold_nested_after_a_short_one_inside_a_long_one_is_caught() {
-        let (log, t) = (HoldLog::new(), Instant::now());
-        log.record(10, at(t, 0), at(t, 100));
-        log.record(11, at(t, 100), at(t, 100));
-        log.record(12, at(t, 50), at(t, 60));
-        assert!(log.violations() >= 1);
+        assert!(log_of(&[(10, 0, 100), (11, 100, 100), (12, 50, 60)]).violations() >= 1);
     }
 
     #[test]
     fn grants_out_of_token_order_are_caught() {
-        let (log, t) = (HoldLog::new(), Instant::now());
-        log.record(12, at(t, 0), at(t, 1));
-        log.record(11, at(t, 2), at(t, 3));
-        assert_eq!(log.violations(), 1);
+        assert_eq!(log_of(&[(12, 0, 1), (11, 2, 3)]).violations(), 1);
     }
 }

@@ -858,6 +858,17 @@ mod tests {
             .collect()
     }
 
+    /// A lock's core under the conservative policy, and the log its callers write.
+    fn lock_core() -> (Core, Rc<RefCell<Vec<String>>>) {
+        (Core::new(ConnectionPolicy::Conservative, true, false), Rc::new(RefCell::new(Vec::new())))
+    }
+
+    /// The effects of a held grant lost for `loss`: its deadline cancelled, its node withdrawn.
+    fn assert_lost(effects: &[Effect<u32>], loss: Loss) {
+        assert_eq!(kinds(effects), ["CancelDeadline", "Withdraw(1)", "Tell(Lost)"]);
+        assert!(matches!(&effects[2], Effect::Tell(Happened::Lost(_, lost)) if *lost == loss));
+    }
+
     fn holding(policy: ConnectionPolicy) -> (Core, Rc<RefCell<Vec<String>>>) {
         let log = Rc::new(RefCell::new(Vec::new()));
         let mut core = Core::new(policy, true, false);
@@ -868,8 +879,7 @@ mod tests {
 
     #[test]
     fn a_grant_nobody_received_is_given_back() {
-        let log = Rc::new(RefCell::new(Vec::new()));
-        let mut core = Core::new(ConnectionPolicy::Conservative, true, false);
+        let (mut core, log) = lock_core();
         core.acquire(Caller { log: log.clone(), gone: Rc::new(Cell::new(true)), try_only: false });
         assert_eq!(kinds(&core.granted(1, held(1))), ["Withdraw(1)"]);
         assert_eq!(core.phase(), &Phase::Idle);
@@ -877,8 +887,7 @@ mod tests {
 
     #[test]
     fn a_grant_from_an_expired_session_is_not_handed_out() {
-        let log = Rc::new(RefCell::new(Vec::new()));
-        let mut core = Core::new(ConnectionPolicy::Conservative, true, false);
+        let (mut core, log) = lock_core();
         core.acquire(caller(&log));
         core.session(&expired(1));
         assert_eq!(kinds(&core.granted(1, held(1))), ["Withdraw(1)", "Begin(2)"]);
@@ -889,8 +898,7 @@ mod tests {
 
     #[test]
     fn a_grant_from_a_session_known_to_have_ended_is_not_handed_out_before_its_expiry_arrives() {
-        let log = Rc::new(RefCell::new(Vec::new()));
-        let mut core = Core::new(ConnectionPolicy::Conservative, true, false);
+        let (mut core, log) = lock_core();
         core.acquire(caller(&log));
         core.session_ended(held(1).session);
         assert_eq!(kinds(&core.granted(1, held(1))), ["Withdraw(1)", "Begin(2)"]);
@@ -957,14 +965,12 @@ mod tests {
         assert_eq!(kinds(&core.session(&suspended)), ["Tell(Suspended)", "ArmDeadline(1)"]);
         assert!(core.session(&suspended).is_empty(), "a second Suspended says nothing new");
         let effects = core.deadline_passed(1);
-        assert_eq!(kinds(&effects), ["CancelDeadline", "Withdraw(1)", "Tell(Lost)"]);
-        assert!(matches!(&effects[2], Effect::Tell(Happened::Lost(_, Loss::DisconnectedTooLong))));
+        assert_lost(&effects, Loss::DisconnectedTooLong);
     }
 
     #[test]
     fn a_grant_that_lands_while_suspended_is_held_suspended_and_read_again_on_reconnect() {
-        let log = Rc::new(RefCell::new(Vec::new()));
-        let mut core = Core::new(ConnectionPolicy::Conservative, true, false);
+        let (mut core, log) = lock_core();
         assert_eq!(kinds(&core.acquire(caller(&log))), ["Begin(1)"]);
         let suspended = SessionEvent::Suspended { session_id: SessionId(1), generation: 1 };
         assert!(core.session(&suspended).is_empty(), "nothing held yet");
@@ -983,8 +989,7 @@ mod tests {
         core.session(&suspended);
         core.granted(1, held(1));
         let effects = core.deadline_passed(1);
-        assert_eq!(kinds(&effects), ["CancelDeadline", "Withdraw(1)", "Tell(Lost)"]);
-        assert!(matches!(&effects[2], Effect::Tell(Happened::Lost(_, Loss::DisconnectedTooLong))));
+        assert_lost(&effects, Loss::DisconnectedTooLong);
     }
 
     #[test]
@@ -1005,14 +1010,12 @@ mod tests {
         core.session(&SessionEvent::Suspended { session_id: SessionId(1), generation: 1 });
         core.session(&back);
         let effects = core.verified(1, Ok(false));
-        assert_eq!(kinds(&effects), ["CancelDeadline", "Withdraw(1)", "Tell(Lost)"]);
-        assert!(matches!(&effects[2], Effect::Tell(Happened::Lost(_, Loss::NodeDeleted))));
+        assert_lost(&effects, Loss::NodeDeleted);
     }
 
     #[test]
     fn reports_of_an_attempt_that_was_left_are_ignored() {
-        let log = Rc::new(RefCell::new(Vec::new()));
-        let mut core = Core::new(ConnectionPolicy::Conservative, true, false);
+        let (mut core, log) = lock_core();
         core.acquire(caller(&log));
         assert_eq!(kinds(&core.timed_out(1, Duration::from_secs(1))), ["Withdraw(1)"]);
         assert_eq!(*log.borrow(), ["refused Timeout(1s)"]);
@@ -1024,8 +1027,7 @@ mod tests {
 
     #[test]
     fn one_caller_at_a_time_and_a_try_leaves_when_in_line() {
-        let log = Rc::new(RefCell::new(Vec::new()));
-        let mut core = Core::new(ConnectionPolicy::Conservative, true, false);
+        let (mut core, log) = lock_core();
         core.acquire(Caller { log: log.clone(), gone: Rc::new(Cell::new(false)), try_only: true });
         assert!(core.acquire(caller(&log)).is_empty());
         assert_eq!(*log.borrow(), ["refused InProgress"]);
@@ -1036,8 +1038,7 @@ mod tests {
 
     #[test]
     fn a_caller_that_went_away_leaves_its_place_in_line_to_the_next_at_once() {
-        let log = Rc::new(RefCell::new(Vec::new()));
-        let mut core = Core::new(ConnectionPolicy::Conservative, true, false);
+        let (mut core, log) = lock_core();
         let (first, gone) = leaving_caller(&log);
         assert_eq!(kinds(&core.acquire(first)), ["Begin(1)"]);
         gone.set(true);
@@ -1087,8 +1088,7 @@ mod tests {
 
     #[test]
     fn a_failed_attempt_answers_its_callers_or_tells_when_none_waits() {
-        let log = Rc::new(RefCell::new(Vec::new()));
-        let mut core = Core::new(ConnectionPolicy::Conservative, true, false);
+        let (mut core, log) = lock_core();
         core.acquire(caller(&log));
         assert!(core.failed(1, Error::NoAuth { path: "/l".into() }).is_empty());
         assert_eq!(log.borrow().len(), 1);
