@@ -58,34 +58,26 @@ impl DistributedBarrier {
     /// Nothing is sent before the first poll. Dropped after that, the barrier may or may not
     /// be set (its parents may have been created); calling `set` again is safe.
     pub fn set(&self) -> impl Future<Output = Result<(), BarrierError>> + 'static {
-        let session = self.session.clone();
-        let barrier = self.path.clone();
-        let span = debug_span!("barrier.set", path = %barrier);
-        async move {
-            let budget = Instant::now() + OUTAGE_BUDGET;
-            let set = retried(session.retry_policy().backoff(), || async {
-                let created = match session.create(&barrier, Vec::new(), CreateMode::Persistent).await {
-                    Err(Error::NoNode { .. }) => {
-                        if let Some(parent) = path::parent(&barrier).filter(|p| *p != "/")
-                            && let Err(error) = session.ensure_path(parent).await
-                        {
-                            return within_budget(error, budget);
-                        }
-                        session.create(&barrier, Vec::new(), CreateMode::Persistent).await
+        self.write_within_budget(debug_span!("barrier.set", path = %self.path), |session, barrier, budget| async move {
+            let created = match session.create(&barrier, Vec::new(), CreateMode::Persistent).await {
+                Err(Error::NoNode { .. }) => {
+                    if let Some(parent) = path::parent(&barrier).filter(|p| *p != "/")
+                        && let Err(error) = session.ensure_path(parent).await
+                    {
+                        return within_budget(error, budget);
                     }
-                    created => created,
-                };
-                match created {
-                    Ok(_) | Err(Error::NodeExists { .. }) => Attempted::Done(()),
-                    Err(error) => {
-                        debug!(%error, "set failed; sending again if the outcome is unknown");
-                        within_budget(error, budget)
-                    }
+                    session.create(&barrier, Vec::new(), CreateMode::Persistent).await
                 }
-            });
-            Ok(set.await?)
-        }
-        .instrument(span)
+                created => created,
+            };
+            match created {
+                Ok(_) | Err(Error::NodeExists { .. }) => Attempted::Done(()),
+                Err(error) => {
+                    debug!(%error, "set failed; sending again if the outcome is unknown");
+                    within_budget(error, budget)
+                }
+            }
+        })
     }
 
     /// Removes the barrier: deletes its node, which releases every waiter. Removing a barrier
@@ -96,12 +88,9 @@ impl DistributedBarrier {
     /// Nothing is sent before the first poll. Dropped after that, the barrier may or may not
     /// be removed; calling `remove` again is safe.
     pub fn remove(&self) -> impl Future<Output = Result<(), BarrierError>> + 'static {
-        let session = self.session.clone();
-        let barrier = self.path.clone();
-        let span = debug_span!("barrier.remove", path = %barrier);
-        async move {
-            let budget = Instant::now() + OUTAGE_BUDGET;
-            let removed = retried(session.retry_policy().backoff(), || async {
+        self.write_within_budget(
+            debug_span!("barrier.remove", path = %self.path),
+            |session, barrier, budget| async move {
                 match session.delete(&barrier, None).await {
                     Ok(()) | Err(Error::NoNode { .. }) => Attempted::Done(()),
                     Err(error) => {
@@ -109,8 +98,28 @@ impl DistributedBarrier {
                         within_budget(error, budget)
                     }
                 }
-            });
-            Ok(removed.await?)
+            },
+        )
+    }
+
+    /// A write to the barrier's node, `attempt` (given the session, the node and the deadline
+    /// of its [`OUTAGE_BUDGET`]), made again as the session's policy says while it lasts; traced
+    /// in `span`.
+    fn write_within_budget<F, Fut>(
+        &self,
+        span: tracing::Span,
+        mut attempt: F,
+    ) -> impl Future<Output = Result<(), BarrierError>> + 'static + use<F, Fut>
+    where
+        F: FnMut(SessionHandle, String, Instant) -> Fut + 'static,
+        Fut: Future<Output = Attempted<()>>,
+    {
+        let (session, barrier) = (self.session.clone(), self.path.clone());
+        async move {
+            let budget = Instant::now() + OUTAGE_BUDGET;
+            let written =
+                retried(session.retry_policy().backoff(), || attempt(session.clone(), barrier.clone(), budget));
+            Ok(written.await?)
         }
         .instrument(span)
     }

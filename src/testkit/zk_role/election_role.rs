@@ -29,18 +29,14 @@ pub(crate) async fn election_role(session: &SessionHandle, id: &str, plan: Elect
     patiently("create the history directory", || session.ensure_path(&plan.history)).await?;
     let tally = Rc::new(Tally::default());
     let (enough, mut enough_rx) = mpsc::unbounded();
+    let plan = Rc::new(plan);
     let leader = {
-        let (session, id, history) = (session.clone(), id.to_owned(), plan.history.clone());
-        let (writes, interval, unfenced, guarded) = (plan.writes, plan.interval, plan.unfenced, plan.guarded);
+        let (session, id, plan) = (session.clone(), id.to_owned(), Rc::clone(&plan));
         move |term: LeaderTerm| TermWriter {
             session: session.clone(),
             id: id.clone(),
-            history: history.clone(),
             term,
-            writes,
-            interval,
-            unfenced,
-            guarded,
+            plan: Rc::clone(&plan),
             tally: Rc::clone(&tally),
             enough: enough.clone(),
         }
@@ -66,12 +62,9 @@ pub(crate) async fn election_role(session: &SessionHandle, id: &str, plan: Elect
 pub(crate) struct TermWriter {
     pub(crate) session: SessionHandle,
     pub(crate) id: String,
-    pub(crate) history: String,
     pub(crate) term: LeaderTerm,
-    pub(crate) writes: u64,
-    pub(crate) interval: Duration,
-    pub(crate) unfenced: bool,
-    pub(crate) guarded: bool,
+    /// Where and how it writes: the role's plan.
+    pub(crate) plan: Rc<ElectionPlan>,
     pub(crate) tally: Rc<Tally>,
     pub(crate) enough: mpsc::UnboundedSender<()>,
 }
@@ -80,18 +73,18 @@ impl Actor for TermWriter {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        ctx.run_interval(self.interval, |act, _| act.write());
+        ctx.run_interval(self.plan.interval, |act, _| act.write());
     }
 }
 
 impl TermWriter {
     fn write(&mut self) {
         let tally = Rc::clone(&self.tally);
-        if tally.busy.get() || tally.ok.get() >= self.writes {
+        if tally.busy.get() || tally.ok.get() >= self.plan.writes {
             return;
         }
         let term = self.term.token.0;
-        if self.guarded {
+        if self.plan.guarded {
             match self.term.check_current() {
                 Ok(left) => {
                     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
@@ -107,13 +100,13 @@ impl TermWriter {
         let n = tally.attempts.get() + 1;
         tally.attempts.set(n);
         let create = Op::Create {
-            path: path::join(&self.history, &format!("e-{term}-{n}")),
+            path: path::join(&self.plan.history, &format!("e-{term}-{n}")),
             data: format!("term={term} writer={} n={n}", self.id).into_bytes(),
             mode: CreateMode::Persistent,
         };
-        let ops = if self.unfenced { vec![create] } else { self.term.guard(vec![create]) };
+        let ops = if self.plan.unfenced { vec![create] } else { self.term.guard(vec![create]) };
         let session = self.session.clone();
-        let (writes, enough) = (self.writes, self.enough.clone());
+        let (writes, enough) = (self.plan.writes, self.enough.clone());
         // Detached: the outcome is printed even when the term ends (and this actor stops)
         // while the write is under way.
         actix::spawn(async move {
