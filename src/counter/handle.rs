@@ -14,6 +14,7 @@ use super::actor::SharedCount;
 use super::config::SharedCountConfig;
 use super::error::CounterError;
 use super::messages::{CountChanged, GetCount, SetCount, Stop, TrySetCount, VersionedCount};
+use crate::recipe::shell::start_tagged;
 use crate::reply::{ask, tell};
 use crate::session::SessionHandle;
 use crate::session::health::HealthTag;
@@ -47,11 +48,8 @@ impl SharedCountHandle {
     /// [`Error::InvalidPath`](crate::Error::InvalidPath), and nothing starts.
     pub fn start(session: SessionHandle, config: SharedCountConfig) -> Result<SharedCountHandle, CounterError> {
         crate::path::validate(config.path(), false)?;
-        let health = HealthTag::default();
-        Ok(SharedCountHandle {
-            addr: SharedCount::new(session, config).with_health_tag(health.clone()).start(),
-            health,
-        })
+        let (addr, health) = start_tagged(SharedCount::new(session, config));
+        Ok(SharedCountHandle { addr, health })
     }
 
     /// A handle to a running counter.

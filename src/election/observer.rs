@@ -72,13 +72,19 @@ pub struct ElectionObserver {
     shell: Shell<ProclamationChanged>,
 }
 
-impl ElectionObserver {
-    /// Shows the recipe's health entry to its handles through `tag`.
-    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.shell.show_health_to(tag);
-        self
+impl crate::recipe::shell::OnShell for ElectionObserver {
+    type Event = ProclamationChanged;
+
+    fn shell(&self) -> &Shell<ProclamationChanged> {
+        &self.shell
     }
 
+    fn shell_mut(&mut self) -> &mut Shell<ProclamationChanged> {
+        &mut self.shell
+    }
+}
+
+impl ElectionObserver {
     /// An observer for `config` (a path will do); start it with `.start()`.
     pub fn new(session: SessionHandle, config: impl Into<ElectionObserverConfig>) -> Self {
         let path = config.into().path;

@@ -13,6 +13,7 @@ use super::config::ElectionObserverConfig;
 use super::error::ElectionError;
 use super::messages::{CurrentProclamation, Proclamation, ProclamationChanged, Stop};
 use super::observer::ElectionObserver;
+use crate::recipe::shell::start_tagged;
 use crate::session::SessionHandle;
 use crate::session::health::HealthTag;
 
@@ -50,9 +51,8 @@ impl ElectionObserverHandle {
     ) -> Result<ElectionObserverHandle, ElectionError> {
         let config = config.into();
         crate::path::validate(config.path(), false)?;
-        let health = HealthTag::default();
         let path = config.path().to_owned();
-        let addr = ElectionObserver::new(session, config).with_health_tag(health.clone()).start();
+        let (addr, health) = start_tagged(ElectionObserver::new(session, config));
         Ok(ElectionObserverHandle { addr, path, health })
     }
 

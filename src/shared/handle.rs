@@ -14,6 +14,7 @@ use super::config::SharedValueConfig;
 use super::error::SharedValueError;
 use super::messages::{GetValue, SetValue, Stop, TrySetValue, ValueChanged, VersionedValue};
 use super::value::SharedValue;
+use crate::recipe::shell::start_tagged;
 use crate::reply::{ask, tell};
 use crate::session::SessionHandle;
 use crate::session::health::HealthTag;
@@ -45,11 +46,8 @@ impl SharedValueHandle {
     /// [`Error::InvalidPath`](crate::Error::InvalidPath), and nothing starts.
     pub fn start(session: SessionHandle, config: SharedValueConfig) -> Result<SharedValueHandle, SharedValueError> {
         crate::path::validate(config.path(), false)?;
-        let health = HealthTag::default();
-        Ok(SharedValueHandle {
-            addr: SharedValue::new(session, config).with_health_tag(health.clone()).start(),
-            health,
-        })
+        let (addr, health) = start_tagged(SharedValue::new(session, config));
+        Ok(SharedValueHandle { addr, health })
     }
 
     /// A handle to a running shared value (its `health()` answers `None`: the session's board

@@ -625,11 +625,15 @@ impl<F: SharedFormat> Handler<crate::stop::AwaitStopped> for SharedNode<F> {
     }
 }
 
-impl<F: SharedFormat> SharedNode<F> {
-    /// Shows the recipe's health entry to its handles through `tag`.
-    pub(crate) fn with_health_tag(mut self, tag: crate::session::health::HealthTag) -> Self {
-        self.shell.show_health_to(tag);
-        self
+impl<F: SharedFormat> crate::recipe::shell::OnShell for SharedNode<F> {
+    type Event = F::Event;
+
+    fn shell(&self) -> &Shell<F::Event> {
+        &self.shell
+    }
+
+    fn shell_mut(&mut self) -> &mut Shell<F::Event> {
+        &mut self.shell
     }
 }
 
