@@ -4,16 +4,7 @@ use std::time::Duration;
 
 use crate::error::Error;
 
-impl From<crate::recipe::FenceError> for LockError {
-    fn from(error: crate::recipe::FenceError) -> Self {
-        use crate::recipe::FenceError;
-        match error {
-            FenceError::Ended { node } => LockError::NoLongerHeld { node },
-            FenceError::OutcomeUnknown { node, source } => LockError::OutcomeUnknown { node, source },
-            FenceError::ZooKeeper(error) => LockError::ZooKeeper(error),
-        }
-    }
-}
+crate::recipe::error_from_fence!(LockError, NoLongerHeld);
 
 /// Why a lock request failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -255,3 +255,23 @@ pub enum FenceError {
     #[error(transparent)]
     ZooKeeper(#[from] Error),
 }
+
+/// Writes `From<FenceError>` for a recipe's error: the fencing node gone is its `$ended { node }`
+/// (what the node stood for has ended: a lock no longer held, a master deposed), and the other
+/// two are its `OutcomeUnknown { node, source }` and `ZooKeeper(error)`.
+macro_rules! error_from_fence {
+    ($error:ident, $ended:ident) => {
+        impl From<$crate::recipe::FenceError> for $error {
+            #[doc = concat!("A fenced write's failure: its fencing node gone is [`", stringify!($error), "::", stringify!($ended), "`].")]
+            fn from(error: $crate::recipe::FenceError) -> Self {
+                use $crate::recipe::FenceError;
+                match error {
+                    FenceError::Ended { node } => $error::$ended { node },
+                    FenceError::OutcomeUnknown { node, source } => $error::OutcomeUnknown { node, source },
+                    FenceError::ZooKeeper(error) => $error::ZooKeeper(error),
+                }
+            }
+        }
+    };
+}
+pub(crate) use error_from_fence;

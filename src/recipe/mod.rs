@@ -24,6 +24,7 @@ pub use crate::reply::Reply;
 pub use crate::token::FencingToken;
 pub(crate) use contender::delete_until_gone;
 pub(crate) use contender::{ContenderEvent, ContenderReport, ContenderSpec, REVOKE_MESSAGE};
+pub(crate) use fence::error_from_fence;
 pub use fence::{Fence, FenceError, NotCurrent};
 pub use holder::ConnectionPolicy;
 pub use naming::Rule;

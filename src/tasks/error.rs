@@ -82,14 +82,4 @@ pub enum TaskError {
     ZooKeeper(#[from] Error),
 }
 
-impl From<crate::recipe::FenceError> for TaskError {
-    /// A fenced write of a master: its term's node gone is [`TaskError::Deposed`].
-    fn from(error: crate::recipe::FenceError) -> Self {
-        use crate::recipe::FenceError;
-        match error {
-            FenceError::Ended { node } => TaskError::Deposed { node },
-            FenceError::OutcomeUnknown { node, source } => TaskError::OutcomeUnknown { node, source },
-            FenceError::ZooKeeper(error) => TaskError::ZooKeeper(error),
-        }
-    }
-}
+crate::recipe::error_from_fence!(TaskError, Deposed);
