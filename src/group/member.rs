@@ -209,13 +209,9 @@ impl Handler<SessionEvent> for GroupMember {
     type Result = ();
 
     fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
-        // A member created while its session is suspended first hears `Reconnected`: the first
-        // sight of a live session, whichever event brings it, is when to join.
-        if let SessionEvent::Connected { generation, .. } | SessionEvent::Reconnected { generation, .. } = event {
-            if generation > self.generation {
-                self.generation = generation;
-                self.join(ctx);
-            }
+        // The first sight of a new session is when to join.
+        if event.moves_to_new_session(&mut self.generation) {
+            self.join(ctx);
         }
     }
 }

@@ -583,15 +583,13 @@ impl Handler<SessionEvent> for PersistentNode {
     type Result = ();
 
     fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
+        // A new session (the first, or one after an expiry): an ephemeral went with the old one,
+        // and every watch did.
+        if event.moves_to_new_session(&mut self.generation) {
+            self.ensure(ctx);
+            return;
+        }
         match event {
-            // A new session (the first, or one after an expiry): an ephemeral went with the old
-            // one, and every watch did.
-            SessionEvent::Connected { generation, .. } | SessionEvent::Reconnected { generation, .. }
-                if generation > self.generation =>
-            {
-                self.generation = generation;
-                self.ensure(ctx);
-            }
             // An ephemeral went with its session: it is not ours to report, write or delete now.
             SessionEvent::Expired { .. } if self.state == State::Live && is_ephemeral(self.config.mode) => {
                 self.state = State::Creating;

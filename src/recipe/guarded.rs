@@ -110,10 +110,10 @@ pub(crate) async fn delete_fenced(
 
 /// Deletes `path` only while it is the node created at `czxid`: reads its stat and deletes
 /// that version (`stat_of`, `delete_at`: on one session or on whichever is current), reading
-/// again when the delete finds it gone or changed. Retries through connection loss as `backoff`
-/// says; a final error ends it, and so does, when the requests go to `one_session`, that
-/// session's end ([`FencedDelete::SessionEnded`]: on whichever session is current, an expiry
-/// is one more interruption).
+/// again when the delete finds it changed (gone, it is no node of ours). Retries through
+/// connection loss as `backoff` says; a final error ends it, and so does, when the requests go
+/// to `one_session`, that session's end ([`FencedDelete::SessionEnded`]: on whichever session
+/// is current, an expiry is one more interruption).
 pub(crate) async fn delete_created_at<R, D>(
     path: String,
     czxid: i64,
@@ -136,9 +136,12 @@ where
             return match deleted {
                 Ok(()) => Attempted::Done(FencedDelete::Deleted),
                 Err(Error::SessionLost { .. }) if one_session => Attempted::Done(FencedDelete::SessionEnded),
-                // Gone between the read and the delete (our own earlier delete whose reply
-                // was lost) or changed: read again, at once.
-                Err(Error::NoNode { .. } | Error::BadVersion { .. }) => continue,
+                // Gone between the read and the delete (our own earlier delete whose reply was
+                // lost): what a read would find now. A read could still fail, and report a node
+                // that is gone as not deleted.
+                Err(Error::NoNode { .. }) => Attempted::Done(FencedDelete::NotOurs),
+                // Changed between the read and the delete: read again, at once.
+                Err(Error::BadVersion { .. }) => continue,
                 Err(err) if err.is_final() => Attempted::Failed(err),
                 Err(err) => {
                     tracing::debug!(%path, error = %err, "fenced delete interrupted; retrying");

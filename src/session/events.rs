@@ -53,6 +53,24 @@ pub enum SessionEvent {
     Closed,
 }
 
+impl SessionEvent {
+    /// True when this event shows a live session (`Connected` or `Reconnected`) of a generation
+    /// newer than `seen`, which it then moves to: the first sight of a new session, whichever
+    /// event brings it (a recipe started while its session is suspended first hears
+    /// `Reconnected`). Everything of the sessions before it (ephemerals, watches) is gone.
+    pub(crate) fn moves_to_new_session(&self, seen: &mut u64) -> bool {
+        match *self {
+            SessionEvent::Connected { generation, .. } | SessionEvent::Reconnected { generation, .. }
+                if generation > *seen =>
+            {
+                *seen = generation;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Identifies a persistent watch, to remove it later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct WatchId(pub(crate) u64);

@@ -616,20 +616,16 @@ impl Handler<SessionEvent> for TaskWorker {
     type Result = ();
 
     fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
-        match event {
-            // A worker created while its session is suspended first hears `Reconnected`: the
-            // first sight of a live session, whichever event brings it, is when to register.
-            SessionEvent::Connected { generation, .. } | SessionEvent::Reconnected { generation, .. }
-                if generation > self.generation =>
-            {
-                let was_registered = matches!(self.registration, Registration::Registered { .. });
-                self.generation = generation;
-                if was_registered {
-                    warn!(parent: self.shell.span(), generation, "registration lost with the session");
-                    self.tell(WorkerEvent::RegistrationLost);
-                }
-                self.register_when_idle(ctx);
+        // The first sight of a new session is when to register.
+        if event.moves_to_new_session(&mut self.generation) {
+            if matches!(self.registration, Registration::Registered { .. }) {
+                warn!(parent: self.shell.span(), generation = self.generation, "registration lost with the session");
+                self.tell(WorkerEvent::RegistrationLost);
             }
+            self.register_when_idle(ctx);
+            return;
+        }
+        match event {
             SessionEvent::Expired { .. } => {
                 if matches!(self.registration, Registration::Registered { .. }) {
                     warn!(parent: self.shell.span(), "session expired: registration lost");
