@@ -10,18 +10,18 @@ use std::future::Future;
 
 use actix::prelude::*;
 
-use super::config::SharedCountConfig;
 use super::error::CounterError;
 use super::format::{COUNT_LEN, encode_count};
 use super::messages::*;
-use crate::session::SessionHandle;
-use crate::shared::{Failure, NodeConfig, SharedFormat, SharedNode};
+use crate::shared::{Failure, SharedFormat, SharedNode};
 
 /// Curator's `SharedCount` format: a 4-byte big-endian count (see [`encode_count`]).
 #[derive(Debug, Clone, Copy)]
 pub struct CountFormat;
 
 impl SharedFormat for CountFormat {
+    const KIND: &'static str = "count";
+
     type Value = i32;
     type Versioned = VersionedCount;
     type Error = CounterError;
@@ -73,14 +73,6 @@ impl SharedFormat for CountFormat {
 ///
 /// Stop it with [`Stop`] or by dropping every address of it.
 pub type SharedCount = SharedNode<CountFormat>;
-
-impl SharedNode<CountFormat> {
-    /// A counter; start it with `.start()`.
-    pub fn new(session: SessionHandle, config: SharedCountConfig) -> SharedCount {
-        let node = NodeConfig { path: config.path, seed: config.seed, retry: config.retry };
-        SharedNode::with_config(session, node, "count")
-    }
-}
 
 crate::shared::answers_node_requests!(SharedCount: GetCount, TrySetCount, SetCount => VersionedCount, CounterError);
 

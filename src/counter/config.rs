@@ -37,3 +37,11 @@ impl SharedCountConfig {
         self.seed
     }
 }
+
+/// Every field named: a setting added to the config must be passed on to the node.
+impl From<SharedCountConfig> for crate::shared::NodeConfig<i32> {
+    fn from(config: SharedCountConfig) -> Self {
+        let SharedCountConfig { path, seed, retry } = config;
+        crate::shared::NodeConfig { path, seed, retry }
+    }
+}

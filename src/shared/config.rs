@@ -32,3 +32,11 @@ impl SharedValueConfig {
         &self.path
     }
 }
+
+/// Every field named: a setting added to the config must be passed on to the node.
+impl From<SharedValueConfig> for crate::shared::NodeConfig<Vec<u8>> {
+    fn from(config: SharedValueConfig) -> Self {
+        let SharedValueConfig { path, seed, retry } = config;
+        crate::shared::NodeConfig { path, seed, retry }
+    }
+}

@@ -84,6 +84,9 @@ pub trait SharedFormat: Sized + Unpin + 'static {
     fn changed(value: Self::Value, version: i32, czxid: i64) -> Self::Event;
     /// The front's error for a failure at `path`.
     fn failure(path: &str, failure: Failure) -> Self::Error;
+    /// What the node is called in its span (`count`, `value`): a `count` is a `shared-count` on
+    /// its session's health board, any other a `shared-value`.
+    const KIND: &'static str = "value";
 }
 
 /// Writes a [`SharedFormat`]'s `versioned`, `parts` and `changed` for a versioned value and a
@@ -196,8 +199,12 @@ pub struct SharedNode<F: SharedFormat> {
 }
 
 impl<F: SharedFormat> SharedNode<F> {
-    /// A shared node; start it with `.start()`.
-    pub(crate) fn with_config(session: SessionHandle, config: NodeConfig<F::Value>, kind: &'static str) -> Self {
+    /// A shared node (a [`SharedCount`](crate::counter::SharedCount), a
+    /// [`SharedValue`](crate::shared::SharedValue)) for `config`, its config or a [`NodeConfig`];
+    /// start it with `.start()`.
+    pub fn new(session: SessionHandle, config: impl Into<NodeConfig<F::Value>>) -> Self {
+        let config = config.into();
+        let kind = F::KIND;
         let span = tracing::info_span!("zk.shared", kind, path = %config.path);
         let shell = Shell::new(session, span, config.retry);
         let backoff = shell.retry().backoff();

@@ -1,16 +1,16 @@
 //! [`SharedValue`]: the shared-node core with bytes for values, and its messages' handlers.
 
-use super::config::SharedValueConfig;
 use super::error::SharedValueError;
 use super::messages::*;
-use super::node::{Failure, NodeConfig, SharedFormat, SharedNode};
-use crate::session::SessionHandle;
+use super::node::{Failure, SharedFormat, SharedNode};
 
 /// Bytes as they are: every node holds a value.
 #[derive(Debug, Clone, Copy)]
 pub struct BytesFormat;
 
 impl SharedFormat for BytesFormat {
+    const KIND: &'static str = "value";
+
     type Value = Vec<u8>;
     type Versioned = VersionedValue;
     type Error = SharedValueError;
@@ -53,13 +53,5 @@ impl SharedFormat for BytesFormat {
 /// # Ok(()) }
 /// ```
 pub type SharedValue = SharedNode<BytesFormat>;
-
-impl SharedNode<BytesFormat> {
-    /// A shared value; start it with `.start()`.
-    pub fn new(session: SessionHandle, config: SharedValueConfig) -> SharedValue {
-        let SharedValueConfig { path, seed, retry } = config;
-        SharedNode::with_config(session, NodeConfig { path, seed, retry }, "value")
-    }
-}
 
 crate::shared::answers_node_requests!(SharedValue: GetValue, TrySetValue, SetValue => VersionedValue, SharedValueError);
