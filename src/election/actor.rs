@@ -128,10 +128,10 @@ type ReleaseOutcome = Result<Result<(), ReleaseError>, oneshot::Canceled>;
 impl ElectionActor {
     /// A participant; start it with `.start()`. It enters the election at once.
     pub fn new(session: SessionHandle, config: ElectionConfig) -> Self {
-        let span = tracing::info_span!("zk.election", path = %config.path, id = %config.participant_id);
-        let holder = Holder::new(config.policy, false, config.requeue_after_loss);
+        let span = tracing::info_span!("zk.election", path = %config.path, id = %config.participation.id);
+        let holder = Holder::new(config.participation.policy, false, config.requeue_after_loss);
         ElectionActor {
-            shell: Shell::new(session, span, config.retry),
+            shell: Shell::new(session, span, config.participation.retry),
             config,
             holder,
             contender: ContenderSlot::new(),
@@ -183,11 +183,11 @@ impl HolderHost for ElectionActor {
                 self.start_leader(held.grant, ctx);
                 self.watched_leader = None;
                 self.shell.tell(ElectionEvent::LeadershipAcquired { token: held.token });
-                self.report_leader(Some(self.config.participant_id.clone()));
+                self.report_leader(Some(self.config.participation.id.clone()));
                 return;
             }
             Happened::Suspended(held) => {
-                if self.config.policy == ConnectionPolicy::Conservative {
+                if self.config.participation.policy == ConnectionPolicy::Conservative {
                     self.stop_leader();
                 }
                 ElectionEvent::LeadershipSuspended { token: held.token }

@@ -8,9 +8,7 @@ use futures::channel::oneshot;
 
 use super::messages::{LeaderTerm, StopLeading};
 use crate::builder::Opaque;
-use crate::recipe::ConnectionPolicy;
-use crate::recipe::naming;
-use crate::retry::RetryPolicy;
+use crate::recipe::Participation;
 
 /// A leader actor started for one term: where to send [`StopLeading`], and what resolves once
 /// it has stopped (its `stopped()` ran; `Canceled` if its Arbiter went away first).
@@ -33,12 +31,10 @@ pub const DEFAULT_LEADER_STOP_TIMEOUT: Duration = Duration::from_secs(10);
 #[must_use]
 pub struct ElectionConfig {
     pub(super) path: String,
-    pub(super) participant_id: String,
-    pub(super) policy: ConnectionPolicy,
+    pub(super) participation: Participation,
     pub(super) requeue_after_loss: bool,
     pub(super) leader: Option<Opaque<LeaderFactory>>,
     pub(super) leader_stop_timeout: Duration,
-    pub(super) retry: Option<RetryPolicy>,
 }
 
 impl ElectionConfig {
@@ -46,26 +42,16 @@ impl ElectionConfig {
     pub fn new(path: impl Into<String>) -> Self {
         ElectionConfig {
             path: path.into(),
-            participant_id: naming::default_participant_id(),
-            policy: ConnectionPolicy::default(),
+            participation: Participation::default(),
             requeue_after_loss: true,
             leader: None,
             leader_stop_timeout: DEFAULT_LEADER_STOP_TIMEOUT,
-            retry: None,
         }
     }
 
+    crate::recipe::participation_setters!(id: ": what other participants see in `LeaderChanged`", holder: "a leader");
+
     crate::builder::setters! {
-        /// How this participant retries a failed request; default: its session's policy
-        /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
-        with_retry(retry: RetryPolicy) => some;
-
-        /// Stored as our node's data; what other participants see in `LeaderChanged`.
-        with_participant_id(participant_id: impl Into<String>) => into;
-
-        /// What a leader assumes when the connection drops (default: conservative).
-        with_policy(policy: ConnectionPolicy);
-
         /// After losing leadership, stand in line again (default: yes, like Curator's
         /// `autoRequeue`).
         with_requeue_after_loss(requeue_after_loss: bool);

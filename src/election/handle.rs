@@ -52,27 +52,11 @@ impl ElectionHandle {
         crate::path::validate(config.path(), false)?;
         let path = config.path().to_owned();
         // Everything but the factory crosses as it is; the factory stays here, behind a launcher.
-        let ElectionConfig {
-            path: dir,
-            participant_id,
-            policy,
-            requeue_after_loss,
-            leader,
-            leader_stop_timeout,
-            retry,
-        } = config;
+        let ElectionConfig { path: dir, participation, requeue_after_loss, leader, leader_stop_timeout } = config;
         let leader = leader.map(|Opaque(factory)| launched_here(factory));
         let (addr, health) = start_host(&session.clone(), move || {
             let leader = leader.map(|factory| Opaque(factory as LeaderFactory));
-            let config = ElectionConfig {
-                path: dir,
-                participant_id,
-                policy,
-                requeue_after_loss,
-                leader,
-                leader_stop_timeout,
-                retry,
-            };
+            let config = ElectionConfig { path: dir, participation, requeue_after_loss, leader, leader_stop_timeout };
             ElectionActor::new(session, config)
         });
         Ok(ElectionHandle { addr, path, health })

@@ -46,8 +46,13 @@ impl LockActor {
     /// A lock actor; start it on your Arbiter with `.start()`.
     pub fn new(session: SessionHandle, config: LockConfig) -> Self {
         let span = tracing::info_span!("zk.lock", dir = %config.dir, kind = ?config.kind);
-        let holder = Holder::new(config.policy, true, config.reacquire_after_loss);
-        LockActor { shell: Shell::new(session, span, config.retry), config, holder, contender: ContenderSlot::new() }
+        let holder = Holder::new(config.participation.policy, true, config.reacquire_after_loss);
+        LockActor {
+            shell: Shell::new(session, span, config.participation.retry),
+            config,
+            holder,
+            contender: ContenderSlot::new(),
+        }
     }
 }
 
@@ -68,7 +73,7 @@ impl HolderHost for LockActor {
     }
 
     fn tell(&mut self, happened: Happened<LockGrant>, _: &mut Context<Self>) {
-        if let Some(event) = holding::event(&self.config.participant_id, happened) {
+        if let Some(event) = holding::event(&self.config.participation.id, happened) {
             self.shell.tell(event);
         }
     }
@@ -119,7 +124,7 @@ impl Handler<ContenderReport> for LockActor {
     fn handle(&mut self, report: ContenderReport, ctx: &mut Context<Self>) {
         if let ContenderEvent::RevocationRequested { node } = &report.event {
             if self.contender.holds(report.tag) {
-                let participant = self.config.participant_id.clone();
+                let participant = self.config.participation.id.clone();
                 self.shell.tell(LockEvent::RevocationRequested { participant, node: node.clone() });
             }
             return;

@@ -1,9 +1,8 @@
 //! How a lock or a semaphore participant behaves: [`LockConfig`], [`LockKind`],
 //! [`SemaphoreConfig`].
 
-use crate::recipe::ConnectionPolicy;
-use crate::recipe::naming::{self, LOCK_NAME, READ_NAME, Rule, WRITE_NAME};
-use crate::retry::RetryPolicy;
+use crate::recipe::Participation;
+use crate::recipe::naming::{LOCK_NAME, READ_NAME, Rule, WRITE_NAME};
 
 /// Which lock of a directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -41,10 +40,8 @@ impl LockKind {
 pub struct LockConfig {
     pub(super) dir: String,
     pub(super) kind: LockKind,
-    pub(super) participant_id: String,
-    pub(super) policy: ConnectionPolicy,
+    pub(super) participation: Participation,
     pub(super) reacquire_after_loss: bool,
-    pub(super) retry: Option<RetryPolicy>,
     pub(super) revocable: bool,
 }
 
@@ -54,11 +51,9 @@ impl LockConfig {
         LockConfig {
             dir: dir.into(),
             kind: LockKind::Exclusive,
-            participant_id: naming::default_participant_id(),
-            policy: ConnectionPolicy::default(),
+            participation: Participation::default(),
             reacquire_after_loss: false,
             revocable: false,
-            retry: None,
         }
     }
 
@@ -66,21 +61,15 @@ impl LockConfig {
         /// Exclusive, read or write.
         with_kind(kind: LockKind);
 
-        /// Stored as the lock node's data, so that operators (and [`Participants`](super::Participants))
-        /// can see who holds or waits. Default: `<host>/<pid>/<n>`, different for every participant.
-        with_participant_id(participant_id: impl Into<String>) => into;
-
-        /// What a holder assumes when the connection drops (default: conservative).
-        with_policy(policy: ConnectionPolicy);
-
         /// After losing a held lock (session expired, node deleted), stand in line again on our own.
         /// Off by default: a holder that lost its lock must decide what it was doing first.
         with_reacquire_after_loss(reacquire_after_loss: bool);
-
-        /// How this lock retries a failed request; default: its session's policy
-        /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
-        with_retry(retry: RetryPolicy) => some;
     }
+
+    crate::recipe::participation_setters!(
+        id: ", so that operators (and [`Participants`](super::Participants)) can see who holds or waits",
+        holder: "a holder"
+    );
 
     /// Hear revocation requests (Curator's `makeRevocable`): when someone asks this
     /// participant's node to let go ([`revoke`](super::revoke), or Curator's
@@ -105,9 +94,7 @@ impl LockConfig {
 pub struct SemaphoreConfig {
     pub(super) dir: String,
     pub(super) max_leases: usize,
-    pub(super) participant_id: String,
-    pub(super) policy: ConnectionPolicy,
-    pub(super) retry: Option<RetryPolicy>,
+    pub(super) participation: Participation,
 }
 
 impl SemaphoreConfig {
@@ -115,26 +102,10 @@ impl SemaphoreConfig {
     /// (as with Curator, nothing checks it). With 0 leases every `Acquire` fails with
     /// [`LockError::InvalidConfig`](super::LockError::InvalidConfig).
     pub fn new(dir: impl Into<String>, max_leases: usize) -> Self {
-        SemaphoreConfig {
-            dir: dir.into(),
-            max_leases,
-            participant_id: naming::default_participant_id(),
-            policy: ConnectionPolicy::default(),
-            retry: None,
-        }
+        SemaphoreConfig { dir: dir.into(), max_leases, participation: Participation::default() }
     }
 
-    crate::builder::setters! {
-        /// Stored as the lease node's data (default: `<host>/<pid>/<n>`).
-        with_participant_id(participant_id: impl Into<String>) => into;
-
-        /// What a lease holder assumes when the connection drops (default: conservative).
-        with_policy(policy: ConnectionPolicy);
-
-        /// How this semaphore retries a failed request; default: its session's policy
-        /// ([`SessionConfig::with_retry`](crate::session::SessionConfig::with_retry)).
-        with_retry(retry: RetryPolicy) => some;
-    }
+    crate::recipe::participation_setters!(id: " (a lease node)", holder: "a lease holder");
 
     /// The semaphore directory.
     pub fn dir(&self) -> &str {

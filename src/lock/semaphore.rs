@@ -49,9 +49,9 @@ impl SemaphoreActor {
     /// A semaphore participant; start it with `.start()`.
     pub fn new(session: SessionHandle, config: SemaphoreConfig) -> Self {
         let span = tracing::info_span!("zk.semaphore", dir = %config.dir, max = config.max_leases);
-        let holder = Holder::new(config.policy, true, false);
+        let holder = Holder::new(config.participation.policy, true, false);
         SemaphoreActor {
-            shell: Shell::new(session, span, config.retry),
+            shell: Shell::new(session, span, config.participation.retry),
             config,
             holder,
             attempt: 0,
@@ -119,7 +119,7 @@ impl HolderHost for SemaphoreActor {
     }
 
     fn tell(&mut self, happened: Happened<LockGrant>, _: &mut Context<Self>) {
-        if let Some(event) = holding::event(&self.config.participant_id, happened) {
+        if let Some(event) = holding::event(&self.config.participation.id, happened) {
             self.shell.tell(event);
         }
     }

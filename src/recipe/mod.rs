@@ -15,6 +15,7 @@ pub(crate) mod holder;
 pub(crate) mod known_heads;
 pub mod naming;
 pub(crate) mod participants;
+pub(crate) mod participation;
 pub(crate) mod registration;
 pub(crate) mod shell;
 
@@ -28,3 +29,4 @@ pub(crate) use fence::error_from_fence;
 pub use fence::{Fence, FenceError, NotCurrent};
 pub use holder::ConnectionPolicy;
 pub use naming::Rule;
+pub(crate) use participation::{Participation, participation_setters};

@@ -105,7 +105,7 @@ macro_rules! host_parts {
         }
 
         fn participant_id(&self) -> &str {
-            &self.config.participant_id
+            &self.config.participation.id
         }
     };
 }
