@@ -12,8 +12,8 @@ use super::error::GroupError;
 use super::messages::*;
 use crate::cache::{self, CacheEvent, ChildrenView};
 use crate::path;
-use crate::recipe::guarded::delete_own_ephemeral;
-use crate::recipe::registration::{NextStep, RegisterError, next_step, register_ephemeral};
+use crate::recipe::guarded::{delete_own_ephemeral, delete_own_ephemeral_detached};
+use crate::recipe::registration::{NextStep, again_after, next_step, register_ephemeral};
 use crate::recipe::shell::Shell;
 use crate::retry::Backoff;
 use crate::session::IntoActorFree;
@@ -136,35 +136,28 @@ impl GroupMember {
                     if error.outcome_unknown() {
                         // The last create may have applied: a member whose join failed must not
                         // stay visible to the others. Detached, it outlives a stop.
-                        let remove = delete_own_ephemeral(act.shell.session().pinned(generation), act.node.clone());
-                        actix::spawn(async move {
-                            let _ = remove.await;
-                        });
+                        delete_own_ephemeral_detached(act.shell.session().pinned(generation), act.node.clone());
                     }
                     let error = GroupError::ZooKeeper(error);
                     act.membership = Membership::Left;
                     act.failed = Some(error.clone());
                     act.tell(GroupEvent::JoinFailed { error });
                 }
-                NextStep::RetryAfter { delay, because } => {
-                    match because {
-                        RegisterError::Taken => {
-                            let error = GroupError::IdTaken { id: act.config.id.clone() };
-                            warn!(parent: act.shell.span(), %error, "cannot join; trying again");
-                            act.tell(GroupEvent::JoinFailed { error });
-                        }
-                        RegisterError::ZooKeeper(error) => {
-                            debug!(parent: act.shell.span(), %error, "cannot join yet; trying again")
-                        }
+                NextStep::RetryAfter { delay, taken } => {
+                    if taken {
+                        act.id_taken();
                     }
-                    ctx.run_later(delay, move |act, ctx| {
-                        if act.membership == (Membership::Joining { generation }) {
-                            act.join(ctx);
-                        }
-                    });
+                    again_after(ctx, delay, move |act: &Self| act.membership == Membership::Joining { generation }, Self::join);
                 }
             }
         }));
+    }
+
+    /// Our id is another live session's member node: told, and tried again later.
+    fn id_taken(&mut self) {
+        let error = GroupError::IdTaken { id: self.config.id.clone() };
+        warn!(parent: self.shell.span(), %error, "cannot join; trying again");
+        self.tell(GroupEvent::JoinFailed { error });
     }
 
     /// Deletes our node (only if our session owns it, by its czxid) and answers every `Leave`.
@@ -196,11 +189,7 @@ impl Actor for GroupMember {
         // The view stops as it drops, with this actor.
         // Left, but not yet deleted (a `Leave` still waits): delete here too.
         if self.membership != Membership::Left || !self.leaving.is_empty() {
-            // Detached: a request dropped by a stopping actor would never be sent.
-            let deleted = delete_own_ephemeral(self.shell.session().pinned(self.generation), self.node.clone());
-            actix::spawn(async move {
-                let _ = deleted.await;
-            });
+            delete_own_ephemeral_detached(self.shell.session().pinned(self.generation), self.node.clone());
         }
     }
 }

@@ -9,7 +9,7 @@
 
 use super::error::LockError;
 use super::grant::LockGrant;
-use super::messages::{LockEvent, LockLostReason};
+use super::messages::LockEvent;
 use crate::error::Error;
 use std::time::Duration;
 
@@ -17,7 +17,7 @@ use actix::prelude::*;
 use futures::channel::oneshot;
 
 use crate::recipe::FencingToken;
-use crate::recipe::holder::{self, Happened, HolderHost, InLine, Loss, Refusal, ReleaseError, Waiter};
+use crate::recipe::holder::{self, Happened, HolderHost, InLine, Refusal, ReleaseError, Waiter};
 use crate::recipe::participants::read_participants;
 use crate::reply::Pending;
 use crate::reply::Reply;
@@ -108,22 +108,12 @@ fn refusal(dir: &str, why: Refusal) -> LockError {
     }
 }
 
-/// The lock's words for a loss.
-pub(super) fn lost_reason(loss: Loss) -> LockLostReason {
-    match loss {
-        Loss::SessionExpired => LockLostReason::SessionExpired,
-        Loss::NodeDeleted => LockLostReason::NodeDeleted,
-        Loss::SessionClosed => LockLostReason::SessionClosed,
-        Loss::DisconnectedTooLong => LockLostReason::DisconnectedTooLong,
-    }
-}
-
 /// The answer to a `Release`.
 pub(super) fn release_error(dir: &str, error: ReleaseError) -> LockError {
     let dir = dir.to_owned();
     match error {
         ReleaseError::NotHeld => LockError::NotHeld { dir },
-        ReleaseError::Lost(loss) => LockError::Lost { dir, reason: lost_reason(loss) },
+        ReleaseError::Lost(reason) => LockError::Lost { dir, reason },
         ReleaseError::ZooKeeper(error) => LockError::ZooKeeper(error),
     }
 }
@@ -136,7 +126,7 @@ pub(super) fn event(participant: &str, happened: Happened<LockGrant>) -> Option<
         Happened::Acquired(held) => LockEvent::Acquired { participant, grant: held.grant },
         Happened::Suspended(held) => LockEvent::Suspended { participant, token: held.token },
         Happened::Restored(held) => LockEvent::Reconnected { participant, token: held.token },
-        Happened::Lost(held, loss) => LockEvent::Lost { participant, token: held.token, reason: lost_reason(loss) },
+        Happened::Lost(held, reason) => LockEvent::Lost { participant, token: held.token, reason },
         Happened::Released(held) => LockEvent::Released { participant, node: held.node },
         Happened::Failed(_) => return None,
     })

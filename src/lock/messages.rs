@@ -54,20 +54,8 @@ pub(crate) struct ReleaseAndStop;
 
 pub use crate::events::Subscribe;
 
-/// Why a held lock was lost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LockLostReason {
-    /// The session expired: the server deleted the lock node.
-    SessionExpired,
-    /// Someone else deleted the lock node.
-    NodeDeleted,
-    /// The session was closed.
-    SessionClosed,
-    /// Conservative policy: the connection stayed down for a whole session timeout, so the
-    /// server has probably expired the session; the node is deleted once we are back.
-    DisconnectedTooLong,
-}
+/// Why a held lock was lost: the holder core's reason, as it is.
+pub use crate::recipe::contender::Loss as LockLostReason;
 
 /// What happened to the lock, told to subscribers in the past tense. Every event names the
 /// participant it is about (its config's `participant_id`), so one subscriber of several lock

@@ -84,9 +84,10 @@ pub struct ContenderSpec {
 pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 
 /// Why a held node (a grant, a lease, a term) ended: the one reason every layer uses, from the
-/// contender that sees the node go to the recipe's own public reason (`LockLostReason`,
-/// `LeadershipLostReason`).
+/// contender that sees the node go to the lock's public reason (`LockLostReason` is this) and
+/// the election's (`LeadershipLostReason`, which adds resigning).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Loss {
     /// The session that owned the node expired; the server deleted the node.
     SessionExpired,
@@ -94,8 +95,9 @@ pub enum Loss {
     NodeDeleted,
     /// The session was closed.
     SessionClosed,
-    /// Conservative policy: disconnected for a whole session timeout. Decided by the holder
-    /// core; a contender never reports it.
+    /// Conservative policy: the connection stayed down for a whole session timeout, so the
+    /// server has probably expired the session; the node is deleted once we are back. Decided
+    /// by the holder core; a contender never reports it.
     DisconnectedTooLong,
 }
 

@@ -153,6 +153,15 @@ where
     .await
 }
 
+/// [`delete_own_ephemeral`] on a task of its own, for an actor that stops or gives up: it
+/// outlives the actor (a stopping actor's futures are dropped, and a request nobody awaits is
+/// never sent).
+pub(crate) fn delete_own_ephemeral_detached(session: crate::session::PinnedSession, path: String) {
+    actix::spawn(async move {
+        let _ = delete_own_ephemeral(session, path).await;
+    });
+}
+
 /// Deletes the ephemeral node at `path` if the pinned session owns it, and nothing else.
 ///
 /// For a node of a fixed name (a registration, a member node, a queue claim) whose create may

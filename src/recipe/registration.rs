@@ -10,6 +10,8 @@ use std::future::Future;
 
 use std::time::Duration;
 
+use actix::{Actor, AsyncContext, Context};
+
 use crate::error::Error;
 use crate::retry::{Backoff, Verdict};
 use crate::session::PinnedSession;
@@ -69,10 +71,11 @@ pub(crate) enum NextStep {
     /// Retrying cannot help (no permission, a bad path), or the retry policy's attempts are
     /// used up (a name still taken is then `NodeExists` at `node`): stop trying, with this error.
     GiveUp(Error),
-    /// Try again after the delay. `because` is [`RegisterError::Taken`] when another live
-    /// session holds the name (it frees up when that session ends), which the actor tells its
-    /// subscribers; otherwise the connection or the session is not there yet, not worth telling.
-    RetryAfter { delay: Duration, because: RegisterError },
+    /// Try again after the delay ([`again_after`]). `taken` when another live session holds the
+    /// name (it frees up when that session ends), which the actor tells its subscribers;
+    /// otherwise the connection or the session is not there yet, not worth telling (it is
+    /// logged here).
+    RetryAfter { delay: Duration, taken: bool },
     /// The session the attempt was pinned to has ended: nothing of it remains, and the next
     /// session's `Connected` starts the next attempt (not counted against the policy).
     AwaitSession,
@@ -93,9 +96,32 @@ pub(crate) fn next_step(outcome: Result<i64, RegisterError>, backoff: &mut Backo
         RegisterError::Taken => Error::NodeExists { path: node.to_owned() },
     };
     match backoff.verdict(&error) {
-        Verdict::RetryAfter(delay) => NextStep::RetryAfter { delay, because },
+        Verdict::RetryAfter(delay) => {
+            let taken = matches!(because, RegisterError::Taken);
+            if !taken {
+                tracing::debug!(node, %error, "cannot register yet; trying again");
+            }
+            NextStep::RetryAfter { delay, taken }
+        }
         Verdict::GiveUp => NextStep::GiveUp(error),
     }
+}
+
+/// Runs `again` on the actor after `delay` if `still` holds then: the attempt it retries was not
+/// overtaken meanwhile (by a stop, a leave, a newer session).
+pub(crate) fn again_after<A>(
+    ctx: &mut Context<A>,
+    delay: Duration,
+    still: impl Fn(&A) -> bool + 'static,
+    again: fn(&mut A, &mut Context<A>),
+) where
+    A: Actor<Context = Context<A>>,
+{
+    ctx.run_later(delay, move |act, ctx| {
+        if still(act) {
+            again(act, ctx);
+        }
+    });
 }
 
 #[cfg(test)]
@@ -112,11 +138,11 @@ mod tests {
         let lost = Error::ConnectionLoss { path: "/g".into() };
         assert!(matches!(
             next_step(Err(lost.into()), &mut backoff, "/g/m"),
-            NextStep::RetryAfter { because: RegisterError::ZooKeeper(_), delay } if delay == Duration::from_millis(100)
+            NextStep::RetryAfter { taken: false, delay } if delay == Duration::from_millis(100)
         ));
         assert!(matches!(
             next_step(Err(RegisterError::Taken), &mut backoff, "/g/m"),
-            NextStep::RetryAfter { because: RegisterError::Taken, delay } if delay == Duration::from_millis(200)
+            NextStep::RetryAfter { taken: true, delay } if delay == Duration::from_millis(200)
         ));
         assert!(matches!(next_step(Ok(7), &mut backoff, "/g/m"), NextStep::Registered(7)));
         // An ended session is waited out, not retried: the backoff does not move.

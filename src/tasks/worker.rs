@@ -23,8 +23,8 @@ use super::error::TaskError;
 use super::layout::{Layout, TaskId, check_worker_id};
 use super::messages::*;
 use crate::error::Error;
-use crate::recipe::guarded::delete_own_ephemeral;
-use crate::recipe::registration::{NextStep, RegisterError, next_step, register_ephemeral};
+use crate::recipe::guarded::{delete_own_ephemeral, delete_own_ephemeral_detached};
+use crate::recipe::registration::{NextStep, again_after, next_step, register_ephemeral};
 use crate::recipe::shell::Shell;
 use crate::retry::{Attempted, Backoff, RetryPolicy, again_later, retried};
 use crate::session::requests::Goodbye;
@@ -194,25 +194,22 @@ impl TaskWorker {
                     debug!(parent: act.shell.span(), generation, "the session ended before the registration; registering on the next")
                 }
                 NextStep::GiveUp(error) => act.give_up(error, ctx),
-                NextStep::RetryAfter { delay, because } => {
-                    match because {
-                        RegisterError::Taken => {
-                            let error = TaskError::WorkerIdTaken { id: act.config.worker_id.clone() };
-                            warn!(parent: act.shell.span(), %error, "cannot register; trying again");
-                            act.tell(WorkerEvent::RegistrationFailed { error });
-                        }
-                        RegisterError::ZooKeeper(error) => {
-                            debug!(parent: act.shell.span(), %error, "cannot register yet; trying again")
-                        }
+                NextStep::RetryAfter { delay, taken } => {
+                    if taken {
+                        act.worker_id_taken();
                     }
-                    ctx.run_later(delay, move |act, ctx| {
-                        if act.registration == (Registration::Registering { generation }) {
-                            act.register(ctx);
-                        }
-                    });
+                    let registering = Registration::Registering { generation };
+                    again_after(ctx, delay, move |act: &Self| act.registration == registering, Self::register);
                 }
             }
         }));
+    }
+
+    /// Our id is another live session's worker: told, and tried again later.
+    fn worker_id_taken(&mut self) {
+        let error = TaskError::WorkerIdTaken { id: self.config.worker_id.clone() };
+        warn!(parent: self.shell.span(), %error, "cannot register; trying again");
+        self.tell(WorkerEvent::RegistrationFailed { error });
     }
 
     /// Lists our assignments, leaving a watch; one listing at a time.
@@ -599,15 +596,9 @@ impl Actor for TaskWorker {
     fn stopped(&mut self, _: &mut Context<Self>) {
         if self.registration != Registration::Stopped {
             // Stopped without Stop: deregister anyway, so the master re-assigns our tasks
-            // now rather than after the session ends. Detached: a request dropped by a stopping
-            // actor would never be sent.
-            let deleted = delete_own_ephemeral(
-                self.shell.session().pinned(self.generation),
-                self.layout.worker(&self.config.worker_id),
-            );
-            actix::spawn(async move {
-                let _ = deleted.await;
-            });
+            // now rather than after the session ends.
+            let node = self.layout.worker(&self.config.worker_id);
+            delete_own_ephemeral_detached(self.shell.session().pinned(self.generation), node);
         }
     }
 }
