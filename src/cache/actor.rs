@@ -156,8 +156,7 @@ impl CacheActor {
     pub fn new(session: SessionHandle, config: CacheConfig) -> Result<CacheActor, CacheError> {
         config.validate()?;
         let span = tracing::info_span!("zk.cache", path = %config.path, scope = ?config.scope);
-        let mut shell = Shell::new(session, span, config.retry);
-        shell.health_slot("cache", &config.path);
+        let shell = Shell::new(session, span, config.retry).on_board("cache", &config.path);
         let backoff = shell.retry().backoff();
         Ok(CacheActor {
             shell,

@@ -121,8 +121,7 @@ impl QueueConsumerActor {
     pub fn new(session: SessionHandle, config: ConsumerConfig) -> Self {
         let span = tracing::info_span!("zk.queue", queue = %config.queue, consumer = %config.consumer_id);
         // Its health entry says how many items are in flight.
-        let mut shell = Shell::new(session, span, config.retry);
-        shell.health_slot("queue-consumer", &config.queue);
+        let shell = Shell::new(session, span, config.retry).on_board("queue-consumer", &config.queue);
         let backoff = shell.retry().backoff();
         QueueConsumerActor {
             shell,

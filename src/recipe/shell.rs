@@ -100,6 +100,12 @@ impl<E: Message<Result = ()> + Clone + Send + 'static> Shell<E> {
         self.health_tag = Some(tag);
     }
 
+    /// This shell with its recipe on the health board from the start, as a `kind` at `path`.
+    pub(crate) fn on_board(mut self, kind: &'static str, path: &str) -> Self {
+        self.health_slot(kind, path);
+        self
+    }
+
     /// The recipe's health entry, put on the board as a `kind` at `path` the first time.
     pub(crate) fn health_slot(&mut self, kind: &'static str, path: &str) -> &mut HealthSlot {
         let (board, tag) = (&self.session, &self.health_tag);

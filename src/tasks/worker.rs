@@ -127,8 +127,7 @@ impl TaskWorker {
         check_worker_id(&config.worker_id)?;
         let span = tracing::info_span!("zk.tasks.worker", root = %config.root, id = %config.worker_id);
         // Its health entry says how many tasks are running.
-        let mut shell = Shell::new(session, span, config.retry);
-        shell.health_slot("task-worker", &config.root);
+        let shell = Shell::new(session, span, config.retry).on_board("task-worker", &config.root);
         let backoff = shell.retry().backoff();
         Ok(TaskWorker {
             shell,
