@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use futures::channel::oneshot;
 use tokio::time::Instant;
 use tracing::{Instrument, debug, debug_span};
 
@@ -15,8 +16,8 @@ use crate::error::Error;
 use crate::path;
 use crate::retry::{Attempted, retried};
 use crate::session::SessionHandle;
-use crate::session::WatchEventKind;
-use crate::session::requests::CreateMode;
+use crate::session::requests::{CreateMode, Stat};
+use crate::session::{WatchEvent, WatchEventKind};
 
 /// Curator's `DistributedBarrier`: processes wait until the node at the barrier's path is gone.
 ///
@@ -140,17 +141,7 @@ impl DistributedBarrier {
         let deadline = timeout.map(|t| Instant::now() + t);
         let waiting = async move {
             loop {
-                let looked = retried(session.retry_policy().backoff(), || {
-                    // Withdrawn if this wait is dropped: a caller that gives up leaves no watch.
-                    let (stat, fired) = session.exists_until_dropped(&barrier);
-                    async move {
-                        match stat.await {
-                            Ok(stat) => Attempted::Done((stat, fired)),
-                            Err(error) => Attempted::judged(Err(error)),
-                        }
-                    }
-                });
-                match looked.await? {
+                match look(&session, &barrier).await? {
                     (None, _) => return Ok(()),
                     (Some(_), fired) => match fired.await {
                         Ok(event) if event.kind == WatchEventKind::NodeDeleted => return Ok(()),
@@ -176,4 +167,20 @@ impl DistributedBarrier {
         }
         .instrument(span)
     }
+}
+
+/// The barrier's stat, and the event of the one-shot watch left on it (withdrawn if the caller
+/// is dropped: a caller that gives up leaves no watch), retried through connection trouble as
+/// the session's policy says.
+async fn look(session: &SessionHandle, barrier: &str) -> Result<(Option<Stat>, oneshot::Receiver<WatchEvent>), Error> {
+    retried(session.retry_policy().backoff(), || {
+        let (stat, fired) = session.exists_until_dropped(barrier);
+        async move {
+            match stat.await {
+                Ok(stat) => Attempted::Done((stat, fired)),
+                Err(error) => Attempted::judged(Err(error)),
+            }
+        }
+    })
+    .await
 }

@@ -407,10 +407,6 @@ impl Handler<SessionEvent> for QueueConsumerActor {
 
     fn handle(&mut self, event: SessionEvent, ctx: &mut Context<Self>) {
         match event {
-            SessionEvent::Connected { generation, .. } => {
-                self.generation = generation;
-                self.fill(ctx);
-            }
             SessionEvent::Expired { .. } => {
                 warn!(parent: self.shell.span(), in_flight = self.in_flight.len(), "session expired; revoking deliveries");
                 self.revoke_all();
@@ -422,12 +418,11 @@ impl Handler<SessionEvent> for QueueConsumerActor {
                 // are recognised by their generation.
                 self.generation = 0;
             }
-            // Events may have been missed while away: look again. A consumer started while its
-            // session was suspended heard `Suspended`, never `Connected`: it starts now.
-            SessionEvent::Reconnected { generation, .. } => {
-                if self.generation == 0 {
-                    self.generation = generation;
-                }
+            // A new session, or ours back: events may have been missed while away, so look
+            // again. A consumer started while its session was suspended heard `Suspended`, never
+            // `Connected`: it starts now.
+            SessionEvent::Connected { .. } | SessionEvent::Reconnected { .. } => {
+                event.moves_to_new_session(&mut self.generation);
                 self.fill(ctx);
             }
             _ => {}
