@@ -347,7 +347,9 @@ async fn a_ttl_node_lives_while_touched_and_goes_after_its_ttl_once_stopped() {
         ZkServer::start_with(ServerOptions::default().with_container_check_interval(Duration::from_millis(100)))
             .expect("a ZooKeeper server");
     let s = session_at(&server.connect_string(), "/ttl").await;
-    let ttl = Duration::from_millis(600);
+    // Long enough that rebuilding the expired session below (no touches meanwhile) fits inside
+    // one TTL on a loaded machine: at 600 ms the node was once reaped in that gap.
+    let ttl = Duration::from_millis(1200);
     s.create("/control", "", CreateMode::PersistentWithTtl(ttl)).await.expect("the control");
     let node = PersistentTtlNode::start(s.clone(), PersistentTtlNodeConfig::new("/kept/node", ttl).with_data("data"))
         .expect("a valid node");
