@@ -97,7 +97,7 @@ impl LockHandle {
     /// the line and the next `acquire` on this handle starts at once; dropped with the grant in
     /// hand, the grant is given back.
     pub fn acquire(&self, timeout: Option<Duration>) -> impl Future<Output = Result<LockGrant, LockError>> + 'static {
-        acquire_in_turn(&self.addr, &self.dir, &self.turn, timeout, false)
+        acquire_in_turn(&self.addr, &self.dir, &self.turn, timeout, Reentry::Wait)
     }
 
     /// [`acquire`](Self::acquire), as a guard that releases the lock when dropped (the release
@@ -122,7 +122,7 @@ impl LockHandle {
         &self,
         timeout: Option<Duration>,
     ) -> impl Future<Output = Result<LockGrant, LockError>> + 'static {
-        acquire_in_turn(&self.addr, &self.dir, &self.turn, timeout, true)
+        acquire_in_turn(&self.addr, &self.dir, &self.turn, timeout, Reentry::Share)
     }
 
     /// Takes the lock only if it is free now: `Ok(None)` when someone else holds it (our node is
@@ -288,7 +288,7 @@ impl SemaphoreHandle {
     /// Cancel-safe, as [`LockHandle::acquire`]: dropped while waiting, its attempt leaves
     /// the line (its nodes are deleted); dropped with the lease in hand, the lease is given back.
     pub fn acquire(&self, timeout: Option<Duration>) -> impl Future<Output = Result<LockGrant, LockError>> + 'static {
-        acquire_in_turn(&self.addr, &self.dir, &self.turn, timeout, false)
+        acquire_in_turn(&self.addr, &self.dir, &self.turn, timeout, Reentry::Wait)
     }
 
     /// Re-entrant: the lease this participant holds now, at once (see
@@ -300,7 +300,7 @@ impl SemaphoreHandle {
         &self,
         timeout: Option<Duration>,
     ) -> impl Future<Output = Result<LockGrant, LockError>> + 'static {
-        acquire_in_turn(&self.addr, &self.dir, &self.turn, timeout, true)
+        acquire_in_turn(&self.addr, &self.dir, &self.turn, timeout, Reentry::Share)
     }
 
     /// Gives the lease back (or stops waiting for one); resolves once its node is deleted.
@@ -352,15 +352,24 @@ where
     crate::stop::stopped(addr)
 }
 
+/// What an acquire does while another task of the same handle has the turn.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reentry {
+    /// Waits for the turn (`acquire`).
+    Wait,
+    /// Takes the grant this participant holds, at once (`acquire_reentrant`).
+    Share,
+}
+
 /// `acquire` in this handle's turn: waits for the turn (at most `timeout`), then for the grant
-/// (at most what is left of `timeout`), and keeps the turn until the release. `reentrant`: while
-/// a task of this handle has the turn, the grant this participant holds, at once.
+/// (at most what is left of `timeout`), and keeps the turn until the release; while a task of
+/// this handle has the turn, `reentry` says whether to wait for it or share the held grant.
 fn acquire_in_turn<A: Acquires>(
     addr: &Addr<A>,
     dir: &str,
     turn: &Turn,
     timeout: Option<Duration>,
-    reentrant: bool,
+    reentry: Reentry,
 ) -> impl Future<Output = Result<LockGrant, LockError>> + 'static + use<A> {
     use futures::future::Either::{Left, Right};
     // The turn free now: sent at the call, as every request of a handle is (a caller that
@@ -373,7 +382,7 @@ fn acquire_in_turn<A: Acquires>(
             Ok(grant)
         }));
     }
-    if reentrant {
+    if reentry == Reentry::Share {
         return Left(Right(acquire(addr, dir, timeout)));
     }
     let (addr, dir, turn) = (addr.clone(), dir.to_owned(), turn.clone());

@@ -13,7 +13,7 @@ use super::error::PersistentNodeError;
 use super::messages::{ActualPath, PersistentNodeEvent, SetData, WaitForInitialCreate};
 use crate::error::Error;
 use crate::path;
-use crate::recipe::guarded::delete_created_at;
+use crate::recipe::guarded::{Sessions, delete_created_at};
 use crate::recipe::naming;
 use crate::recipe::shell::Shell;
 use crate::retry::{Backoff, RetryPolicy};
@@ -513,10 +513,10 @@ async fn delete_ours(
     }
     // The node's own policy, without the attempt limit: a node left behind stays for good.
     let backoff = retry.without_attempt_limit().backoff();
-    // Not pinned: an expiry is retried like a connection loss, so `SessionEnded` never comes.
     let stat_of = |path: &str| session.exists(path);
     let delete_at = |path: &str, version| session.delete(path, Some(version));
-    delete_created_at(path, czxid, backoff, false, stat_of, delete_at).await.map(drop)
+    // Never `SessionEnded`: on whichever session is current, an expiry is retried.
+    delete_created_at(path, czxid, backoff, Sessions::Current, stat_of, delete_at).await.map(drop)
 }
 
 fn is_ephemeral(mode: CreateMode) -> bool {

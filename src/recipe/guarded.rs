@@ -105,20 +105,29 @@ pub(crate) async fn delete_fenced(
     let backoff = session.handle().retry_policy().without_attempt_limit().backoff();
     let stat_of = |path: &str| session.exists(path);
     let delete_at = |path: &str, version| session.delete(path, Some(version));
-    delete_created_at(path, czxid, backoff, true, stat_of, delete_at).await
+    delete_created_at(path, czxid, backoff, Sessions::One, stat_of, delete_at).await
+}
+
+/// Which sessions a fenced delete's requests go to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sessions {
+    /// One session (a [`PinnedSession`](crate::session::PinnedSession)): its end ends the delete.
+    One,
+    /// Whichever is current (a [`SessionHandle`](crate::session::SessionHandle)), for a node no
+    /// session owns: an expiry is one more interruption.
+    Current,
 }
 
 /// Deletes `path` only while it is the node created at `czxid`: reads its stat and deletes
 /// that version (`stat_of`, `delete_at`: on one session or on whichever is current), reading
 /// again when the delete finds it changed (gone, it is no node of ours). Retries through
 /// connection loss as `backoff` says; a final error ends it, and so does, when the requests go
-/// to `one_session`, that session's end ([`FencedDelete::SessionEnded`]: on whichever session
-/// is current, an expiry is one more interruption).
+/// to [`Sessions::One`], that session's end ([`FencedDelete::SessionEnded`]).
 pub(crate) async fn delete_created_at<R, D>(
     path: String,
     czxid: i64,
     backoff: Backoff,
-    one_session: bool,
+    sessions: Sessions,
     stat_of: impl Fn(&str) -> R,
     delete_at: impl Fn(&str, i32) -> D,
 ) -> Result<FencedDelete, Error>
@@ -135,7 +144,9 @@ where
             };
             return match deleted {
                 Ok(()) => Attempted::Done(FencedDelete::Deleted),
-                Err(Error::SessionLost { .. }) if one_session => Attempted::Done(FencedDelete::SessionEnded),
+                Err(Error::SessionLost { .. }) if sessions == Sessions::One => {
+                    Attempted::Done(FencedDelete::SessionEnded)
+                }
                 // Gone between the read and the delete (our own earlier delete whose reply was
                 // lost): what a read would find now. A read could still fail, and report a node
                 // that is gone as not deleted.

@@ -70,10 +70,10 @@ macro_rules! delegated_basics {
         }
 
         #[doc = concat!(
-                            "The ", $what, "'s entry on its session's health board (as in ",
-                            "[`SessionHandle::health`](crate::session::SessionHandle::health)); `None` while it has ",
-                            "none (before its actor first reports, and once it has stopped)."
-                        )]
+                    "The ", $what, "'s entry on its session's health board (as in ",
+                    "[`SessionHandle::health`](crate::session::SessionHandle::health)); `None` while it has ",
+                    "none (before its actor first reports, and once it has stopped)."
+                )]
         pub fn health(&self) -> Option<$crate::session::health::RecipeHealth> {
             self.$inner.health()
         }

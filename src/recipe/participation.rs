@@ -32,9 +32,9 @@ impl Default for Participation {
 macro_rules! participation_setters {
     (id: $id:literal, holder: $holder:literal) => {
         #[doc = concat!(
-                                                    "Stored as this participant's node's data", $id,
-                                                    ". Default: `<host>/<pid>/<n>`, different for every participant."
-                                                )]
+                    "Stored as this participant's node's data", $id,
+                    ". Default: `<host>/<pid>/<n>`, different for every participant."
+                )]
         pub fn with_participant_id(mut self, participant_id: impl Into<String>) -> Self {
             self.participation.id = participant_id.into();
             self

@@ -247,9 +247,9 @@ where
 }
 
 /// The handlers of a recipe actor whose `shell: Shell<E>` field does all the work:
-/// `Handler<AwaitStopped>`; with `=> E` also `Handler<Listen<E>>` and [`OnShell`], and with `, Subscribe` also
-/// `Handler<Subscribe<E>>` (an actor that tells a late reader or subscriber something first
-/// writes its own).
+/// `Handler<AwaitStopped>`; with `=> E` also `Handler<Listen<E>>` and [`OnShell`], and with
+/// `, Subscribe` also `Handler<Subscribe<E>>` (an actor that tells a late reader or subscriber
+/// something first writes its own).
 macro_rules! on_the_shell {
     ($actor:ty) => {
         impl actix::Handler<$crate::stop::AwaitStopped> for $actor {
