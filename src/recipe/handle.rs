@@ -69,11 +69,9 @@ macro_rules! delegated_basics {
             self.$inner.subscribe(recipient);
         }
 
-        #[doc = concat!(
-                    "The ", $what, "'s entry on its session's health board (as in ",
-                    "[`SessionHandle::health`](crate::session::SessionHandle::health)); `None` while it has ",
-                    "none (before its actor first reports, and once it has stopped)."
-                )]
+        #[doc = concat!("The ", $what, "'s entry on its session's health board (as in")]
+        #[doc = "[`SessionHandle::health`](crate::session::SessionHandle::health)); `None` while it has"]
+        #[doc = "none (before its actor first reports, and once it has stopped)."]
         pub fn health(&self) -> Option<$crate::session::health::RecipeHealth> {
             self.$inner.health()
         }

@@ -31,10 +31,8 @@ impl Default for Participation {
 /// `holder` names who assumes what the policy says.
 macro_rules! participation_setters {
     (id: $id:literal, holder: $holder:literal) => {
-        #[doc = concat!(
-                    "Stored as this participant's node's data", $id,
-                    ". Default: `<host>/<pid>/<n>`, different for every participant."
-                )]
+        #[doc = concat!("Stored as this participant's node's data", $id, ".")]
+        #[doc = "Default: `<host>/<pid>/<n>`, different for every participant."]
         pub fn with_participant_id(mut self, participant_id: impl Into<String>) -> Self {
             self.participation.id = participant_id.into();
             self
